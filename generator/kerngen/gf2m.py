@@ -1,0 +1,515 @@
+"""The GF(2^m) family: multiplication, squaring, reduction, multiply-accumulate,
+multi-squaring and inversion, fully unrolled on 128-bit registers.
+
+An element is ceil(m/64) little-endian 64-bit limbs, held in registers as
+pairs (limbs 2k, 2k+1 in one xmm). Products are formed with PCLMULQDQ as
+128-bit *terms* placed at limb offsets; terms at odd offsets straddle two
+pairs and are merged with one `palignr` per pair at the end, so no product is
+ever shifted on its own. Reduction multiplies the part above x^m by
+g = f - x^m, chunk by 64-bit chunk of g (see `gf2m_plan`): a chunk equal to 1
+is a plain xor, a single term x^r two shifts, anything else one carry-less
+product per word. The GF(2)[x] facts come from `gf2m_plan`; this module only
+turns them into instructions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from dataclasses import dataclass
+
+from .family import Bundle, Function
+from .gf2m_plan import FieldPlan, field_plan, folds, itoh_tsujii_chain
+from .isa.abi import SYSV
+from .isa.ir import ArgBase, ArgSpec, Builder, Imm, Mem, TableBase, VReg
+from .isa.pipeline import compile_kernel
+from .params import Gf2mParams
+
+
+@dataclass(frozen=True)
+class MulConfig:
+    """How products are formed.
+
+    base: "k3" multiplies two 128-bit blocks with three carry-less products
+    (Karatsuba inside the block), "s4" with four.
+    karatsuba_min: block count from which operands are split in halves
+    recursively (0: schoolbook over blocks at every size).
+    single_shift: a chunk of g that is one term x^r is folded with two shifts
+    per pair instead of one carry-less product per word.
+    """
+
+    base: str = "k3"
+    karatsuba_min: int = 0
+    single_shift: bool = True
+
+
+# Chosen by timing every variant on the development machine (see
+# gf2m_checks.measure_configs); other m use the rule in `default_config`.
+_MEASURED: dict[int, MulConfig] = {}
+
+
+def default_config(m: int) -> MulConfig:
+    if m in _MEASURED:
+        return _MEASURED[m]
+    n = (m + 63) // 64
+    blocks = (n + 1) // 2
+    return MulConfig("k3", 3 if blocks >= 3 else 0, True)
+
+
+MSQR_STEPS = (2, 4, 8, 16)
+
+
+# ---------------------------------------------------------------------------
+# instruction helpers: one method per operation, VEX three-operand for avx2,
+# copy-then-modify legacy forms for sse
+
+
+class _Vec:
+    def __init__(self, b: Builder, sse: bool):
+        self.b = b
+        self.sse = sse
+        self._zero: VReg | None = None
+
+    def _two(self, vex: str, leg: str, a, *rest) -> VReg:
+        if not self.sse:
+            return self.b.op(vex, a, *rest, bits=128)
+        d = self.b.op("sse_copy", a, bits=128)
+        self.b.emit(leg, d, *rest)
+        return d
+
+    def xor(self, a, c) -> VReg:
+        return self._two("vpxor", "sse_pxor", a, c)
+
+    def and_(self, a, c) -> VReg:
+        return self._two("vpand", "sse_pand", a, c)
+
+    def clmul(self, a, c, imm: int) -> VReg:
+        return self._two("vpclmulqdq", "sse_pclmulqdq", a, c, Imm(imm))
+
+    def sll(self, a, r: int) -> VReg:
+        return self._two("vpsllq", "sse_psllq", a, Imm(r))
+
+    def srl(self, a, r: int) -> VReg:
+        return self._two("vpsrlq", "sse_psrlq", a, Imm(r))
+
+    def up64(self, a) -> VReg:
+        """Lane 0 moved to lane 1, lane 0 cleared."""
+        return self._two("vpslldq", "sse_pslldq", a, Imm(8))
+
+    def down64(self, a) -> VReg:
+        """Lane 1 moved to lane 0, lane 1 cleared."""
+        return self._two("vpsrldq", "sse_psrldq", a, Imm(8))
+
+    def straddle(self, hi, lo) -> VReg:
+        """(lane 1 of lo, lane 0 of hi)."""
+        return self._two("vpalignr", "sse_palignr", hi, lo, Imm(8))
+
+    def swap(self, a) -> VReg:
+        return self.b.op("sse_pshufd" if self.sse else "vpshufd", a, Imm(0x4E), bits=128)
+
+    def load(self, mem: Mem) -> VReg:
+        op = {16: ("load", "sse_load"), 8: ("load64", "sse_load64")}[mem.size][self.sse]
+        return self.b.op(op, mem, bits=128)
+
+    def store(self, mem: Mem, reg) -> None:
+        op = {16: ("store", "sse_store"), 8: ("store64", "sse_store64")}[mem.size][self.sse]
+        self.b.emit(op, mem, reg)
+
+    def zero(self) -> VReg:
+        t = self.b.table("gf2m_zero", 8, (0, 0), comment="zero pair")
+        return self.load(Mem(t, 0, 16))
+
+    def tree(self, regs: list) -> VReg | None:
+        """Xor of all `regs`, as a balanced tree (short dependency chains)."""
+        regs = list(regs)
+        if not regs:
+            return None
+        while len(regs) > 1:
+            nxt = [self.xor(regs[i], regs[i + 1]) for i in range(0, len(regs) - 1, 2)]
+            if len(regs) % 2:
+                nxt.append(regs[-1])
+            regs = nxt
+        return regs[0]
+
+
+Terms = dict[int, list]  # limb offset -> 128-bit values to xor in there
+
+
+def _normalize(v: _Vec, terms: Terms) -> dict[int, VReg]:
+    return {o: v.tree(rs) for o, rs in sorted(terms.items()) if rs}
+
+
+def _to_pairs(v: _Vec, norm: dict[int, VReg], nwords: int) -> list[VReg]:
+    """Pairs (limbs 2k, 2k+1) for limbs 0..nwords-1 of the sum of offset terms;
+    terms reaching further must be zero there."""
+    pairs = []
+    for k in range((nwords + 1) // 2):
+        parts = []
+        if 2 * k in norm:
+            parts.append(norm[2 * k])
+        lo, hi = norm.get(2 * k - 1), norm.get(2 * k + 1)
+        if lo is not None and hi is not None:
+            parts.append(v.straddle(hi, lo))
+        elif hi is not None:
+            parts.append(v.up64(hi))
+        elif lo is not None:
+            parts.append(v.down64(lo))
+        pairs.append(v.tree(parts) if parts else v.zero())
+    return pairs
+
+
+# ---------------------------------------------------------------------------
+# products
+
+
+@dataclass
+class _Blk:
+    """A 128-bit block of an operand: `width` limbs (1: upper lane is zero)."""
+
+    reg: VReg
+    width: int
+    folded: VReg | None = None  # lane 0 holds lane0 ^ lane1 (Karatsuba middle factor)
+
+
+def _blocks(pairs: list[VReg], nwords: int) -> list[_Blk]:
+    return [_Blk(r, 2 if 2 * k + 1 < nwords else 1) for k, r in enumerate(pairs)]
+
+
+def _folded(v: _Vec, blk: _Blk) -> VReg:
+    if blk.folded is None:
+        blk.folded = v.xor(blk.reg, v.swap(blk.reg))
+    return blk.folded
+
+
+def _mul_blocks(v: _Vec, a: list[_Blk], b: list[_Blk], cfg: MulConfig) -> dict[int, VReg]:
+    """a * b as normalized terms (one register per limb offset)."""
+    nb = len(a)
+    assert len(b) == nb
+    if cfg.karatsuba_min and nb >= max(2, cfg.karatsuba_min):
+        h = (nb + 1) // 2
+        a0, a1, b0, b1 = a[:h], a[h:], b[:h], b[h:]
+
+        def sums(x0, x1):
+            return [_Blk(v.xor(x0[i].reg, x1[i].reg), max(x0[i].width, x1[i].width)) if i < len(x1)
+                    else x0[i] for i in range(h)]
+
+        d0 = _mul_blocks(v, a0, b0, cfg)
+        d2 = _mul_blocks(v, a1, b1, cfg)
+        d1 = _mul_blocks(v, sums(a0, a1), sums(b0, b1), cfg)
+        terms: Terms = defaultdict(list)
+        for o, r in d0.items():
+            terms[o].append(r)
+            terms[o + 2 * h].append(r)
+        for o, r in d1.items():
+            terms[o + 2 * h].append(r)
+        for o, r in d2.items():
+            terms[o + 2 * h].append(r)
+            terms[o + 4 * h].append(r)
+        return _normalize(v, terms)
+    terms = defaultdict(list)
+    lo_s: Terms = defaultdict(list)
+    hi_s: Terms = defaultdict(list)
+    mid_s: Terms = defaultdict(list)
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
+            o = 2 * (i + j)
+            if x.width == 2 and y.width == 2:
+                if cfg.base == "k3":
+                    lo_s[i + j].append(v.clmul(x.reg, y.reg, 0x00))
+                    hi_s[i + j].append(v.clmul(x.reg, y.reg, 0x11))
+                    mid_s[i + j].append(v.clmul(_folded(v, x), _folded(v, y), 0x00))
+                else:
+                    terms[o].append(v.clmul(x.reg, y.reg, 0x00))
+                    terms[o + 1].append(v.clmul(x.reg, y.reg, 0x01))
+                    terms[o + 1].append(v.clmul(x.reg, y.reg, 0x10))
+                    terms[o + 2].append(v.clmul(x.reg, y.reg, 0x11))
+            elif x.width == 2:
+                terms[o].append(v.clmul(x.reg, y.reg, 0x00))
+                terms[o + 1].append(v.clmul(x.reg, y.reg, 0x01))
+            elif y.width == 2:
+                terms[o].append(v.clmul(x.reg, y.reg, 0x00))
+                terms[o + 1].append(v.clmul(x.reg, y.reg, 0x10))
+            else:
+                terms[o].append(v.clmul(x.reg, y.reg, 0x00))
+    for s in sorted(lo_s):
+        lo, hi, mid = v.tree(lo_s[s]), v.tree(hi_s[s]), v.tree(mid_s[s])
+        terms[2 * s].append(lo)
+        terms[2 * s + 1] += [mid, lo, hi]
+        terms[2 * s + 2].append(hi)
+    return _normalize(v, terms)
+
+
+def _square(v: _Vec, pairs: list[VReg], nwords: int) -> list[VReg]:
+    """Squares land on even limb offsets, so each limb's square is one pair."""
+    return [v.clmul(pairs[i // 2], pairs[i // 2], 0x11 * (i & 1)) for i in range(nwords)]
+
+
+# ---------------------------------------------------------------------------
+# reduction
+
+
+def _reduce(v: _Vec, plan: FieldPlan, pairs: list[VReg], bound: int, cfg: MulConfig) -> list[VReg]:
+    """Pairs of a polynomial of degree <= bound -> pairs of its remainder mod f."""
+    n, s = plan.limbs, plan.slack
+    for fd in folds(plan, bound):
+        p = list(pairs)
+
+        def at(k):
+            return p[k] if 0 <= k < len(p) else None
+
+        # floor(c / x^m) = limbs n.. of c * x^s
+        shifted: dict[int, VReg] = {}
+        for k in range(n // 2, (n + fd.hi_words - 1) // 2 + 1):
+            cur, prev = at(k), at(k - 1)
+            if s == 0:
+                if cur is not None:
+                    shifted[k] = cur
+                continue
+            parts = []
+            if cur is not None:
+                parts.append(v.sll(cur, s))
+            if cur is not None and prev is not None:
+                carry = v.straddle(cur, prev)
+            elif prev is not None:
+                carry = v.down64(prev)
+            else:
+                carry = v.up64(cur)
+            parts.append(v.srl(carry, 64 - s))
+            shifted[k] = v.tree(parts)
+        hi_pairs = []  # (register, limb offset of its lane 0 within floor(c / x^m))
+        for k, r in shifted.items():
+            j = 2 * k - n
+            hi_pairs.append((v.down64(r), 0) if j < 0 else (r, j))
+        words = [(shifted[(n + j) // 2], (n + j) & 1) for j in range(fd.hi_words)]
+        terms: Terms = defaultdict(list)
+        nlo = (n + 1) // 2
+        for k in range(nlo):
+            r = p[k]
+            if k == nlo - 1 and (s or n % 2):
+                mask = (((1 << 64) - 1, plan.low_mask) if n % 2 == 0 else (plan.low_mask, 0))
+                t = v.b.table(f"gf2m_mask_{mask[0]:x}_{mask[1]:x}", 8, mask,
+                              comment=f"limbs of x^{plan.m} - 1 in pair {k}")
+                r = v.and_(r, Mem(t, 0, 16))
+            terms[2 * k].append(r)
+        for ch in plan.chunks:
+            r_ = ch.single_shift
+            if ch.bits == 1:
+                for r, j in hi_pairs:
+                    terms[j + ch.q].append(r)
+            elif cfg.single_shift and r_ is not None:
+                for r, j in hi_pairs:
+                    terms[j + ch.q].append(v.sll(r, r_))
+                    terms[j + ch.q + 1].append(v.srl(r, 64 - r_))
+            else:
+                t = v.b.table(f"gf2m_g_{ch.bits:x}", 8, (ch.bits, 0),
+                              comment=f"terms x^{64 * ch.q}*(...) of f - x^{plan.m}, chunk {ch.q}")
+                for j, (r, lane) in enumerate(words):
+                    terms[j + ch.q].append(v.clmul(r, Mem(t, 0, 16), lane))
+        pairs = _to_pairs(v, _normalize(v, terms), min(fd.bound_out // 64 + 1, 2 * n))
+    while len(pairs) < (n + 1) // 2:
+        pairs.append(v.zero())
+    return pairs[: (n + 1) // 2]
+
+
+# ---------------------------------------------------------------------------
+# memory
+
+
+def _load(v: _Vec, arg: int, nwords: int) -> list[VReg]:
+    out = []
+    for k in range((nwords + 1) // 2):
+        size = 16 if 2 * k + 1 < nwords else 8
+        out.append(v.load(Mem(ArgBase(arg), 16 * k, size)))
+    return out
+
+
+def _store(v: _Vec, arg: int, pairs: list[VReg], nwords: int) -> None:
+    for k in range((nwords + 1) // 2):
+        size = 16 if 2 * k + 1 < nwords else 8
+        v.store(Mem(ArgBase(arg), 16 * k, size), pairs[k])
+
+
+# ---------------------------------------------------------------------------
+# kernels
+
+
+class _Field:
+    """Builds the kernels of one parameter set."""
+
+    def __init__(self, p: Gf2mParams, cfg: MulConfig | None = None):
+        self.p = p
+        self.plan = field_plan(p.m, p.poly)
+        self.cfg = cfg or default_config(p.m)
+        self.n = p.limbs
+        self.sse = p.isa == "sse"
+
+    def _new(self) -> _Vec:
+        return _Vec(Builder(), self.sse)
+
+    def mul_pairs(self, v: _Vec, x: list[VReg], y: list[VReg]) -> dict[int, VReg]:
+        return _mul_blocks(v, _blocks(x, self.n), _blocks(y, self.n), self.cfg)
+
+    def reduce(self, v: _Vec, pairs: list[VReg], bound: int) -> list[VReg]:
+        return _reduce(v, self.plan, pairs, bound, self.cfg)
+
+    def mulmod(self, v: _Vec, x: list[VReg], y: list[VReg]) -> list[VReg]:
+        wide = _to_pairs(v, self.mul_pairs(v, x, y), 2 * self.n)
+        return self.reduce(v, wide, 2 * self.p.m - 2)
+
+    def sqrmod(self, v: _Vec, x: list[VReg]) -> list[VReg]:
+        return self.reduce(v, _square(v, x, self.n), 2 * self.p.m - 2)
+
+    # -- kernel bodies
+
+    def k_mul(self, v):
+        a, b = _load(v, 1, self.n), _load(v, 2, self.n)
+        _store(v, 0, self.mulmod(v, a, b), self.n)
+
+    def k_sqr(self, v):
+        _store(v, 0, self.sqrmod(v, _load(v, 1, self.n)), self.n)
+
+    def k_reduce(self, v):
+        bound = 2 * self.p.m - 2
+        c = _load(v, 1, bound // 64 + 1)
+        _store(v, 0, self.reduce(v, c, bound), self.n)
+
+    def k_mulwide(self, v):
+        a, b = _load(v, 1, self.n), _load(v, 2, self.n)
+        _store(v, 0, _to_pairs(v, self.mul_pairs(v, a, b), 2 * self.n), 2 * self.n)
+
+    def k_muladd(self, v):
+        a, b = _load(v, 1, self.n), _load(v, 2, self.n)
+        c, d = _load(v, 3, self.n), _load(v, 4, self.n)
+        terms: Terms = defaultdict(list)
+        for prod in (self.mul_pairs(v, a, b), self.mul_pairs(v, c, d)):
+            for o, r in prod.items():
+                terms[o].append(r)
+        wide = _to_pairs(v, _normalize(v, terms), 2 * self.n)
+        _store(v, 0, self.reduce(v, wide, 2 * self.p.m - 2), self.n)
+
+    def k_msqr(self, v, k: int):
+        x = _load(v, 1, self.n)
+        for _ in range(k):
+            x = self.sqrmod(v, x)
+        _store(v, 0, x, self.n)
+
+    def k_inv(self, v):
+        a = _load(v, 1, self.n)
+        b = a
+        for step, k in itoh_tsujii_chain(self.p.m):
+            if step == "double":
+                t = b
+                for _ in range(k):
+                    t = self.sqrmod(v, t)
+                b = self.mulmod(v, t, b)
+            else:
+                b = self.mulmod(v, self.sqrmod(v, b), a)
+        _store(v, 0, self.sqrmod(v, b), self.n)
+
+
+def _arg(name: str, role: str, count: int) -> ArgSpec:
+    return ArgSpec(name, role, "uint64_t", 8, count, 8)
+
+
+def _poly_text(poly) -> str:
+    return " + ".join("1" if e == 0 else "x" if e == 1 else f"x^{e}" for e in poly)
+
+
+def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEPS) -> "Bundle":
+    """Every GF(2^m) kernel for `params`, allocated, with its manifest facts."""
+    f = _Field(params, cfg)
+    m, n, isa = params.m, params.limbs, params.isa
+    pre = params.prefix
+    poly_s = _poly_text(params.poly)
+    elem = {"bound": [0, (1 << m) - 1], "representation": "reduced", "bits": m, "limbs": n}
+    wide = {"bound": [0, (1 << (2 * m - 1)) - 1], "representation": "unreduced", "bits": 2 * m - 1,
+            "limbs": 2 * n}
+    red = [f"{n} little-endian uint64 limbs, degree < {m} (fully reduced mod f)"]
+    alias = "out may be the same buffer as any input (all inputs are read before out is written)"
+    plan = f.plan
+    fold_lines = []
+    for i, fd in enumerate(folds(plan, 2 * m - 2)):
+        fold_lines.append(f"fold {i + 1}: degree <= {fd.bound_in} -> <= {fd.bound_out} "
+                          f"({fd.hi_words} words above x^{m} times f - x^{m})")
+    chunk_lines = [f"f - x^{m} chunk {c.q}: 0x{c.bits:x}"
+                   + (" (plain xor)" if c.bits == 1 else
+                      " (two shifts per pair)" if f.cfg.single_shift and c.single_shift is not None
+                      else " (one carry-less product per word)") for c in plan.chunks]
+    cfg_line = (f"products: {f.cfg.base} blocks of 128 bits, "
+                + (f"Karatsuba split from {f.cfg.karatsuba_min} blocks" if f.cfg.karatsuba_min
+                   else "schoolbook over blocks"))
+    specs = [
+        ("gf2m_mul", "mul", f.k_mul, (_arg("out", "out", n), _arg("a", "in", n), _arg("b", "in", n)),
+         f"out = a * b mod f in GF(2^{m})",
+         ["requires: a, b: " + red[0], "ensures: out = a*b mod f: " + red[0], alias],
+         {"input": elem, "output": elem}),
+        ("gf2m_sqr", "sqr", f.k_sqr, (_arg("out", "out", n), _arg("a", "in", n)),
+         f"out = a^2 mod f in GF(2^{m})",
+         ["requires: a: " + red[0], "ensures: out = a^2 mod f: " + red[0], alias],
+         {"input": elem, "output": elem}),
+        ("gf2m_reduce", "reduce", f.k_reduce, (_arg("out", "out", n), _arg("c", "in", 2 * n)),
+         f"out = c mod f for an unreduced c of degree <= {2 * m - 2}",
+         [f"requires: c: {2 * n} little-endian uint64 limbs, degree <= {2 * m - 2} (below 2^{2 * m - 1}); "
+          f"limbs above {(2 * m - 2) // 64} are not read",
+          "ensures: out = c mod f: " + red[0], alias],
+         {"input": wide, "output": elem}),
+        ("gf2m_mulwide", "mulwide", f.k_mulwide, (_arg("out", "out", 2 * n), _arg("a", "in", n), _arg("b", "in", n)),
+         f"out = a * b in GF(2)[x], not reduced (xor such products, then gf2m_reduce once)",
+         ["requires: a, b: " + red[0],
+          f"ensures: out = a*b: {2 * n} limbs, degree <= {2 * m - 2}, not reduced", alias],
+         {"input": elem, "output": wide}),
+        ("gf2m_muladd", "muladd", f.k_muladd,
+         (_arg("out", "out", n), _arg("a", "in", n), _arg("b", "in", n), _arg("c", "in", n), _arg("d", "in", n)),
+         f"out = a*b + c*d mod f in GF(2^{m}), one reduction",
+         ["requires: a, b, c, d: " + red[0], "ensures: out = a*b + c*d mod f: " + red[0], alias],
+         {"input": elem, "output": elem}),
+    ]
+    for k in msqr_steps:
+        specs.append((
+            "gf2m_msqr", f"msqr{k}", (lambda v, k=k: f.k_msqr(v, k)), (_arg("out", "out", n), _arg("a", "in", n)),
+            f"out = a^(2^{k}) mod f in GF(2^{m}) ({k} squarings)",
+            ["requires: a: " + red[0], f"ensures: out = a^(2^{k}) mod f: " + red[0], alias],
+            {"input": elem, "output": elem, "k": k}))
+    chain = itoh_tsujii_chain(m)
+    nmul = len(chain)
+    specs.append((
+        "gf2m_inv", "inv", f.k_inv, (_arg("out", "out", n), _arg("a", "in", n)),
+        f"out = a^-1 mod f in GF(2^{m}) (Itoh-Tsujii: {m - 1} squarings, {nmul} multiplications)",
+        ["requires: a: " + red[0], "ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, "
+         "and 0 when a = 0: " + red[0], alias],
+        {"input": elem, "output": elem,
+         "chain": [f"{s} {k}" for s, k in chain]}))
+    functions = []
+    for kind, short, body, args, summary, contract, extra in specs:
+        v = f._new()
+        body(v)
+        symbol = f"{pre}_{short}_{isa}"
+        kernel = compile_kernel(v.b, symbol, args, SYSV, uses_avx=not f.sse)
+        if f.sse:
+            kernel = _legacy_spills(kernel)
+        clmuls = sum(1 for ins in kernel.body if "pclmulqdq" in ins.op)
+        manifest = {"m": m, "poly": list(params.poly), **extra,
+                    "static": {"instructions": len(kernel.body), "pclmulqdq": clmuls,
+                               "spill_slots": kernel.spill_slots}}
+        contract = list(contract) + [f"f = {poly_s}; limbs 8-byte aligned; constant time"]
+        functions.append(Function(kernel, kind, isa, "uint64", manifest, summary, tuple(contract),
+                                  tuple([cfg_line] + chunk_lines + fold_lines)
+                                  if kind in ("gf2m_mul", "gf2m_reduce") else ()))
+    pm = {"name": params.name, "family": "gf2m", "m": m, "poly": list(params.poly),
+          "isa": isa, "prefix": pre}
+    notes = (f"f = {poly_s}, {n} limbs of 64 bits, slack s = {plan.slack} bits",
+             cfg_line, *chunk_lines, *fold_lines,
+             "sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm "
+             "(needs AVX and PCLMULQDQ, not VPCLMULQDQ)")
+    return Bundle(params.name, params, pm, tuple(functions), notes)
+
+
+_LEGACY_OF = {"load_aligned": "sse_load_aligned", "store_aligned": "sse_store_aligned",
+              "load": "sse_load", "store": "sse_store"}
+
+
+def _legacy_spills(kernel):
+    """The allocator writes its spills and reloads in VEX form; an sse kernel
+    must not contain any VEX instruction."""
+    body = tuple(dataclasses.replace(ins, op=_LEGACY_OF.get(ins.op, ins.op)) for ins in kernel.body)
+    return dataclasses.replace(kernel, body=body)

@@ -1,0 +1,106 @@
+"""GF(2)[x] facts the GF(2^m) kernels are built from, derived from the exponents.
+
+Everything the kernel builders need to know about the field polynomial lives
+here, as plain numbers: how the high part of a product folds back (which
+64-bit chunks of f - x^m to multiply by, how many folds a degree bound needs,
+the alignment shift) and the Itoh–Tsujii addition chain. `gf2m.py` turns
+these into instructions; nothing there does polynomial arithmetic of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """The terms of g = f - x^m with exponent in [64q, 64q + 64), as a 64-bit
+    word `bits` (bit r set for the term x^(64q + r))."""
+
+    q: int
+    bits: int
+
+    @property
+    def single_shift(self) -> int | None:
+        """r when the chunk is the single term x^(64q + r), else None."""
+        return self.bits.bit_length() - 1 if self.bits & (self.bits - 1) == 0 else None
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One pass c -> (c mod x^m) + floor(c / x^m) * g.
+
+    The input has degree at most `bound_in`; floor(c / x^m) spans `hi_words`
+    words; the result has degree at most `bound_out`.
+    """
+
+    bound_in: int
+    hi_words: int
+    bound_out: int
+
+
+@dataclass(frozen=True)
+class FieldPlan:
+    m: int
+    poly: tuple[int, ...]
+    limbs: int  # n = ceil(m / 64)
+    slack: int  # s = 64 n - m: shifting left by s puts bit m on a word boundary
+    chunks: tuple[Chunk, ...]  # g = f - x^m split into words, low to high
+    top_middle: int  # largest exponent of g
+
+    @property
+    def low_mask(self) -> int:
+        """Bits of word n-1 below m."""
+        return (1 << (self.m - 64 * (self.limbs - 1))) - 1
+
+
+def field_plan(m: int, poly: tuple[int, ...]) -> FieldPlan:
+    n = (m + 63) // 64
+    g = poly[1:]
+    by_q: dict[int, int] = {}
+    for e in g:
+        by_q[e // 64] = by_q.get(e // 64, 0) | (1 << (e % 64))
+    chunks = tuple(Chunk(q, by_q[q]) for q in sorted(by_q))
+    return FieldPlan(m, tuple(poly), n, 64 * n - m, chunks, max(g))
+
+
+def folds(plan: FieldPlan, bound: int) -> tuple[Fold, ...]:
+    """The folds that bring a polynomial of degree <= `bound` below x^m.
+
+    Each fold turns degree D into at most max(m - 1, D - m + k1), k1 the top
+    middle exponent, so it shrinks the excess by m - k1 every time.
+    """
+    m, k1 = plan.m, plan.top_middle
+    out = []
+    d = bound
+    while d >= m:
+        hi_bits = d - m + 1
+        nxt = max(m - 1, d - m + k1)
+        out.append(Fold(d, (hi_bits + 63) // 64, nxt))
+        d = nxt
+    return tuple(out)
+
+
+def max_folds(m: int, poly: tuple[int, ...]) -> int:
+    """Folds needed after a full product (degree 2m - 2)."""
+    return len(folds(field_plan(m, poly), 2 * m - 2))
+
+
+def itoh_tsujii_chain(m: int) -> tuple[tuple[str, int], ...]:
+    """Steps computing b_e = a^(2^e - 1) for e = m - 1 from b_1 = a.
+
+    Reading the bits of m - 1 from the top: ("double", k) takes b_k to
+    b_2k = b_k^(2^k) * b_k; ("inc", k) takes b_k to b_(k+1) = b_k^2 * a.
+    The inverse is then b_(m-1)^2, m - 1 squarings in all.
+    """
+    e = m - 1
+    steps: list[tuple[str, int]] = []
+    k = 1
+    for bit in bin(e)[3:]:
+        steps.append(("double", k))
+        k *= 2
+        if bit == "1":
+            steps.append(("inc", k))
+            k += 1
+    assert k == e
+    return tuple(steps)

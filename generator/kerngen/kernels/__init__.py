@@ -1,0 +1,1 @@
+"""Kernel builders: parameters and schedules in, instruction lists out."""

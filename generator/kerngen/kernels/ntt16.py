@@ -1,0 +1,170 @@
+"""Builders of the 16-bit AVX2 NTT kernels: forward (Cooley–Tukey), inverse
+(Gentleman–Sande) and base multiplication, as instruction lists.
+
+They follow the layout plan (ntt_layout) and the reduction schedule (bounds):
+load a group of registers, run its steps (butterflies, in-register swaps,
+scheduled reductions), store. Twiddles are 32-byte vectors in one table per
+kernel, in consumption order; inter-vector twiddles are stored pre-broadcast
+so every multiplication by a twiddle reads memory directly.
+"""
+
+from __future__ import annotations
+
+from ..bounds import ReductionSchedule
+from ..isa.ir import ArgBase, Builder, Imm, Mem, TableBase, VReg
+from .ntt_layout import LANES, Butterflies, NttLayout, Swap, pairs, swap_lanes
+from .reductions import barrett_idiom, broadcast_const, emit_idiom, montgomery_by_constant, montgomery_product
+from ..numtheory import NttMath
+
+
+class TwiddleTable:
+    """Collects 16-lane vectors in first-use order, each stored once."""
+
+    def __init__(self, b: Builder, label: str):
+        self.b, self.label = b, label
+        self.rows: list[tuple[int, ...]] = []
+        self.offsets: dict[tuple[int, ...], int] = {}
+
+    def vector(self, lanes: list[int] | tuple[int, ...]) -> Mem:
+        key = tuple(lanes)
+        if key not in self.offsets:
+            self.offsets[key] = 32 * len(self.rows)
+            self.rows.append(key)
+        return Mem(TableBase(self.label), self.offsets[key], 32)
+
+    def finish(self, comment: str) -> None:
+        self.b.table(self.label, 2, [v for row in self.rows for v in row], comment=comment)
+
+
+def emit_swap(b: Builder, x: VReg, y: VReg, lane_bit: int) -> tuple[VReg, VReg]:
+    """Exchange lane bit `lane_bit` of the pair (x, y) with the register bit
+    (ntt_layout.swap_lanes is the same movement on index lists)."""
+    if lane_bit == 3:
+        return b.op("vperm2i128", x, y, Imm(0x20)), b.op("vperm2i128", x, y, Imm(0x31))
+    if lane_bit == 2:
+        return b.op("vpunpcklqdq", x, y), b.op("vpunpckhqdq", x, y)
+    if lane_bit == 1:
+        lo = b.op("vpblendd", x, b.op("vpsllq", y, Imm(32)), Imm(0xAA))
+        hi = b.op("vpblendd", b.op("vpsrlq", x, Imm(32)), y, Imm(0xAA))
+        return lo, hi
+    lo = b.op("vpblendw", x, b.op("vpslld", y, Imm(16)), Imm(0xAA))
+    hi = b.op("vpblendw", b.op("vpsrld", x, Imm(16)), y, Imm(0xAA))
+    return lo, hi
+
+
+def _vector(v: int) -> Mem:
+    return Mem(ArgBase(0), 32 * v, 32)
+
+
+def _twiddle_rows(math: NttMath, layer: int, bit: int, lanes: list[int], inverse: bool):
+    exps = math.block_exponents(layer)
+    consts = []
+    for i in lanes:
+        s = math.root_power(exps[i >> (bit + 1)] // 2)
+        consts.append(math.montgomery(pow(s, -1, math.q) if inverse else s))
+    return [c.w for c in consts], [c.w_qinv for c in consts]
+
+
+def _barrett(b: Builder, x: VReg, q: int, why: str) -> VReg:
+    return emit_idiom(b, barrett_idiom(q), x, comment=why)
+
+
+def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSchedule, table_label: str) -> None:
+    """Forward (sched.direction == "forward") or inverse NTT on argument 0, in place."""
+    inverse = sched.direction == "inverse"
+    q = math.q
+    table = TwiddleTable(b, table_label)
+    qv = b.op("load", broadcast_const(b, q), comment=f"q = {q}")
+    passes = layout.passes[::-1] if inverse else layout.passes
+    memory = [list(range(v * LANES, (v + 1) * LANES)) for v in range(layout.n // LANES)]
+    if inverse:
+        memory = [list(layout.output_order[v * LANES:(v + 1) * LANES]) for v in range(layout.n // LANES)]
+    for pass_no, p in enumerate(passes):
+        steps = p.steps[::-1] if inverse else p.steps
+        for group in p.groups:
+            regs = [b.op("load", _vector(v)) for v in group]
+            idx = [memory[v] for v in group]
+            if inverse and pass_no == 0:
+                c = math.montgomery(math.inverse_scale())
+                w, wq = broadcast_const(b, c.w), broadcast_const(b, c.w_qinv)
+                regs = [montgomery_by_constant(b, r, w, wq, qv) for r in regs]
+            for st in steps:
+                for lo, hi in pairs(len(regs), st.slot_bit):
+                    if isinstance(st, Swap):
+                        regs[lo], regs[hi] = emit_swap(b, regs[lo], regs[hi], st.lane_bit)
+                        idx[lo], idx[hi] = swap_lanes(idx[lo], idx[hi], st.lane_bit)
+                        continue
+                    due = sched.reduced_before(st.layer)
+                    for s in (lo, hi):
+                        if idx[s][0] in due:
+                            regs[s] = _barrett(b, regs[s], q, f"reduce before layer {st.layer}")
+                    w, wq = _twiddle_rows(math, st.layer, st.bit, idx[lo], inverse)
+                    wm, wqm = table.vector(w), table.vector(wq)
+                    x, y = regs[lo], regs[hi]
+                    if inverse:
+                        regs[lo] = b.op("vpaddw", x, y, comment=f"layer {st.layer}")
+                        diff = b.op("vpsubw", x, y)
+                        regs[hi] = montgomery_by_constant(b, diff, wm, wqm, qv)
+                    else:
+                        m = montgomery_by_constant(b, y, wm, wqm, qv)
+                        regs[lo] = b.op("vpaddw", x, m, comment=f"layer {st.layer}")
+                        regs[hi] = b.op("vpsubw", x, m)
+            if sched.at_end and pass_no == len(passes) - 1:
+                regs = [_barrett(b, r, q, "eager: reduce after the last layer") for r in regs]
+            for v, r, ix in zip(group, regs, idx):
+                b.emit("store", _vector(v), r)
+                memory[v] = ix
+    expect = list(range(layout.n)) if inverse else list(layout.output_order)
+    if [i for reg in memory for i in reg] != expect:
+        raise AssertionError("NTT builder left coefficients where the layout does not say")
+    table.finish(f"{sched.direction} NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order")
+
+
+def block_registers(layout: NttLayout) -> list[tuple[tuple[int, ...], list[int]]]:
+    """Vectors holding coefficient k (list index) of the same 16 blocks, after the forward NTT."""
+    d = layout.d
+    found: dict[tuple[int, ...], dict[int, int]] = {}
+    for v in range(layout.n // LANES):
+        lanes = layout.output_order[v * LANES:(v + 1) * LANES]
+        ks = {i % d for i in lanes}
+        if len(ks) != 1:
+            raise AssertionError("base blocks are not split across registers")
+        found.setdefault(tuple(i // d for i in lanes), {})[ks.pop()] = v
+    return [(blocks, [vs[k] for k in range(d)]) for blocks, vs in found.items()]
+
+
+def build_basemul(b: Builder, math: NttMath, layout: NttLayout, reduce_inputs: bool, table_label: str) -> None:
+    """r = a*b*R^-1 blockwise mod (x^d - zeta_j): args (r, a, b), r may alias a or b."""
+    q, d = math.q, layout.d
+    table = TwiddleTable(b, table_label)
+    qv = b.op("load", broadcast_const(b, q), comment=f"q = {q}")
+    qinv = broadcast_const(b, math.qinv)
+    for blocks, vecs in block_registers(layout):
+        a = [b.op("load", Mem(ArgBase(1), 32 * v, 32)) for v in vecs]
+        c = [b.op("load", Mem(ArgBase(2), 32 * v, 32)) for v in vecs]
+        if reduce_inputs:
+            a = [_barrett(b, r, q, "bring inputs below q") for r in a]
+            c = [_barrett(b, r, q, "") for r in c]
+        c_qinv = [b.op("vpmullw", r, qinv) for r in c]
+        prod = {}
+        for i in range(d):
+            for j in range(d):
+                prod[i, j] = montgomery_product(b, a[i], c[j], c_qinv[j], qv)
+        zc = [math.montgomery(math.final_zetas[blk]) for blk in blocks]
+        zw, zq = table.vector([z.w for z in zc]), table.vector([z.w_qinv for z in zc])
+        for k in range(d):
+            low = [prod[i, k - i] for i in range(k + 1)]
+            wrap = [prod[i, k + d - i] for i in range(k + 1, d)]
+            acc = _sum(b, low)
+            if wrap:
+                acc = b.op("vpaddw", acc, montgomery_by_constant(b, _sum(b, wrap), zw, zq, qv))
+            b.emit("store", Mem(ArgBase(0), 32 * vecs[k], 32), acc)
+    if table.rows:
+        table.finish("block zetas (w, w*q^-1 mod 2^16) for base multiplication")
+
+
+def _sum(b: Builder, terms: list[VReg]) -> VReg:
+    acc = terms[0]
+    for t in terms[1:]:
+        acc = b.op("vpaddw", acc, t)
+    return acc

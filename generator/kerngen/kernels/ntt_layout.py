@@ -1,0 +1,181 @@
+"""Where every coefficient lives: the pass structure of a merged-layer NTT.
+
+Coefficient index bits split into lane bits (the low 4: 16 int16 lanes) and
+vector bits. A butterfly layer on index bit k needs k to be a *slot* bit: the
+two partners must sit in the same lane of two registers. Layers on high bits
+run in top passes over groups of up to 8 registers; the final pass holds
+8 consecutive vectors and brings each low bit in turn into a slot bit with an
+in-register shuffle (`Swap`) that exchanges a lane bit with a slot bit whose
+layer is done. Bits inside a base block (below log2 d) are swapped out of the
+lanes too, so base multiplication sees coefficient k of 16 blocks in one
+register. The forward output order is whatever this leaves; the manifest
+records it exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LANES = 16
+LANE_BITS = 4
+
+
+@dataclass(frozen=True)
+class Swap:
+    """Exchange lane bit `lane_bit` with slot bit `slot_bit` in every register pair."""
+
+    lane_bit: int
+    slot_bit: int
+
+
+@dataclass(frozen=True)
+class Butterflies:
+    """Layer `layer` (partner distance 2^bit) on register pairs differing in `slot_bit`."""
+
+    layer: int
+    bit: int
+    slot_bit: int
+
+
+Step = Swap | Butterflies
+
+
+@dataclass(frozen=True)
+class Pass:
+    groups: tuple[tuple[int, ...], ...]  # per group: vector index held by each slot
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class NttLayout:
+    n: int
+    layers: int
+    passes: tuple[Pass, ...]
+    output_order: tuple[int, ...]  # array position -> coefficient index after the forward NTT
+
+    @property
+    def d(self) -> int:
+        return self.n >> self.layers
+
+
+def swap_lanes(lo: list[int], hi: list[int], lane_bit: int) -> tuple[list[int], list[int]]:
+    """The lane movement of a Swap on one register pair (values are any payload)."""
+    step = 1 << lane_bit
+    a, b = [None] * LANES, [None] * LANES
+    for lane in range(LANES):
+        src_lane = lane & ~step
+        if lane & step:
+            a[lane], b[lane] = hi[src_lane], hi[src_lane | step]
+        else:
+            a[lane], b[lane] = lo[src_lane], lo[src_lane | step]
+    return a, b
+
+
+def pairs(slots: int, slot_bit: int) -> list[tuple[int, int]]:
+    return [(s, s | (1 << slot_bit)) for s in range(slots) if not s & (1 << slot_bit)]
+
+
+def plan(n: int, layers: int) -> NttLayout:
+    log_n = n.bit_length() - 1
+    vbits = log_n - LANE_BITS
+    group_bits = min(3, vbits)
+    d_bits = log_n - layers
+    layer_bits = [log_n - 1 - l for l in range(layers)]  # coefficient bit of each layer
+    passes: list[Pass] = []
+
+    # top passes: layers on vector bits above the final group's, three at a time
+    top = [k for k in layer_bits if k >= LANE_BITS + group_bits]
+    for start in range(0, len(top), 3):
+        chunk = top[start:start + 3]
+        vec_bits = [k - LANE_BITS for k in chunk]  # high to low
+        slot_of = {vb: i for i, vb in enumerate(sorted(vec_bits))}
+        groups = []
+        for v in range(1 << vbits):
+            if any(v >> vb & 1 for vb in vec_bits):
+                continue
+            groups.append(tuple(v | sum(((s >> i) & 1) << vb for vb, i in slot_of.items())
+                                for s in range(1 << len(vec_bits))))
+        steps = tuple(Butterflies(log_n - 1 - k, k, slot_of[k - LANE_BITS]) for k in chunk)
+        passes.append(Pass(tuple(groups), steps))
+
+    # final pass: the group's own vector bits, then lane bits by swapping
+    slots = 1 << group_bits
+    slot_holds = {i: LANE_BITS + i for i in range(group_bits)}  # slot bit -> coefficient bit
+    lane_holds = {j: j for j in range(LANE_BITS)}
+    done: list[int] = []  # slot bits whose coefficient bit needs no more work, oldest first
+    steps: list[Step] = []
+    for k in layer_bits:
+        if k >= LANE_BITS + group_bits:
+            continue
+        if k >= LANE_BITS:
+            sb = k - LANE_BITS
+        else:
+            sb = done.pop()  # the most recently finished slot: shuffle the pair just computed
+            lane = next(j for j, c in lane_holds.items() if c == k)
+            steps.append(Swap(lane, sb))
+            lane_holds[lane], slot_holds[sb] = slot_holds[sb], k
+        steps.append(Butterflies(log_n - 1 - k, k, sb))
+        done.append(sb)
+    for k in range(d_bits - 1, -1, -1):  # block coefficients leave the lanes
+        if k >= LANE_BITS or any(c == k for c in slot_holds.values()):
+            continue
+        if not done:
+            raise ValueError(f"n={n}: a group of {slots} registers cannot hold blocks of degree {1 << d_bits}")
+        sb = done.pop()
+        lane = next(j for j, c in lane_holds.items() if c == k)
+        steps.append(Swap(lane, sb))
+        lane_holds[lane], slot_holds[sb] = slot_holds[sb], k
+    groups = tuple(tuple(g * slots + s for s in range(slots)) for g in range((1 << vbits) // slots))
+    if steps:
+        passes.append(Pass(groups, tuple(steps)))
+
+    order = _simulate_order(n, passes, slots)
+    return NttLayout(n, layers, tuple(passes), order)
+
+
+def _simulate_order(n: int, passes: list[Pass], slots: int) -> tuple[int, ...]:
+    """Run the plan on coefficient indices; check every butterfly pairs partners."""
+    memory = [list(range(v * LANES, (v + 1) * LANES)) for v in range(n // LANES)]
+    for p in passes:
+        for group in p.groups:
+            regs = [memory[v] for v in group]
+            for st in p.steps:
+                for lo, hi in pairs(len(regs), st.slot_bit):
+                    if isinstance(st, Swap):
+                        regs[lo], regs[hi] = swap_lanes(regs[lo], regs[hi], st.lane_bit)
+                    else:
+                        bad = [l for l in range(LANES) if regs[hi][l] != regs[lo][l] + (1 << st.bit)]
+                        if bad:
+                            raise AssertionError(f"layout plan: layer {st.layer} pairs non-partners in lanes {bad}")
+            for v, r in zip(group, regs):
+                memory[v] = r
+    return tuple(i for reg in memory for i in reg)
+
+
+@dataclass(frozen=True)
+class LayerPairs:
+    """The register pairs of one layer across the whole array: coefficient indices by lane."""
+
+    layer: int
+    bit: int
+    pairs: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]  # (lower register, upper register)
+
+
+def layer_pairs(layout: NttLayout) -> tuple[LayerPairs, ...]:
+    """Which indices share a register at each layer (the same in forward and inverse)."""
+    memory = [list(range(v * LANES, (v + 1) * LANES)) for v in range(layout.n // LANES)]
+    found: dict[int, list] = {}
+    bits: dict[int, int] = {}
+    for p in layout.passes:
+        for group in p.groups:
+            regs = [memory[v] for v in group]
+            for st in p.steps:
+                for lo, hi in pairs(len(regs), st.slot_bit):
+                    if isinstance(st, Swap):
+                        regs[lo], regs[hi] = swap_lanes(regs[lo], regs[hi], st.lane_bit)
+                    else:
+                        found.setdefault(st.layer, []).append((tuple(regs[lo]), tuple(regs[hi])))
+                        bits[st.layer] = st.bit
+            for v, r in zip(group, regs):
+                memory[v] = r
+    return tuple(LayerPairs(l, bits[l], tuple(found[l])) for l in sorted(found))

@@ -1,0 +1,120 @@
+"""The 16-bit NTT family: parameters -> maths -> layout -> bounds -> kernels ->
+allocation -> verification, as a `Bundle` of forward NTT, inverse NTT and base
+multiplication."""
+
+from __future__ import annotations
+
+from .bounds import ReductionSchedule, schedule
+from .family import Bundle, Function
+from .isa.abi import SYSV
+from .isa.ir import ArgSpec, Builder, Kernel
+from .isa.pipeline import compile_kernel
+from .kernels.ntt16 import build_basemul, build_ntt
+from .kernels.ntt_layout import NttLayout, plan
+from .kernels.reductions import montgomery_bound
+from .numtheory import R, NttMath
+from .params import NttParams
+from .verify import Proof, verify_kernel
+
+INT16 = (-32768, 32767)
+
+
+def _arg(name: str, role: str, n: int) -> ArgSpec:
+    return ArgSpec(name, role, "int16_t", 2, n, 32)
+
+
+def layout_manifest(math: NttMath, layout: NttLayout) -> dict:
+    d = math.d
+    positions: list[list[int]] = [[0] * d for _ in range(math.n // d)]
+    for pos, idx in enumerate(layout.output_order):
+        positions[idx // d][idx % d] = pos
+    return {"d": d, "blocks": [{"zeta": z, "positions": p} for z, p in zip(math.final_zetas, positions)]}
+
+
+def _bound_text(b: tuple[int, int]) -> str:
+    return f"[{b[0]}, {b[1]}]"
+
+
+def _compile_verify(b: Builder, symbol: str, args, inputs, q) -> tuple[Kernel, Proof]:
+    kernel = compile_kernel(b, symbol, args, SYSV)
+    return kernel, verify_kernel(kernel, inputs, q)
+
+
+def build(p: NttParams, policy: str | None = None) -> Bundle:
+    policy = policy or p.policy
+    math = NttMath(p.n, p.q, p.layers)
+    layout = plan(p.n, p.layers)
+    lay = layout_manifest(math, layout)
+    q, n = p.q, p.n
+    common = {"n": n, "q": q}
+    fns = []
+
+    in_fwd = (-(q - 1), q - 1)
+    sf = schedule(math, layout, policy, "forward", q - 1)
+    b = Builder()
+    build_ntt(b, math, layout, sf, f"{p.prefix}_ntt_forward_twiddles")
+    sym = f"{p.prefix}_ntt_forward_avx2"
+    kf, proof_f = _compile_verify(b, sym, (_arg("a", "inout", n),), {0: in_fwd}, q)
+    out_f = proof_f.hull(0)
+    fns.append(Function(kf, "ntt_forward", "avx2", "int16", {
+        **common,
+        "input": {"bound": list(in_fwd), "representation": "signed"},
+        "output": {"bound": list(out_f), "scale": 1, "layout": lay},
+        "reduction": _schedule_manifest(sf),
+    }, f"forward negacyclic NTT of a[{n}] in place ({p.layers} layers, blocks of degree {math.d})", (
+        f"requires: every a[i] in {_bound_text(in_fwd)}",
+        f"ensures:  every a[i] in {_bound_text(out_f)} (proven), block j at the positions the manifest lists,",
+        f"          a[pos_j[k]] = (a mod (x^{math.d} - zeta_j))_k mod {q} (scale 1)",
+    ), sf.describe()))
+
+    bm_bound = max(-out_f[0], out_f[1])
+    reduce_inputs = math.d * montgomery_bound(bm_bound, bm_bound, q) > 32767
+    in_bm = out_f
+    b = Builder()
+    build_basemul(b, math, layout, reduce_inputs, f"{p.prefix}_basemul_zetas")
+    sym = f"{p.prefix}_basemul_avx2"
+    args = (_arg("r", "out", n), _arg("a", "in", n), _arg("b", "in", n))
+    kb, proof_b = _compile_verify(b, sym, args, {1: in_bm, 2: in_bm}, q)
+    out_b = proof_b.hull(0)
+    r_inv = pow(R, -1, q)
+    fns.append(Function(kb, "basemul", "avx2", "int16", {
+        **common,
+        "input": {"bound": list(in_bm), "layout": "ntt_forward output"},
+        "output": {"bound": list(out_b), "scale": r_inv, "layout": "ntt_forward output"},
+        "aliasing": "r may be the same array as a or b",
+    }, f"base multiplication r = a*b blockwise mod (x^{math.d} - zeta_j), NTT domain", (
+        f"requires: every a[i], b[i] in {_bound_text(in_bm)} (the forward NTT's output), in its layout",
+        f"ensures:  every r[i] in {_bound_text(out_b)} (proven); r_j = a_j*b_j*2^-16 mod (x^{math.d} - zeta_j, {q})",
+        "          (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b",
+    )))
+
+    in_inv = INT16
+    si = schedule(math, layout, policy, "inverse", 32768)
+    b = Builder()
+    build_ntt(b, math, layout, si, f"{p.prefix}_ntt_inverse_twiddles")
+    sym = f"{p.prefix}_ntt_inverse_avx2"
+    ki, proof_i = _compile_verify(b, sym, (_arg("a", "inout", n),), {0: in_inv}, q)
+    out_i = proof_i.hull(0)
+    fns.append(Function(ki, "ntt_inverse", "avx2", "int16", {
+        **common,
+        "input": {"bound": list(in_inv), "layout": "ntt_forward output"},
+        "output": {"bound": list(out_i), "scale": R % q, "layout": "natural"},
+        "reduction": _schedule_manifest(si),
+    }, f"inverse negacyclic NTT of a[{n}] in place, natural order out", (
+        "requires: any int16 a[i], in the forward NTT's layout",
+        f"ensures:  every a[i] in {_bound_text(out_i)} (proven), natural order,",
+        f"          a = 2^16 * INTT(a) mod {q}: forward, basemul, inverse give a*b mod (x^{n}+1, {q})",
+    ), si.describe()))
+
+    params_manifest = {"name": p.name, "family": "ntt", "n": n, "q": q, "width": p.width, "isa": p.isa,
+                       "layers": p.layers, "d": math.d, "reduction": policy, "prefix": p.prefix}
+    notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {q}",
+             f"Montgomery R = 2^16, q^-1 mod 2^16 = {math.qinv}; inverse scale constant = {math.inverse_scale()}")
+    return Bundle(p.name, p, params_manifest, tuple(fns), notes)
+
+
+def _schedule_manifest(s: ReductionSchedule) -> dict:
+    return {"policy": s.policy, "reduction": s.reduction, "reductions": s.count,
+            "max_bound": list(s.max_bound),
+            "before_layer": [{"layer": l, "registers": sorted(r)} for l, r in s.before if r],
+            "after_last_layer": s.at_end}
