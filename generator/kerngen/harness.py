@@ -25,6 +25,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# one class for the whole tool, so the CLI maps harness failures to exit code 2
+from kerngen.errors import HarnessError
+
+__all__ = [
+    "HARNESS_DIR", "AbiCapabilities", "Arg", "BaselineParams", "BenchResult", "Case",
+    "CaseResult", "HarnessError", "abi_capabilities", "assemble_shared", "baseline_params_sympy",
+    "build_baseline", "build_bench", "build_runner", "render_params_header", "run_bench",
+    "run_runner", "write_vectors",
+]
+
 HARNESS_DIR = Path(__file__).resolve().parents[2] / "harness"
 
 MAX_ARGS = 5
@@ -46,10 +56,6 @@ _INSTALL_HINTS = {
     "nasm": "install it with `apt-get install nasm` (NASM 2.14 or later)",
     "gcc": "install it with `apt-get install gcc`",
 }
-
-
-class HarnessError(Exception):
-    """A tool is missing, a build failed, or a harness program failed."""
 
 
 # ---------------------------------------------------------------------------

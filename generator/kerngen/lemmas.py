@@ -67,8 +67,15 @@ class Lemma:
     outputs: tuple[int, ...]  # output for input x at index x + 32768
 
     def range_for(self, lo: int, hi: int) -> tuple[int, int]:
-        chunk = self.outputs[lo + 32768:hi + 32769]
-        return min(chunk), max(chunk)
+        key = (self.kind, self.q, id(self.outputs), lo, hi)
+        found = _RANGES.get(key)
+        if found is None:
+            chunk = self.outputs[lo + 32768:hi + 32769]
+            found = _RANGES[key] = (min(chunk), max(chunk))
+        return found
+
+
+_RANGES: dict[tuple, tuple[int, int]] = {}
 
 
 class LemmaError(Exception):

@@ -86,10 +86,10 @@ class NttMath:
         return MontgomeryConstant(c % self.q, w, signed_word(w * self.qinv))
 
     def inverse_scale(self) -> int:
-        """The inverse NTT first multiplies, Montgomery-style (one factor R^-1), by
-        2^-L * R^2: the butterflies' halvings, and R to undo base multiplication's
-        R^-1. One multiplication by a constant also brings any int16 input below q."""
-        return (pow(2, -self.layers, self.q) * R * R) % self.q
+        """The inverse NTT first multiplies every coefficient by 2^-L * R: the
+        butterflies' halvings, and R to undo base multiplication's R^-1. As a
+        Montgomery multiplication by a constant it also brings any int16 input below q."""
+        return (pow(2, -self.layers, self.q) * R) % self.q
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import sympy
 
 from .errors import ParamError
 
-POLICIES = ("eager", "layer", "index", "minimal")
+POLICIES = ("eager", "layer", "index")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

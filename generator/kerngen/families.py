@@ -1,0 +1,18 @@
+"""The registry of kernel families: how to build a bundle and how to test and
+time it, by the `family` key of a parameter file."""
+
+from __future__ import annotations
+
+from . import gf2m, gf2m_checks, ntt, ntt_checks
+from .family import Bundle
+from .params import Params
+
+
+def build(p: Params, policy: str | None = None) -> Bundle:
+    if p.family == "ntt":
+        return ntt.build(p, policy)
+    return gf2m.build(p)
+
+
+def checks_module(family: str):
+    return ntt_checks if family == "ntt" else gf2m_checks

@@ -1,0 +1,203 @@
+"""Harness cases for GF(2^m) bundles, judged against SymPy.
+
+The references use SymPy's dense GF(p)[x] routines with p = 2 (products,
+remainders, inverses) on the field polynomial read from each function's
+manifest; nothing from `gf2m` or `gf2m_plan` is used, so a wrong fold plan
+cannot hide behind a reference computed the same way.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from sympy.polys.domains import ZZ
+from sympy.polys.galoistools import gf_add, gf_gcdex, gf_mul, gf_rem
+
+from .family import Bundle, Check, Function
+from .harness import Arg, Case
+
+# ---------------------------------------------------------------------------
+# references
+
+
+def _dense(x: int) -> list:
+    """Integer whose bit i is the coefficient of x^i -> SymPy dense list (highest first)."""
+    if x == 0:
+        return []
+    return [ZZ(int(c)) for c in bin(x)[2:]]
+
+
+def _int(p: list) -> int:
+    return int("".join(str(int(c)) for c in p), 2) if p else 0
+
+
+def _fpoly(poly) -> list:
+    return _dense(sum(1 << e for e in poly))
+
+
+def ref_mul(a: int, b: int) -> int:
+    return _int(gf_mul(_dense(a), _dense(b), 2, ZZ))
+
+
+def ref_rem(c: int, poly) -> int:
+    return _int(gf_rem(_dense(c), _fpoly(poly), 2, ZZ))
+
+
+def ref_mulmod(a: int, b: int, poly) -> int:
+    return ref_rem(ref_mul(a, b), poly)
+
+
+def ref_muladd(a: int, b: int, c: int, d: int, poly) -> int:
+    s = gf_add(gf_mul(_dense(a), _dense(b), 2, ZZ), gf_mul(_dense(c), _dense(d), 2, ZZ), 2, ZZ)
+    return ref_rem(_int(s), poly)
+
+
+def ref_msqr(a: int, k: int, poly) -> int:
+    for _ in range(k):
+        a = ref_mulmod(a, a, poly)
+    return a
+
+
+def ref_inv(a: int, poly) -> int:
+    if a == 0:
+        return 0
+    s, _, g = gf_gcdex(_dense(a), _fpoly(poly), 2, ZZ)
+    assert g == [ZZ(1)], "the field polynomial must be irreducible"
+    return _int(s)
+
+
+# ---------------------------------------------------------------------------
+# cases
+
+
+def limbs_of(x: int, count: int) -> tuple[int, ...]:
+    return tuple((x >> (64 * i)) & ((1 << 64) - 1) for i in range(count))
+
+
+def value_of(limbs) -> int:
+    return sum(int(v) << (64 * i) for i, v in enumerate(limbs))
+
+
+def _edge_values(bits: int, rng: random.Random) -> list[int]:
+    """Zero, one, all ones, top bit only, alternating patterns, sparse and random."""
+    ones = (1 << bits) - 1
+    alt = int("10" * bits, 2) & ones
+    return [0, 1, ones, 1 << (bits - 1), alt, ones ^ alt,
+            (1 << (bits - 1)) | 1, rng.getrandbits(bits) | (1 << (bits - 1))]
+
+
+def _inputs(bits: int, rng: random.Random, nrandom: int) -> list[int]:
+    return _edge_values(bits, rng) + [rng.getrandbits(bits) for _ in range(nrandom)]
+
+
+def _judge(expected: tuple[int, ...], what: str) -> Callable[[dict[int, list[int]]], str | None]:
+    def judge(outputs: dict[int, list[int]]) -> str | None:
+        got = tuple(outputs.get(0, ()))
+        if got == expected:
+            return None
+        bad = next((i for i, (g, e) in enumerate(zip(got, expected)) if g != e), len(got))
+        return (f"{what}: limb {bad} is {got[bad] if bad < len(got) else 'missing'}, expected "
+                f"{expected[bad]} (got 0x{value_of(got):x}, expected 0x{value_of(expected):x})")
+    return judge
+
+
+def _case(fn: Function, tag: str, ins: list[int], alias: bool) -> Case:
+    """Case for a kernel out, in1, in2, ...: inputs as integers; `alias` makes out share in1's buffer."""
+    args = []
+    kargs = fn.kernel.args
+    for i, spec in enumerate(kargs):
+        if i == 0:
+            if alias:
+                args.append(Arg("out", 8, spec.count, spec.align, alias_of=1))
+            else:
+                args.append(Arg("out", 8, spec.count, spec.align))
+        else:
+            args.append(Arg("in", 8, spec.count, spec.align, limbs_of(ins[i - 1], spec.count)))
+    if alias and kargs[1].count < kargs[0].count:
+        raise ValueError("an in-place call needs an input at least as long as the output")
+    return Case(f"{fn.kernel.symbol}.{tag}", fn.kernel.symbol, tuple(args))
+
+
+class _Refs:
+    """Memoised references for one field: squaring chains are shared between
+    gf2m_sqr and every gf2m_msqr, which keeps SymPy's share of a run small."""
+
+    def __init__(self, poly):
+        self.poly = tuple(poly)
+        self._chains: dict[int, list[int]] = {}
+
+    def msqr(self, a: int, k: int) -> int:
+        chain = self._chains.setdefault(a, [a])
+        while len(chain) <= k:
+            x = chain[-1]
+            chain.append(ref_mulmod(x, x, self.poly))
+        return chain[k]
+
+
+def function_checks(fn: Function, rng: random.Random, nrandom: int = 4,
+                    refs: _Refs | None = None, chain_inputs: list[int] | None = None) -> list[Check]:
+    m, poly = fn.manifest["m"], tuple(fn.manifest["poly"])
+    refs = refs or _Refs(poly)
+    n_out = fn.kernel.args[0].count
+    kind = fn.kind
+    out: list[Check] = []
+
+    def add(tag, ins, expected, alias=False):
+        case = _case(fn, tag, ins, alias)
+        out.append(Check(case, _judge(limbs_of(expected, n_out), f"{fn.kernel.symbol} {tag}")))
+
+    if kind in ("gf2m_mul", "gf2m_mulwide"):
+        xs = _inputs(m, rng, nrandom)
+        ys = _inputs(m, rng, nrandom)
+        pairs = [(x, y) for x in xs[:4] for y in xs[:4]] + list(zip(xs[4:], reversed(ys)))
+        for i, (x, y) in enumerate(pairs):
+            exp = ref_mul(x, y) if kind == "gf2m_mulwide" else ref_mulmod(x, y, poly)
+            add(f"p{i}", [x, y], exp)
+        x, y = xs[-1], ys[-1]
+        add("inplace", [x, y], ref_mul(x, y) if kind == "gf2m_mulwide" else ref_mulmod(x, y, poly),
+            alias=kind == "gf2m_mul")
+    elif kind == "gf2m_muladd":
+        xs = _inputs(m, rng, nrandom)
+        for i in range(len(xs)):
+            q = [xs[i], xs[(i + 3) % len(xs)], xs[(i + 5) % len(xs)], rng.getrandbits(m)]
+            add(f"p{i}", q, ref_muladd(*q, poly))
+        ones = (1 << m) - 1
+        add("ones", [ones] * 4, ref_muladd(ones, ones, ones, ones, poly))
+        add("ones2", [ones, ones, ones, 1], ref_muladd(ones, ones, ones, 1, poly))
+        q = [rng.getrandbits(m) for _ in range(4)]
+        add("inplace", q, ref_muladd(*q, poly), alias=True)
+    elif kind in ("gf2m_sqr", "gf2m_msqr"):
+        k = fn.manifest.get("k", 1)
+        xs = chain_inputs if chain_inputs is not None else _inputs(m, rng, 1)[2:]
+        for i, x in enumerate(xs):
+            add(f"v{i}", [x], refs.msqr(x, k))
+        add("inplace", [xs[-1]], refs.msqr(xs[-1], k), alias=True)
+    elif kind == "gf2m_inv":
+        xs = _inputs(m, rng, nrandom)
+        for i, x in enumerate(xs):
+            add(f"v{i}", [x], ref_inv(x, poly))
+        add("inplace", [xs[-1]], ref_inv(xs[-1], poly), alias=True)
+    elif kind == "gf2m_reduce":
+        bits = 2 * m - 1
+        extra = [(1 << m) - 1, 1 << m, ((1 << bits) - 1) ^ ((1 << m) - 1)]
+        for i, c in enumerate(_inputs(bits, rng, nrandom) + extra):
+            add(f"c{i}", [c], ref_rem(c, poly))
+        c = rng.getrandbits(bits)
+        add("inplace", [c], ref_rem(c, poly), alias=True)
+    else:
+        raise ValueError(f"no checks for kind {kind}")
+    return out
+
+
+def checks(bundle: Bundle, seed: int) -> list[Check]:
+    """Random and worst-case cases for every function of a GF(2^m) bundle."""
+    rng = random.Random(seed)
+    m, poly = bundle.params.m, bundle.params.poly
+    refs = _Refs(poly)
+    ones = (1 << m) - 1
+    chain_inputs = [ones, 1 << (m - 1), int("10" * m, 2) & ones, rng.getrandbits(m)]
+    out: list[Check] = []
+    for fn in bundle.functions:
+        out += function_checks(fn, rng, refs=refs, chain_inputs=chain_inputs)
+    return out

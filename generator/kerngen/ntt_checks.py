@@ -1,0 +1,174 @@
+"""Test cases for the NTT family, judged against `reference` (SymPy).
+
+Inputs are random and at the edges of each input contract (all at the
+maximum, all at the minimum, alternating). The round trip forward NTT ->
+base multiplication -> inverse NTT runs as a chain of harness calls.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+from . import reference
+from .family import Bundle, Check
+from . import harness
+from .harness import Arg, Case, CaseResult
+
+Runner = Callable[[list[Case]], list[CaseResult]]
+
+
+def _fn(bundle: Bundle, kind: str) -> dict:
+    from .emit import _manifest_entry
+    for f in bundle.functions:
+        if f.kind == kind:
+            return _manifest_entry(f)
+    raise KeyError(kind)
+
+
+def edge_inputs(lo: int, hi: int, n: int, rng: random.Random, randoms: int) -> list[tuple[str, list[int]]]:
+    out = [("max", [hi] * n), ("min", [lo] * n), ("alternating", [hi if i % 2 else lo for i in range(n)]),
+           ("alternating2", [lo if i % 2 else hi for i in range(n)])]
+    out += [(f"random{k}", [rng.randint(lo, hi) for _ in range(n)]) for k in range(randoms)]
+    return out
+
+
+def _in_bound(vals: list[int], bound: list[int]) -> str | None:
+    for i, v in enumerate(vals):
+        if not bound[0] <= v <= bound[1]:
+            return f"element {i} = {v} is outside the output bound {bound}"
+    return None
+
+
+def _blocks(values: list[int], layout: dict) -> list[list[int]]:
+    return [[values[p] for p in blk["positions"]] for blk in layout["blocks"]]
+
+
+def checks(bundle: Bundle, seed: int, randoms: int = 3) -> list[Check]:
+    rng = random.Random(seed)
+    n, q = bundle.params.n, bundle.params.q
+    fwd, inv, bm = _fn(bundle, "ntt_forward"), _fn(bundle, "ntt_inverse"), _fn(bundle, "basemul")
+    layout = fwd["output"]["layout"]
+    out: list[Check] = []
+
+    def forward_judge(a: list[int]):
+        def judge(outputs: dict[int, list[int]]) -> str | None:
+            got = outputs[0]
+            bad = _in_bound(got, fwd["output"]["bound"])
+            if bad:
+                return bad
+            scale = fwd["output"]["scale"]
+            for j, blk in enumerate(layout["blocks"]):
+                want = reference.reduce_block(a, layout["d"], blk["zeta"], q)
+                have = [got[p] % q for p in blk["positions"]]
+                if have != [scale * w % q for w in want]:
+                    return f"block {j} (zeta {blk['zeta']}): got {have}, want {[scale * w % q for w in want]}"
+            return None
+        return judge
+
+    for name, a in edge_inputs(*fwd["input"]["bound"], n, rng, randoms):
+        out.append(Check(Case(f"forward-{name}", fwd["symbol"], (Arg("inout", 2, n, 32, tuple(a)),)),
+                         forward_judge(a)))
+
+    def inverse_judge(y: list[int]):
+        def judge(outputs: dict[int, list[int]]) -> str | None:
+            got = outputs[0]
+            bad = _in_bound(got, inv["output"]["bound"])
+            if bad:
+                return bad
+            scale = inv["output"]["scale"]
+            for j, blk in enumerate(layout["blocks"]):
+                have = reference.reduce_block(got, layout["d"], blk["zeta"], q)
+                want = [scale * y[p] % q for p in blk["positions"]]
+                if have != want:
+                    return f"block {j}: the output reduces to {have}, want scale*input = {want}"
+            return None
+        return judge
+
+    for name, y in edge_inputs(*inv["input"]["bound"], n, rng, randoms):
+        out.append(Check(Case(f"inverse-{name}", inv["symbol"], (Arg("inout", 2, n, 32, tuple(y)),)),
+                         inverse_judge(y)))
+
+    def basemul_judge(a: list[int], b: list[int]):
+        def judge(outputs: dict[int, list[int]]) -> str | None:
+            got = outputs[0]
+            bad = _in_bound(got, bm["output"]["bound"])
+            if bad:
+                return bad
+            scale = bm["output"]["scale"]
+            for j, blk in enumerate(layout["blocks"]):
+                pa, pb = [a[p] for p in blk["positions"]], [b[p] for p in blk["positions"]]
+                want = [scale * w % q for w in reference.block_product(pa, pb, blk["zeta"], q)]
+                have = [got[p] % q for p in blk["positions"]]
+                if have != want:
+                    return f"block {j}: got {have}, want {want}"
+            return None
+        return judge
+
+    lo, hi = bm["input"]["bound"]
+    ins = edge_inputs(lo, hi, n, rng, randoms)
+    for k, ((na, a), (_, b)) in enumerate(zip(ins, ins[1:] + ins[:1])):
+        args = (Arg("out", 2, n, 32), Arg("in", 2, n, 32, tuple(a)), Arg("in", 2, n, 32, tuple(b)))
+        out.append(Check(Case(f"basemul-{na}", bm["symbol"], args), basemul_judge(a, b)))
+        if k == 0:  # in place: r is the same array as a
+            args = (Arg("out", 2, n, 32, alias_of=1), Arg("in", 2, n, 32, tuple(a)), Arg("in", 2, n, 32, tuple(b)))
+            out.append(Check(Case(f"basemul-inplace-{na}", bm["symbol"], args), basemul_judge(a, b)))
+    return out
+
+
+def round_trips(bundle: Bundle, run: Runner, seed: int, count: int = 2) -> list[tuple[str, str | None]]:
+    """forward(a), forward(b), basemul, inverse == a*b mod (x^n+1, q), through the harness."""
+    rng = random.Random(seed ^ 0x5EED)
+    n, q = bundle.params.n, bundle.params.q
+    fwd, inv, bm = _fn(bundle, "ntt_forward"), _fn(bundle, "ntt_inverse"), _fn(bundle, "basemul")
+    lo, hi = fwd["input"]["bound"]
+    pairs = [([hi] * n, [lo] * n)] + [([rng.randint(lo, hi) for _ in range(n)],
+                                       [rng.randint(lo, hi) for _ in range(n)]) for _ in range(count)]
+    results = []
+    for k, (a, b) in enumerate(pairs):
+        name = f"roundtrip-{k}"
+        r1 = run([Case(f"{name}-fa", fwd["symbol"], (Arg("inout", 2, n, 32, tuple(a)),)),
+                  Case(f"{name}-fb", fwd["symbol"], (Arg("inout", 2, n, 32, tuple(b)),))])
+        if any(r.status != "ok" for r in r1):
+            results.append((name, "; ".join(f"{r.case_id}: {r.status} {r.reason}" for r in r1 if r.status != "ok")))
+            continue
+        fa, fb = r1[0].outputs[0], r1[1].outputs[0]
+        r2 = run([Case(f"{name}-bm", bm["symbol"], (Arg("out", 2, n, 32), Arg("in", 2, n, 32, tuple(fa)),
+                                                     Arg("in", 2, n, 32, tuple(fb))))])
+        if r2[0].status != "ok":
+            results.append((name, f"basemul: {r2[0].status} {r2[0].reason}"))
+            continue
+        r3 = run([Case(f"{name}-inv", inv["symbol"], (Arg("inout", 2, n, 32, tuple(r2[0].outputs[0])),))])
+        if r3[0].status != "ok":
+            results.append((name, f"inverse: {r3[0].status} {r3[0].reason}"))
+            continue
+        got = [v % q for v in r3[0].outputs[0]]
+        want = reference.negacyclic_product(a, b, q)
+        bad = next((i for i in range(n) if got[i] != want[i]), None)
+        results.append((name, None if bad is None else f"coefficient {bad}: got {got[bad]}, want {want[bad]}"))
+    return results
+
+
+def layout_check(bundle: Bundle) -> str | None:
+    fwd = _fn(bundle, "ntt_forward")
+    return reference.layout_is_crt_basis(bundle.params.n, bundle.params.q, fwd["output"]["layout"])
+
+
+def bench_items(bundle: Bundle, workdir) -> list:
+    """Each kernel beside the plain-C baseline (-O3 -march=native) for the same parameters."""
+    from .family import BenchItem, Comparison
+    p = bundle.params
+    header = harness.render_params_header(harness.baseline_params_sympy(p.n, p.q, p.layers))
+    base = harness.build_baseline(header, workdir)
+    rng = random.Random(7)
+    items = []
+    for kind, base_sym in (("ntt_forward", "kg_baseline_ntt_forward"), ("ntt_inverse", "kg_baseline_ntt_inverse"),
+                           ("basemul", "kg_baseline_basemul")):
+        fn = _fn(bundle, kind)
+        lo, hi = fn["input"]["bound"]
+        args = tuple(Arg(a["role"], 2, a["count"], a["align"],
+                         None if a["role"] == "out" else tuple(rng.randint(lo, hi) for _ in range(a["count"])))
+                     for a in fn["args"])
+        items.append(BenchItem(kind, fn["symbol"], Case(kind, fn["symbol"], args),
+                               (Comparison("baseline", base, base_sym),)))
+    return items

@@ -1,0 +1,276 @@
+"""Tests of the C harness: the ABI checker catches each deliberate corrupter,
+a correct kernel passes with its outputs read back, the runner rejects bad
+vector files, the bench times two libraries in one run, and the plain C
+baseline computes a real NTT round trip (checked against SymPy)."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+from sympy import Poly, symbols
+
+from kerngen import harness
+from kerngen.harness import Arg, Case, HarnessError
+
+ADD16_ASM = """\
+default rel
+section .text
+; r[i] = a[i] + b[i] (mod 2^16) for 32 int16; all three 32-byte aligned
+global kg_test_add16:function
+kg_test_add16:
+    vmovdqa ymm0, [rsi]
+    vmovdqa ymm1, [rsi + 32]
+    vpaddw  ymm0, ymm0, [rdx]
+    vpaddw  ymm1, ymm1, [rdx + 32]
+    vmovdqa [rdi], ymm0
+    vmovdqa [rdi + 32], ymm1
+    vzeroupper
+    ret
+section .note.GNU-stack noalloc noexec nowrite progbits
+"""
+
+ADD16_SCALAR_ASM = """\
+default rel
+section .text
+; same contract as kg_test_add16, one element at a time
+global kg_test_add16_scalar:function
+kg_test_add16_scalar:
+    xor     ecx, ecx
+.next:
+    movzx   eax, word [rsi + 2 * rcx]
+    add     ax, [rdx + 2 * rcx]
+    mov     [rdi + 2 * rcx], ax
+    inc     ecx
+    cmp     ecx, 32
+    jne     .next
+    ret
+section .note.GNU-stack noalloc noexec nowrite progbits
+"""
+
+
+def _wrap16(v: int) -> int:
+    return (v + (1 << 15)) % (1 << 16) - (1 << 15)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("kg-harness")
+
+
+@pytest.fixture(scope="module")
+def corrupters(workdir: Path) -> Path:
+    return harness.assemble_shared(harness.HARNESS_DIR / "abi_corrupters.asm", workdir)
+
+
+@pytest.fixture(scope="module")
+def add16(workdir: Path) -> Path:
+    src = workdir / "add16.asm"
+    src.write_text(ADD16_ASM)
+    return harness.assemble_shared(src, workdir)
+
+
+@pytest.fixture(scope="module")
+def add16_scalar(workdir: Path) -> Path:
+    src = workdir / "add16_scalar.asm"
+    src.write_text(ADD16_SCALAR_ASM)
+    return harness.assemble_shared(src, workdir)
+
+
+def _ramp(count: int, step: int = 1) -> tuple[int, ...]:
+    return tuple(_wrap16((i - count // 2) * step) for i in range(count))
+
+
+ONE_BUFFER = ("inout", 16)
+COPY = ("copy", 16)
+
+
+@pytest.mark.parametrize(
+    ("symbol", "shape", "status", "reason"),
+    [
+        ("kg_bad_rbx", ONE_BUFFER, "abi", "rbx"),
+        ("kg_bad_rbp", ONE_BUFFER, "abi", "rbp"),
+        ("kg_bad_r15", ONE_BUFFER, "abi", "r15"),
+        ("kg_bad_rsp", ONE_BUFFER, "abi", "rsp"),
+        ("kg_bad_ymm", ONE_BUFFER, "abi", "ymm-upper"),
+        ("kg_bad_df", ONE_BUFFER, "abi", "direction-flag"),
+        ("kg_bad_overflow", ONE_BUFFER, "canary", "0"),
+        ("kg_bad_underflow", ONE_BUFFER, "canary", "0"),
+        ("kg_bad_inmod", COPY, "inmod", "1"),
+        ("kg_good_copy", COPY, "ok", ""),
+    ],
+)
+def test_corrupter_is_caught(workdir: Path, corrupters: Path, symbol: str,
+                             shape: tuple[str, int], status: str, reason: str) -> None:
+    if reason == "ymm-upper" and not harness.abi_capabilities(workdir).xinuse:
+        pytest.skip("this CPU does not report XINUSE; vzeroupper cannot be checked")
+    kind, count = shape
+    data = _ramp(count, 1000)
+    if kind == "inout":
+        args = (Arg("inout", 2, count, 32, data),)
+    else:
+        args = (Arg("out", 2, count, 32), Arg("in", 2, count, 16, data))
+    [res] = harness.run_runner(corrupters, [Case(symbol, symbol, args)], workdir=workdir)
+    assert (res.status, res.reason) == (status, reason)
+    if kind == "copy" and status == "ok":
+        assert res.outputs == {0: list(data)}
+
+
+def test_correct_kernel_passes_and_outputs_read_back(workdir: Path, add16: Path) -> None:
+    rng = random.Random(1)
+    a = tuple(rng.randint(-32768, 32767) for _ in range(32))
+    b = tuple(rng.randint(-32768, 32767) for _ in range(32))
+    want = [_wrap16(x + y) for x, y in zip(a, b, strict=True)]
+    cases = [
+        Case("separate", "kg_test_add16",
+             (Arg("out", 2, 32, 32), Arg("in", 2, 32, 32, a), Arg("in", 2, 32, 32, b))),
+        Case("in_place_a", "kg_test_add16",
+             (Arg("out", 2, 32, 32, alias_of=1), Arg("in", 2, 32, 32, a),
+              Arg("in", 2, 32, 32, b))),
+        Case("in_place_b", "kg_test_add16",
+             (Arg("out", 2, 32, 32, alias_of=2), Arg("in", 2, 32, 32, a),
+              Arg("in", 2, 32, 32, b))),
+        Case("doubling", "kg_test_add16",
+             (Arg("inout", 2, 32, 32, a), Arg("in", 2, 32, 32, alias_of=0),
+              Arg("in", 2, 32, 32, alias_of=0))),
+    ]
+    results = harness.run_runner(add16, cases, workdir=workdir, seed=7)
+    assert [r.status for r in results] == ["ok"] * 4, results
+    assert results[0].outputs == {0: want}
+    assert results[1].outputs == {0: want}
+    assert results[2].outputs == {0: want}
+    assert results[3].outputs == {0: [_wrap16(2 * x) for x in a]}
+
+
+def test_buffers_are_placed_at_exactly_the_declared_alignment(workdir: Path, add16: Path) -> None:
+    # vmovdqa needs 32 bytes; a kernel declaring less must fault here, and the
+    # error must name the case that crashed
+    data = _ramp(32)
+    cases = [Case("under_aligned", "kg_test_add16",
+                  (Arg("out", 2, 32, 16), Arg("in", 2, 32, 32, data), Arg("in", 2, 32, 32, data)))]
+    with pytest.raises(HarnessError, match=r"SIGSEGV.*under_aligned|under_aligned.*SIGSEGV"):
+        harness.run_runner(add16, cases, workdir=workdir)
+
+
+def test_missing_symbol_is_named(workdir: Path, add16: Path) -> None:
+    cases = [Case("nope", "kg_no_such_symbol", (Arg("inout", 2, 4, 2, (1, 2, 3, 4)),))]
+    with pytest.raises(HarnessError, match="kg_no_such_symbol"):
+        harness.run_runner(add16, cases, workdir=workdir)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("case c kg_test_add16 1\narg in 2 4 2\nend\n", "no data line"),
+        ("case c kg_test_add16 1\narg in 2 4 2\ndata 1 2 3\nend\n", "3 values"),
+        ("case c kg_test_add16 1\narg in 2 2 2\ndata 1 70000\nend\n", "not a 2-byte"),
+        ("case c kg_test_add16 1\narg in 3 2 2\ndata 1 2\nend\n", "elem_bytes"),
+        ("case c kg_test_add16 1\narg in 2 2 24\ndata 1 2\nend\n", "power of two"),
+        ("case c kg_test_add16 2\narg out 2 2 2\narg in 2 2 2\ndata 1 2\nalias 0 0\nend\n",
+         "indices must differ"),
+        ("case c kg_test_add16 1\narg inout 2 2 2\ndata 1 2\n", "without 'end'"),
+        ("case c kg_test_add16 6\n", "nargs"),
+        ("frobnicate\n", "unknown record"),
+        ("case c kg_test_add16 1\narg out 2 2 2\ndata 1 2\nend\n", "directly follow"),
+    ],
+)
+def test_malformed_vectors_exit_2(workdir: Path, add16: Path, text: str, message: str) -> None:
+    runner = harness.build_runner(workdir)
+    vec = workdir / "bad_vectors.txt"
+    vec.write_text(text)
+    proc = subprocess.run([str(runner), str(add16), str(vec), str(workdir / "bad_out.txt")],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+
+
+def test_bench_two_libraries_in_one_run(workdir: Path, add16: Path, add16_scalar: Path) -> None:
+    a, b = _ramp(32, 3), _ramp(32, 5)
+    args = (Arg("out", 2, 32, 32), Arg("in", 2, 32, 32, a), Arg("in", 2, 32, 32, b))
+    cases = [Case("vector", "kg_test_add16", args, lib=0),
+             Case("scalar", "kg_test_add16_scalar", args, lib=1)]
+    results = harness.run_bench([add16, add16_scalar], cases, batches=21, workdir=workdir,
+                                warmup_ticks=200_000)
+    assert [r.case_id for r in results] == ["vector", "scalar"]
+    for r in results:
+        assert r.median_ticks > 0 and 0 < r.min_ticks <= r.median_ticks
+        assert r.batches == 21 and r.calls_per_batch >= 1
+
+
+def test_kyber_constants_match_the_reference_derivation() -> None:
+    p = harness.baseline_params_sympy(256, 3329, 7)
+    assert p.zetas[:4] == (-1044, -758, -359, -1517)
+    assert p.final_scale == 1441
+    assert p.zetas_inv[0] == p.zetas[127]
+    header = harness.render_params_header(p)
+    assert "#define KG_QINV (-3327)" in header
+    assert "#define KG_BARRETT_V 20159" in header and "#define KG_BARRETT_SHIFT 26" in header
+
+
+def _negacyclic_sympy(a: list[int], b: list[int], q: int) -> list[int]:
+    x = symbols("x")
+    n = len(a)
+    pa = Poly(list(reversed(a)), x, modulus=q)
+    pb = Poly(list(reversed(b)), x, modulus=q)
+    prod = (pa * pb).rem(Poly(x**n + 1, x, modulus=q))
+    coeffs = [int(c) % q for c in reversed(prod.all_coeffs())]
+    return coeffs + [0] * (n - len(coeffs))
+
+
+@pytest.mark.parametrize(("n", "q", "layers"),
+                         [(256, 3329, 7), (256, 7681, 8), (256, 3457, 6), (256, 3329, 5)],
+                         ids=["kyber-d2", "d1", "d4", "d8"])
+def test_baseline_round_trip_against_sympy(workdir: Path, n: int, q: int, layers: int) -> None:
+    params = harness.baseline_params_sympy(n, q, layers)
+    lib = harness.build_baseline(harness.render_params_header(params), workdir)
+    rng = random.Random(n * q + layers)
+    a = [rng.randint(-(q - 1), q - 1) for _ in range(n)]
+    b = [rng.randint(-(q - 1), q - 1) for _ in range(n)]
+    a[0], b[-1] = q - 1, -(q - 1)
+
+    def call(symbol: str, inputs: list[tuple[int, ...]], case: str) -> list[int]:
+        if len(inputs) == 1:
+            args: tuple[Arg, ...] = (Arg("inout", 2, n, 32, inputs[0]),)
+        else:
+            args = (Arg("out", 2, n, 32),) + tuple(Arg("in", 2, n, 32, d) for d in inputs)
+        [res] = harness.run_runner(lib, [Case(case, symbol, args)], workdir=workdir)
+        assert res.ok, (res.status, res.reason)
+        return res.outputs[0]
+
+    fa = call("kg_baseline_ntt_forward", [tuple(a)], "fa")
+    fb = call("kg_baseline_ntt_forward", [tuple(b)], "fb")
+    prod = call("kg_baseline_basemul", [tuple(fa), tuple(fb)], "mul")
+    assert all(abs(v) <= (q + 1) // 2 for v in prod)
+    back = call("kg_baseline_ntt_inverse", [tuple(prod)], "inv")
+    assert all(abs(v) < q for v in back)
+    assert [v % q for v in back] == _negacyclic_sympy(a, b, q)
+
+
+def test_missing_nasm_says_how_to_install(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_which = harness.shutil.which
+    monkeypatch.setattr(harness.shutil, "which",
+                        lambda name: None if name == "nasm" else real_which(name))
+    src = workdir / "never_built.asm"
+    src.write_text("section .text\n")
+    with pytest.raises(HarnessError, match="apt-get install nasm"):
+        harness.assemble_shared(src, workdir)
+
+
+def test_build_failure_carries_the_assembler_message(workdir: Path) -> None:
+    src = workdir / "broken.asm"
+    src.write_text("section .text\n    frobnicate eax, 1\n")
+    with pytest.raises(HarnessError, match="broken.asm.*error"):
+        harness.assemble_shared(src, workdir)
+
+
+def test_records_reject_inconsistent_arguments() -> None:
+    with pytest.raises(ValueError, match="alias takes its data"):
+        Case("c", "f", (Arg("inout", 2, 2, 2, (1, 2)), Arg("in", 2, 2, 2, (1, 2), alias_of=0)))
+    with pytest.raises(ValueError, match="needs data"):
+        Case("c", "f", (Arg("in", 2, 2, 2),))
+    with pytest.raises(ValueError, match="does not fit"):
+        Arg("in", 1, 1, 1, (256,))
+    with pytest.raises(ValueError, match="odd and below"):
+        harness.BaselineParams(256, 3328, 7, (), (), (), 0)
