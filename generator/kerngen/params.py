@@ -14,6 +14,7 @@ from pathlib import Path
 import sympy
 
 from .errors import ParamError
+from .gf2x import is_irreducible
 
 POLICIES = ("eager", "layer", "index")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -170,11 +171,12 @@ def _gf2m(table: dict, src: str, name: str, prefix: str) -> Gf2mParams:
         raise ParamError(src, "poly", f"the first exponent must be m = {m}, got {poly[0]}")
     if poly[-1] != 0:
         raise ParamError(src, "poly", f"must contain the constant term 0 (an irreducible polynomial of degree > 1 has one), got {poly!r}")
-    if len(poly) > 2 and poly[1] > m - 64:
-        raise ParamError(src, "poly", f"middle exponents must be at most m-64 = {m - 64} so that one fold pass per word suffices, got {poly[1]}")
-    x = sympy.Symbol("x")
-    f = sympy.Poly(sum(x**e for e in poly), x, modulus=2)
-    if not f.is_irreducible:
+    if len(poly) > 2 and poly[1] > m // 2:
+        raise ParamError(
+            src, "poly",
+            f"the second-highest exponent must be at most m/2 = {m // 2} so that two folds reduce any product, "
+            f"got {poly[1]} (the reciprocal polynomial, exponents m - e, is irreducible too and may qualify)")
+    if not is_irreducible(poly):
         raise ParamError(src, "poly", f"{_poly_text(poly)} is reducible over GF(2); the field polynomial must be irreducible")
     return Gf2mParams(name, m, tuple(poly), isa, prefix, src)
 

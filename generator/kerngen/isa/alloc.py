@@ -143,13 +143,15 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             v = ins.operands[idx]
             if _virtual(v) and v in reg_of:
                 new_ops[idx] = phys(v)
-        # values whose last use is this instruction free their registers for the destination
+        # values whose last use is this instruction free their registers for the
+        # destination; their spill slots only once it is emitted, since it may read them
+        dying_slots = []
         for idx in s.read:
             v = ins.operands[idx]
             if _virtual(v) and next_use(v, i + 1) == 1 << 60 and v not in ins.written:
                 release(v)
                 if v in home and home[v][1].base == StackBase():
-                    free_slots.append(home[v][1].offset // 32)
+                    dying_slots.append(home[v][1].offset // 32)
                 home.pop(v, None)
         for idx in s.written:
             v = ins.operands[idx]
@@ -165,6 +167,7 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             if ins.op in _REMAT_OPS and isinstance(ins.operands[1], Mem) and isinstance(ins.operands[1].base, TableBase):
                 home[v] = (ins.op, ins.operands[1])
         out.append(Instr(ins.op, tuple(new_ops), ins.comment, ins.idiom))
+        free_slots.extend(dying_slots)
         # a value written but never read is dead at once
         for v in ins.written:
             if _virtual(v) and next_use(v, i + 1) == 1 << 60:

@@ -1,0 +1,193 @@
+"""GF(2^m) family: every shipped field through the C harness against SymPy,
+random irreducible polynomials, the sse (legacy-encoded) path, bad parameters."""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import sympy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kerngen import emit, gf2m, gf2m_checks, harness, params
+from kerngen.errors import ParamError
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted(ROOT.glob("params/gf2m-*.toml"))
+
+needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None,
+                                 reason="nasm and gcc are needed to run kernels")
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("gf2m")
+
+
+def _run_checks(bundle, work: Path, seed: int = 7) -> list[str]:
+    out = work / bundle.name
+    emit.write(emit.render(bundle, f"kerngen emit {bundle.name}"), out)
+    lib = harness.assemble_shared(out / f"{bundle.name}.asm", work)
+    checks = gf2m_checks.checks(bundle, seed)
+    results = harness.run_runner(lib, [c.case for c in checks], workdir=work, seed=seed)
+    failures = []
+    for c, r in zip(checks, results):
+        msg = f"{r.status} {r.reason}" if not r.ok else c.judge(r.outputs)
+        if msg:
+            failures.append(f"{c.case.case_id}: {msg}")
+    return failures
+
+
+def _params(m: int, poly, isa: str = "avx2", name: str | None = None):
+    table = {"name": name or f"t{m}-{'-'.join(map(str, poly[1:-1]))}-{isa}", "family": "gf2m",
+             "m": m, "poly": list(poly), "isa": isa}
+    return params.from_mapping(table, "<test>")
+
+
+# ---------------------------------------------------------------------------
+# shipped fields
+
+
+@needs_tools
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_field_passes_all_checks(path, work):
+    p = params.load(path)
+    bundle = gf2m.build(p)
+    kinds = {f.kind for f in bundle.functions}
+    assert kinds == {"gf2m_mul", "gf2m_sqr", "gf2m_reduce", "gf2m_mulwide", "gf2m_muladd",
+                     "gf2m_msqr", "gf2m_inv"}
+    for f in bundle.functions:
+        assert f.kernel.symbol.startswith(p.prefix + "_") and f.kernel.symbol.endswith("_avx2")
+        assert f.manifest["m"] == p.m and f.manifest["poly"] == list(p.poly)
+        assert f.manifest["output"]["bound"][0] == 0
+    assert _run_checks(bundle, work) == []
+
+
+def test_shipped_set_is_the_nist_fields():
+    polys = {params.load(p).m: params.load(p).poly for p in SHIPPED}
+    assert polys == {163: (163, 7, 6, 3, 0), 233: (233, 74, 0), 283: (283, 12, 7, 5, 0),
+                     409: (409, 87, 0), 571: (571, 10, 5, 2, 0)}
+
+
+def test_manifest_states_contracts():
+    p = params.load(ROOT / "params/gf2m-233.toml")
+    files = emit.render(gf2m.build(p, msqr_steps=(4,)), "kerngen emit params/gf2m-233.toml")
+    import json
+    man = json.loads(files["manifest.json"])
+    by_kind = {f["kind"]: f for f in man["functions"]}
+    assert by_kind["gf2m_mul"]["input"]["bound"] == [0, 2**233 - 1]
+    assert by_kind["gf2m_reduce"]["input"]["bound"] == [0, 2**465 - 1]
+    assert by_kind["gf2m_mulwide"]["output"]["representation"] == "unreduced"
+    assert by_kind["gf2m_msqr"]["k"] == 4
+    assert [a["role"] for a in by_kind["gf2m_muladd"]["args"]] == ["out", "in", "in", "in", "in"]
+    assert "fully reduced" in files["gf2m-233.h"]
+
+
+# ---------------------------------------------------------------------------
+# the sse path: legacy encoding only, same results
+
+
+@needs_tools
+def test_sse_bundle_is_legacy_encoded_and_correct(work):
+    p = _params(233, (233, 74, 0), "sse", "gf2m-233-sse")
+    bundle = gf2m.build(p, msqr_steps=(2,))
+    asm = emit.render(bundle, "test")["gf2m-233-sse.asm"]
+    body = [ln.split(";")[0].strip() for ln in asm.splitlines()]
+    mnemonics = {ln.split()[0] for ln in body if ln and not ln.endswith(":") and
+                 not ln.startswith(("global", "section", "default", "align", "dq", "dd", "db", "dw"))}
+    assert not {mn for mn in mnemonics if mn.startswith("v")}, mnemonics
+    assert "pclmulqdq" in mnemonics
+    assert _run_checks(bundle, work) == []
+
+
+# ---------------------------------------------------------------------------
+# random irreducible trinomials and pentanomials
+
+
+def _irreducible(m: int, terms: int, rng: random.Random):
+    x = sympy.Symbol("x")
+    for _ in range(4000):
+        mids = sorted(rng.sample(range(1, m // 2 + 1), terms - 2), reverse=True)
+        poly = (m, *mids, 0)
+        if sympy.Poly(sum(x**e for e in poly), x, modulus=2).is_irreducible:
+            return poly
+    return None
+
+
+@needs_tools
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(min_value=5, max_value=330), pentanomial=st.booleans(),
+       seed=st.integers(min_value=0, max_value=2**32))
+def test_random_field_polynomials(m, pentanomial, seed, work):
+    rng = random.Random(seed)
+    poly = _irreducible(m, 5 if pentanomial else 3, rng)
+    if poly is None:  # some degrees have no irreducible trinomial
+        poly = _irreducible(m, 5, rng)
+    assert poly is not None
+    bundle = gf2m.build(_params(m, poly), msqr_steps=(3,))
+    assert _run_checks(bundle, work, seed=seed % 1000) == []
+
+
+@needs_tools
+@pytest.mark.parametrize("m, poly", [(2, (2, 1, 0)), (64, (64, 4, 3, 1, 0)), (127, (127, 1, 0)),
+                                     (128, (128, 7, 2, 1, 0)), (129, (129, 5, 0))])
+def test_word_boundary_fields(m, poly, work):
+    bundle = gf2m.build(_params(m, poly), msqr_steps=(2,))
+    assert _run_checks(bundle, work) == []
+
+
+# ---------------------------------------------------------------------------
+# bad parameters
+
+
+@pytest.mark.parametrize("change, key, words", [
+    ({"poly": [233, 73, 0]}, "poly", "reducible"),
+    ({"poly": [233, 74]}, "poly", "constant term"),
+    ({"poly": "233,74,0"}, "poly", "list"),
+    ({"poly": [233, "74", 0]}, "poly", "integer"),
+    ({"poly": [233, 0, 74]}, "poly", "decreasing"),
+    ({"poly": [233, 74, 74, 0]}, "poly", "distinct"),
+    ({"poly": [232, 74, 0]}, "poly", "first exponent"),
+    ({"poly": []}, "poly", "non-empty"),
+    ({"poly": [233, 159, 0]}, "poly", "m/2"),
+    ({"m": 1, "poly": [1, 0]}, "m", "between"),
+    ({"m": 4096, "poly": [4096, 1, 0]}, "m", "between"),
+    ({"m": 233.0}, "m", "integer"),
+    ({"isa": "avx512"}, "isa", "sse"),
+    ({"extra": 1}, "extra", "unknown key"),
+])
+def test_bad_parameters_name_the_key(change, key, words):
+    table = {"name": "bad", "family": "gf2m", "m": 233, "poly": [233, 74, 0]}
+    table.update(change)
+    with pytest.raises(ParamError) as info:
+        params.from_mapping(table, "bad.toml")
+    assert info.value.key == key
+    assert f": {key}:" in str(info.value)
+    assert words in str(info.value)
+
+
+def test_missing_m_names_the_key():
+    with pytest.raises(ParamError, match=r": m: missing"):
+        params.from_mapping({"name": "bad", "family": "gf2m", "poly": [233, 74, 0]}, "bad.toml")
+
+
+# ---------------------------------------------------------------------------
+# plan facts the kernels rely on
+
+
+def test_fold_plan_and_chain():
+    from kerngen.gf2m_plan import field_plan, folds, itoh_tsujii_chain
+    plan = field_plan(233, (233, 74, 0))
+    assert plan.limbs == 4 and plan.slack == 23
+    assert [(c.q, c.bits) for c in plan.chunks] == [(0, 1), (1, 1 << 10)]
+    assert [(f.bound_in, f.bound_out) for f in folds(plan, 464)] == [(464, 305), (305, 232)]
+    for m in (2, 3, 163, 233, 409, 571):
+        k, squarings = 1, 0
+        for step, j in itoh_tsujii_chain(m):
+            squarings += j if step == "double" else 1
+            k = 2 * j if step == "double" else j + 1
+        assert k == m - 1 and squarings == m - 2

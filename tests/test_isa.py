@@ -1,0 +1,59 @@
+from kerngen.errors import AllocationError
+from kerngen.isa.abi import SYSV
+from kerngen.isa.alloc import RegisterPools, allocate
+from kerngen.isa.ir import ArgBase, Builder, Mem, PhysReg, StackBase
+from kerngen.isa.printer import body_text
+
+import pytest
+
+
+def _pressure(count: int):
+    b = Builder()
+    vs = [b.op("load", Mem(ArgBase(0), 32 * i, 32)) for i in range(count)]
+    acc = vs[0]
+    for v in vs[1:]:
+        acc = b.op("vpaddw", acc, v)
+    b.emit("store", Mem(ArgBase(1), 0, 32), acc)
+    for v in vs:  # keep every value alive to the end
+        b.emit("store", Mem(ArgBase(1), 32, 32), v)
+    return b
+
+
+def test_no_spill_when_values_fit():
+    a = allocate(_pressure(15).instrs, RegisterPools())
+    assert a.spill_slots == 0
+    assert not any(isinstance(o, Mem) and o.base == StackBase() for i in a.body for o in i.operands)
+
+
+def test_spills_when_more_values_than_registers_live():
+    a = allocate(_pressure(20).instrs, RegisterPools())
+    assert a.spill_slots > 0
+    text = "\n".join(body_text(a.body, SYSV))
+    assert "[rsp" in text
+    assert all(not isinstance(o, PhysReg) or o.number < 16 for i in a.body for o in i.operands)
+
+
+def test_reading_an_undefined_register_is_an_allocation_error():
+    b = Builder()
+    ghost = b.vreg()
+    b.emit("store", Mem(ArgBase(0), 0, 32), ghost)
+    with pytest.raises(AllocationError):
+        allocate(b.instrs, RegisterPools())
+
+
+def test_a_dying_folded_slot_is_not_reused_by_the_same_instruction():
+    """A spilled value read from its slot by its last use must not have that slot
+    overwritten by a spill made for the same instruction's destination."""
+    b = Builder()
+    vs = [b.op("load", Mem(ArgBase(0), 32 * i, 32)) for i in range(24)]
+    acc = b.op("vpaddw", vs[0], vs[1])
+    for v in vs[2:]:
+        acc = b.op("vpaddw", acc, v)
+        b.emit("store", Mem(ArgBase(1), 0, 32), acc)
+    for v in vs[::-1]:
+        b.emit("store", Mem(ArgBase(1), 32, 32), v)
+    a = allocate(b.instrs, RegisterPools(vector=tuple(range(4))))
+    for prev, ins in zip(a.body, a.body[1:]):
+        if prev.comment == "spill":
+            read_slots = [o for k, o in enumerate(ins.operands) if isinstance(o, Mem) and o.base == StackBase() and k > 0]
+            assert prev.operands[0] not in read_slots

@@ -1,0 +1,94 @@
+import dataclasses
+from pathlib import Path
+
+import pytest
+import sympy
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from kerngen.bounds import schedule
+from kerngen.errors import VerifyError
+from kerngen.isa.abi import SYSV
+from kerngen.isa.ir import ArgSpec, Builder
+from kerngen.isa.pipeline import compile_kernel
+from kerngen.kernels.ntt16 import build_ntt
+from kerngen.kernels.ntt_layout import plan
+from kerngen.numtheory import NttMath
+from kerngen.params import from_mapping, load, max_layers
+from kerngen.testing import test_params as run_kerngen_test
+from kerngen.verify import verify_kernel
+
+from conftest import REPO
+
+NTT_SETS = sorted(p for p in (REPO / "params").glob("*.toml") if load(p).family == "ntt")
+
+
+@pytest.mark.parametrize("path", NTT_SETS, ids=lambda p: p.stem)
+def test_shipped_set_passes_against_sympy(path):
+    outcome = run_kerngen_test(load(path), seed=3, say=lambda s: None)
+    assert outcome.failed == 0, outcome.failures
+    assert outcome.passed >= 20
+
+
+@pytest.mark.parametrize("policy", ["eager", "layer"])
+def test_other_policies_pass_too(policy):
+    outcome = run_kerngen_test(load(REPO / "params/kyber-r1-7681.toml"), seed=5, say=lambda s: None, policy=policy)
+    assert outcome.failed == 0, outcome.failures
+
+
+def _usable(n: int, q: int) -> bool:
+    from kerngen.errors import ParamError
+    try:
+        from_mapping({"name": "r", "family": "ntt", "n": n, "q": q}, "random")
+        return True
+    except ParamError:
+        return False
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([32, 64, 128, 256]), st.integers(min_value=3, max_value=32767))
+def test_random_primes_emit_verify_and_pass(n, seed):
+    q = sympy.nextprime(seed % 32000)
+    while q >= 32768 or not _usable(n, q):
+        q = sympy.nextprime(q) if q < 32000 else 257
+    p = from_mapping({"name": f"r{n}-{q}", "family": "ntt", "n": n, "q": q}, "random")
+    outcome = run_kerngen_test(p, seed=seed, say=lambda s: None)
+    assert outcome.failed == 0, outcome.failures
+
+
+@pytest.mark.parametrize("policy", ["eager", "layer", "index"])
+def test_reduction_counts_are_ordered(policy):
+    for path in NTT_SETS:
+        p = load(path)
+        math, layout = NttMath(p.n, p.q, p.layers), plan(p.n, p.layers)
+        for direction, bound in (("forward", p.q - 1), ("inverse", 32768)):
+            index = schedule(math, layout, "index", direction, bound).count
+            layer = schedule(math, layout, "layer", direction, bound).count
+            assert index <= layer, (p.name, direction)
+
+
+def test_verifier_refuses_a_schedule_without_its_reductions():
+    """newhope-12289 needs reductions in its forward NTT; drop them and the verifier must say where."""
+    p = load(REPO / "params/newhope-12289.toml")
+    math, layout = NttMath(p.n, p.q, p.layers), plan(p.n, p.layers)
+    good = schedule(math, layout, "index", "forward", p.q - 1)
+    assert good.count > 0
+    bad = dataclasses.replace(good, before=tuple((layer, frozenset()) for layer, _ in good.before))
+    b = Builder()
+    build_ntt(b, math, layout, bad, "t_twiddles")
+    kernel = compile_kernel(b, "t_forward", (ArgSpec("a", "inout", "int16_t", 2, p.n, 32),), SYSV)
+    with pytest.raises(VerifyError, match=r"instruction \d+ `vp(add|sub)w .*` can overflow in lane \d+: result in \[-?\d+, -?\d+\]"):
+        verify_kernel(kernel, {0: (-(p.q - 1), p.q - 1)}, p.q)
+    # the same instructions with the reductions kept are accepted
+    b = Builder()
+    build_ntt(b, math, layout, good, "t_twiddles")
+    kernel = compile_kernel(b, "t_forward", (ArgSpec("a", "inout", "int16_t", 2, p.n, 32),), SYSV)
+    proof = verify_kernel(kernel, {0: (-(p.q - 1), p.q - 1)}, p.q)
+    assert proof.idioms_checked == good.count
+
+
+def test_layout_plan_pairs_partners_for_every_size():
+    for n in (32, 64, 128, 256, 512, 1024, 2048, 4096):
+        group_bits = min(3, n.bit_length() - 5)  # registers of a final-pass group: 2^group_bits
+        for layers in range(max(1, n.bit_length() - 1 - group_bits), n.bit_length()):
+            layout = plan(n, layers)
+            assert sorted(layout.output_order) == list(range(n))

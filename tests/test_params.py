@@ -1,0 +1,81 @@
+import pytest
+
+from kerngen.errors import ParamError
+from kerngen.params import load, max_layers
+
+GOOD = {"name": "t", "family": "ntt", "n": 256, "q": 3329, "width": 16, "isa": "avx2"}
+
+
+@pytest.mark.parametrize("change, key, words", [
+    ({"q": 3328}, "q", "prime"),
+    ({"q": 40961}, "q", "below 2^15"),
+    ({"n": 100}, "n", "power of two"),
+    ({"n": 8192}, "n", "between 2 and 4096"),
+    ({"n": 16}, "n", "at least 32"),
+    ({"q": 7}, "q", "divisible"),          # q-1 = 6: one layer only, blocks far too large
+    ({"colour": 3}, "colour", "unknown key"),
+    ({"n": "256"}, "n", "must be"),
+    ({"width": 32}, "width", "16"),
+    ({"isa": "neon"}, "isa", "avx2"),
+    ({"reduction": "lazy"}, "reduction", "one of"),
+    ({"layers": 9}, "layers", "between 1 and 7"),
+    ({"name": "Bad Name"}, "name", "lower-case"),
+    ({"family": "rsa"}, "family", "ntt"),
+    ({"prefix": "9x"}, "prefix", "C identifier"),
+])
+def test_bad_ntt_parameters_name_the_key_and_rule(write_params, change, key, words):
+    with pytest.raises(ParamError) as e:
+        load(write_params({**GOOD, **change}))
+    assert e.value.key == key
+    assert words in str(e.value)
+
+
+def test_missing_key_is_named(write_params):
+    table = dict(GOOD)
+    del table["q"]
+    with pytest.raises(ParamError, match="q: missing"):
+        load(write_params(table))
+
+
+def test_not_toml(tmp_path):
+    p = tmp_path / "x.toml"
+    p.write_text("n = = 3")
+    with pytest.raises(ParamError, match="not valid TOML"):
+        load(p)
+
+
+def test_derived_layers_and_block_degree(write_params):
+    p = load(write_params(GOOD))
+    assert (p.layers, p.d, p.prefix, p.policy) == (7, 2, "kg_t", "index")
+    assert max_layers(1024, 12289) == 10 and max_layers(256, 3457) == 6
+
+
+@pytest.mark.parametrize("change, key, words", [
+    ({"poly": "[233, 73, 0]"}, "poly", "reducible"),
+    ({"poly": "[233, 74]"}, "poly", "constant term"),
+    ({"poly": "[232, 74, 0]"}, "poly", "first exponent"),
+    ({"poly": "[233, 0, 74]"}, "poly", "decreasing"),
+    ({"m": 1}, "m", "between"),
+])
+def test_bad_gf2m_parameters(tmp_path, change, key, words):
+    table = {"name": "g", "family": "gf2m", "m": 233, "poly": "[233, 74, 0]", "isa": "avx2", **change}
+    text = "\n".join(f'{k} = "{v}"' if isinstance(v, str) and not v.startswith("[") else f"{k} = {v}"
+                     for k, v in table.items())
+    path = tmp_path / "g.toml"
+    path.write_text(text + "\n")
+    with pytest.raises(ParamError) as e:
+        load(path)
+    assert e.value.key == key and words in str(e.value)
+
+
+def test_fast_irreducibility_agrees_with_sympy():
+    import random
+    from sympy import Poly, Symbol
+    from kerngen.gf2x import is_irreducible
+    x = Symbol("x")
+    rng = random.Random(11)
+    for _ in range(150):
+        m = rng.randint(2, 40)
+        exps = sorted({m, 0, *(rng.randint(1, m - 1) for _ in range(rng.randint(0, 3)))}, reverse=True)
+        assert is_irreducible(exps) == Poly(sum(x**e for e in exps), x, modulus=2).is_irreducible, exps
+    assert is_irreducible([571, 10, 5, 2, 0]) and is_irreducible([409, 87, 0]) and not is_irreducible([233, 73, 0])
