@@ -103,14 +103,14 @@ kg_ctru3457_ntt_forward_twiddles:
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
 align 32
 kg_ctru3457_ntt_inverse_twiddles:
-    dw 1150, 1150, 1150, 1150, 1652, 1652, 1652, 1652, 547, 547, 547, 547, -92, -92, -92, -92
-    dw -8322, -8322, -8322, -8322, -6028, -6028, -6028, -6028, -5725, -5725, -5725, -5725, -9820, -9820, -9820, -9820
-    dw -131, -131, -131, -131, -591, -591, -591, -591, 91, 91, 91, 91, 1255, 1255, 1255, 1255
-    dw 10237, 10237, 10237, 10237, 26673, 26673, 26673, 26673, -3109, -3109, -3109, -3109, -27033, -27033, -27033, -27033
-    dw 974, 974, 974, 974, -1649, -1649, -1649, -1649, -1653, -1653, -1653, -1653, -1599, -1599, -1599, -1599
-    dw 9934, 9934, 9934, 9934, -20721, -20721, -20721, -20721, -6901, -6901, -6901, -6901, -29631, -29631, -29631, -29631
-    dw -135, -135, -135, -135, -1216, -1216, -1216, -1216, 41, 41, 41, 41, -1372, -1372, -1372, -1372
-    dw 24057, 24057, 24057, 24057, 6976, 6976, 6976, 6976, 5801, 5801, 5801, 5801, 21668, 21668, 21668, 21668
+    dw -1237, -1237, -1237, -1237, 1175, 1175, 1175, 1175, 94, 94, 94, 94, -869, -869, -869, -869
+    dw -2389, -2389, -2389, -2389, -12777, -12777, -12777, -12777, -29858, -29858, -29858, -29858, -28645, -28645, -28645, -28645
+    dw 679, 679, 679, 679, -209, -209, -209, -209, -155, -155, -155, -155, -884, -884, -884, -884
+    dw -3033, -3033, -3033, -3033, -15185, -15185, -15185, -15185, 27621, 27621, 27621, 27621, -25972, -25972, -25972, -25972
+    dw -1697, -1697, -1697, -1697, -1560, -1560, -1560, -1560, 1258, 1258, 1258, 1258, 1242, 1242, 1242, 1242
+    dw 14047, 14047, 14047, 14047, 15848, 15848, 15848, 15848, 11754, 11754, 11754, 11754, 1498, 1498, 1498, 1498
+    dw 40, 40, 40, 40, -664, -664, -664, -664, 500, 500, 500, 500, -1386, -1386, -1386, -1386
+    dw -7128, -7128, -7128, -7128, 360, 360, 360, 360, -23564, -23564, -23564, -23564, -28266, -28266, -28266, -28266
     dw 128, 128, 128, 128, 128, 128, 128, 128, -742, -742, -742, -742, -742, -742, -742, -742
     dw 16512, 16512, 16512, 16512, 16512, 16512, 16512, 16512, -25062, -25062, -25062, -25062, -25062, -25062, -25062, -25062
     dw 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1096, 1096, 1096, 1096, 1096, 1096, 1096, 1096
@@ -133,14 +133,14 @@ kg_ctru3457_ntt_inverse_twiddles:
     dw -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526
     dw -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109
     dw 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531
-    dw 880, 880, 880, 880, -780, -780, -780, -780, 629, 629, 629, 629, 621, 621, 621, 621
-    dw -25744, -25744, -25744, -25744, 7924, 7924, 7924, 7924, 5877, 5877, 5877, 5877, -32019, -32019, -32019, -32019
-    dw 20, 20, 20, 20, -332, -332, -332, -332, 250, 250, 250, 250, -693, -693, -693, -693
-    dw -3564, -3564, -3564, -3564, -32588, -32588, -32588, -32588, 20986, 20986, 20986, 20986, 18635, 18635, 18635, 18635
-    dw -1389, -1389, -1389, -1389, 1624, 1624, 1624, 1624, 1651, 1651, 1651, 1651, -442, -442, -442, -442
-    dw -1517, -1517, -1517, -1517, 25176, 25176, 25176, 25176, -18957, -18957, -18957, -18957, -12986, -12986, -12986, -12986
-    dw 47, 47, 47, 47, 1294, 1294, 1294, 1294, -1141, -1141, -1141, -1141, -1110, -1110, -1110, -1110
-    dw 17839, 17839, 17839, 17839, 18446, 18446, 18446, 18446, -6389, -6389, -6389, -6389, 1194, 1194, 1194, 1194
+    dw -1157, -1157, -1157, -1157, -153, -153, -153, -153, 1094, 1094, 1094, 1094, -184, -184, -184, -184
+    dw -16645, -16645, -16645, -16645, -12057, -12057, -12057, -12057, -11450, -11450, -11450, -11450, -19640, -19640, -19640, -19640
+    dw -262, -262, -262, -262, -1182, -1182, -1182, -1182, 182, 182, 182, 182, -947, -947, -947, -947
+    dw 20474, 20474, 20474, 20474, -12190, -12190, -12190, -12190, -6218, -6218, -6218, -6218, 11469, 11469, 11469, 11469
+    dw -1509, -1509, -1509, -1509, 159, 159, 159, 159, 151, 151, 151, 151, 259, 259, 259, 259
+    dw 19867, 19867, 19867, 19867, 24095, 24095, 24095, 24095, -13801, -13801, -13801, -13801, 6275, 6275, 6275, 6275
+    dw -270, -270, -270, -270, 1025, 1025, 1025, 1025, 82, 82, 82, 82, 713, 713, 713, 713
+    dw -17422, -17422, -17422, -17422, 13953, 13953, 13953, 13953, 11602, 11602, 11602, 11602, -22199, -22199, -22199, -22199
     dw -1082, -1082, -1082, -1082, -1082, -1082, -1082, -1082, -1398, -1398, -1398, -1398, -1398, -1398, -1398, -1398
     dw -30010, -30010, -30010, -30010, -30010, -30010, -30010, -30010, 13194, 13194, 13194, 13194, 13194, 13194, 13194, 13194
     dw 303, 303, 303, 303, 303, 303, 303, 303, -190, -190, -190, -190, -190, -190, -190, -190
@@ -179,12 +179,12 @@ pw_19412:
     dw 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412
 
 align 32
-pw_32:
-    dw 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32
-
-align 32
 pw_3457:
     dw 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457
+
+align 32
+pw_512:
+    dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
 
 align 32
 pw_m19412:
@@ -667,7 +667,7 @@ kg_ctru3457_ntt_forward_avx2:
 ; kg_ctru3457_basemul_avx2: base multiplication r = a*b blockwise mod (x^4 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [-14652, 14652] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [-20016, 20016] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
+;   ensures:  every r[i] in [-1728, 1728] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
@@ -769,6 +769,11 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm2, ymm13, ymm2
+    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm6, ymm6, [rel pw_512]
+    vpsraw       ymm6, ymm6, 10
+    vpmullw      ymm6, ymm6, [rel pw_3457]
+    vpsubw       ymm2, ymm2, ymm6
     vmovdqu      [rdi], ymm2
     vmovdqa      ymm2, [rsp]                         ; reload
     vpaddw       ymm1, ymm2, ymm1
@@ -778,6 +783,11 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
+    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqa      ymm1, [rsp + 64]                    ; reload
     vpaddw       ymm1, ymm1, [rsp + 96]
@@ -787,11 +797,21 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm3, ymm2
     vpaddw       ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
+    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqa      ymm1, [rsp + 32]                    ; reload
     vpaddw       ymm1, ymm1, [rsp + 128]
     vpaddw       ymm1, ymm1, [rsp + 192]
     vpaddw       ymm1, ymm1, ymm5
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
+    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
     vmovdqu      ymm2, [rsi + 192]
@@ -883,6 +903,11 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm2, ymm13, ymm2
+    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm6, ymm6, [rel pw_512]
+    vpsraw       ymm6, ymm6, 10
+    vpmullw      ymm6, ymm6, [rel pw_3457]
+    vpsubw       ymm2, ymm2, ymm6
     vmovdqu      [rdi + 128], ymm2
     vmovdqa      ymm2, [rsp + 192]                   ; reload
     vpaddw       ymm1, ymm2, ymm1
@@ -892,6 +917,11 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
+    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqa      ymm1, [rsp + 32]                    ; reload
     vpaddw       ymm1, ymm1, [rsp + 160]
@@ -901,11 +931,21 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm3, ymm2
     vpaddw       ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
+    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqa      ymm1, [rsp + 128]                   ; reload
     vpaddw       ymm1, ymm1, [rsp + 96]
     vpaddw       ymm1, ymm1, [rsp]
     vpaddw       ymm1, ymm1, ymm5
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
+    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
     vmovdqu      ymm2, [rsi + 320]
@@ -997,6 +1037,11 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm2, ymm13, ymm2
+    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm6, ymm6, [rel pw_512]
+    vpsraw       ymm6, ymm6, 10
+    vpmullw      ymm6, ymm6, [rel pw_3457]
+    vpsubw       ymm2, ymm2, ymm6
     vmovdqu      [rdi + 256], ymm2
     vmovdqa      ymm2, [rsp]                         ; reload
     vpaddw       ymm1, ymm2, ymm1
@@ -1006,6 +1051,11 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
+    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqa      ymm1, [rsp + 128]                   ; reload
     vpaddw       ymm1, ymm1, [rsp + 64]
@@ -1015,11 +1065,21 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm3, ymm2
     vpaddw       ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
+    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqa      ymm1, [rsp + 96]                    ; reload
     vpaddw       ymm1, ymm1, [rsp + 160]
     vpaddw       ymm1, ymm1, [rsp + 192]
     vpaddw       ymm1, ymm1, ymm5
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
+    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
     vmovdqu      ymm2, [rsi + 448]
@@ -1111,6 +1171,11 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm2, ymm13, ymm2
+    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm6, ymm6, [rel pw_512]
+    vpsraw       ymm6, ymm6, 10
+    vpmullw      ymm6, ymm6, [rel pw_3457]
+    vpsubw       ymm2, ymm2, ymm6
     vmovdqu      [rdi + 384], ymm2
     vmovdqa      ymm2, [rsp + 192]                   ; reload
     vpaddw       ymm1, ymm2, ymm1
@@ -1120,6 +1185,11 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
+    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpsubw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqa      ymm1, [rsp + 96]                    ; reload
     vpaddw       ymm1, ymm1, [rsp + 32]
@@ -1129,11 +1199,21 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm3, ymm0
     vpaddw       ymm0, ymm1, ymm0
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqa      ymm0, [rsp + 160]                   ; reload
     vpaddw       ymm0, ymm0, [rsp + 64]
     vpaddw       ymm0, ymm0, [rsp]
     vpaddw       ymm0, ymm0, ymm5
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; into the inverse NTT's input range
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     mov rsp, rbp
     pop rbp
@@ -1145,17 +1225,16 @@ kg_ctru3457_basemul_avx2:
 ; ---------------------------------------------------------------------------
 ; kg_ctru3457_ntt_inverse_avx2: inverse negacyclic NTT of a[256] in place, natural order out
 ;
-;   requires: any int16 a[i], in the forward NTT's layout
-;   ensures:  every a[i] in [-25329, 25329] (proven), natural order,
+;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+;   ensures:  every a[i] in [-23600, 23600] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3457: forward, basemul, inverse give a*b mod (x^256+1, 3457)
 ;   clobbers: ymm{0-9}, flags
 ;
 ; reduction schedule:
-;   policy index, barrett reduction, 7 vector reductions
-;   before layer 2: 4 register(s), lane-0 indices 0,64,128,192
+;   policy index, barrett reduction, 3 vector reductions
 ;   before layer 1: 2 register(s), lane-0 indices 0,128
 ;   before layer 0: 1 register(s), lane-0 indices 0
-;   worst |value| after each layer: 5038, 10076, 20152, 21880, 23608, 25337
+;   worst |value| after each layer: 2578, 5087, 10076, 20152, 21880, 23608
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_ntt_inverse_avx2:function (kg_ctru3457_ntt_inverse_avx2.end - kg_ctru3457_ntt_inverse_avx2)
 align 32
@@ -1169,38 +1248,6 @@ kg_ctru3457_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 160]
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
-    vpmullw      ymm9, ymm1, [rel pw_m19412]
-    vpmulhw      ymm1, ymm1, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm2, [rel pw_m19412]
-    vpmulhw      ymm2, ymm2, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpmullw      ymm9, ymm3, [rel pw_m19412]
-    vpmulhw      ymm3, ymm3, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpmullw      ymm9, ymm4, [rel pw_m19412]
-    vpmulhw      ymm4, ymm4, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpmullw      ymm9, ymm5, [rel pw_m19412]
-    vpmulhw      ymm5, ymm5, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm6, [rel pw_m19412]
-    vpmulhw      ymm6, ymm6, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm7, [rel pw_m19412]
-    vpmulhw      ymm7, ymm7, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m19412]
-    vpmulhw      ymm8, ymm8, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
     vpslld       ymm9, ymm3, 16
     vpblendw     ymm9, ymm1, ymm9, 170
     vpsrld       ymm1, ymm1, 16
@@ -1239,39 +1286,55 @@ kg_ctru3457_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
+    vpmullw      ymm8, ymm6, [rel pw_m19412]
+    vpmulhw      ymm6, ymm6, [rel pw_1580]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm9, ymm1                    ; layer 5
     vpsubw       ymm1, ymm9, ymm1
     vpmullw      ymm9, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 96]
     vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
+    vpmullw      ymm9, ymm8, [rel pw_m19412]
+    vpmulhw      ymm8, ymm8, [rel pw_1580]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm2, ymm4                    ; layer 5
     vpsubw       ymm2, ymm2, ymm4
     vpmullw      ymm4, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 160]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm4, ymm7, ymm5                    ; layer 5
+    vpmullw      ymm4, ymm9, [rel pw_m19412]
+    vpmulhw      ymm9, ymm9, [rel pw_1580]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm7, ymm5                    ; layer 5
     vpsubw       ymm5, ymm7, ymm5
     vpmullw      ymm7, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 224]
     vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 192]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
-    vpunpcklqdq  ymm7, ymm6, ymm3
+    vpmullw      ymm7, ymm9, [rel pw_m19412]
+    vpmulhw      ymm9, ymm9, [rel pw_1580]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm7, ymm9, ymm7
+    vpunpcklqdq  ymm9, ymm6, ymm3
     vpunpckhqdq  ymm3, ymm6, ymm3
     vpunpcklqdq  ymm6, ymm8, ymm1
     vpunpckhqdq  ymm1, ymm8, ymm1
-    vpunpcklqdq  ymm8, ymm9, ymm2
-    vpunpckhqdq  ymm2, ymm9, ymm2
-    vpunpcklqdq  ymm9, ymm4, ymm5
-    vpunpckhqdq  ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm7, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 288]
+    vpunpcklqdq  ymm8, ymm4, ymm2
+    vpunpckhqdq  ymm2, ymm4, ymm2
+    vpunpcklqdq  ymm4, ymm7, ymm5
+    vpunpckhqdq  ymm5, ymm7, ymm5
+    vpaddw       ymm7, ymm9, ymm3                    ; layer 4
+    vpsubw       ymm3, ymm9, ymm3
+    vpmullw      ymm9, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 288]
     vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 256]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm6, ymm1                    ; layer 4
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm3, ymm3, ymm9
+    vpaddw       ymm9, ymm6, ymm1                    ; layer 4
     vpsubw       ymm1, ymm6, ymm1
     vpmullw      ymm6, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 352]
     vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 320]
@@ -1283,111 +1346,104 @@ kg_ctru3457_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 384]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm9, ymm4                    ; layer 4
-    vpsubw       ymm4, ymm9, ymm4
-    vpmullw      ymm9, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 480]
+    vpaddw       ymm8, ymm4, ymm5                    ; layer 4
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 480]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 448]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vperm2i128   ymm9, ymm5, ymm3, 32
-    vperm2i128   ymm3, ymm5, ymm3, 49
-    vperm2i128   ymm5, ymm7, ymm1, 32
-    vperm2i128   ymm1, ymm7, ymm1, 49
-    vperm2i128   ymm7, ymm6, ymm2, 32
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vperm2i128   ymm5, ymm7, ymm3, 32
+    vperm2i128   ymm3, ymm7, ymm3, 49
+    vperm2i128   ymm7, ymm9, ymm1, 32
+    vperm2i128   ymm1, ymm9, ymm1, 49
+    vperm2i128   ymm9, ymm6, ymm2, 32
     vperm2i128   ymm2, ymm6, ymm2, 49
     vperm2i128   ymm6, ymm8, ymm4, 32
     vperm2i128   ymm4, ymm8, ymm4, 49
-    vpaddw       ymm8, ymm9, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 544]
+    vpaddw       ymm8, ymm5, ymm3                    ; layer 3
+    vpsubw       ymm3, ymm5, ymm3
+    vpmullw      ymm5, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 544]
     vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 512]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpaddw       ymm9, ymm5, ymm1                    ; layer 3
-    vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 608]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 576]
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm7, ymm2                    ; layer 3
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 672]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 640]
+    vpsubw       ymm3, ymm3, ymm5
+    vpaddw       ymm5, ymm7, ymm1                    ; layer 3
+    vpsubw       ymm1, ymm7, ymm1
+    vpmullw      ymm7, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 608]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 576]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm6, ymm4                    ; layer 3
+    vpsubw       ymm1, ymm1, ymm7
+    vpaddw       ymm7, ymm9, ymm2                    ; layer 3
+    vpsubw       ymm2, ymm9, ymm2
+    vpmullw      ymm9, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 672]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 640]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm2, ymm2, ymm9
+    vpaddw       ymm9, ymm6, ymm4                    ; layer 3
     vpsubw       ymm4, ymm6, ymm4
     vpmullw      ymm6, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 736]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 704]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_19412]          ; reduce before layer 2
-    vpmulhrsw    ymm6, ymm6, [rel pw_32]
-    vpmullw      ymm6, ymm6, [rel pw_3457]
-    vpsubw       ymm6, ymm8, ymm6
-    vpaddw       ymm8, ymm6, ymm9                    ; layer 2
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 800]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 768]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpaddw       ymm9, ymm3, ymm1                    ; layer 2
+    vpaddw       ymm6, ymm8, ymm5                    ; layer 2
+    vpsubw       ymm5, ymm8, ymm5
+    vpmullw      ymm8, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 800]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 768]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm5, ymm5, ymm8
+    vpaddw       ymm8, ymm3, ymm1                    ; layer 2
     vpsubw       ymm1, ymm3, ymm1
     vpmullw      ymm3, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 800]
     vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 768]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhw      ymm3, ymm5, [rel pw_19412]          ; reduce before layer 2
-    vpmulhrsw    ymm3, ymm3, [rel pw_32]
-    vpmullw      ymm3, ymm3, [rel pw_3457]
-    vpsubw       ymm3, ymm5, ymm3
-    vpaddw       ymm5, ymm3, ymm7                    ; layer 2
-    vpsubw       ymm3, ymm3, ymm7
-    vpmullw      ymm7, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 864]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 832]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm2, ymm4                    ; layer 2
+    vpaddw       ymm3, ymm7, ymm9                    ; layer 2
+    vpsubw       ymm7, ymm7, ymm9
+    vpmullw      ymm9, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 864]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 832]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm7, ymm7, ymm9
+    vpaddw       ymm9, ymm2, ymm4                    ; layer 2
     vpsubw       ymm2, ymm2, ymm4
     vpmullw      ymm4, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 864]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 832]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm8, [rel pw_19412]          ; reduce before layer 1
-    vpmulhrsw    ymm4, ymm4, [rel pw_32]
+    vpmulhw      ymm4, ymm6, [rel pw_19412]          ; reduce before layer 1
+    vpaddw       ymm4, ymm4, [rel pw_512]
+    vpsraw       ymm4, ymm4, 10
     vpmullw      ymm4, ymm4, [rel pw_3457]
-    vpsubw       ymm4, ymm8, ymm4
-    vpaddw       ymm8, ymm4, ymm5                    ; layer 1
-    vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 896]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm9, ymm7                    ; layer 1
-    vpsubw       ymm7, ymm9, ymm7
-    vpmullw      ymm9, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 896]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpaddw       ymm9, ymm6, ymm3                    ; layer 1
-    vpsubw       ymm3, ymm6, ymm3
-    vpmullw      ymm6, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
+    vpsubw       ymm4, ymm6, ymm4
+    vpaddw       ymm6, ymm4, ymm3                    ; layer 1
+    vpsubw       ymm3, ymm4, ymm3
+    vpmullw      ymm4, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
     vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 896]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm1, ymm2                    ; layer 1
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm3, ymm3, ymm4
+    vpaddw       ymm4, ymm8, ymm9                    ; layer 1
+    vpsubw       ymm8, ymm8, ymm9
+    vpmullw      ymm9, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
+    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 896]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm8, ymm8, ymm9
+    vpaddw       ymm9, ymm5, ymm7                    ; layer 1
+    vpsubw       ymm5, ymm5, ymm7
+    vpmullw      ymm7, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 896]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm5, ymm5, ymm7
+    vpaddw       ymm7, ymm1, ymm2                    ; layer 1
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
     vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 896]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi], ymm8
-    vmovdqu      [rdi + 32], ymm5
+    vmovdqu      [rdi], ymm6
+    vmovdqu      [rdi + 32], ymm4
     vmovdqu      [rdi + 64], ymm9
-    vmovdqu      [rdi + 96], ymm6
-    vmovdqu      [rdi + 128], ymm4
-    vmovdqu      [rdi + 160], ymm7
-    vmovdqu      [rdi + 192], ymm3
+    vmovdqu      [rdi + 96], ymm7
+    vmovdqu      [rdi + 128], ymm3
+    vmovdqu      [rdi + 160], ymm8
+    vmovdqu      [rdi + 192], ymm5
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdi + 256]
     vmovdqu      ymm2, [rdi + 288]
@@ -1397,38 +1453,6 @@ kg_ctru3457_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 416]
     vmovdqu      ymm7, [rdi + 448]
     vmovdqu      ymm8, [rdi + 480]
-    vpmullw      ymm9, ymm1, [rel pw_m19412]
-    vpmulhw      ymm1, ymm1, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm2, [rel pw_m19412]
-    vpmulhw      ymm2, ymm2, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpmullw      ymm9, ymm3, [rel pw_m19412]
-    vpmulhw      ymm3, ymm3, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpmullw      ymm9, ymm4, [rel pw_m19412]
-    vpmulhw      ymm4, ymm4, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpmullw      ymm9, ymm5, [rel pw_m19412]
-    vpmulhw      ymm5, ymm5, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm6, [rel pw_m19412]
-    vpmulhw      ymm6, ymm6, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm7, [rel pw_m19412]
-    vpmulhw      ymm7, ymm7, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m19412]
-    vpmulhw      ymm8, ymm8, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
     vpslld       ymm9, ymm3, 16
     vpblendw     ymm9, ymm1, ymm9, 170
     vpsrld       ymm1, ymm1, 16
@@ -1467,39 +1491,55 @@ kg_ctru3457_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 960]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
+    vpmullw      ymm8, ymm6, [rel pw_m19412]
+    vpmulhw      ymm6, ymm6, [rel pw_1580]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm9, ymm1                    ; layer 5
     vpsubw       ymm1, ymm9, ymm1
     vpmullw      ymm9, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1056]
     vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1024]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
+    vpmullw      ymm9, ymm8, [rel pw_m19412]
+    vpmulhw      ymm8, ymm8, [rel pw_1580]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm2, ymm4                    ; layer 5
     vpsubw       ymm2, ymm2, ymm4
     vpmullw      ymm4, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1120]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1088]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm4, ymm7, ymm5                    ; layer 5
+    vpmullw      ymm4, ymm9, [rel pw_m19412]
+    vpmulhw      ymm9, ymm9, [rel pw_1580]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm7, ymm5                    ; layer 5
     vpsubw       ymm5, ymm7, ymm5
     vpmullw      ymm7, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1184]
     vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1152]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
-    vpunpcklqdq  ymm7, ymm6, ymm3
+    vpmullw      ymm7, ymm9, [rel pw_m19412]
+    vpmulhw      ymm9, ymm9, [rel pw_1580]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm7, ymm9, ymm7
+    vpunpcklqdq  ymm9, ymm6, ymm3
     vpunpckhqdq  ymm3, ymm6, ymm3
     vpunpcklqdq  ymm6, ymm8, ymm1
     vpunpckhqdq  ymm1, ymm8, ymm1
-    vpunpcklqdq  ymm8, ymm9, ymm2
-    vpunpckhqdq  ymm2, ymm9, ymm2
-    vpunpcklqdq  ymm9, ymm4, ymm5
-    vpunpckhqdq  ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm7, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1248]
+    vpunpcklqdq  ymm8, ymm4, ymm2
+    vpunpckhqdq  ymm2, ymm4, ymm2
+    vpunpcklqdq  ymm4, ymm7, ymm5
+    vpunpckhqdq  ymm5, ymm7, ymm5
+    vpaddw       ymm7, ymm9, ymm3                    ; layer 4
+    vpsubw       ymm3, ymm9, ymm3
+    vpmullw      ymm9, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1248]
     vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1216]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm6, ymm1                    ; layer 4
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm3, ymm3, ymm9
+    vpaddw       ymm9, ymm6, ymm1                    ; layer 4
     vpsubw       ymm1, ymm6, ymm1
     vpmullw      ymm6, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1312]
     vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1280]
@@ -1511,116 +1551,110 @@ kg_ctru3457_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1344]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm9, ymm4                    ; layer 4
-    vpsubw       ymm4, ymm9, ymm4
-    vpmullw      ymm9, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1440]
+    vpaddw       ymm8, ymm4, ymm5                    ; layer 4
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1440]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1408]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vperm2i128   ymm9, ymm5, ymm3, 32
-    vperm2i128   ymm3, ymm5, ymm3, 49
-    vperm2i128   ymm5, ymm7, ymm1, 32
-    vperm2i128   ymm1, ymm7, ymm1, 49
-    vperm2i128   ymm7, ymm6, ymm2, 32
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vperm2i128   ymm5, ymm7, ymm3, 32
+    vperm2i128   ymm3, ymm7, ymm3, 49
+    vperm2i128   ymm7, ymm9, ymm1, 32
+    vperm2i128   ymm1, ymm9, ymm1, 49
+    vperm2i128   ymm9, ymm6, ymm2, 32
     vperm2i128   ymm2, ymm6, ymm2, 49
     vperm2i128   ymm6, ymm8, ymm4, 32
     vperm2i128   ymm4, ymm8, ymm4, 49
-    vpaddw       ymm8, ymm9, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1504]
+    vpaddw       ymm8, ymm5, ymm3                    ; layer 3
+    vpsubw       ymm3, ymm5, ymm3
+    vpmullw      ymm5, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1504]
     vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1472]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpaddw       ymm9, ymm5, ymm1                    ; layer 3
-    vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1568]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1536]
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm7, ymm2                    ; layer 3
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1632]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1600]
+    vpsubw       ymm3, ymm3, ymm5
+    vpaddw       ymm5, ymm7, ymm1                    ; layer 3
+    vpsubw       ymm1, ymm7, ymm1
+    vpmullw      ymm7, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1568]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1536]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm6, ymm4                    ; layer 3
+    vpsubw       ymm1, ymm1, ymm7
+    vpaddw       ymm7, ymm9, ymm2                    ; layer 3
+    vpsubw       ymm2, ymm9, ymm2
+    vpmullw      ymm9, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1632]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1600]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm2, ymm2, ymm9
+    vpaddw       ymm9, ymm6, ymm4                    ; layer 3
     vpsubw       ymm4, ymm6, ymm4
     vpmullw      ymm6, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1696]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1664]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_19412]          ; reduce before layer 2
-    vpmulhrsw    ymm6, ymm6, [rel pw_32]
-    vpmullw      ymm6, ymm6, [rel pw_3457]
-    vpsubw       ymm6, ymm8, ymm6
-    vpaddw       ymm8, ymm6, ymm9                    ; layer 2
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1760]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1728]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpaddw       ymm9, ymm3, ymm1                    ; layer 2
+    vpaddw       ymm6, ymm8, ymm5                    ; layer 2
+    vpsubw       ymm5, ymm8, ymm5
+    vpmullw      ymm8, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1760]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1728]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm5, ymm5, ymm8
+    vpaddw       ymm8, ymm3, ymm1                    ; layer 2
     vpsubw       ymm1, ymm3, ymm1
     vpmullw      ymm3, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1760]
     vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1728]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhw      ymm3, ymm5, [rel pw_19412]          ; reduce before layer 2
-    vpmulhrsw    ymm3, ymm3, [rel pw_32]
-    vpmullw      ymm3, ymm3, [rel pw_3457]
-    vpsubw       ymm3, ymm5, ymm3
-    vpaddw       ymm5, ymm3, ymm7                    ; layer 2
-    vpsubw       ymm3, ymm3, ymm7
-    vpmullw      ymm7, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm2, ymm4                    ; layer 2
+    vpaddw       ymm3, ymm7, ymm9                    ; layer 2
+    vpsubw       ymm7, ymm7, ymm9
+    vpmullw      ymm9, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm7, ymm7, ymm9
+    vpaddw       ymm9, ymm2, ymm4                    ; layer 2
     vpsubw       ymm2, ymm2, ymm4
     vpmullw      ymm4, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm8, [rel pw_19412]          ; reduce before layer 1
-    vpmulhrsw    ymm4, ymm4, [rel pw_32]
+    vpmulhw      ymm4, ymm6, [rel pw_19412]          ; reduce before layer 1
+    vpaddw       ymm4, ymm4, [rel pw_512]
+    vpsraw       ymm4, ymm4, 10
     vpmullw      ymm4, ymm4, [rel pw_3457]
-    vpsubw       ymm4, ymm8, ymm4
-    vpaddw       ymm8, ymm4, ymm5                    ; layer 1
-    vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm9, ymm7                    ; layer 1
-    vpsubw       ymm7, ymm9, ymm7
-    vpmullw      ymm9, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpaddw       ymm9, ymm6, ymm3                    ; layer 1
-    vpsubw       ymm3, ymm6, ymm3
-    vpmullw      ymm6, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
+    vpsubw       ymm4, ymm6, ymm4
+    vpaddw       ymm6, ymm4, ymm3                    ; layer 1
+    vpsubw       ymm3, ymm4, ymm3
+    vpmullw      ymm4, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
     vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm1, ymm2                    ; layer 1
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm3, ymm3, ymm4
+    vpaddw       ymm4, ymm8, ymm9                    ; layer 1
+    vpsubw       ymm8, ymm8, ymm9
+    vpmullw      ymm9, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
+    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm8, ymm8, ymm9
+    vpaddw       ymm9, ymm5, ymm7                    ; layer 1
+    vpsubw       ymm5, ymm5, ymm7
+    vpmullw      ymm7, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm5, ymm5, ymm7
+    vpaddw       ymm7, ymm1, ymm2                    ; layer 1
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
     vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 256], ymm8
-    vmovdqu      [rdi + 288], ymm5
+    vmovdqu      [rdi + 256], ymm6
+    vmovdqu      [rdi + 288], ymm4
     vmovdqu      [rdi + 320], ymm9
-    vmovdqu      [rdi + 352], ymm6
-    vmovdqu      [rdi + 384], ymm4
-    vmovdqu      [rdi + 416], ymm7
-    vmovdqu      [rdi + 448], ymm3
+    vmovdqu      [rdi + 352], ymm7
+    vmovdqu      [rdi + 384], ymm3
+    vmovdqu      [rdi + 416], ymm8
+    vmovdqu      [rdi + 448], ymm5
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
     vpmulhw      ymm3, ymm1, [rel pw_19412]          ; reduce before layer 0
-    vpmulhrsw    ymm3, ymm3, [rel pw_32]
+    vpaddw       ymm3, ymm3, [rel pw_512]
+    vpsraw       ymm3, ymm3, 10
     vpmullw      ymm3, ymm3, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm1, ymm2                    ; layer 0

@@ -26,7 +26,7 @@ void kg_ctru3457_ntt_forward_avx2(int16_t a[256]);
 
 /* base multiplication r = a*b blockwise mod (x^4 - zeta_j), NTT domain
  *   requires: every a[i], b[i] in [-14652, 14652] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [-20016, 20016] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
+ *   ensures:  every r[i] in [-1728, 1728] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   r: 256 x int16_t, out, 32-byte aligned
  *   a: 256 x int16_t, in, 32-byte aligned
@@ -36,8 +36,8 @@ void kg_ctru3457_basemul_avx2(int16_t r[256], const int16_t a[256], const int16_
 
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
- *   requires: any int16 a[i], in the forward NTT's layout
- *   ensures:  every a[i] in [-25329, 25329] (proven), natural order,
+ *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [-23600, 23600] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3457: forward, basemul, inverse give a*b mod (x^256+1, 3457)
  *   a: 256 x int16_t, inout, 32-byte aligned
  */

@@ -287,14 +287,14 @@ kg_falcon12289_ntt_forward_twiddles:
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
 align 32
 kg_falcon12289_ntt_inverse_twiddles:
-    dw 5601, 1093, 3784, 5041, 2058, -3890, -841, -2650, 2059, -2411, -4884, 2496, -4371, -695, 371, -4296
-    dw -6687, 5189, -28984, -7247, 10250, 20686, -21321, -10842, -2037, 1685, -21268, 2496, 32493, 19785, 29043, 28472
-    dw 3073, -1963, 40, -2285, -3044, -4302, 5603, 4051, -4395, 676, -909, -4910, -5788, 4981, 2628, 3488
-    dw -9215, 2133, -32728, 26387, -19428, -28878, -31261, 32723, -299, 17060, 27763, -29486, 10596, 9077, 19012, 3488
-    dw -1333, -5267, -5552, -2356, -5150, 2330, 3884, 5473, -4424, -5348, 5737, 5613, -2784, -721, -1012, 2510
-    dw -5429, 31597, -5552, -18740, -29726, 10522, -12500, -6815, 28344, -21732, 26217, -23059, -2784, 11567, -17396, 27086
-    dw -5600, 386, 4462, 105, 2076, -1846, 119, 3955, 4370, -784, 3672, -850, 750, 3240, 3133, 754
-    dw -5600, -24190, 29038, 20585, -14308, 6346, -20361, 32627, -20206, -784, -29096, 23726, 25326, -29528, -25539, -23822
+    dw 4166, 4725, 5081, -6069, 5355, 5929, 2953, 4892, 5483, -1383, 1587, -26, 5806, -2937, -1668, 3117
+    dw -4026, 8821, 25561, -10165, 1259, 26409, 23433, -11492, 1387, 19097, 30259, -8218, 30382, -23417, -18052, -25555
+    dw 96, -5484, 5120, 2456, 3616, 2349, 4422, 2390, 2734, 505, -5751, -1741, -3524, -1460, 4581, 4060
+    dw 96, 10900, 5120, -30312, 3616, -26323, -3770, -5802, 27310, 20985, 14729, 26931, -19908, -17844, 8677, -12324
+    dw 1422, 1719, 2106, 5657, 4406, 3304, 5592, 71, -978, 3640, -3004, 5702, 29, 6024, 5643, 1766
+    dw 25998, -18761, 10298, 26137, -3786, -29464, -27176, -20409, 23598, -29128, 13380, -2490, -28643, -26744, 1547, -6426
+    dw -4038, 252, 5842, 1151, -4630, -2797, 2943, 2391, -5934, -2040, 3034, 1801, -2312, -3106, -4513, -1800
+    dw 4154, -16132, -18734, 13439, 3562, 25875, 15231, -18089, -30510, 30728, 11226, 22281, 30456, 21470, 7775, 30968
     dw -5654, -5654, -5746, -5746, 1582, 1582, 4868, 4868, 42, 42, 673, 673, 2240, 2240, -5070, -5070
     dw 2538, 2538, 18830, 18830, 26158, 26158, 21252, 21252, 8234, 8234, -11615, -11615, 2240, 2240, -29646, -29646
     dw 1296, 1296, -300, -300, -4614, -4614, -3711, -3711, -340, -340, 989, 989, -1748, -1748, -4602, -4602
@@ -333,14 +333,14 @@ kg_falcon12289_ntt_inverse_twiddles:
     dw 17039, 17039, 17039, 17039, 17039, 17039, 17039, 17039, 17039, 17039, 17039, 17039, 17039, 17039, 17039, 17039
     dw 2530, 2530, 2530, 2530, 2530, 2530, 2530, 2530, 2530, 2530, 2530, 2530, 2530, 2530, 2530, 2530
     dw -22046, -22046, -22046, -22046, -22046, -22046, -22046, -22046, -22046, -22046, -22046, -22046, -22046, -22046, -22046, -22046
-    dw 4013, -360, -3079, 5378, -408, -1271, 2818, 1851, 4966, -4108, 2688, -6084, -5475, 926, 2936, 4327
-    dw -24659, 32408, 17401, -19198, 32360, 19209, -21758, -2245, -3226, 12276, 2688, -22468, 31389, 25502, -29832, -16153
-    dw -2114, -5200, 6047, -2879, -1797, -3339, 2472, -6034, 728, -4720, 6056, -1857, -1253, 2452, 2811, 3787
-    dw 22462, -5200, 18335, -15167, -5893, 757, -30296, 18542, -32040, -4720, -26712, 10431, -5349, 18836, -1285, -309
-    dw 945, -3291, 1244, -3474, -1272, -1071, 5894, 4325, 4639, 3819, -2463, -5233, -5503, -3619, 5539, -4582
-    dw -11343, 805, -15140, 21102, 31496, -13359, -2298, 8421, 16927, -277, -14751, 7055, -17791, -32291, -31325, 3610
-    dw 1361, -2477, 2949, -1024, -1988, -3181, 478, -5800, 101, 1911, -2806, 3608, -292, -1753, 812, -3374
-    dw -10927, 26195, 7045, -1024, -18372, 25491, 25054, 26968, 4197, -18569, 5386, -29160, -16676, -22233, -15572, -27950
+    dw -2474, 3076, -864, 200, -3068, -2931, 4323, 3437, -3380, 2603, -28, -4545, -327, -4362, -5151, 851
+    dw -10666, 19460, -864, -32568, 13316, -31603, -32541, -25235, -19764, -1493, 16356, 7743, 20153, -12554, -17439, 29523
+    dw -234, -1994, -191, 158, 3475, 2723, -3098, 1855, -5128, -1999, 961, -4205, -627, -5658, 3427, 5465
+    dw -8426, -10186, -12479, 24734, 32147, 31395, -11290, 14143, 27640, -14287, -11327, 24467, -29299, -13850, 32099, 25945
+    dw -1930, -3422, -525, -2268, -3059, -1909, 4803, 595, 3920, -2728, 4250, 6071, -3911, 3750, -3770, 3376
+    dw -10122, -27998, 28147, 14116, -31731, -6005, -32061, 29267, 3920, 30040, 12442, -14409, 16569, -4442, -11962, 3376
+    dw 2162, 2458, -3487, 4107, 3605, -1631, -261, -5060, 639, -1172, -2787, -5158, -509, -3182, 5624, -1757
+    dw -22414, 10650, -15775, 11, 7701, -13919, -4357, -21444, 12927, -17556, -31459, 3034, 28163, -27758, -27144, 26915
     dw -278, -278, -5625, -5625, 5655, 5655, -5064, -5064, 5914, 5914, -2962, -2962, 4092, 4092, 5880, 5880
     dw 7914, 7914, -26105, -26105, -14825, -14825, 27704, 27704, 14106, 14106, 21614, 21614, -12292, -12292, -26888, -26888
     dw -5357, -5357, 3402, 3402, 5133, 5133, -2895, -2895, -1060, -1060, 5252, 5252, -3281, -3281, 1556, 1556
@@ -379,14 +379,14 @@ kg_falcon12289_ntt_inverse_twiddles:
     dw -8778, -8778, -8778, -8778, -8778, -8778, -8778, -8778, -8778, -8778, -8778, -8778, -8778, -8778, -8778, -8778
     dw 6014, 6014, 6014, 6014, 6014, 6014, 6014, 6014, 6014, 6014, 6014, 6014, 6014, 6014, 6014, 6014
     dw 30590, 30590, 30590, 30590, 30590, 30590, 30590, 30590, 30590, 30590, 30590, 30590, 30590, 30590, 30590, 30590
-    dw 637, -4130, 5299, -3161, 3512, -3999, -5221, -4367, 3036, 4759, 2163, 3937, 3755, -983, -4550, 4922
-    dw -28035, 20446, -31565, -23641, -29256, -16287, -9317, -16655, -13348, -15721, 30835, -8351, -341, 19497, 3642, 13114
-    dw -357, 424, 5538, -6061, -1158, -4511, -315, 1097, 2890, -2262, 2569, 2250, 2352, 821, 2550, -1273
-    dw -4453, -32344, -19038, 22611, 7034, -16799, 3781, 21577, 11082, 5930, 23049, 10442, 2352, 4917, -5642, -21753
-    dw -4520, 136, 617, 3157, 5889, -3070, -5434, 120, 4405, 1825, -2654, -5075, -2028, -896, 2441, -2727
-    dw 28248, -32632, 21097, 7253, -6399, -27646, -13626, -32648, 8501, -10463, -27230, 31789, 14356, -896, 22921, 17753
-    dw -1113, 599, 2085, -824, -5056, -6112, 4801, -2363, -3279, 4514, -2834, -937, -619, -6115, -4339, -2523
-    dw -21593, -19881, 6181, 31944, -5056, -6112, -7487, 1733, -15567, -20062, 21742, -21417, 3477, 30749, 32525, 1573
+    dw -4487, -213, 2377, 929, -5157, 4266, -4682, -5971, -4640, -5298, -5783, 87, 1369, -2934, -4817, 3277
+    dw 15993, -4309, 22857, -11359, -9253, 12458, -12874, 30893, -4640, 19278, 14697, -20393, 21849, 5258, 7471, -25395
+    dw 3460, 5116, -3898, -1601, -756, 175, -3453, 5237, 1250, 5400, -2971, 5353, 6120, -5513, -5403, -3187
+    dw 19844, -11268, -12090, 10687, -17140, 12463, 25219, 9333, -23326, -27368, 1125, 25833, -26648, -25993, -1307, -31859
+    dw -977, 5119, 5242, -1441, 4163, 288, 4921, 3071, -1454, 109, 4380, 1717, -1515, -4087, 5223, -4964
+    dw 11311, 17407, 13434, 10847, -32701, 288, 25401, 15359, -26030, -28563, -12004, 5813, 2581, 16393, -15257, -21348
+    dw 5004, 2938, -3478, 5129, 4149, 4160, 78, 4761, -1886, 209, 5918, 2954, -5498, 3776, -2387, -3430
+    dw -11380, 11130, 4714, 25609, 8245, 4160, 24654, 25241, -26462, -12079, 30494, 11146, -13690, 3776, -31059, 4762
     dw 6101, 6101, 3253, 3253, -2320, -2320, -2649, -2649, 4506, 4506, 3736, 3736, -5460, -5460, -1467, -1467
     dw 10197, 10197, 7349, 7349, -2320, -2320, -23129, -23129, 12698, 12698, -29032, -29032, -21844, -21844, 2629, 2629
     dw -3159, -3159, -2341, -2341, 3566, 3566, 2133, 2133, 3901, 3901, 6038, 6038, -4956, -4956, -5680, -5680
@@ -425,14 +425,14 @@ kg_falcon12289_ntt_inverse_twiddles:
     dw -13572, -13572, -13572, -13572, -13572, -13572, -13572, -13572, -13572, -13572, -13572, -13572, -13572, -13572, -13572, -13572
     dw -4342, -4342, -4342, -4342, -4342, -4342, -4342, -4342, -4342, -4342, -4342, -4342, -4342, -4342, -4342, -4342
     dw 3850, 3850, 3850, 3850, 3850, 3850, 3850, 3850, 3850, 3850, 3850, 3850, 3850, 3850, 3850, 3850
-    dw -5393, -686, 3213, -3816, -2416, 2835, -1867, 3732, -4328, 1457, -1432, -4220, 832, 1628, 3410, 4900
-    dw 6895, -25262, -25459, 28952, -2416, 31507, 2229, 20116, 28440, -10831, 31336, 12164, 832, -14756, -21166, 21284
-    dw -1434, 5111, -2746, -5964, -4858, 4083, 3072, -3442, -2436, -2167, 5259, -876, -5733, 303, 1465, 3871
-    dw -9626, -15369, -10938, 10420, -13050, 32755, 3072, 21134, -18820, 18313, 1163, 15508, -9829, 12591, 21945, 16159
-    dw 4873, 5813, -2272, -5391, 3311, 5947, -3652, 5852, 3856, 928, 4933, -3759, 1871, 2184, 5571, 5879
-    dw 25353, 9909, -2272, -17679, 15599, 1851, -20036, -10532, 3856, 928, 9029, -16047, 14159, -30584, -31293, -14601
-    dw 3481, -692, -2778, -4136, 35, 2609, 5963, -4225, 1080, -250, -3845, 3052, 3813, -1224, -5553, -3835
-    dw 23961, -17076, -10970, 28632, 28707, -9679, 1867, 8063, -31688, -8442, -7941, -13332, 7909, 31544, 6735, 261
+    dw -2120, -1785, 5727, 3112, -2023, -5790, -5485, -1575, -979, 2161, 1039, 556, -4105, -529, -5924, 461
+    dw 30648, -22265, 18015, -29656, 18457, -30366, 23187, 18905, -29651, -10127, 13327, -15828, -24585, 11759, -22308, -28211
+    dw 783, 2891, 4893, -1474, 4915, -5803, -32, 1828, -4583, 5271, -2743, -1527, 3516, 1917, 3185, 3928
+    dw 13071, -1205, -23779, 23102, -31949, -1707, -32, 18212, 15897, -15209, 17737, 18953, -12868, -26755, -9103, -28840
+    dw -2995, -5565, 4120, -1864, 5982, -702, -474, -573, 2008, -4106, 4685, -1881, 5997, -3095, 326, 2883
+    dw -31667, 23107, -28648, 30904, 30558, -25278, -8666, 28099, -30760, -12298, -23987, -22361, -22675, 17385, -7866, 31555
+    dw 3164, -2553, 797, -981, 4480, 2149, 1346, -84, 3061, 4867, -600, -2592, -3496, 3085, 1978, 680
+    dw -13220, -23033, -27875, -5077, 4480, 6245, -23230, -16468, 7157, -31997, 32168, -2592, 29272, -25587, 10170, -32088
     dw 5286, 5286, 2190, 2190, -727, -727, -6090, -6090, 2482, 2482, -3533, -3533, 5387, 5387, 4101, 4101
     dw -2906, -2906, 26766, 26766, 19753, 19753, -14282, -14282, -22094, -22094, 25139, 25139, 1291, 1291, 8197, 8197
     dw 4609, 4609, -3684, -3684, -4063, -4063, 144, 144, 5656, 5656, -3585, -3585, 2621, 2621, 5424, 5424
@@ -483,12 +483,12 @@ pw_12289:
     dw 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289
 
 align 32
-pw_21844:
-    dw 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844
+pw_2048:
+    dw 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048
 
 align 32
-pw_8:
-    dw 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8
+pw_21844:
+    dw 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844
 
 align 32
 pw_m12287:
@@ -790,7 +790,8 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
     vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm9, ymm9, [rel pw_8]
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm9
     vpmullw      ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles + 224]
@@ -800,7 +801,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpsubw       ymm1, ymm1, ymm5
     vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm5
     vpmullw      ymm5, ymm6, [rel kg_falcon12289_ntt_forward_twiddles + 224]
@@ -810,7 +812,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpsubw       ymm2, ymm2, ymm5
     vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm3, ymm3, ymm5
     vpmullw      ymm5, ymm7, [rel kg_falcon12289_ntt_forward_twiddles + 224]
@@ -820,7 +823,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpsubw       ymm3, ymm3, ymm5
     vpmulhw      ymm5, ymm4, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm8, [rel kg_falcon12289_ntt_forward_twiddles + 224]
@@ -886,7 +890,8 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm6, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
     vpmulhw      ymm8, ymm2, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm8, ymm8, [rel pw_8]
+    vpaddw       ymm8, ymm8, [rel pw_2048]
+    vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm8
     vpmullw      ymm8, ymm3, [rel kg_falcon12289_ntt_forward_twiddles + 672]
@@ -896,7 +901,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm2, ymm3                    ; layer 5
     vpsubw       ymm2, ymm2, ymm3
     vpmulhw      ymm3, ymm9, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm3, ymm3, [rel pw_8]
+    vpaddw       ymm3, ymm3, [rel pw_2048]
+    vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
     vpsubw       ymm3, ymm9, ymm3
     vpmullw      ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles + 736]
@@ -906,7 +912,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpsubw       ymm3, ymm3, ymm5
     vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
     vpmullw      ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles + 800]
@@ -916,7 +923,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
     vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
     vpmullw      ymm6, ymm1, [rel kg_falcon12289_ntt_forward_twiddles + 864]
@@ -1014,7 +1022,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpsrld       ymm5, ymm5, 16
     vpblendw     ymm1, ymm5, ymm1, 170
     vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
     vpmullw      ymm8, ymm2, [rel kg_falcon12289_ntt_forward_twiddles + 1440]
@@ -1024,7 +1033,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
     vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm9, ymm5
     vpmullw      ymm9, ymm3, [rel kg_falcon12289_ntt_forward_twiddles + 1504]
@@ -1034,7 +1044,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
     vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
     vpmullw      ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles + 1568]
@@ -1044,7 +1055,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
     vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
     vpmullw      ymm6, ymm1, [rel kg_falcon12289_ntt_forward_twiddles + 1632]
@@ -1070,7 +1082,8 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm7, [rdi + 448]
     vmovdqu      ymm8, [rdi + 480]
     vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm9, ymm9, [rel pw_8]
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm9
     vpmullw      ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles + 1696]
@@ -1080,7 +1093,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpsubw       ymm1, ymm1, ymm5
     vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm5
     vpmullw      ymm5, ymm6, [rel kg_falcon12289_ntt_forward_twiddles + 1696]
@@ -1090,7 +1104,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpsubw       ymm2, ymm2, ymm5
     vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm3, ymm3, ymm5
     vpmullw      ymm5, ymm7, [rel kg_falcon12289_ntt_forward_twiddles + 1696]
@@ -1100,7 +1115,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpsubw       ymm3, ymm3, ymm5
     vpmulhw      ymm5, ymm4, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm8, [rel kg_falcon12289_ntt_forward_twiddles + 1696]
@@ -1166,7 +1182,8 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm6, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
     vpmulhw      ymm8, ymm2, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm8, ymm8, [rel pw_8]
+    vpaddw       ymm8, ymm8, [rel pw_2048]
+    vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm8
     vpmullw      ymm8, ymm3, [rel kg_falcon12289_ntt_forward_twiddles + 2144]
@@ -1176,7 +1193,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm2, ymm3                    ; layer 5
     vpsubw       ymm2, ymm2, ymm3
     vpmulhw      ymm3, ymm9, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm3, ymm3, [rel pw_8]
+    vpaddw       ymm3, ymm3, [rel pw_2048]
+    vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
     vpsubw       ymm3, ymm9, ymm3
     vpmullw      ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles + 2208]
@@ -1186,7 +1204,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpsubw       ymm3, ymm3, ymm5
     vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
     vpmullw      ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles + 2272]
@@ -1196,7 +1215,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
     vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
     vpmullw      ymm6, ymm1, [rel kg_falcon12289_ntt_forward_twiddles + 2336]
@@ -1294,7 +1314,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpsrld       ymm5, ymm5, 16
     vpblendw     ymm1, ymm5, ymm1, 170
     vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
     vpmullw      ymm8, ymm2, [rel kg_falcon12289_ntt_forward_twiddles + 2912]
@@ -1304,7 +1325,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
     vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm9, ymm5
     vpmullw      ymm9, ymm3, [rel kg_falcon12289_ntt_forward_twiddles + 2976]
@@ -1314,7 +1336,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
     vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
     vpmullw      ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles + 3040]
@@ -1324,7 +1347,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
     vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
     vpmullw      ymm6, ymm1, [rel kg_falcon12289_ntt_forward_twiddles + 3104]
@@ -1350,7 +1374,8 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm7, [rdi + 704]
     vmovdqu      ymm8, [rdi + 736]
     vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm9, ymm9, [rel pw_8]
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm9
     vpmullw      ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles + 3168]
@@ -1360,7 +1385,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpsubw       ymm1, ymm1, ymm5
     vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm5
     vpmullw      ymm5, ymm6, [rel kg_falcon12289_ntt_forward_twiddles + 3168]
@@ -1370,7 +1396,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpsubw       ymm2, ymm2, ymm5
     vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm3, ymm3, ymm5
     vpmullw      ymm5, ymm7, [rel kg_falcon12289_ntt_forward_twiddles + 3168]
@@ -1380,7 +1407,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpsubw       ymm3, ymm3, ymm5
     vpmulhw      ymm5, ymm4, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm8, [rel kg_falcon12289_ntt_forward_twiddles + 3168]
@@ -1446,7 +1474,8 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm6, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
     vpmulhw      ymm8, ymm2, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm8, ymm8, [rel pw_8]
+    vpaddw       ymm8, ymm8, [rel pw_2048]
+    vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm8
     vpmullw      ymm8, ymm3, [rel kg_falcon12289_ntt_forward_twiddles + 3616]
@@ -1456,7 +1485,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm2, ymm3                    ; layer 5
     vpsubw       ymm2, ymm2, ymm3
     vpmulhw      ymm3, ymm9, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm3, ymm3, [rel pw_8]
+    vpaddw       ymm3, ymm3, [rel pw_2048]
+    vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
     vpsubw       ymm3, ymm9, ymm3
     vpmullw      ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles + 3680]
@@ -1466,7 +1496,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpsubw       ymm3, ymm3, ymm5
     vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
     vpmullw      ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles + 3744]
@@ -1476,7 +1507,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
     vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
     vpmullw      ymm6, ymm1, [rel kg_falcon12289_ntt_forward_twiddles + 3808]
@@ -1574,7 +1606,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpsrld       ymm5, ymm5, 16
     vpblendw     ymm1, ymm5, ymm1, 170
     vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
     vpmullw      ymm8, ymm2, [rel kg_falcon12289_ntt_forward_twiddles + 4384]
@@ -1584,7 +1617,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
     vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm9, ymm5
     vpmullw      ymm9, ymm3, [rel kg_falcon12289_ntt_forward_twiddles + 4448]
@@ -1594,7 +1628,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
     vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
     vpmullw      ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles + 4512]
@@ -1604,7 +1639,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
     vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
     vpmullw      ymm6, ymm1, [rel kg_falcon12289_ntt_forward_twiddles + 4576]
@@ -1630,7 +1666,8 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm7, [rdi + 960]
     vmovdqu      ymm8, [rdi + 992]
     vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm9, ymm9, [rel pw_8]
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm9
     vpmullw      ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles + 4640]
@@ -1640,7 +1677,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpsubw       ymm1, ymm1, ymm5
     vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm5
     vpmullw      ymm5, ymm6, [rel kg_falcon12289_ntt_forward_twiddles + 4640]
@@ -1650,7 +1688,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpsubw       ymm2, ymm2, ymm5
     vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm3, ymm3, ymm5
     vpmullw      ymm5, ymm7, [rel kg_falcon12289_ntt_forward_twiddles + 4640]
@@ -1660,7 +1699,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpsubw       ymm3, ymm3, ymm5
     vpmulhw      ymm5, ymm4, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm8, [rel kg_falcon12289_ntt_forward_twiddles + 4640]
@@ -1726,7 +1766,8 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm6, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
     vpmulhw      ymm8, ymm2, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm8, ymm8, [rel pw_8]
+    vpaddw       ymm8, ymm8, [rel pw_2048]
+    vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm8
     vpmullw      ymm8, ymm3, [rel kg_falcon12289_ntt_forward_twiddles + 5088]
@@ -1736,7 +1777,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm2, ymm3                    ; layer 5
     vpsubw       ymm2, ymm2, ymm3
     vpmulhw      ymm3, ymm9, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm3, ymm3, [rel pw_8]
+    vpaddw       ymm3, ymm3, [rel pw_2048]
+    vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
     vpsubw       ymm3, ymm9, ymm3
     vpmullw      ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles + 5152]
@@ -1746,7 +1788,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpsubw       ymm3, ymm3, ymm5
     vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
     vpmullw      ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles + 5216]
@@ -1756,7 +1799,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
     vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
     vpmullw      ymm6, ymm1, [rel kg_falcon12289_ntt_forward_twiddles + 5280]
@@ -1854,7 +1898,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpsrld       ymm5, ymm5, 16
     vpblendw     ymm1, ymm5, ymm1, 170
     vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
     vpmullw      ymm8, ymm2, [rel kg_falcon12289_ntt_forward_twiddles + 5856]
@@ -1864,7 +1909,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
     vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm9, ymm5
     vpmullw      ymm9, ymm3, [rel kg_falcon12289_ntt_forward_twiddles + 5920]
@@ -1874,7 +1920,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
     vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
     vpmullw      ymm7, ymm4, [rel kg_falcon12289_ntt_forward_twiddles + 5984]
@@ -1884,7 +1931,8 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
     vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
     vpmullw      ymm6, ymm1, [rel kg_falcon12289_ntt_forward_twiddles + 6048]
@@ -2182,21 +2230,20 @@ kg_falcon12289_basemul_avx2:
 ; ---------------------------------------------------------------------------
 ; kg_falcon12289_ntt_inverse_avx2: inverse negacyclic NTT of a[512] in place, natural order out
 ;
-;   requires: any int16 a[i], in the forward NTT's layout
-;   ensures:  every a[i] in [-32642, 32643] (proven), natural order,
+;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+;   ensures:  every a[i] in [-32026, 32026] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
 ;   clobbers: ymm{0-9}, flags
 ;
 ; reduction schedule:
-;   policy index, barrett reduction, 89 vector reductions
-;   before layer 7: 16 register(s), lane-0 indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
-;   before layer 6: 16 register(s), lane-0 indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
-;   before layer 5: 32 register(s), lane-0 indices 0,8,32,40,64,72,96,104,128,136,160,168,192,200,224,232,256,264,288,296,320,328,352,360,384,392,416,424,448,456,480,488
-;   before layer 3: 8 register(s), lane-0 indices 0,64,128,192,256,320,384,448
-;   before layer 2: 8 register(s), lane-0 indices 0,64,128,192,256,320,384,448
-;   before layer 1: 4 register(s), lane-0 indices 16,144,272,400
-;   before layer 0: 5 register(s), lane-0 indices 0,32,48,288,304
-;   worst |value| after each layer: 17070, 23214, 29358, 12288, 24576, 30720, 31855, 31875, 32647
+;   policy index, barrett reduction, 81 vector reductions
+;   before layer 6: 16 register(s), lane-0 indices 0,32,64,96,128,160,196,224,260,288,324,352,384,416,448,480
+;   before layer 5: 16 register(s), lane-0 indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
+;   before layer 4: 32 register(s), lane-0 indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496
+;   before layer 2: 4 register(s), lane-0 indices 0,128,256,384
+;   before layer 1: 6 register(s), lane-0 indices 0,128,144,256,272,384
+;   before layer 0: 7 register(s), lane-0 indices 16,32,48,272,288,304,320
+;   worst |value| after each layer: 9205, 18107, 24010, 29358, 12288, 24576, 30720, 32542, 32030
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_ntt_inverse_avx2:function (kg_falcon12289_ntt_inverse_avx2.end - kg_falcon12289_ntt_inverse_avx2)
 align 32
@@ -2210,218 +2257,181 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 160]
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
-    vpmullw      ymm9, ymm1, [rel pw_m683]
-    vpmulhw      ymm1, ymm1, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm2, [rel pw_m683]
-    vpmulhw      ymm2, ymm2, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpmullw      ymm9, ymm3, [rel pw_m683]
-    vpmulhw      ymm3, ymm3, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpmullw      ymm9, ymm4, [rel pw_m683]
-    vpmulhw      ymm4, ymm4, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpmullw      ymm9, ymm5, [rel pw_m683]
-    vpmulhw      ymm5, ymm5, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm6, [rel pw_m683]
-    vpmulhw      ymm6, ymm6, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm7, [rel pw_m683]
-    vpmulhw      ymm7, ymm7, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m683]
-    vpmulhw      ymm8, ymm8, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm1, ymm2                    ; layer 8
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 32]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4                    ; layer 8
+    vpmullw      ymm2, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm9, ymm2
+    vpaddw       ymm9, ymm3, ymm4                    ; layer 8
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 96]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 64]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm6                    ; layer 8
+    vpmullw      ymm4, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm5, ymm6                    ; layer 8
     vpsubw       ymm5, ymm5, ymm6
     vpmullw      ymm6, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 160]
     vpmulhw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm7, ymm8                    ; layer 8
+    vpmullw      ymm6, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm8                    ; layer 8
     vpsubw       ymm7, ymm7, ymm8
     vpmullw      ymm8, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 224]
     vpmulhw      ymm7, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 192]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpslld       ymm8, ymm1, 16
-    vpblendw     ymm8, ymm9, ymm8, 170
-    vpsrld       ymm9, ymm9, 16
-    vpblendw     ymm1, ymm9, ymm1, 170
-    vpslld       ymm9, ymm3, 16
+    vpmullw      ymm8, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm9, ymm8
+    vpslld       ymm9, ymm1, 16
     vpblendw     ymm9, ymm2, ymm9, 170
     vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm2, ymm2, ymm3, 170
-    vpslld       ymm3, ymm5, 16
-    vpblendw     ymm3, ymm4, ymm3, 170
+    vpblendw     ymm1, ymm2, ymm1, 170
+    vpslld       ymm2, ymm3, 16
+    vpblendw     ymm2, ymm4, ymm2, 170
     vpsrld       ymm4, ymm4, 16
-    vpblendw     ymm4, ymm4, ymm5, 170
-    vpslld       ymm5, ymm7, 16
-    vpblendw     ymm5, ymm6, ymm5, 170
+    vpblendw     ymm3, ymm4, ymm3, 170
+    vpslld       ymm4, ymm5, 16
+    vpblendw     ymm4, ymm6, ymm4, 170
     vpsrld       ymm6, ymm6, 16
-    vpblendw     ymm6, ymm6, ymm7, 170
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm7, ymm1                    ; layer 7
-    vpsubw       ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 288]
+    vpblendw     ymm5, ymm6, ymm5, 170
+    vpslld       ymm6, ymm7, 16
+    vpblendw     ymm6, ymm8, ymm6, 170
+    vpsrld       ymm8, ymm8, 16
+    vpblendw     ymm7, ymm8, ymm7, 170
+    vpaddw       ymm8, ymm9, ymm1                    ; layer 7
+    vpsubw       ymm1, ymm9, ymm1
+    vpmullw      ymm9, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 288]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 256]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm9, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm7, ymm9, ymm7
-    vpaddw       ymm9, ymm7, ymm2                    ; layer 7
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 352]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm2, ymm3                    ; layer 7
+    vpsubw       ymm2, ymm2, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 352]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 320]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm3, ymm4, ymm5                    ; layer 7
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 416]
+    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 384]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm6, ymm7                    ; layer 7
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 480]
+    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 448]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm3, ymm4                    ; layer 7
-    vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 416]
-    vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 384]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm4, ymm4, [rel pw_8]
-    vpmullw      ymm4, ymm4, [rel pw_12289]
-    vpsubw       ymm4, ymm5, ymm4
-    vpaddw       ymm5, ymm4, ymm6                    ; layer 7
-    vpsubw       ymm4, ymm4, ymm6
-    vpmullw      ymm6, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 480]
-    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 448]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpsllq       ymm6, ymm1, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
+    vpsubw       ymm6, ymm6, ymm7
+    vpsllq       ymm7, ymm1, 32
+    vpblendd     ymm7, ymm8, ymm7, 170
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm1, ymm8, ymm1, 170
     vpsllq       ymm8, ymm2, 32
     vpblendd     ymm8, ymm9, ymm8, 170
     vpsrlq       ymm9, ymm9, 32
     vpblendd     ymm2, ymm9, ymm2, 170
-    vpsllq       ymm9, ymm3, 32
-    vpblendd     ymm9, ymm7, ymm9, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm3, ymm7, ymm3, 170
-    vpsllq       ymm7, ymm4, 32
-    vpblendd     ymm7, ymm5, ymm7, 170
-    vpsrlq       ymm5, ymm5, 32
+    vpsllq       ymm9, ymm4, 32
+    vpblendd     ymm9, ymm3, ymm9, 170
+    vpsrlq       ymm3, ymm3, 32
+    vpblendd     ymm3, ymm3, ymm4, 170
+    vpsllq       ymm4, ymm6, 32
     vpblendd     ymm4, ymm5, ymm4, 170
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm6, ymm5
-    vpaddw       ymm6, ymm5, ymm1                    ; layer 6
-    vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 544]
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm5, ymm5, ymm6, 170
+    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm6, ymm7, ymm6
+    vpaddw       ymm7, ymm6, ymm1                    ; layer 6
+    vpsubw       ymm1, ymm6, ymm1
+    vpmullw      ymm6, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 544]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 512]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm8, ymm5
-    vpaddw       ymm8, ymm5, ymm2                    ; layer 6
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 608]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm6
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm6, ymm8, ymm6
+    vpaddw       ymm8, ymm6, ymm2                    ; layer 6
+    vpsubw       ymm2, ymm6, ymm2
+    vpmullw      ymm6, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 608]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 576]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm9, ymm5
-    vpaddw       ymm9, ymm5, ymm3                    ; layer 6
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 672]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm2, ymm2, ymm6
+    vpmulhw      ymm6, ymm9, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm6, ymm3                    ; layer 6
+    vpsubw       ymm3, ymm6, ymm3
+    vpmullw      ymm6, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 672]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 640]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm5, ymm4                    ; layer 6
-    vpsubw       ymm4, ymm5, ymm4
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm3, ymm3, ymm6
+    vpmulhw      ymm6, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm4, ymm4, ymm6
+    vpaddw       ymm6, ymm4, ymm5                    ; layer 6
+    vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 736]
     vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 704]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpunpcklqdq  ymm5, ymm6, ymm1
-    vpunpckhqdq  ymm1, ymm6, ymm1
-    vpunpcklqdq  ymm6, ymm8, ymm2
+    vpunpcklqdq  ymm5, ymm7, ymm1
+    vpunpckhqdq  ymm1, ymm7, ymm1
+    vpunpcklqdq  ymm7, ymm8, ymm2
     vpunpckhqdq  ymm2, ymm8, ymm2
     vpunpcklqdq  ymm8, ymm9, ymm3
     vpunpckhqdq  ymm3, ymm9, ymm3
-    vpunpcklqdq  ymm9, ymm7, ymm4
-    vpunpckhqdq  ymm4, ymm7, ymm4
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm1, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm5, ymm1                    ; layer 5
+    vpunpcklqdq  ymm9, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
+    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm5, ymm5, ymm6
+    vpaddw       ymm6, ymm5, ymm1                    ; layer 5
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 800]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 768]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm6, ymm6, [rel pw_8]
-    vpmullw      ymm6, ymm6, [rel pw_12289]
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm5, ymm2                    ; layer 5
+    vpsubw       ymm5, ymm7, ymm5
+    vpaddw       ymm7, ymm5, ymm2                    ; layer 5
     vpsubw       ymm2, ymm5, ymm2
     vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 864]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 832]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm8, ymm8, [rel pw_8]
-    vpmullw      ymm8, ymm8, [rel pw_12289]
-    vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 5
     vpsubw       ymm3, ymm5, ymm3
     vpmullw      ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 928]
@@ -2429,122 +2439,148 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm9, ymm5
-    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm9, ymm9, [rel pw_8]
-    vpmullw      ymm9, ymm9, [rel pw_12289]
-    vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
     vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 992]
     vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 960]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vperm2i128   ymm5, ymm7, ymm1, 32
-    vperm2i128   ymm1, ymm7, ymm1, 49
-    vperm2i128   ymm7, ymm6, ymm2, 32
-    vperm2i128   ymm2, ymm6, ymm2, 49
-    vperm2i128   ymm6, ymm8, ymm3, 32
+    vperm2i128   ymm5, ymm6, ymm1, 32
+    vperm2i128   ymm1, ymm6, ymm1, 49
+    vperm2i128   ymm6, ymm7, ymm2, 32
+    vperm2i128   ymm2, ymm7, ymm2, 49
+    vperm2i128   ymm7, ymm8, ymm3, 32
     vperm2i128   ymm3, ymm8, ymm3, 49
     vperm2i128   ymm8, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
+    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpsubw       ymm5, ymm5, ymm9
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
+    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1056]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1024]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm7, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 1120]
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpsubw       ymm5, ymm6, ymm5
+    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm5, ymm2                    ; layer 4
+    vpsubw       ymm2, ymm5, ymm2
+    vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 1120]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 1088]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm6, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm6, ymm3
-    vpmullw      ymm6, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 1184]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpsubw       ymm5, ymm7, ymm5
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm7, ymm7, [rel pw_2048]
+    vpsraw       ymm7, ymm7, 12
+    vpmullw      ymm7, ymm7, [rel pw_12289]
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm7, ymm5, ymm3                    ; layer 4
+    vpsubw       ymm3, ymm5, ymm3
+    vpmullw      ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 1184]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 1152]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm8, ymm4                    ; layer 4
-    vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 1248]
-    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 1216]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vpmulhw      ymm8, ymm9, [rel pw_21844]          ; reduce before layer 3
-    vpmulhrsw    ymm8, ymm8, [rel pw_8]
-    vpmullw      ymm8, ymm8, [rel pw_12289]
-    vpsubw       ymm8, ymm9, ymm8
-    vpaddw       ymm9, ymm8, ymm5                    ; layer 3
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm3, ymm3, ymm5
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmullw      ymm8, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 1312]
-    vpmulhw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 1280]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm5, ymm5, ymm8
-    vpaddw       ymm8, ymm1, ymm2                    ; layer 3
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm8, ymm8, [rel pw_2048]
+    vpsraw       ymm8, ymm8, 12
+    vpmullw      ymm8, ymm8, [rel pw_12289]
+    vpsubw       ymm4, ymm4, ymm8
+    vpaddw       ymm8, ymm5, ymm4                    ; layer 4
+    vpsubw       ymm4, ymm5, ymm4
+    vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 1248]
+    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 1216]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm9, ymm6                    ; layer 3
+    vpsubw       ymm6, ymm9, ymm6
+    vpmullw      ymm9, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 1312]
+    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 1280]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm6, ymm6, ymm9
+    vpaddw       ymm9, ymm1, ymm2                    ; layer 3
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1312]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1280]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm7, [rel pw_21844]          ; reduce before layer 3
-    vpmulhrsw    ymm2, ymm2, [rel pw_8]
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm2, ymm7, ymm2
-    vpaddw       ymm7, ymm2, ymm6                    ; layer 3
-    vpsubw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 1376]
-    vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 1344]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm3, ymm4                    ; layer 3
+    vpaddw       ymm2, ymm7, ymm8                    ; layer 3
+    vpsubw       ymm7, ymm7, ymm8
+    vpmullw      ymm8, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 1376]
+    vpmulhw      ymm7, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 1344]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm7, ymm7, ymm8
+    vpaddw       ymm8, ymm3, ymm4                    ; layer 3
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 1376]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 1344]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm9, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm4, ymm4, [rel pw_8]
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpaddw       ymm4, ymm4, [rel pw_2048]
+    vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
-    vpsubw       ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm7, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm9, ymm9, [rel pw_8]
-    vpmullw      ymm9, ymm9, [rel pw_12289]
-    vpsubw       ymm7, ymm7, ymm9
-    vpaddw       ymm9, ymm4, ymm7                    ; layer 2
-    vpsubw       ymm4, ymm4, ymm7
-    vpmullw      ymm7, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 1440]
-    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 1408]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm8, ymm6                    ; layer 2
-    vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 1440]
-    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 1408]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm6, ymm6, ymm8
-    vpaddw       ymm8, ymm5, ymm2                    ; layer 2
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 1440]
+    vpsubw       ymm4, ymm5, ymm4
+    vpaddw       ymm5, ymm4, ymm2                    ; layer 2
+    vpsubw       ymm2, ymm4, ymm2
+    vpmullw      ymm4, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 1440]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 1408]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm1, ymm3                    ; layer 2
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm2, ymm2, ymm4
+    vpaddw       ymm4, ymm9, ymm8                    ; layer 2
+    vpsubw       ymm8, ymm9, ymm8
+    vpmullw      ymm9, ymm8, [rel kg_falcon12289_ntt_inverse_twiddles + 1440]
+    vpmulhw      ymm8, ymm8, [rel kg_falcon12289_ntt_inverse_twiddles + 1408]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm8, ymm8, ymm9
+    vpaddw       ymm9, ymm6, ymm7                    ; layer 2
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 1440]
+    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 1408]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm6, ymm6, ymm7
+    vpaddw       ymm7, ymm1, ymm3                    ; layer 2
     vpsubw       ymm1, ymm1, ymm3
     vpmullw      ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1440]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1408]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi], ymm9
-    vmovdqu      [rdi + 32], ymm7
-    vmovdqu      [rdi + 64], ymm8
-    vmovdqu      [rdi + 96], ymm5
-    vmovdqu      [rdi + 128], ymm4
-    vmovdqu      [rdi + 160], ymm6
-    vmovdqu      [rdi + 192], ymm2
+    vmovdqu      [rdi], ymm5
+    vmovdqu      [rdi + 32], ymm4
+    vmovdqu      [rdi + 64], ymm9
+    vmovdqu      [rdi + 96], ymm7
+    vmovdqu      [rdi + 128], ymm2
+    vmovdqu      [rdi + 160], ymm8
+    vmovdqu      [rdi + 192], ymm6
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdi + 256]
     vmovdqu      ymm2, [rdi + 288]
@@ -2554,341 +2590,330 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 416]
     vmovdqu      ymm7, [rdi + 448]
     vmovdqu      ymm8, [rdi + 480]
-    vpmullw      ymm9, ymm1, [rel pw_m683]
-    vpmulhw      ymm1, ymm1, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm2, [rel pw_m683]
-    vpmulhw      ymm2, ymm2, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpmullw      ymm9, ymm3, [rel pw_m683]
-    vpmulhw      ymm3, ymm3, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpmullw      ymm9, ymm4, [rel pw_m683]
-    vpmulhw      ymm4, ymm4, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpmullw      ymm9, ymm5, [rel pw_m683]
-    vpmulhw      ymm5, ymm5, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm6, [rel pw_m683]
-    vpmulhw      ymm6, ymm6, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm7, [rel pw_m683]
-    vpmulhw      ymm7, ymm7, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m683]
-    vpmulhw      ymm8, ymm8, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm1, ymm2                    ; layer 8
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1504]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1472]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4                    ; layer 8
+    vpmullw      ymm2, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm9, ymm2
+    vpaddw       ymm9, ymm3, ymm4                    ; layer 8
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 1568]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 1536]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm6                    ; layer 8
+    vpmullw      ymm4, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm5, ymm6                    ; layer 8
     vpsubw       ymm5, ymm5, ymm6
     vpmullw      ymm6, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 1632]
     vpmulhw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 1600]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm7, ymm8                    ; layer 8
+    vpmullw      ymm6, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm8                    ; layer 8
     vpsubw       ymm7, ymm7, ymm8
     vpmullw      ymm8, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 1696]
     vpmulhw      ymm7, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 1664]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpslld       ymm8, ymm1, 16
-    vpblendw     ymm8, ymm9, ymm8, 170
-    vpsrld       ymm9, ymm9, 16
-    vpblendw     ymm1, ymm9, ymm1, 170
-    vpslld       ymm9, ymm3, 16
+    vpmullw      ymm8, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm9, ymm8
+    vpslld       ymm9, ymm1, 16
     vpblendw     ymm9, ymm2, ymm9, 170
     vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm2, ymm2, ymm3, 170
-    vpslld       ymm3, ymm5, 16
-    vpblendw     ymm3, ymm4, ymm3, 170
+    vpblendw     ymm1, ymm2, ymm1, 170
+    vpslld       ymm2, ymm3, 16
+    vpblendw     ymm2, ymm4, ymm2, 170
     vpsrld       ymm4, ymm4, 16
-    vpblendw     ymm4, ymm4, ymm5, 170
-    vpslld       ymm5, ymm7, 16
-    vpblendw     ymm5, ymm6, ymm5, 170
+    vpblendw     ymm3, ymm4, ymm3, 170
+    vpslld       ymm4, ymm5, 16
+    vpblendw     ymm4, ymm6, ymm4, 170
     vpsrld       ymm6, ymm6, 16
-    vpblendw     ymm6, ymm6, ymm7, 170
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm7, ymm1                    ; layer 7
-    vpsubw       ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1760]
+    vpblendw     ymm5, ymm6, ymm5, 170
+    vpslld       ymm6, ymm7, 16
+    vpblendw     ymm6, ymm8, ymm6, 170
+    vpsrld       ymm8, ymm8, 16
+    vpblendw     ymm7, ymm8, ymm7, 170
+    vpaddw       ymm8, ymm9, ymm1                    ; layer 7
+    vpsubw       ymm1, ymm9, ymm1
+    vpmullw      ymm9, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1760]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1728]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm9, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm7, ymm9, ymm7
-    vpaddw       ymm9, ymm7, ymm2                    ; layer 7
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 1824]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm2, ymm3                    ; layer 7
+    vpsubw       ymm2, ymm2, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 1824]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 1792]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm3, ymm4, ymm5                    ; layer 7
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 1888]
+    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 1856]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm6, ymm7                    ; layer 7
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 1952]
+    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 1920]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm3, ymm4                    ; layer 7
-    vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 1856]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm4, ymm4, [rel pw_8]
-    vpmullw      ymm4, ymm4, [rel pw_12289]
-    vpsubw       ymm4, ymm5, ymm4
-    vpaddw       ymm5, ymm4, ymm6                    ; layer 7
-    vpsubw       ymm4, ymm4, ymm6
-    vpmullw      ymm6, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 1920]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpsllq       ymm6, ymm1, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
+    vpsubw       ymm6, ymm6, ymm7
+    vpsllq       ymm7, ymm1, 32
+    vpblendd     ymm7, ymm8, ymm7, 170
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm1, ymm8, ymm1, 170
     vpsllq       ymm8, ymm2, 32
     vpblendd     ymm8, ymm9, ymm8, 170
     vpsrlq       ymm9, ymm9, 32
     vpblendd     ymm2, ymm9, ymm2, 170
-    vpsllq       ymm9, ymm3, 32
-    vpblendd     ymm9, ymm7, ymm9, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm3, ymm7, ymm3, 170
-    vpsllq       ymm7, ymm4, 32
-    vpblendd     ymm7, ymm5, ymm7, 170
-    vpsrlq       ymm5, ymm5, 32
+    vpsllq       ymm9, ymm4, 32
+    vpblendd     ymm9, ymm3, ymm9, 170
+    vpsrlq       ymm3, ymm3, 32
+    vpblendd     ymm3, ymm3, ymm4, 170
+    vpsllq       ymm4, ymm6, 32
     vpblendd     ymm4, ymm5, ymm4, 170
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm6, ymm5
-    vpaddw       ymm6, ymm5, ymm1                    ; layer 6
-    vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2016]
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm5, ymm5, ymm6, 170
+    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm6, ymm7, ymm6
+    vpaddw       ymm7, ymm6, ymm1                    ; layer 6
+    vpsubw       ymm1, ymm6, ymm1
+    vpmullw      ymm6, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2016]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1984]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm8, ymm5
-    vpaddw       ymm8, ymm5, ymm2                    ; layer 6
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2080]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm6
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm6, ymm8, ymm6
+    vpaddw       ymm8, ymm6, ymm2                    ; layer 6
+    vpsubw       ymm2, ymm6, ymm2
+    vpmullw      ymm6, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2080]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2048]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm9, ymm5
-    vpaddw       ymm9, ymm5, ymm3                    ; layer 6
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2144]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm2, ymm2, ymm6
+    vpmulhw      ymm6, ymm3, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm3, ymm3, ymm6
+    vpaddw       ymm6, ymm9, ymm3                    ; layer 6
+    vpsubw       ymm3, ymm9, ymm3
+    vpmullw      ymm9, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2144]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2112]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm5, ymm4                    ; layer 6
-    vpsubw       ymm4, ymm5, ymm4
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm3, ymm3, ymm9
+    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
+    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpsubw       ymm4, ymm4, ymm9
+    vpaddw       ymm9, ymm4, ymm5                    ; layer 6
+    vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 2208]
     vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 2176]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpunpcklqdq  ymm5, ymm6, ymm1
-    vpunpckhqdq  ymm1, ymm6, ymm1
-    vpunpcklqdq  ymm6, ymm8, ymm2
+    vpunpcklqdq  ymm5, ymm7, ymm1
+    vpunpckhqdq  ymm1, ymm7, ymm1
+    vpunpcklqdq  ymm7, ymm8, ymm2
     vpunpckhqdq  ymm2, ymm8, ymm2
-    vpunpcklqdq  ymm8, ymm9, ymm3
-    vpunpckhqdq  ymm3, ymm9, ymm3
-    vpunpcklqdq  ymm9, ymm7, ymm4
-    vpunpckhqdq  ymm4, ymm7, ymm4
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm1, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm5, ymm1                    ; layer 5
+    vpunpcklqdq  ymm8, ymm6, ymm3
+    vpunpckhqdq  ymm3, ymm6, ymm3
+    vpunpcklqdq  ymm6, ymm9, ymm4
+    vpunpckhqdq  ymm4, ymm9, ymm4
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
+    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpsubw       ymm5, ymm5, ymm9
+    vpaddw       ymm9, ymm5, ymm1                    ; layer 5
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2272]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2240]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm6, ymm6, [rel pw_8]
-    vpmullw      ymm6, ymm6, [rel pw_12289]
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm5, ymm2                    ; layer 5
+    vpsubw       ymm5, ymm7, ymm5
+    vpaddw       ymm7, ymm5, ymm2                    ; layer 5
     vpsubw       ymm2, ymm5, ymm2
     vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2336]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2304]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm8, ymm8, [rel pw_8]
-    vpmullw      ymm8, ymm8, [rel pw_12289]
-    vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 5
     vpsubw       ymm3, ymm5, ymm3
     vpmullw      ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2400]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2368]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm9, ymm5
-    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm9, ymm9, [rel pw_8]
-    vpmullw      ymm9, ymm9, [rel pw_12289]
-    vpsubw       ymm4, ymm4, ymm9
-    vpaddw       ymm9, ymm5, ymm4                    ; layer 5
+    vpsubw       ymm5, ymm6, ymm5
+    vpaddw       ymm6, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
     vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 2464]
     vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 2432]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vperm2i128   ymm5, ymm7, ymm1, 32
-    vperm2i128   ymm1, ymm7, ymm1, 49
-    vperm2i128   ymm7, ymm6, ymm2, 32
-    vperm2i128   ymm2, ymm6, ymm2, 49
-    vperm2i128   ymm6, ymm8, ymm3, 32
+    vperm2i128   ymm5, ymm9, ymm1, 32
+    vperm2i128   ymm1, ymm9, ymm1, 49
+    vperm2i128   ymm9, ymm7, ymm2, 32
+    vperm2i128   ymm2, ymm7, ymm2, 49
+    vperm2i128   ymm7, ymm8, ymm3, 32
     vperm2i128   ymm3, ymm8, ymm3, 49
-    vperm2i128   ymm8, ymm9, ymm4, 32
-    vperm2i128   ymm4, ymm9, ymm4, 49
-    vpaddw       ymm9, ymm5, ymm1                    ; layer 4
+    vperm2i128   ymm8, ymm6, ymm4, 32
+    vperm2i128   ymm4, ymm6, ymm4, 49
+    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm5, ymm5, ymm6
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm1, ymm1, ymm6
+    vpaddw       ymm6, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2528]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2496]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm7, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2592]
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpsubw       ymm5, ymm9, ymm5
+    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
+    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpsubw       ymm2, ymm2, ymm9
+    vpaddw       ymm9, ymm5, ymm2                    ; layer 4
+    vpsubw       ymm2, ymm5, ymm2
+    vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2592]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2560]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm6, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm6, ymm3
-    vpmullw      ymm6, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2656]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpsubw       ymm5, ymm7, ymm5
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm7, ymm7, [rel pw_2048]
+    vpsraw       ymm7, ymm7, 12
+    vpmullw      ymm7, ymm7, [rel pw_12289]
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm7, ymm5, ymm3                    ; layer 4
+    vpsubw       ymm3, ymm5, ymm3
+    vpmullw      ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2656]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2624]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm8, ymm4                    ; layer 4
-    vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 2720]
-    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 2688]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vpmulhw      ymm8, ymm9, [rel pw_21844]          ; reduce before layer 3
-    vpmulhrsw    ymm8, ymm8, [rel pw_8]
-    vpmullw      ymm8, ymm8, [rel pw_12289]
-    vpsubw       ymm8, ymm9, ymm8
-    vpaddw       ymm9, ymm8, ymm5                    ; layer 3
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm3, ymm3, ymm5
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmullw      ymm8, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 2784]
-    vpmulhw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 2752]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm5, ymm5, ymm8
-    vpaddw       ymm8, ymm1, ymm2                    ; layer 3
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm8, ymm8, [rel pw_2048]
+    vpsraw       ymm8, ymm8, 12
+    vpmullw      ymm8, ymm8, [rel pw_12289]
+    vpsubw       ymm4, ymm4, ymm8
+    vpaddw       ymm8, ymm5, ymm4                    ; layer 4
+    vpsubw       ymm4, ymm5, ymm4
+    vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 2720]
+    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 2688]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm6, ymm9                    ; layer 3
+    vpsubw       ymm6, ymm6, ymm9
+    vpmullw      ymm9, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 2784]
+    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 2752]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm6, ymm6, ymm9
+    vpaddw       ymm9, ymm1, ymm2                    ; layer 3
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2784]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2752]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm7, [rel pw_21844]          ; reduce before layer 3
-    vpmulhrsw    ymm2, ymm2, [rel pw_8]
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm2, ymm7, ymm2
-    vpaddw       ymm7, ymm2, ymm6                    ; layer 3
-    vpsubw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2848]
-    vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2816]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm3, ymm4                    ; layer 3
+    vpaddw       ymm2, ymm7, ymm8                    ; layer 3
+    vpsubw       ymm7, ymm7, ymm8
+    vpmullw      ymm8, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 2848]
+    vpmulhw      ymm7, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 2816]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm7, ymm7, ymm8
+    vpaddw       ymm8, ymm3, ymm4                    ; layer 3
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2848]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2816]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm9, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm4, ymm4, [rel pw_8]
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpaddw       ymm4, ymm4, [rel pw_2048]
+    vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
-    vpsubw       ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm7, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm9, ymm9, [rel pw_8]
-    vpmullw      ymm9, ymm9, [rel pw_12289]
-    vpsubw       ymm7, ymm7, ymm9
-    vpaddw       ymm9, ymm4, ymm7                    ; layer 2
-    vpsubw       ymm4, ymm4, ymm7
-    vpmullw      ymm7, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 2912]
-    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 2880]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm8, ymm6                    ; layer 2
-    vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 2912]
-    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 2880]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm6, ymm6, ymm8
-    vpaddw       ymm8, ymm5, ymm2                    ; layer 2
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2912]
+    vpsubw       ymm4, ymm5, ymm4
+    vpaddw       ymm5, ymm4, ymm2                    ; layer 2
+    vpsubw       ymm2, ymm4, ymm2
+    vpmullw      ymm4, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2912]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2880]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm1, ymm3                    ; layer 2
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm2, ymm2, ymm4
+    vpaddw       ymm4, ymm9, ymm8                    ; layer 2
+    vpsubw       ymm8, ymm9, ymm8
+    vpmullw      ymm9, ymm8, [rel kg_falcon12289_ntt_inverse_twiddles + 2912]
+    vpmulhw      ymm8, ymm8, [rel kg_falcon12289_ntt_inverse_twiddles + 2880]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm8, ymm8, ymm9
+    vpaddw       ymm9, ymm6, ymm7                    ; layer 2
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 2912]
+    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 2880]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm6, ymm6, ymm7
+    vpaddw       ymm7, ymm1, ymm3                    ; layer 2
     vpsubw       ymm1, ymm1, ymm3
     vpmullw      ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2912]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2880]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 256], ymm9
-    vmovdqu      [rdi + 288], ymm7
-    vmovdqu      [rdi + 320], ymm8
-    vmovdqu      [rdi + 352], ymm5
-    vmovdqu      [rdi + 384], ymm4
-    vmovdqu      [rdi + 416], ymm6
-    vmovdqu      [rdi + 448], ymm2
+    vmovdqu      [rdi + 256], ymm5
+    vmovdqu      [rdi + 288], ymm4
+    vmovdqu      [rdi + 320], ymm9
+    vmovdqu      [rdi + 352], ymm7
+    vmovdqu      [rdi + 384], ymm2
+    vmovdqu      [rdi + 416], ymm8
+    vmovdqu      [rdi + 448], ymm6
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdi + 512]
     vmovdqu      ymm2, [rdi + 544]
@@ -2898,170 +2923,142 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 672]
     vmovdqu      ymm7, [rdi + 704]
     vmovdqu      ymm8, [rdi + 736]
-    vpmullw      ymm9, ymm1, [rel pw_m683]
-    vpmulhw      ymm1, ymm1, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm2, [rel pw_m683]
-    vpmulhw      ymm2, ymm2, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpmullw      ymm9, ymm3, [rel pw_m683]
-    vpmulhw      ymm3, ymm3, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpmullw      ymm9, ymm4, [rel pw_m683]
-    vpmulhw      ymm4, ymm4, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpmullw      ymm9, ymm5, [rel pw_m683]
-    vpmulhw      ymm5, ymm5, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm6, [rel pw_m683]
-    vpmulhw      ymm6, ymm6, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm7, [rel pw_m683]
-    vpmulhw      ymm7, ymm7, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m683]
-    vpmulhw      ymm8, ymm8, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm1, ymm2                    ; layer 8
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2976]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2944]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4                    ; layer 8
+    vpmullw      ymm2, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm9, ymm2
+    vpaddw       ymm9, ymm3, ymm4                    ; layer 8
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 3040]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 3008]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm6                    ; layer 8
+    vpmullw      ymm4, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm5, ymm6                    ; layer 8
     vpsubw       ymm5, ymm5, ymm6
     vpmullw      ymm6, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 3104]
     vpmulhw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 3072]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm7, ymm8                    ; layer 8
+    vpmullw      ymm6, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm8                    ; layer 8
     vpsubw       ymm7, ymm7, ymm8
     vpmullw      ymm8, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 3168]
     vpmulhw      ymm7, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 3136]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpslld       ymm8, ymm1, 16
-    vpblendw     ymm8, ymm9, ymm8, 170
-    vpsrld       ymm9, ymm9, 16
-    vpblendw     ymm1, ymm9, ymm1, 170
-    vpslld       ymm9, ymm3, 16
+    vpmullw      ymm8, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm9, ymm8
+    vpslld       ymm9, ymm1, 16
     vpblendw     ymm9, ymm2, ymm9, 170
     vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm2, ymm2, ymm3, 170
-    vpslld       ymm3, ymm5, 16
-    vpblendw     ymm3, ymm4, ymm3, 170
+    vpblendw     ymm1, ymm2, ymm1, 170
+    vpslld       ymm2, ymm3, 16
+    vpblendw     ymm2, ymm4, ymm2, 170
     vpsrld       ymm4, ymm4, 16
-    vpblendw     ymm4, ymm4, ymm5, 170
-    vpslld       ymm5, ymm7, 16
-    vpblendw     ymm5, ymm6, ymm5, 170
+    vpblendw     ymm3, ymm4, ymm3, 170
+    vpslld       ymm4, ymm5, 16
+    vpblendw     ymm4, ymm6, ymm4, 170
     vpsrld       ymm6, ymm6, 16
-    vpblendw     ymm6, ymm6, ymm7, 170
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm7, ymm1                    ; layer 7
-    vpsubw       ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 3232]
+    vpblendw     ymm5, ymm6, ymm5, 170
+    vpslld       ymm6, ymm7, 16
+    vpblendw     ymm6, ymm8, ymm6, 170
+    vpsrld       ymm8, ymm8, 16
+    vpblendw     ymm7, ymm8, ymm7, 170
+    vpaddw       ymm8, ymm9, ymm1                    ; layer 7
+    vpsubw       ymm1, ymm9, ymm1
+    vpmullw      ymm9, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 3232]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 3200]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm9, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm7, ymm9, ymm7
-    vpaddw       ymm9, ymm7, ymm2                    ; layer 7
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 3296]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm2, ymm3                    ; layer 7
+    vpsubw       ymm2, ymm2, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 3296]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 3264]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm3, ymm4, ymm5                    ; layer 7
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 3360]
+    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 3328]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm6, ymm7                    ; layer 7
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 3424]
+    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 3392]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm3, ymm4                    ; layer 7
-    vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 3360]
-    vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 3328]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm4, ymm4, [rel pw_8]
-    vpmullw      ymm4, ymm4, [rel pw_12289]
-    vpsubw       ymm4, ymm5, ymm4
-    vpaddw       ymm5, ymm4, ymm6                    ; layer 7
-    vpsubw       ymm4, ymm4, ymm6
-    vpmullw      ymm6, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 3424]
-    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 3392]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpsllq       ymm6, ymm1, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
+    vpsubw       ymm6, ymm6, ymm7
+    vpsllq       ymm7, ymm1, 32
+    vpblendd     ymm7, ymm8, ymm7, 170
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm1, ymm8, ymm1, 170
     vpsllq       ymm8, ymm2, 32
     vpblendd     ymm8, ymm9, ymm8, 170
     vpsrlq       ymm9, ymm9, 32
     vpblendd     ymm2, ymm9, ymm2, 170
-    vpsllq       ymm9, ymm3, 32
-    vpblendd     ymm9, ymm7, ymm9, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm3, ymm7, ymm3, 170
-    vpsllq       ymm7, ymm4, 32
-    vpblendd     ymm7, ymm5, ymm7, 170
-    vpsrlq       ymm5, ymm5, 32
+    vpsllq       ymm9, ymm4, 32
+    vpblendd     ymm9, ymm3, ymm9, 170
+    vpsrlq       ymm3, ymm3, 32
+    vpblendd     ymm3, ymm3, ymm4, 170
+    vpsllq       ymm4, ymm6, 32
     vpblendd     ymm4, ymm5, ymm4, 170
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm6, ymm5
-    vpaddw       ymm6, ymm5, ymm1                    ; layer 6
-    vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 3488]
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm5, ymm5, ymm6, 170
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm1, ymm1, ymm6
+    vpaddw       ymm6, ymm7, ymm1                    ; layer 6
+    vpsubw       ymm1, ymm7, ymm1
+    vpmullw      ymm7, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 3488]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 3456]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm8, ymm5
-    vpaddw       ymm8, ymm5, ymm2                    ; layer 6
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 3552]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm1, ymm1, ymm7
+    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm7, ymm7, [rel pw_2048]
+    vpsraw       ymm7, ymm7, 12
+    vpmullw      ymm7, ymm7, [rel pw_12289]
+    vpsubw       ymm7, ymm8, ymm7
+    vpaddw       ymm8, ymm7, ymm2                    ; layer 6
+    vpsubw       ymm2, ymm7, ymm2
+    vpmullw      ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 3552]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 3520]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm9, ymm5
-    vpaddw       ymm9, ymm5, ymm3                    ; layer 6
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 3616]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm7, ymm7, [rel pw_2048]
+    vpsraw       ymm7, ymm7, 12
+    vpmullw      ymm7, ymm7, [rel pw_12289]
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm7, ymm9, ymm3                    ; layer 6
+    vpsubw       ymm3, ymm9, ymm3
+    vpmullw      ymm9, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 3616]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 3584]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm5, ymm4                    ; layer 6
-    vpsubw       ymm4, ymm5, ymm4
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm3, ymm3, ymm9
+    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
+    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpsubw       ymm4, ymm4, ymm9
+    vpaddw       ymm9, ymm4, ymm5                    ; layer 6
+    vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 3680]
     vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 3648]
     vpmulhw      ymm5, ymm5, ymm0
@@ -3070,32 +3067,26 @@ kg_falcon12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm1, ymm6, ymm1
     vpunpcklqdq  ymm6, ymm8, ymm2
     vpunpckhqdq  ymm2, ymm8, ymm2
-    vpunpcklqdq  ymm8, ymm9, ymm3
-    vpunpckhqdq  ymm3, ymm9, ymm3
-    vpunpcklqdq  ymm9, ymm7, ymm4
-    vpunpckhqdq  ymm4, ymm7, ymm4
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm1, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm5, ymm1                    ; layer 5
+    vpunpcklqdq  ymm8, ymm7, ymm3
+    vpunpckhqdq  ymm3, ymm7, ymm3
+    vpunpcklqdq  ymm7, ymm9, ymm4
+    vpunpckhqdq  ymm4, ymm9, ymm4
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
+    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpsubw       ymm5, ymm5, ymm9
+    vpaddw       ymm9, ymm5, ymm1                    ; layer 5
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 3744]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 3712]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
     vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm6, ymm6, [rel pw_8]
-    vpmullw      ymm6, ymm6, [rel pw_12289]
-    vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm5, ymm2                    ; layer 5
     vpsubw       ymm2, ymm5, ymm2
     vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 3808]
@@ -3103,136 +3094,159 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm8, ymm8, [rel pw_8]
-    vpmullw      ymm8, ymm8, [rel pw_12289]
-    vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 5
     vpsubw       ymm3, ymm5, ymm3
     vpmullw      ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 3872]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 3840]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm9, ymm5
-    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm9, ymm9, [rel pw_8]
-    vpmullw      ymm9, ymm9, [rel pw_12289]
-    vpsubw       ymm4, ymm4, ymm9
-    vpaddw       ymm9, ymm5, ymm4                    ; layer 5
+    vpsubw       ymm5, ymm7, ymm5
+    vpaddw       ymm7, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
     vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 3936]
     vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 3904]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vperm2i128   ymm5, ymm7, ymm1, 32
-    vperm2i128   ymm1, ymm7, ymm1, 49
-    vperm2i128   ymm7, ymm6, ymm2, 32
+    vperm2i128   ymm5, ymm9, ymm1, 32
+    vperm2i128   ymm1, ymm9, ymm1, 49
+    vperm2i128   ymm9, ymm6, ymm2, 32
     vperm2i128   ymm2, ymm6, ymm2, 49
     vperm2i128   ymm6, ymm8, ymm3, 32
     vperm2i128   ymm3, ymm8, ymm3, 49
-    vperm2i128   ymm8, ymm9, ymm4, 32
-    vperm2i128   ymm4, ymm9, ymm4, 49
-    vpaddw       ymm9, ymm5, ymm1                    ; layer 4
+    vperm2i128   ymm8, ymm7, ymm4, 32
+    vperm2i128   ymm4, ymm7, ymm4, 49
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm7, ymm7, [rel pw_2048]
+    vpsraw       ymm7, ymm7, 12
+    vpmullw      ymm7, ymm7, [rel pw_12289]
+    vpsubw       ymm5, ymm5, ymm7
+    vpmulhw      ymm7, ymm1, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm7, ymm7, [rel pw_2048]
+    vpsraw       ymm7, ymm7, 12
+    vpmullw      ymm7, ymm7, [rel pw_12289]
+    vpsubw       ymm1, ymm1, ymm7
+    vpaddw       ymm7, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4000]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 3968]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm7, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4064]
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpsubw       ymm5, ymm9, ymm5
+    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
+    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpsubw       ymm2, ymm2, ymm9
+    vpaddw       ymm9, ymm5, ymm2                    ; layer 4
+    vpsubw       ymm2, ymm5, ymm2
+    vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4064]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4032]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm6, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm6, ymm3
-    vpmullw      ymm6, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 4128]
-    vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 4096]
-    vpmulhw      ymm6, ymm6, ymm0
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpsubw       ymm5, ymm6, ymm5
+    vpmulhw      ymm6, ymm3, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm8, ymm4                    ; layer 4
-    vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 4192]
-    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 4160]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vpmulhw      ymm8, ymm9, [rel pw_21844]          ; reduce before layer 3
-    vpmulhrsw    ymm8, ymm8, [rel pw_8]
-    vpmullw      ymm8, ymm8, [rel pw_12289]
-    vpsubw       ymm8, ymm9, ymm8
-    vpaddw       ymm9, ymm8, ymm5                    ; layer 3
+    vpaddw       ymm6, ymm5, ymm3                    ; layer 4
+    vpsubw       ymm3, ymm5, ymm3
+    vpmullw      ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 4128]
+    vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 4096]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm3, ymm3, ymm5
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmullw      ymm8, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 4256]
-    vpmulhw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 4224]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm5, ymm5, ymm8
-    vpaddw       ymm8, ymm1, ymm2                    ; layer 3
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm8, ymm8, [rel pw_2048]
+    vpsraw       ymm8, ymm8, 12
+    vpmullw      ymm8, ymm8, [rel pw_12289]
+    vpsubw       ymm4, ymm4, ymm8
+    vpaddw       ymm8, ymm5, ymm4                    ; layer 4
+    vpsubw       ymm4, ymm5, ymm4
+    vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 4192]
+    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 4160]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm7, ymm9                    ; layer 3
+    vpsubw       ymm7, ymm7, ymm9
+    vpmullw      ymm9, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 4256]
+    vpmulhw      ymm7, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 4224]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm7, ymm7, ymm9
+    vpaddw       ymm9, ymm1, ymm2                    ; layer 3
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4256]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4224]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm7, [rel pw_21844]          ; reduce before layer 3
-    vpmulhrsw    ymm2, ymm2, [rel pw_8]
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm2, ymm7, ymm2
-    vpaddw       ymm7, ymm2, ymm6                    ; layer 3
-    vpsubw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4320]
-    vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4288]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm3, ymm4                    ; layer 3
+    vpaddw       ymm2, ymm6, ymm8                    ; layer 3
+    vpsubw       ymm6, ymm6, ymm8
+    vpmullw      ymm8, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 4320]
+    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 4288]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm6, ymm6, ymm8
+    vpaddw       ymm8, ymm3, ymm4                    ; layer 3
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 4320]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 4288]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm9, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm4, ymm4, [rel pw_8]
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpaddw       ymm4, ymm4, [rel pw_2048]
+    vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
-    vpsubw       ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm7, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm9, ymm9, [rel pw_8]
-    vpmullw      ymm9, ymm9, [rel pw_12289]
-    vpsubw       ymm7, ymm7, ymm9
-    vpaddw       ymm9, ymm4, ymm7                    ; layer 2
-    vpsubw       ymm4, ymm4, ymm7
-    vpmullw      ymm7, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 4384]
-    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 4352]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm8, ymm6                    ; layer 2
-    vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 4384]
-    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 4352]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm6, ymm6, ymm8
-    vpaddw       ymm8, ymm5, ymm2                    ; layer 2
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4384]
+    vpsubw       ymm4, ymm5, ymm4
+    vpaddw       ymm5, ymm4, ymm2                    ; layer 2
+    vpsubw       ymm2, ymm4, ymm2
+    vpmullw      ymm4, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4384]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4352]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm1, ymm3                    ; layer 2
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm2, ymm2, ymm4
+    vpaddw       ymm4, ymm9, ymm8                    ; layer 2
+    vpsubw       ymm8, ymm9, ymm8
+    vpmullw      ymm9, ymm8, [rel kg_falcon12289_ntt_inverse_twiddles + 4384]
+    vpmulhw      ymm8, ymm8, [rel kg_falcon12289_ntt_inverse_twiddles + 4352]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm8, ymm8, ymm9
+    vpaddw       ymm9, ymm7, ymm6                    ; layer 2
+    vpsubw       ymm6, ymm7, ymm6
+    vpmullw      ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 4384]
+    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 4352]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm6, ymm6, ymm7
+    vpaddw       ymm7, ymm1, ymm3                    ; layer 2
     vpsubw       ymm1, ymm1, ymm3
     vpmullw      ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4384]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4352]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 512], ymm9
-    vmovdqu      [rdi + 544], ymm7
-    vmovdqu      [rdi + 576], ymm8
-    vmovdqu      [rdi + 608], ymm5
-    vmovdqu      [rdi + 640], ymm4
-    vmovdqu      [rdi + 672], ymm6
-    vmovdqu      [rdi + 704], ymm2
+    vmovdqu      [rdi + 512], ymm5
+    vmovdqu      [rdi + 544], ymm4
+    vmovdqu      [rdi + 576], ymm9
+    vmovdqu      [rdi + 608], ymm7
+    vmovdqu      [rdi + 640], ymm2
+    vmovdqu      [rdi + 672], ymm8
+    vmovdqu      [rdi + 704], ymm6
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rdi + 768]
     vmovdqu      ymm2, [rdi + 800]
@@ -3242,218 +3256,181 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 928]
     vmovdqu      ymm7, [rdi + 960]
     vmovdqu      ymm8, [rdi + 992]
-    vpmullw      ymm9, ymm1, [rel pw_m683]
-    vpmulhw      ymm1, ymm1, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm2, [rel pw_m683]
-    vpmulhw      ymm2, ymm2, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpmullw      ymm9, ymm3, [rel pw_m683]
-    vpmulhw      ymm3, ymm3, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpmullw      ymm9, ymm4, [rel pw_m683]
-    vpmulhw      ymm4, ymm4, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpmullw      ymm9, ymm5, [rel pw_m683]
-    vpmulhw      ymm5, ymm5, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm6, [rel pw_m683]
-    vpmulhw      ymm6, ymm6, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm7, [rel pw_m683]
-    vpmulhw      ymm7, ymm7, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m683]
-    vpmulhw      ymm8, ymm8, [rel pw_m4779]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm1, ymm2                    ; layer 8
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4448]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4416]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4                    ; layer 8
+    vpmullw      ymm2, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm9, ymm2
+    vpaddw       ymm9, ymm3, ymm4                    ; layer 8
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 4512]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 4480]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm6                    ; layer 8
+    vpmullw      ymm4, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm5, ymm6                    ; layer 8
     vpsubw       ymm5, ymm5, ymm6
     vpmullw      ymm6, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 4576]
     vpmulhw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 4544]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm7, ymm8                    ; layer 8
+    vpmullw      ymm6, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm8                    ; layer 8
     vpsubw       ymm7, ymm7, ymm8
     vpmullw      ymm8, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 4640]
     vpmulhw      ymm7, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 4608]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpslld       ymm8, ymm1, 16
-    vpblendw     ymm8, ymm9, ymm8, 170
-    vpsrld       ymm9, ymm9, 16
-    vpblendw     ymm1, ymm9, ymm1, 170
-    vpslld       ymm9, ymm3, 16
+    vpmullw      ymm8, ymm9, [rel pw_m683]
+    vpmulhw      ymm9, ymm9, [rel pw_m4779]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm9, ymm8
+    vpslld       ymm9, ymm1, 16
     vpblendw     ymm9, ymm2, ymm9, 170
     vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm2, ymm2, ymm3, 170
-    vpslld       ymm3, ymm5, 16
-    vpblendw     ymm3, ymm4, ymm3, 170
+    vpblendw     ymm1, ymm2, ymm1, 170
+    vpslld       ymm2, ymm3, 16
+    vpblendw     ymm2, ymm4, ymm2, 170
     vpsrld       ymm4, ymm4, 16
-    vpblendw     ymm4, ymm4, ymm5, 170
-    vpslld       ymm5, ymm7, 16
-    vpblendw     ymm5, ymm6, ymm5, 170
+    vpblendw     ymm3, ymm4, ymm3, 170
+    vpslld       ymm4, ymm5, 16
+    vpblendw     ymm4, ymm6, ymm4, 170
     vpsrld       ymm6, ymm6, 16
-    vpblendw     ymm6, ymm6, ymm7, 170
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm7, ymm1                    ; layer 7
-    vpsubw       ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4704]
+    vpblendw     ymm5, ymm6, ymm5, 170
+    vpslld       ymm6, ymm7, 16
+    vpblendw     ymm6, ymm8, ymm6, 170
+    vpsrld       ymm8, ymm8, 16
+    vpblendw     ymm7, ymm8, ymm7, 170
+    vpaddw       ymm8, ymm9, ymm1                    ; layer 7
+    vpsubw       ymm1, ymm9, ymm1
+    vpmullw      ymm9, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4704]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4672]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm9, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm7, ymm9, ymm7
-    vpaddw       ymm9, ymm7, ymm2                    ; layer 7
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4768]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm2, ymm3                    ; layer 7
+    vpsubw       ymm2, ymm2, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4768]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4736]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm3, ymm4, ymm5                    ; layer 7
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 4832]
+    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 4800]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm6, ymm7                    ; layer 7
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 4896]
+    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 4864]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm3, ymm4                    ; layer 7
-    vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 4832]
-    vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 4800]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 7
-    vpmulhrsw    ymm4, ymm4, [rel pw_8]
-    vpmullw      ymm4, ymm4, [rel pw_12289]
-    vpsubw       ymm4, ymm5, ymm4
-    vpaddw       ymm5, ymm4, ymm6                    ; layer 7
-    vpsubw       ymm4, ymm4, ymm6
-    vpmullw      ymm6, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 4896]
-    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 4864]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpsllq       ymm6, ymm1, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
+    vpsubw       ymm6, ymm6, ymm7
+    vpsllq       ymm7, ymm1, 32
+    vpblendd     ymm7, ymm8, ymm7, 170
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm1, ymm8, ymm1, 170
     vpsllq       ymm8, ymm2, 32
     vpblendd     ymm8, ymm9, ymm8, 170
     vpsrlq       ymm9, ymm9, 32
     vpblendd     ymm2, ymm9, ymm2, 170
-    vpsllq       ymm9, ymm3, 32
-    vpblendd     ymm9, ymm7, ymm9, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm3, ymm7, ymm3, 170
-    vpsllq       ymm7, ymm4, 32
-    vpblendd     ymm7, ymm5, ymm7, 170
-    vpsrlq       ymm5, ymm5, 32
+    vpsllq       ymm9, ymm4, 32
+    vpblendd     ymm9, ymm3, ymm9, 170
+    vpsrlq       ymm3, ymm3, 32
+    vpblendd     ymm3, ymm3, ymm4, 170
+    vpsllq       ymm4, ymm6, 32
     vpblendd     ymm4, ymm5, ymm4, 170
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm6, ymm5
-    vpaddw       ymm6, ymm5, ymm1                    ; layer 6
-    vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4960]
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm5, ymm5, ymm6, 170
+    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm6, ymm7, ymm6
+    vpaddw       ymm7, ymm6, ymm1                    ; layer 6
+    vpsubw       ymm1, ymm6, ymm1
+    vpmullw      ymm6, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4960]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4928]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm8, ymm5
-    vpaddw       ymm8, ymm5, ymm2                    ; layer 6
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5024]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm6
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm6, ymm8, ymm6
+    vpaddw       ymm8, ymm6, ymm2                    ; layer 6
+    vpsubw       ymm2, ymm6, ymm2
+    vpmullw      ymm6, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5024]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4992]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm9, ymm5
-    vpaddw       ymm9, ymm5, ymm3                    ; layer 6
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5088]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm2, ymm2, ymm6
+    vpmulhw      ymm6, ymm9, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm6, ymm3                    ; layer 6
+    vpsubw       ymm3, ymm6, ymm3
+    vpmullw      ymm6, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5088]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5056]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 6
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
-    vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm5, ymm4                    ; layer 6
-    vpsubw       ymm4, ymm5, ymm4
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm3, ymm3, ymm6
+    vpmulhw      ymm6, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm4, ymm4, ymm6
+    vpaddw       ymm6, ymm4, ymm5                    ; layer 6
+    vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 5152]
     vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 5120]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpunpcklqdq  ymm5, ymm6, ymm1
-    vpunpckhqdq  ymm1, ymm6, ymm1
-    vpunpcklqdq  ymm6, ymm8, ymm2
+    vpunpcklqdq  ymm5, ymm7, ymm1
+    vpunpckhqdq  ymm1, ymm7, ymm1
+    vpunpcklqdq  ymm7, ymm8, ymm2
     vpunpckhqdq  ymm2, ymm8, ymm2
     vpunpcklqdq  ymm8, ymm9, ymm3
     vpunpckhqdq  ymm3, ymm9, ymm3
-    vpunpcklqdq  ymm9, ymm7, ymm4
-    vpunpckhqdq  ymm4, ymm7, ymm4
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm1, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm7, ymm7, [rel pw_8]
-    vpmullw      ymm7, ymm7, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm5, ymm1                    ; layer 5
+    vpunpcklqdq  ymm9, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
+    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm5, ymm5, ymm6
+    vpaddw       ymm6, ymm5, ymm1                    ; layer 5
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5216]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5184]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
-    vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm6, ymm6, [rel pw_8]
-    vpmullw      ymm6, ymm6, [rel pw_12289]
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm5, ymm2                    ; layer 5
+    vpsubw       ymm5, ymm7, ymm5
+    vpaddw       ymm7, ymm5, ymm2                    ; layer 5
     vpsubw       ymm2, ymm5, ymm2
     vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5280]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5248]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm8, ymm8, [rel pw_8]
-    vpmullw      ymm8, ymm8, [rel pw_12289]
-    vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 5
     vpsubw       ymm3, ymm5, ymm3
     vpmullw      ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5344]
@@ -3461,169 +3438,161 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm9, ymm5
-    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; reduce before layer 5
-    vpmulhrsw    ymm9, ymm9, [rel pw_8]
-    vpmullw      ymm9, ymm9, [rel pw_12289]
-    vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
     vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 5408]
     vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 5376]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vperm2i128   ymm5, ymm7, ymm1, 32
-    vperm2i128   ymm1, ymm7, ymm1, 49
-    vperm2i128   ymm7, ymm6, ymm2, 32
-    vperm2i128   ymm2, ymm6, ymm2, 49
-    vperm2i128   ymm6, ymm8, ymm3, 32
+    vperm2i128   ymm5, ymm6, ymm1, 32
+    vperm2i128   ymm1, ymm6, ymm1, 49
+    vperm2i128   ymm6, ymm7, ymm2, 32
+    vperm2i128   ymm2, ymm7, ymm2, 49
+    vperm2i128   ymm7, ymm8, ymm3, 32
     vperm2i128   ymm3, ymm8, ymm3, 49
     vperm2i128   ymm8, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
+    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpsubw       ymm5, ymm5, ymm9
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm9, ymm9, [rel pw_2048]
+    vpsraw       ymm9, ymm9, 12
+    vpmullw      ymm9, ymm9, [rel pw_12289]
+    vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5472]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5440]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm7, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5536]
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpsubw       ymm5, ymm6, ymm5
+    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm6, ymm6, [rel pw_2048]
+    vpsraw       ymm6, ymm6, 12
+    vpmullw      ymm6, ymm6, [rel pw_12289]
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm5, ymm2                    ; layer 4
+    vpsubw       ymm2, ymm5, ymm2
+    vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5536]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5504]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm6, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm6, ymm3
-    vpmullw      ymm6, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5600]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpsubw       ymm5, ymm7, ymm5
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm7, ymm7, [rel pw_2048]
+    vpsraw       ymm7, ymm7, 12
+    vpmullw      ymm7, ymm7, [rel pw_12289]
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm7, ymm5, ymm3                    ; layer 4
+    vpsubw       ymm3, ymm5, ymm3
+    vpmullw      ymm5, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5600]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5568]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm8, ymm4                    ; layer 4
-    vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 5664]
-    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 5632]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vpmulhw      ymm8, ymm9, [rel pw_21844]          ; reduce before layer 3
-    vpmulhrsw    ymm8, ymm8, [rel pw_8]
-    vpmullw      ymm8, ymm8, [rel pw_12289]
-    vpsubw       ymm8, ymm9, ymm8
-    vpaddw       ymm9, ymm8, ymm5                    ; layer 3
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm3, ymm3, ymm5
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmullw      ymm8, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 5728]
-    vpmulhw      ymm5, ymm5, [rel kg_falcon12289_ntt_inverse_twiddles + 5696]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm5, ymm5, ymm8
-    vpaddw       ymm8, ymm1, ymm2                    ; layer 3
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 4
+    vpaddw       ymm8, ymm8, [rel pw_2048]
+    vpsraw       ymm8, ymm8, 12
+    vpmullw      ymm8, ymm8, [rel pw_12289]
+    vpsubw       ymm4, ymm4, ymm8
+    vpaddw       ymm8, ymm5, ymm4                    ; layer 4
+    vpsubw       ymm4, ymm5, ymm4
+    vpmullw      ymm5, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 5664]
+    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 5632]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm9, ymm6                    ; layer 3
+    vpsubw       ymm6, ymm9, ymm6
+    vpmullw      ymm9, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 5728]
+    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 5696]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm6, ymm6, ymm9
+    vpaddw       ymm9, ymm1, ymm2                    ; layer 3
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5728]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5696]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm7, [rel pw_21844]          ; reduce before layer 3
-    vpmulhrsw    ymm2, ymm2, [rel pw_8]
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm2, ymm7, ymm2
-    vpaddw       ymm7, ymm2, ymm6                    ; layer 3
-    vpsubw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5792]
-    vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5760]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm3, ymm4                    ; layer 3
+    vpaddw       ymm2, ymm7, ymm8                    ; layer 3
+    vpsubw       ymm7, ymm7, ymm8
+    vpmullw      ymm8, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 5792]
+    vpmulhw      ymm7, ymm7, [rel kg_falcon12289_ntt_inverse_twiddles + 5760]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm7, ymm7, ymm8
+    vpaddw       ymm8, ymm3, ymm4                    ; layer 3
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5792]
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5760]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm9, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm4, ymm4, [rel pw_8]
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpaddw       ymm4, ymm4, [rel pw_2048]
+    vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
-    vpsubw       ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm7, [rel pw_21844]          ; reduce before layer 2
-    vpmulhrsw    ymm9, ymm9, [rel pw_8]
-    vpmullw      ymm9, ymm9, [rel pw_12289]
-    vpsubw       ymm7, ymm7, ymm9
-    vpaddw       ymm9, ymm4, ymm7                    ; layer 2
-    vpsubw       ymm4, ymm4, ymm7
-    vpmullw      ymm7, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 5856]
-    vpmulhw      ymm4, ymm4, [rel kg_falcon12289_ntt_inverse_twiddles + 5824]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm8, ymm6                    ; layer 2
-    vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 5856]
-    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 5824]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm6, ymm6, ymm8
-    vpaddw       ymm8, ymm5, ymm2                    ; layer 2
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5856]
+    vpsubw       ymm4, ymm5, ymm4
+    vpaddw       ymm5, ymm4, ymm2                    ; layer 2
+    vpsubw       ymm2, ymm4, ymm2
+    vpmullw      ymm4, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5856]
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5824]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm1, ymm3                    ; layer 2
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm2, ymm2, ymm4
+    vpaddw       ymm4, ymm9, ymm8                    ; layer 2
+    vpsubw       ymm8, ymm9, ymm8
+    vpmullw      ymm9, ymm8, [rel kg_falcon12289_ntt_inverse_twiddles + 5856]
+    vpmulhw      ymm8, ymm8, [rel kg_falcon12289_ntt_inverse_twiddles + 5824]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm8, ymm8, ymm9
+    vpaddw       ymm9, ymm6, ymm7                    ; layer 2
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 5856]
+    vpmulhw      ymm6, ymm6, [rel kg_falcon12289_ntt_inverse_twiddles + 5824]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm6, ymm6, ymm7
+    vpaddw       ymm7, ymm1, ymm3                    ; layer 2
     vpsubw       ymm1, ymm1, ymm3
     vpmullw      ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5856]
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5824]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 768], ymm9
-    vmovdqu      [rdi + 800], ymm7
-    vmovdqu      [rdi + 832], ymm8
-    vmovdqu      [rdi + 864], ymm5
-    vmovdqu      [rdi + 896], ymm4
-    vmovdqu      [rdi + 928], ymm6
-    vmovdqu      [rdi + 960], ymm2
+    vmovdqu      [rdi + 768], ymm5
+    vmovdqu      [rdi + 800], ymm4
+    vmovdqu      [rdi + 832], ymm9
+    vmovdqu      [rdi + 864], ymm7
+    vmovdqu      [rdi + 896], ymm2
+    vmovdqu      [rdi + 928], ymm8
+    vmovdqu      [rdi + 960], ymm6
     vmovdqu      [rdi + 992], ymm1
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
     vmovdqu      ymm3, [rdi + 512]
     vmovdqu      ymm4, [rdi + 768]
-    vpaddw       ymm5, ymm1, ymm2                    ; layer 1
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5920]
-    vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5888]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4                    ; layer 1
-    vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5984]
-    vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5952]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 0
-    vpmulhrsw    ymm4, ymm4, [rel pw_8]
-    vpmullw      ymm4, ymm4, [rel pw_12289]
-    vpsubw       ymm4, ymm5, ymm4
-    vpaddw       ymm5, ymm4, ymm2                    ; layer 0
-    vpsubw       ymm2, ymm4, ymm2
-    vpmullw      ymm4, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 6048]
-    vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 6016]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm4, ymm1, ymm3                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 6048]
-    vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 6016]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi], ymm5
-    vmovdqu      [rdi + 256], ymm4
-    vmovdqu      [rdi + 512], ymm2
-    vmovdqu      [rdi + 768], ymm1
-    vmovdqu      ymm1, [rdi + 32]
-    vmovdqu      ymm2, [rdi + 288]
-    vmovdqu      ymm3, [rdi + 544]
-    vmovdqu      ymm4, [rdi + 800]
     vpmulhw      ymm5, ymm1, [rel pw_21844]          ; reduce before layer 1
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm5
     vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 1
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
@@ -3633,11 +3602,13 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, [rel pw_21844]          ; reduce before layer 1
-    vpmulhrsw    ymm2, ymm2, [rel pw_8]
+    vpaddw       ymm2, ymm2, [rel pw_2048]
+    vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
     vpsubw       ymm2, ymm3, ymm2
     vpmulhw      ymm3, ymm4, [rel pw_21844]          ; reduce before layer 1
-    vpmulhrsw    ymm3, ymm3, [rel pw_8]
+    vpaddw       ymm3, ymm3, [rel pw_2048]
+    vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
@@ -3658,9 +3629,61 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 6016]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 32], ymm3
-    vmovdqu      [rdi + 288], ymm5
-    vmovdqu      [rdi + 544], ymm4
+    vmovdqu      [rdi], ymm3
+    vmovdqu      [rdi + 256], ymm5
+    vmovdqu      [rdi + 512], ymm4
+    vmovdqu      [rdi + 768], ymm1
+    vmovdqu      ymm1, [rdi + 32]
+    vmovdqu      ymm2, [rdi + 288]
+    vmovdqu      ymm3, [rdi + 544]
+    vmovdqu      ymm4, [rdi + 800]
+    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 1
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpsubw       ymm2, ymm2, ymm5
+    vpaddw       ymm5, ymm1, ymm2                    ; layer 1
+    vpsubw       ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5920]
+    vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5888]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm3, [rel pw_21844]          ; reduce before layer 1
+    vpaddw       ymm2, ymm2, [rel pw_2048]
+    vpsraw       ymm2, ymm2, 12
+    vpmullw      ymm2, ymm2, [rel pw_12289]
+    vpsubw       ymm2, ymm3, ymm2
+    vpaddw       ymm3, ymm2, ymm4                    ; layer 1
+    vpsubw       ymm2, ymm2, ymm4
+    vpmullw      ymm4, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5984]
+    vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5952]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm2, ymm2, ymm4
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 0
+    vpaddw       ymm4, ymm4, [rel pw_2048]
+    vpsraw       ymm4, ymm4, 12
+    vpmullw      ymm4, ymm4, [rel pw_12289]
+    vpsubw       ymm4, ymm5, ymm4
+    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 0
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
+    vpmullw      ymm5, ymm5, [rel pw_12289]
+    vpsubw       ymm3, ymm3, ymm5
+    vpaddw       ymm5, ymm4, ymm3                    ; layer 0
+    vpsubw       ymm3, ymm4, ymm3
+    vpmullw      ymm4, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 6048]
+    vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 6016]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm3, ymm3, ymm4
+    vpaddw       ymm4, ymm1, ymm2                    ; layer 0
+    vpsubw       ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 6048]
+    vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 6016]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 32], ymm5
+    vmovdqu      [rdi + 288], ymm4
+    vmovdqu      [rdi + 544], ymm3
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rdi + 64]
     vmovdqu      ymm2, [rdi + 320]
@@ -3679,11 +3702,13 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 0
-    vpmulhrsw    ymm4, ymm4, [rel pw_8]
+    vpaddw       ymm4, ymm4, [rel pw_2048]
+    vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
     vpsubw       ymm4, ymm5, ymm4
     vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 0
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm4, ymm2                    ; layer 0
@@ -3719,11 +3744,13 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 0
-    vpmulhrsw    ymm4, ymm4, [rel pw_8]
+    vpaddw       ymm4, ymm4, [rel pw_2048]
+    vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
     vpsubw       ymm4, ymm5, ymm4
     vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 0
-    vpmulhrsw    ymm5, ymm5, [rel pw_8]
+    vpaddw       ymm5, ymm5, [rel pw_2048]
+    vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm4, ymm2                    ; layer 0
@@ -3758,6 +3785,11 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5952]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
+    vpmulhw      ymm4, ymm2, [rel pw_21844]          ; reduce before layer 0
+    vpaddw       ymm4, ymm4, [rel pw_2048]
+    vpsraw       ymm4, ymm4, 12
+    vpmullw      ymm4, ymm4, [rel pw_12289]
+    vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm4, ymm5, ymm2                    ; layer 0
     vpsubw       ymm2, ymm5, ymm2
     vpmullw      ymm5, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 6048]

@@ -36,8 +36,8 @@ void kg_falcon12289_basemul_avx2(int16_t r[512], const int16_t a[512], const int
 
 
 /* inverse negacyclic NTT of a[512] in place, natural order out
- *   requires: any int16 a[i], in the forward NTT's layout
- *   ensures:  every a[i] in [-32642, 32643] (proven), natural order,
+ *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [-32026, 32026] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
  *   a: 512 x int16_t, inout, 32-byte aligned
  */

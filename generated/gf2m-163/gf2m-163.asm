@@ -10,7 +10,7 @@
 ;   prefix = "kg_gf2m163"
 ;
 ; f = x^163 + x^7 + x^6 + x^3 + 1, 3 limbs of 64 bits, slack s = 29 bits
-; products: k3 blocks of 128 bits, schoolbook over blocks
+; products: s4 blocks of 128 bits, schoolbook over blocks
 ; f - x^163 chunk 0: 0xc9 (one carry-less product per word)
 ; fold 1: degree <= 324 -> <= 168 (3 words above x^163 times f - x^163)
 ; fold 2: degree <= 168 -> <= 162 (1 words above x^163 times f - x^163)
@@ -43,10 +43,10 @@ section .text
 ;   ensures: out = a*b mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
-;   clobbers: ymm{0-8}, flags
+;   clobbers: ymm{0-9}, flags
 ;
 ; reduction schedule:
-;   products: k3 blocks of 128 bits, schoolbook over blocks
+;   products: s4 blocks of 128 bits, schoolbook over blocks
 ;   f - x^163 chunk 0: 0xc9 (one carry-less product per word)
 ;   fold 1: degree <= 324 -> <= 168 (3 words above x^163 times f - x^163)
 ;   fold 2: degree <= 168 -> <= 162 (1 words above x^163 times f - x^163)
@@ -59,21 +59,17 @@ kg_gf2m163_mul_avx2:
     vmovdqu      xmm2, [rdx]
     vmovq        xmm3, qword [rdx + 16]
     vpclmulqdq   xmm4, xmm0, xmm2, 0
-    vpclmulqdq   xmm5, xmm0, xmm2, 17
-    vpshufd      xmm6, xmm0, 78
-    vpxor        xmm6, xmm0, xmm6
-    vpshufd      xmm7, xmm2, 78
-    vpxor        xmm7, xmm2, xmm7
-    vpclmulqdq   xmm6, xmm6, xmm7, 0
-    vpclmulqdq   xmm7, xmm0, xmm3, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 1
+    vpclmulqdq   xmm6, xmm0, xmm2, 16
+    vpclmulqdq   xmm7, xmm0, xmm2, 17
+    vpclmulqdq   xmm8, xmm0, xmm3, 0
     vpclmulqdq   xmm0, xmm0, xmm3, 1
-    vpclmulqdq   xmm8, xmm1, xmm2, 0
+    vpclmulqdq   xmm9, xmm1, xmm2, 0
     vpclmulqdq   xmm2, xmm1, xmm2, 16
     vpclmulqdq   xmm1, xmm1, xmm3, 0
-    vpxor        xmm3, xmm6, xmm4
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm6, xmm7, xmm8
-    vpxor        xmm5, xmm6, xmm5
+    vpxor        xmm3, xmm5, xmm6
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm0, xmm0, xmm2
     vpslldq      xmm2, xmm3, 8
     vpxor        xmm2, xmm4, xmm2
@@ -176,7 +172,7 @@ kg_gf2m163_sqr_avx2:
 ;   clobbers: ymm{0-4}, flags
 ;
 ; reduction schedule:
-;   products: k3 blocks of 128 bits, schoolbook over blocks
+;   products: s4 blocks of 128 bits, schoolbook over blocks
 ;   f - x^163 chunk 0: 0xc9 (one carry-less product per word)
 ;   fold 1: degree <= 324 -> <= 168 (3 words above x^163 times f - x^163)
 ;   fold 2: degree <= 168 -> <= 162 (1 words above x^163 times f - x^163)
@@ -228,7 +224,7 @@ kg_gf2m163_reduce_avx2:
 ;   ensures: out = a*b: 6 limbs, degree <= 324, not reduced
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
-;   clobbers: ymm{0-8}, flags
+;   clobbers: ymm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_mulwide_avx2:function (kg_gf2m163_mulwide_avx2.end - kg_gf2m163_mulwide_avx2)
 align 32
@@ -238,21 +234,17 @@ kg_gf2m163_mulwide_avx2:
     vmovdqu      xmm2, [rdx]
     vmovq        xmm3, qword [rdx + 16]
     vpclmulqdq   xmm4, xmm0, xmm2, 0
-    vpclmulqdq   xmm5, xmm0, xmm2, 17
-    vpshufd      xmm6, xmm0, 78
-    vpxor        xmm6, xmm0, xmm6
-    vpshufd      xmm7, xmm2, 78
-    vpxor        xmm7, xmm2, xmm7
-    vpclmulqdq   xmm6, xmm6, xmm7, 0
-    vpclmulqdq   xmm7, xmm0, xmm3, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 1
+    vpclmulqdq   xmm6, xmm0, xmm2, 16
+    vpclmulqdq   xmm7, xmm0, xmm2, 17
+    vpclmulqdq   xmm8, xmm0, xmm3, 0
     vpclmulqdq   xmm0, xmm0, xmm3, 1
-    vpclmulqdq   xmm8, xmm1, xmm2, 0
+    vpclmulqdq   xmm9, xmm1, xmm2, 0
     vpclmulqdq   xmm2, xmm1, xmm2, 16
     vpclmulqdq   xmm1, xmm1, xmm3, 0
-    vpxor        xmm3, xmm6, xmm4
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm6, xmm7, xmm8
-    vpxor        xmm5, xmm6, xmm5
+    vpxor        xmm3, xmm5, xmm6
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm0, xmm0, xmm2
     vpslldq      xmm2, xmm3, 8
     vpxor        xmm2, xmm4, xmm2
@@ -275,7 +267,7 @@ kg_gf2m163_mulwide_avx2:
 ;   ensures: out = a*b + c*d mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
-;   clobbers: ymm{0-13}, flags
+;   clobbers: ymm{0-14}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_muladd_avx2:function (kg_gf2m163_muladd_avx2.end - kg_gf2m163_muladd_avx2)
 align 32
@@ -289,38 +281,30 @@ kg_gf2m163_muladd_avx2:
     vmovdqu      xmm6, [r8]
     vmovq        xmm7, qword [r8 + 16]
     vpclmulqdq   xmm8, xmm0, xmm2, 0
-    vpclmulqdq   xmm9, xmm0, xmm2, 17
-    vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm0, xmm10
-    vpshufd      xmm11, xmm2, 78
-    vpxor        xmm11, xmm2, xmm11
-    vpclmulqdq   xmm10, xmm10, xmm11, 0
-    vpclmulqdq   xmm11, xmm0, xmm3, 0
+    vpclmulqdq   xmm9, xmm0, xmm2, 1
+    vpclmulqdq   xmm10, xmm0, xmm2, 16
+    vpclmulqdq   xmm11, xmm0, xmm2, 17
+    vpclmulqdq   xmm12, xmm0, xmm3, 0
     vpclmulqdq   xmm0, xmm0, xmm3, 1
-    vpclmulqdq   xmm12, xmm1, xmm2, 0
+    vpclmulqdq   xmm13, xmm1, xmm2, 0
     vpclmulqdq   xmm2, xmm1, xmm2, 16
     vpclmulqdq   xmm1, xmm1, xmm3, 0
-    vpxor        xmm3, xmm10, xmm8
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm10, xmm11, xmm12
-    vpxor        xmm9, xmm10, xmm9
+    vpxor        xmm3, xmm9, xmm10
+    vpxor        xmm9, xmm11, xmm12
+    vpxor        xmm9, xmm9, xmm13
     vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm4, xmm6, 0
-    vpclmulqdq   xmm10, xmm4, xmm6, 17
-    vpshufd      xmm11, xmm4, 78
-    vpxor        xmm11, xmm4, xmm11
-    vpshufd      xmm12, xmm6, 78
-    vpxor        xmm12, xmm6, xmm12
-    vpclmulqdq   xmm11, xmm11, xmm12, 0
-    vpclmulqdq   xmm12, xmm4, xmm7, 0
+    vpclmulqdq   xmm10, xmm4, xmm6, 1
+    vpclmulqdq   xmm11, xmm4, xmm6, 16
+    vpclmulqdq   xmm12, xmm4, xmm6, 17
+    vpclmulqdq   xmm13, xmm4, xmm7, 0
     vpclmulqdq   xmm4, xmm4, xmm7, 1
-    vpclmulqdq   xmm13, xmm5, xmm6, 0
+    vpclmulqdq   xmm14, xmm5, xmm6, 0
     vpclmulqdq   xmm6, xmm5, xmm6, 16
     vpclmulqdq   xmm5, xmm5, xmm7, 0
-    vpxor        xmm7, xmm11, xmm2
-    vpxor        xmm7, xmm7, xmm10
-    vpxor        xmm11, xmm12, xmm13
-    vpxor        xmm10, xmm11, xmm10
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm10, xmm12, xmm13
+    vpxor        xmm10, xmm10, xmm14
     vpxor        xmm4, xmm4, xmm6
     vpxor        xmm2, xmm8, xmm2
     vpxor        xmm3, xmm3, xmm7
@@ -1358,7 +1342,7 @@ kg_gf2m163_msqr16_avx2:
 ;   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
-;   clobbers: ymm{0-10}, flags
+;   clobbers: ymm{0-11}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_inv_avx2:function (kg_gf2m163_inv_avx2.end - kg_gf2m163_inv_avx2)
 align 32
@@ -1396,26 +1380,22 @@ kg_gf2m163_inv_avx2:
     vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
     vpxor        xmm2, xmm2, xmm4
     vpclmulqdq   xmm4, xmm2, xmm0, 0
-    vpclmulqdq   xmm5, xmm2, xmm0, 17
-    vpshufd      xmm6, xmm2, 78
-    vpxor        xmm6, xmm2, xmm6
-    vpshufd      xmm7, xmm0, 78
-    vpxor        xmm7, xmm0, xmm7
-    vpclmulqdq   xmm6, xmm6, xmm7, 0
-    vpclmulqdq   xmm7, xmm2, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm0, 1
+    vpclmulqdq   xmm6, xmm2, xmm0, 16
+    vpclmulqdq   xmm7, xmm2, xmm0, 17
+    vpclmulqdq   xmm8, xmm2, xmm1, 0
     vpclmulqdq   xmm2, xmm2, xmm1, 1
-    vpclmulqdq   xmm8, xmm3, xmm0, 0
-    vpclmulqdq   xmm9, xmm3, xmm0, 16
+    vpclmulqdq   xmm9, xmm3, xmm0, 0
+    vpclmulqdq   xmm10, xmm3, xmm0, 16
     vpclmulqdq   xmm3, xmm3, xmm1, 0
-    vpxor        xmm6, xmm6, xmm4
-    vpxor        xmm6, xmm6, xmm5
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm5, xmm7, xmm5
-    vpxor        xmm2, xmm2, xmm9
-    vpslldq      xmm7, xmm6, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm6, xmm2, xmm6, 8
     vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm6, xmm7, xmm8
+    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm2, xmm2, xmm10
+    vpslldq      xmm7, xmm5, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpxor        xmm5, xmm6, xmm5
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm2, xmm3, xmm2
     vpsllq       xmm3, xmm5, 29
@@ -1506,21 +1486,17 @@ kg_gf2m163_inv_avx2:
     vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
     vpxor        xmm5, xmm5, xmm6
     vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm7, xmm5, xmm3, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vpshufd      xmm9, xmm3, 78
-    vpxor        xmm9, xmm3, xmm9
-    vpclmulqdq   xmm8, xmm8, xmm9, 0
-    vpclmulqdq   xmm9, xmm5, xmm2, 0
+    vpclmulqdq   xmm7, xmm5, xmm3, 1
+    vpclmulqdq   xmm8, xmm5, xmm3, 16
+    vpclmulqdq   xmm9, xmm5, xmm3, 17
+    vpclmulqdq   xmm10, xmm5, xmm2, 0
     vpclmulqdq   xmm5, xmm5, xmm2, 1
-    vpclmulqdq   xmm10, xmm4, xmm3, 0
+    vpclmulqdq   xmm11, xmm4, xmm3, 0
     vpclmulqdq   xmm3, xmm4, xmm3, 16
     vpclmulqdq   xmm2, xmm4, xmm2, 0
-    vpxor        xmm4, xmm8, xmm6
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm8, xmm9, xmm10
-    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm4, xmm7, xmm8
+    vpxor        xmm7, xmm9, xmm10
+    vpxor        xmm7, xmm7, xmm11
     vpxor        xmm3, xmm5, xmm3
     vpslldq      xmm5, xmm4, 8
     vpxor        xmm5, xmm6, xmm5
@@ -1586,26 +1562,22 @@ kg_gf2m163_inv_avx2:
     vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
     vpxor        xmm3, xmm3, xmm4
     vpclmulqdq   xmm4, xmm3, xmm0, 0
-    vpclmulqdq   xmm5, xmm3, xmm0, 17
-    vpshufd      xmm6, xmm3, 78
-    vpxor        xmm6, xmm3, xmm6
-    vpshufd      xmm7, xmm0, 78
-    vpxor        xmm7, xmm0, xmm7
-    vpclmulqdq   xmm6, xmm6, xmm7, 0
-    vpclmulqdq   xmm7, xmm3, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm0, 1
+    vpclmulqdq   xmm6, xmm3, xmm0, 16
+    vpclmulqdq   xmm7, xmm3, xmm0, 17
+    vpclmulqdq   xmm8, xmm3, xmm1, 0
     vpclmulqdq   xmm3, xmm3, xmm1, 1
-    vpclmulqdq   xmm8, xmm2, xmm0, 0
-    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm9, xmm2, xmm0, 0
+    vpclmulqdq   xmm10, xmm2, xmm0, 16
     vpclmulqdq   xmm2, xmm2, xmm1, 0
-    vpxor        xmm6, xmm6, xmm4
-    vpxor        xmm6, xmm6, xmm5
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm5, xmm7, xmm5
-    vpxor        xmm3, xmm3, xmm9
-    vpslldq      xmm7, xmm6, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm6, xmm3, xmm6, 8
     vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm6, xmm7, xmm8
+    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm3, xmm3, xmm10
+    vpslldq      xmm7, xmm5, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm5, xmm3, xmm5, 8
+    vpxor        xmm5, xmm6, xmm5
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
     vpsllq       xmm3, xmm5, 29
@@ -1786,21 +1758,17 @@ kg_gf2m163_inv_avx2:
     vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
     vpxor        xmm5, xmm5, xmm6
     vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm7, xmm5, xmm3, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vpshufd      xmm9, xmm3, 78
-    vpxor        xmm9, xmm3, xmm9
-    vpclmulqdq   xmm8, xmm8, xmm9, 0
-    vpclmulqdq   xmm9, xmm5, xmm2, 0
+    vpclmulqdq   xmm7, xmm5, xmm3, 1
+    vpclmulqdq   xmm8, xmm5, xmm3, 16
+    vpclmulqdq   xmm9, xmm5, xmm3, 17
+    vpclmulqdq   xmm10, xmm5, xmm2, 0
     vpclmulqdq   xmm5, xmm5, xmm2, 1
-    vpclmulqdq   xmm10, xmm4, xmm3, 0
+    vpclmulqdq   xmm11, xmm4, xmm3, 0
     vpclmulqdq   xmm3, xmm4, xmm3, 16
     vpclmulqdq   xmm2, xmm4, xmm2, 0
-    vpxor        xmm4, xmm8, xmm6
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm8, xmm9, xmm10
-    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm4, xmm7, xmm8
+    vpxor        xmm7, xmm9, xmm10
+    vpxor        xmm7, xmm7, xmm11
     vpxor        xmm3, xmm5, xmm3
     vpslldq      xmm5, xmm4, 8
     vpxor        xmm5, xmm6, xmm5
@@ -2136,21 +2104,17 @@ kg_gf2m163_inv_avx2:
     vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
     vpxor        xmm5, xmm5, xmm6
     vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm7, xmm5, xmm3, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vpshufd      xmm9, xmm3, 78
-    vpxor        xmm9, xmm3, xmm9
-    vpclmulqdq   xmm8, xmm8, xmm9, 0
-    vpclmulqdq   xmm9, xmm5, xmm2, 0
+    vpclmulqdq   xmm7, xmm5, xmm3, 1
+    vpclmulqdq   xmm8, xmm5, xmm3, 16
+    vpclmulqdq   xmm9, xmm5, xmm3, 17
+    vpclmulqdq   xmm10, xmm5, xmm2, 0
     vpclmulqdq   xmm5, xmm5, xmm2, 1
-    vpclmulqdq   xmm10, xmm4, xmm3, 0
+    vpclmulqdq   xmm11, xmm4, xmm3, 0
     vpclmulqdq   xmm3, xmm4, xmm3, 16
     vpclmulqdq   xmm2, xmm4, xmm2, 0
-    vpxor        xmm4, xmm8, xmm6
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm8, xmm9, xmm10
-    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm4, xmm7, xmm8
+    vpxor        xmm7, xmm9, xmm10
+    vpxor        xmm7, xmm7, xmm11
     vpxor        xmm3, xmm5, xmm3
     vpslldq      xmm5, xmm4, 8
     vpxor        xmm5, xmm6, xmm5
@@ -2786,21 +2750,17 @@ kg_gf2m163_inv_avx2:
     vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
     vpxor        xmm5, xmm5, xmm6
     vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm7, xmm5, xmm3, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vpshufd      xmm9, xmm3, 78
-    vpxor        xmm9, xmm3, xmm9
-    vpclmulqdq   xmm8, xmm8, xmm9, 0
-    vpclmulqdq   xmm9, xmm5, xmm2, 0
+    vpclmulqdq   xmm7, xmm5, xmm3, 1
+    vpclmulqdq   xmm8, xmm5, xmm3, 16
+    vpclmulqdq   xmm9, xmm5, xmm3, 17
+    vpclmulqdq   xmm10, xmm5, xmm2, 0
     vpclmulqdq   xmm5, xmm5, xmm2, 1
-    vpclmulqdq   xmm10, xmm4, xmm3, 0
+    vpclmulqdq   xmm11, xmm4, xmm3, 0
     vpclmulqdq   xmm3, xmm4, xmm3, 16
     vpclmulqdq   xmm2, xmm4, xmm2, 0
-    vpxor        xmm4, xmm8, xmm6
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm8, xmm9, xmm10
-    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm4, xmm7, xmm8
+    vpxor        xmm7, xmm9, xmm10
+    vpxor        xmm7, xmm7, xmm11
     vpxor        xmm3, xmm5, xmm3
     vpslldq      xmm5, xmm4, 8
     vpxor        xmm5, xmm6, xmm5
@@ -4036,21 +3996,17 @@ kg_gf2m163_inv_avx2:
     vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
     vpxor        xmm5, xmm5, xmm6
     vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm7, xmm5, xmm3, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vpshufd      xmm9, xmm3, 78
-    vpxor        xmm9, xmm3, xmm9
-    vpclmulqdq   xmm8, xmm8, xmm9, 0
-    vpclmulqdq   xmm9, xmm5, xmm2, 0
+    vpclmulqdq   xmm7, xmm5, xmm3, 1
+    vpclmulqdq   xmm8, xmm5, xmm3, 16
+    vpclmulqdq   xmm9, xmm5, xmm3, 17
+    vpclmulqdq   xmm10, xmm5, xmm2, 0
     vpclmulqdq   xmm5, xmm5, xmm2, 1
-    vpclmulqdq   xmm10, xmm4, xmm3, 0
+    vpclmulqdq   xmm11, xmm4, xmm3, 0
     vpclmulqdq   xmm3, xmm4, xmm3, 16
     vpclmulqdq   xmm2, xmm4, xmm2, 0
-    vpxor        xmm4, xmm8, xmm6
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm8, xmm9, xmm10
-    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm4, xmm7, xmm8
+    vpxor        xmm7, xmm9, xmm10
+    vpxor        xmm7, xmm7, xmm11
     vpxor        xmm3, xmm5, xmm3
     vpslldq      xmm5, xmm4, 8
     vpxor        xmm5, xmm6, xmm5
@@ -4116,21 +4072,17 @@ kg_gf2m163_inv_avx2:
     vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
     vpxor        xmm3, xmm3, xmm4
     vpclmulqdq   xmm4, xmm3, xmm0, 0
-    vpclmulqdq   xmm5, xmm3, xmm0, 17
-    vpshufd      xmm6, xmm3, 78
-    vpxor        xmm6, xmm3, xmm6
-    vpshufd      xmm7, xmm0, 78
-    vpxor        xmm7, xmm0, xmm7
-    vpclmulqdq   xmm6, xmm6, xmm7, 0
-    vpclmulqdq   xmm7, xmm3, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm0, 1
+    vpclmulqdq   xmm6, xmm3, xmm0, 16
+    vpclmulqdq   xmm7, xmm3, xmm0, 17
+    vpclmulqdq   xmm8, xmm3, xmm1, 0
     vpclmulqdq   xmm3, xmm3, xmm1, 1
-    vpclmulqdq   xmm8, xmm2, xmm0, 0
+    vpclmulqdq   xmm9, xmm2, xmm0, 0
     vpclmulqdq   xmm0, xmm2, xmm0, 16
     vpclmulqdq   xmm1, xmm2, xmm1, 0
-    vpxor        xmm2, xmm6, xmm4
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm6, xmm7, xmm8
-    vpxor        xmm5, xmm6, xmm5
+    vpxor        xmm2, xmm5, xmm6
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm0, xmm3, xmm0
     vpslldq      xmm3, xmm2, 8
     vpxor        xmm3, xmm4, xmm3
@@ -6596,21 +6548,17 @@ kg_gf2m163_inv_avx2:
     vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
     vpxor        xmm3, xmm3, xmm4
     vpclmulqdq   xmm4, xmm3, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm1, 17
-    vpshufd      xmm6, xmm3, 78
-    vpxor        xmm6, xmm3, xmm6
-    vpshufd      xmm7, xmm1, 78
-    vpxor        xmm7, xmm1, xmm7
-    vpclmulqdq   xmm6, xmm6, xmm7, 0
-    vpclmulqdq   xmm7, xmm3, xmm0, 0
+    vpclmulqdq   xmm5, xmm3, xmm1, 1
+    vpclmulqdq   xmm6, xmm3, xmm1, 16
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
+    vpclmulqdq   xmm8, xmm3, xmm0, 0
     vpclmulqdq   xmm3, xmm3, xmm0, 1
-    vpclmulqdq   xmm8, xmm2, xmm1, 0
+    vpclmulqdq   xmm9, xmm2, xmm1, 0
     vpclmulqdq   xmm1, xmm2, xmm1, 16
     vpclmulqdq   xmm0, xmm2, xmm0, 0
-    vpxor        xmm2, xmm6, xmm4
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm6, xmm7, xmm8
-    vpxor        xmm5, xmm6, xmm5
+    vpxor        xmm2, xmm5, xmm6
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm1, xmm3, xmm1
     vpslldq      xmm3, xmm2, 8
     vpxor        xmm3, xmm4, xmm3

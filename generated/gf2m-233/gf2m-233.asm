@@ -10,7 +10,7 @@
 ;   prefix = "kg_gf2m233"
 ;
 ; f = x^233 + x^74 + 1, 4 limbs of 64 bits, slack s = 23 bits
-; products: k3 blocks of 128 bits, schoolbook over blocks
+; products: s4 blocks of 128 bits, schoolbook over blocks
 ; f - x^233 chunk 0: 0x1 (plain xor)
 ; f - x^233 chunk 1: 0x400 (two shifts per pair)
 ; fold 1: degree <= 464 -> <= 305 (4 words above x^233 times f - x^233)
@@ -39,10 +39,10 @@ section .text
 ;   ensures: out = a*b mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   clobbers: ymm{0-13}, flags
+;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
-;   products: k3 blocks of 128 bits, schoolbook over blocks
+;   products: s4 blocks of 128 bits, schoolbook over blocks
 ;   f - x^233 chunk 0: 0x1 (plain xor)
 ;   f - x^233 chunk 1: 0x400 (two shifts per pair)
 ;   fold 1: degree <= 464 -> <= 305 (4 words above x^233 times f - x^233)
@@ -51,58 +51,58 @@ section .text
 global kg_gf2m233_mul_avx2:function (kg_gf2m233_mul_avx2.end - kg_gf2m233_mul_avx2)
 align 32
 kg_gf2m233_mul_avx2:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 32
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rdx]
     vmovdqu      xmm3, [rdx + 16]
     vpclmulqdq   xmm4, xmm0, xmm2, 0
-    vpclmulqdq   xmm5, xmm0, xmm2, 17
-    vpshufd      xmm6, xmm0, 78
-    vpxor        xmm6, xmm0, xmm6
-    vpshufd      xmm7, xmm2, 78
-    vpxor        xmm7, xmm2, xmm7
-    vpclmulqdq   xmm8, xmm6, xmm7, 0
-    vpclmulqdq   xmm9, xmm0, xmm3, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 1
+    vpclmulqdq   xmm6, xmm0, xmm2, 16
+    vpclmulqdq   xmm7, xmm0, xmm2, 17
+    vpclmulqdq   xmm8, xmm0, xmm3, 0
+    vpclmulqdq   xmm9, xmm0, xmm3, 1
+    vpclmulqdq   xmm10, xmm0, xmm3, 16
     vpclmulqdq   xmm0, xmm0, xmm3, 17
-    vpshufd      xmm10, xmm3, 78
-    vpxor        xmm10, xmm3, xmm10
-    vpclmulqdq   xmm6, xmm6, xmm10, 0
     vpclmulqdq   xmm11, xmm1, xmm2, 0
+    vpclmulqdq   xmm12, xmm1, xmm2, 1
+    vpclmulqdq   xmm13, xmm1, xmm2, 16
     vpclmulqdq   xmm2, xmm1, xmm2, 17
-    vpshufd      xmm12, xmm1, 78
-    vpxor        xmm12, xmm1, xmm12
-    vpclmulqdq   xmm7, xmm12, xmm7, 0
-    vpclmulqdq   xmm13, xmm1, xmm3, 0
+    vpclmulqdq   xmm14, xmm1, xmm3, 0
+    vpclmulqdq   xmm15, xmm1, xmm3, 1
+    vmovdqa      [rsp], xmm4                         ; spill
+    vpclmulqdq   xmm4, xmm1, xmm3, 16
     vpclmulqdq   xmm1, xmm1, xmm3, 17
-    vpclmulqdq   xmm3, xmm12, xmm10, 0
-    vpxor        xmm9, xmm9, xmm11
+    vpxor        xmm3, xmm5, xmm6
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm6, xmm9, xmm10
+    vpxor        xmm7, xmm12, xmm13
+    vpxor        xmm6, xmm6, xmm7
     vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm2, xmm6, xmm7
-    vpxor        xmm6, xmm8, xmm4
-    vpxor        xmm6, xmm6, xmm5
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm2, xmm2, xmm0
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm3, xmm3, xmm13
-    vpxor        xmm3, xmm3, xmm1
-    vpslldq      xmm7, xmm6, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm6, xmm2, xmm6, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm2, xmm15, xmm4
+    vpslldq      xmm4, xmm3, 8
+    vmovdqa      xmm7, [rsp]                         ; reload
+    vpxor        xmm4, xmm7, xmm4
+    vpalignr     xmm3, xmm6, xmm3, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm2, xmm6, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
     vpsllq       xmm2, xmm0, 23
-    vpalignr     xmm3, xmm0, xmm5, 8
-    vpsrlq       xmm3, xmm3, 41
-    vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm1, 23
+    vpalignr     xmm5, xmm0, xmm3, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm2, xmm2, xmm5
+    vpsllq       xmm5, xmm1, 23
     vpalignr     xmm0, xmm1, xmm0, 8
     vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm3, xmm0
-    vpand        xmm1, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm1, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
     vpsllq       xmm3, xmm2, 10
     vpsrlq       xmm5, xmm2, 54
     vpsllq       xmm6, xmm0, 10
@@ -131,6 +131,8 @@ kg_gf2m233_mul_avx2:
     vpxor        xmm0, xmm0, xmm2
     vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm0
+    mov rsp, rbp
+    pop rbp
     vzeroupper
     ret
 .end:
@@ -206,7 +208,7 @@ kg_gf2m233_sqr_avx2:
 ;   clobbers: ymm{0-7}, flags
 ;
 ; reduction schedule:
-;   products: k3 blocks of 128 bits, schoolbook over blocks
+;   products: s4 blocks of 128 bits, schoolbook over blocks
 ;   f - x^233 chunk 0: 0x1 (plain xor)
 ;   f - x^233 chunk 1: 0x400 (two shifts per pair)
 ;   fold 1: degree <= 464 -> <= 305 (4 words above x^233 times f - x^233)
@@ -268,58 +270,60 @@ kg_gf2m233_reduce_avx2:
 ;   ensures: out = a*b: 8 limbs, degree <= 464, not reduced
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   clobbers: ymm{0-13}, flags
+;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_mulwide_avx2:function (kg_gf2m233_mulwide_avx2.end - kg_gf2m233_mulwide_avx2)
 align 32
 kg_gf2m233_mulwide_avx2:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 32
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rdx]
     vmovdqu      xmm3, [rdx + 16]
     vpclmulqdq   xmm4, xmm0, xmm2, 0
-    vpclmulqdq   xmm5, xmm0, xmm2, 17
-    vpshufd      xmm6, xmm0, 78
-    vpxor        xmm6, xmm0, xmm6
-    vpshufd      xmm7, xmm2, 78
-    vpxor        xmm7, xmm2, xmm7
-    vpclmulqdq   xmm8, xmm6, xmm7, 0
-    vpclmulqdq   xmm9, xmm0, xmm3, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 1
+    vpclmulqdq   xmm6, xmm0, xmm2, 16
+    vpclmulqdq   xmm7, xmm0, xmm2, 17
+    vpclmulqdq   xmm8, xmm0, xmm3, 0
+    vpclmulqdq   xmm9, xmm0, xmm3, 1
+    vpclmulqdq   xmm10, xmm0, xmm3, 16
     vpclmulqdq   xmm0, xmm0, xmm3, 17
-    vpshufd      xmm10, xmm3, 78
-    vpxor        xmm10, xmm3, xmm10
-    vpclmulqdq   xmm6, xmm6, xmm10, 0
     vpclmulqdq   xmm11, xmm1, xmm2, 0
+    vpclmulqdq   xmm12, xmm1, xmm2, 1
+    vpclmulqdq   xmm13, xmm1, xmm2, 16
     vpclmulqdq   xmm2, xmm1, xmm2, 17
-    vpshufd      xmm12, xmm1, 78
-    vpxor        xmm12, xmm1, xmm12
-    vpclmulqdq   xmm7, xmm12, xmm7, 0
-    vpclmulqdq   xmm13, xmm1, xmm3, 0
+    vpclmulqdq   xmm14, xmm1, xmm3, 0
+    vpclmulqdq   xmm15, xmm1, xmm3, 1
+    vmovdqa      [rsp], xmm4                         ; spill
+    vpclmulqdq   xmm4, xmm1, xmm3, 16
     vpclmulqdq   xmm1, xmm1, xmm3, 17
-    vpclmulqdq   xmm3, xmm12, xmm10, 0
-    vpxor        xmm9, xmm9, xmm11
+    vpxor        xmm3, xmm5, xmm6
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm6, xmm9, xmm10
+    vpxor        xmm7, xmm12, xmm13
+    vpxor        xmm6, xmm6, xmm7
     vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm2, xmm6, xmm7
-    vpxor        xmm6, xmm8, xmm4
-    vpxor        xmm6, xmm6, xmm5
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm2, xmm2, xmm0
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm3, xmm3, xmm13
-    vpxor        xmm3, xmm3, xmm1
-    vpslldq      xmm7, xmm6, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm6, xmm2, xmm6, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm2, xmm15, xmm4
+    vpslldq      xmm4, xmm3, 8
+    vmovdqa      xmm7, [rsp]                         ; reload
+    vpxor        xmm4, xmm7, xmm4
+    vpalignr     xmm3, xmm6, xmm3, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm2, xmm6, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
     vmovdqu      [rdi], xmm4
-    vmovdqu      [rdi + 16], xmm5
+    vmovdqu      [rdi + 16], xmm3
     vmovdqu      [rdi + 32], xmm0
     vmovdqu      [rdi + 48], xmm1
+    mov rsp, rbp
+    pop rbp
     vzeroupper
     ret
 .end:
@@ -340,7 +344,7 @@ kg_gf2m233_muladd_avx2:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 224
+    sub rsp, 288
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rdx]
@@ -350,115 +354,109 @@ kg_gf2m233_muladd_avx2:
     vmovdqu      xmm6, [r8]
     vmovdqu      xmm7, [r8 + 16]
     vpclmulqdq   xmm8, xmm0, xmm2, 0
-    vpclmulqdq   xmm9, xmm0, xmm2, 17
-    vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm0, xmm10
-    vpshufd      xmm11, xmm2, 78
-    vpxor        xmm11, xmm2, xmm11
-    vpclmulqdq   xmm12, xmm10, xmm11, 0
-    vpclmulqdq   xmm13, xmm0, xmm3, 0
+    vpclmulqdq   xmm9, xmm0, xmm2, 1
+    vpclmulqdq   xmm10, xmm0, xmm2, 16
+    vpclmulqdq   xmm11, xmm0, xmm2, 17
+    vpclmulqdq   xmm12, xmm0, xmm3, 0
+    vpclmulqdq   xmm13, xmm0, xmm3, 1
+    vpclmulqdq   xmm14, xmm0, xmm3, 16
     vpclmulqdq   xmm0, xmm0, xmm3, 17
-    vpshufd      xmm14, xmm3, 78
-    vpxor        xmm14, xmm3, xmm14
-    vpclmulqdq   xmm10, xmm10, xmm14, 0
     vpclmulqdq   xmm15, xmm1, xmm2, 0
+    vmovdqa      [rsp], xmm8                         ; spill
+    vpclmulqdq   xmm8, xmm1, xmm2, 1
+    vmovdqa      [rsp + 32], xmm5                    ; spill
+    vpclmulqdq   xmm5, xmm1, xmm2, 16
     vpclmulqdq   xmm2, xmm1, xmm2, 17
-    vmovdqa      [rsp], xmm5                         ; spill
-    vpshufd      xmm5, xmm1, 78
-    vpxor        xmm5, xmm1, xmm5
-    vpclmulqdq   xmm11, xmm5, xmm11, 0
-    vmovdqa      [rsp + 32], xmm7                    ; spill
+    vmovdqa      [rsp + 64], xmm7                    ; spill
     vpclmulqdq   xmm7, xmm1, xmm3, 0
+    vmovdqa      [rsp + 96], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm1, xmm3, 1
+    vmovdqa      [rsp + 128], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm1, xmm3, 16
     vpclmulqdq   xmm1, xmm1, xmm3, 17
-    vpclmulqdq   xmm3, xmm5, xmm14, 0
-    vpxor        xmm5, xmm13, xmm15
+    vpxor        xmm3, xmm9, xmm10
+    vpxor        xmm9, xmm11, xmm12
+    vpxor        xmm9, xmm9, xmm15
+    vpxor        xmm10, xmm13, xmm14
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm10, xmm5
     vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm2, xmm10, xmm11
-    vpxor        xmm10, xmm12, xmm8
-    vpxor        xmm10, xmm10, xmm9
-    vpxor        xmm9, xmm9, xmm5
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm2, xmm0
     vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm3, xmm3, xmm1
-    vpclmulqdq   xmm5, xmm4, xmm6, 0
-    vpclmulqdq   xmm7, xmm4, xmm6, 17
-    vpshufd      xmm11, xmm4, 78
-    vpxor        xmm11, xmm4, xmm11
-    vpshufd      xmm12, xmm6, 78
-    vpxor        xmm12, xmm6, xmm12
-    vpclmulqdq   xmm13, xmm11, xmm12, 0
-    vpclmulqdq   xmm14, xmm4, [rsp + 32], 0
-    vpclmulqdq   xmm4, xmm4, [rsp + 32], 17
-    vpshufd      xmm15, [rsp + 32], 78
-    vmovdqa      [rsp + 64], xmm1                    ; spill
-    vmovdqa      xmm1, [rsp + 32]                    ; reload
-    vpxor        xmm15, xmm1, xmm15
-    vpclmulqdq   xmm11, xmm11, xmm15, 0
-    vmovdqa      [rsp + 96], xmm3                    ; spill
-    vmovdqa      xmm3, [rsp]                         ; reload
-    vmovdqa      [rsp + 128], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm3, xmm6, 0
-    vpclmulqdq   xmm6, xmm3, xmm6, 17
+    vpxor        xmm2, xmm4, xmm6
+    vmovdqa      xmm4, [rsp + 96]                    ; reload
+    vpclmulqdq   xmm6, xmm4, [rsp + 128], 0
+    vpclmulqdq   xmm7, xmm4, [rsp + 128], 1
+    vpclmulqdq   xmm8, xmm4, [rsp + 128], 16
+    vpclmulqdq   xmm10, xmm4, [rsp + 128], 17
+    vpclmulqdq   xmm11, xmm4, [rsp + 64], 0
+    vpclmulqdq   xmm12, xmm4, [rsp + 64], 1
+    vpclmulqdq   xmm13, xmm4, [rsp + 64], 16
+    vpclmulqdq   xmm4, xmm4, [rsp + 64], 17
+    vmovdqa      xmm14, [rsp + 32]                   ; reload
+    vpclmulqdq   xmm15, xmm14, [rsp + 128], 0
+    vmovdqa      [rsp + 96], xmm1                    ; spill
+    vpclmulqdq   xmm1, xmm14, [rsp + 128], 1
     vmovdqa      [rsp + 160], xmm2                   ; spill
-    vpshufd      xmm2, xmm3, 78
-    vpxor        xmm2, xmm3, xmm2
-    vpclmulqdq   xmm12, xmm2, xmm12, 0
-    vmovdqa      [rsp + 192], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm3, xmm1, 0
-    vpclmulqdq   xmm1, xmm3, xmm1, 17
-    vpclmulqdq   xmm2, xmm2, xmm15, 0
-    vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm3, xmm4, xmm6
-    vpxor        xmm4, xmm11, xmm12
-    vpxor        xmm6, xmm13, xmm5
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm7, xmm0
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm2, xmm2, xmm1
-    vpxor        xmm4, xmm8, xmm5
-    vpxor        xmm5, xmm10, xmm6
-    vmovdqa      xmm6, [rsp + 192]                   ; reload
-    vpxor        xmm6, xmm6, xmm7
-    vmovdqa      xmm7, [rsp + 160]                   ; reload
-    vpxor        xmm0, xmm7, xmm0
-    vmovdqa      xmm7, [rsp + 128]                   ; reload
-    vpxor        xmm3, xmm7, xmm3
-    vmovdqa      xmm7, [rsp + 96]                    ; reload
-    vpxor        xmm2, xmm7, xmm2
-    vmovdqa      xmm7, [rsp + 64]                    ; reload
-    vpxor        xmm1, xmm7, xmm1
-    vpslldq      xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm5, xmm0, xmm5, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm2, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm14, [rsp + 128], 16
+    vmovdqa      [rsp + 192], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm14, [rsp + 128], 17
+    vmovdqa      [rsp + 128], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm14, [rsp + 64], 0
+    vmovdqa      [rsp + 224], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm14, [rsp + 64], 1
+    vmovdqa      [rsp + 256], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm14, [rsp + 64], 16
+    vpclmulqdq   xmm14, xmm14, [rsp + 64], 17
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm8, xmm10, xmm11
+    vpxor        xmm8, xmm8, xmm15
+    vpxor        xmm10, xmm12, xmm13
     vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm2, xmm9, xmm3
+    vmovdqa      xmm3, [rsp]                         ; reload
+    vpxor        xmm3, xmm3, xmm6
+    vmovdqa      xmm4, [rsp + 256]                   ; reload
+    vpxor        xmm4, xmm4, xmm7
+    vmovdqa      xmm5, [rsp + 224]                   ; reload
+    vpxor        xmm5, xmm5, xmm8
+    vmovdqa      xmm6, [rsp + 128]                   ; reload
+    vpxor        xmm1, xmm6, xmm1
+    vmovdqa      xmm6, [rsp + 192]                   ; reload
+    vpxor        xmm0, xmm6, xmm0
+    vmovdqa      xmm6, [rsp + 160]                   ; reload
+    vpxor        xmm2, xmm6, xmm2
+    vmovdqa      xmm6, [rsp + 96]                    ; reload
+    vpxor        xmm6, xmm6, xmm14
+    vpslldq      xmm7, xmm4, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm4, xmm1, xmm4, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxor        xmm1, xmm6, xmm1
     vpsllq       xmm2, xmm0, 23
-    vpalignr     xmm3, xmm0, xmm5, 8
-    vpsrlq       xmm3, xmm3, 41
-    vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm1, 23
+    vpalignr     xmm5, xmm0, xmm4, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm2, xmm2, xmm5
+    vpsllq       xmm5, xmm1, 23
     vpalignr     xmm0, xmm1, xmm0, 8
     vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm3, xmm0
-    vpand        xmm1, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm1, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm4, xmm2, 10
     vpsrlq       xmm5, xmm2, 54
     vpsllq       xmm6, xmm0, 10
     vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm0, xmm1, xmm0
     vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm3, 8
+    vpslldq      xmm1, xmm4, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm6, xmm4, 8
     vpxor        xmm0, xmm0, xmm2
     vpsrldq      xmm2, xmm6, 8
     vpxor        xmm2, xmm7, xmm2
@@ -1750,6 +1748,10 @@ kg_gf2m233_msqr16_avx2:
 global kg_gf2m233_inv_avx2:function (kg_gf2m233_inv_avx2.end - kg_gf2m233_inv_avx2)
 align 32
 kg_gf2m233_inv_avx2:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 96
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vpclmulqdq   xmm2, xmm0, xmm0, 0
@@ -1792,1555 +1794,1525 @@ kg_gf2m233_inv_avx2:
     vpsrldq      xmm4, xmm5, 8
     vpxor        xmm3, xmm3, xmm4
     vpclmulqdq   xmm4, xmm2, xmm0, 0
-    vpclmulqdq   xmm5, xmm2, xmm0, 17
-    vpshufd      xmm6, xmm2, 78
-    vpxor        xmm6, xmm2, xmm6
-    vpshufd      xmm7, xmm0, 78
-    vpxor        xmm7, xmm0, xmm7
-    vpclmulqdq   xmm8, xmm6, xmm7, 0
-    vpclmulqdq   xmm9, xmm2, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm0, 1
+    vpclmulqdq   xmm6, xmm2, xmm0, 16
+    vpclmulqdq   xmm7, xmm2, xmm0, 17
+    vpclmulqdq   xmm8, xmm2, xmm1, 0
+    vpclmulqdq   xmm9, xmm2, xmm1, 1
+    vpclmulqdq   xmm10, xmm2, xmm1, 16
     vpclmulqdq   xmm2, xmm2, xmm1, 17
-    vpshufd      xmm10, xmm1, 78
-    vpxor        xmm10, xmm1, xmm10
-    vpclmulqdq   xmm6, xmm6, xmm10, 0
     vpclmulqdq   xmm11, xmm3, xmm0, 0
-    vpclmulqdq   xmm12, xmm3, xmm0, 17
-    vpshufd      xmm13, xmm3, 78
-    vpxor        xmm13, xmm3, xmm13
-    vpclmulqdq   xmm7, xmm13, xmm7, 0
-    vpclmulqdq   xmm14, xmm3, xmm1, 0
+    vpclmulqdq   xmm12, xmm3, xmm0, 1
+    vpclmulqdq   xmm13, xmm3, xmm0, 16
+    vpclmulqdq   xmm14, xmm3, xmm0, 17
+    vpclmulqdq   xmm15, xmm3, xmm1, 0
+    vmovdqa      [rsp], xmm0                         ; spill
+    vpclmulqdq   xmm0, xmm3, xmm1, 1
+    vmovdqa      [rsp + 32], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm3, xmm1, 16
     vpclmulqdq   xmm3, xmm3, xmm1, 17
-    vpclmulqdq   xmm10, xmm13, xmm10, 0
-    vpxor        xmm9, xmm9, xmm11
-    vpxor        xmm2, xmm2, xmm12
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm8, xmm4
-    vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm6, xmm9
-    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm6, xmm7, xmm8
+    vpxor        xmm6, xmm6, xmm11
+    vpxor        xmm7, xmm9, xmm10
+    vpxor        xmm8, xmm12, xmm13
+    vpxor        xmm7, xmm7, xmm8
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm8, xmm10, xmm14
-    vpxor        xmm8, xmm8, xmm3
-    vpslldq      xmm9, xmm7, 8
-    vpxor        xmm4, xmm4, xmm9
-    vpalignr     xmm7, xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm6, xmm8, xmm6, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm2, 23
-    vpalignr     xmm7, xmm2, xmm5, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm3, 23
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm0, xmm0, xmm4
     vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
+    vmovdqa      xmm8, [rsp + 32]                    ; reload
+    vpxor        xmm4, xmm8, xmm4
+    vpalignr     xmm5, xmm7, xmm5, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm0, xmm7, 8
     vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm0, 0
-    vpclmulqdq   xmm5, xmm3, xmm0, 17
-    vpshufd      xmm6, xmm3, 78
-    vpxor        xmm6, xmm3, xmm6
-    vpshufd      xmm7, xmm0, 78
-    vpxor        xmm7, xmm0, xmm7
-    vpclmulqdq   xmm8, xmm6, xmm7, 0
-    vpclmulqdq   xmm9, xmm3, xmm1, 0
-    vpclmulqdq   xmm3, xmm3, xmm1, 17
-    vpshufd      xmm10, xmm1, 78
-    vpxor        xmm10, xmm1, xmm10
-    vpclmulqdq   xmm6, xmm6, xmm10, 0
-    vpclmulqdq   xmm11, xmm2, xmm0, 0
-    vpclmulqdq   xmm12, xmm2, xmm0, 17
-    vpshufd      xmm13, xmm2, 78
-    vpxor        xmm13, xmm2, xmm13
-    vpclmulqdq   xmm7, xmm13, xmm7, 0
-    vpclmulqdq   xmm14, xmm2, xmm1, 0
-    vpclmulqdq   xmm2, xmm2, xmm1, 17
-    vpclmulqdq   xmm10, xmm13, xmm10, 0
-    vpxor        xmm9, xmm9, xmm11
-    vpxor        xmm3, xmm3, xmm12
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm8, xmm4
-    vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm6, xmm9
-    vpxor        xmm6, xmm6, xmm3
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm8, xmm10, xmm14
-    vpxor        xmm8, xmm8, xmm2
-    vpslldq      xmm9, xmm7, 8
-    vpxor        xmm4, xmm4, xmm9
-    vpalignr     xmm7, xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm6, xmm8, xmm6, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsllq       xmm6, xmm3, 23
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm3, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm2, xmm2, 17
-    vpsllq       xmm8, xmm6, 23
-    vpalignr     xmm9, xmm6, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 23
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm9, xmm6
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm6, 10
-    vpsrlq       xmm11, xmm6, 54
-    vpxor        xmm4, xmm4, xmm8
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm5, xmm5, xmm9
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm5, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm5, xmm5, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 23
-    vpalignr     xmm5, xmm5, xmm7, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm5, xmm9, xmm5
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm5, 10
-    vpsrlq       xmm11, xmm5, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm7, xmm5, xmm3, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vpshufd      xmm9, xmm3, 78
-    vpxor        xmm9, xmm3, xmm9
-    vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm5, xmm2, 0
-    vpclmulqdq   xmm5, xmm5, xmm2, 17
-    vpshufd      xmm12, xmm2, 78
-    vpxor        xmm12, xmm2, xmm12
-    vpclmulqdq   xmm8, xmm8, xmm12, 0
-    vpclmulqdq   xmm13, xmm4, xmm3, 0
-    vpclmulqdq   xmm3, xmm4, xmm3, 17
-    vpshufd      xmm14, xmm4, 78
-    vpxor        xmm14, xmm4, xmm14
-    vpclmulqdq   xmm9, xmm14, xmm9, 0
-    vpclmulqdq   xmm15, xmm4, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpclmulqdq   xmm4, xmm14, xmm12, 0
-    vpxor        xmm11, xmm11, xmm13
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm5, xmm8, xmm9
-    vpxor        xmm8, xmm10, xmm6
-    vpxor        xmm8, xmm8, xmm7
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm3
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm4, xmm4, xmm2
-    vpslldq      xmm9, xmm8, 8
-    vpxor        xmm6, xmm6, xmm9
-    vpalignr     xmm8, xmm5, xmm8, 8
-    vpxor        xmm7, xmm7, xmm8
-    vpalignr     xmm5, xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm7, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm3, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm5, xmm2
-    vpand        xmm3, xmm7, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm7, xmm4, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm6, xmm4
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm0, 0
-    vpclmulqdq   xmm5, xmm3, xmm0, 17
-    vpshufd      xmm6, xmm3, 78
-    vpxor        xmm6, xmm3, xmm6
-    vpshufd      xmm7, xmm0, 78
-    vpxor        xmm7, xmm0, xmm7
-    vpclmulqdq   xmm8, xmm6, xmm7, 0
-    vpclmulqdq   xmm9, xmm3, xmm1, 0
-    vpclmulqdq   xmm3, xmm3, xmm1, 17
-    vpshufd      xmm10, xmm1, 78
-    vpxor        xmm10, xmm1, xmm10
-    vpclmulqdq   xmm6, xmm6, xmm10, 0
-    vpclmulqdq   xmm11, xmm2, xmm0, 0
-    vpclmulqdq   xmm12, xmm2, xmm0, 17
-    vpshufd      xmm13, xmm2, 78
-    vpxor        xmm13, xmm2, xmm13
-    vpclmulqdq   xmm7, xmm13, xmm7, 0
-    vpclmulqdq   xmm14, xmm2, xmm1, 0
-    vpclmulqdq   xmm2, xmm2, xmm1, 17
-    vpclmulqdq   xmm10, xmm13, xmm10, 0
-    vpxor        xmm9, xmm9, xmm11
-    vpxor        xmm3, xmm3, xmm12
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm8, xmm4
-    vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm6, xmm9
-    vpxor        xmm6, xmm6, xmm3
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm8, xmm10, xmm14
-    vpxor        xmm8, xmm8, xmm2
-    vpslldq      xmm9, xmm7, 8
-    vpxor        xmm4, xmm4, xmm9
-    vpalignr     xmm7, xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm6, xmm8, xmm6, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsllq       xmm6, xmm3, 23
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm3, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm2, xmm2, 17
-    vpsllq       xmm8, xmm6, 23
-    vpalignr     xmm9, xmm6, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 23
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm9, xmm6
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm6, 10
-    vpsrlq       xmm11, xmm6, 54
-    vpxor        xmm4, xmm4, xmm8
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm5, xmm5, xmm9
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm5, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm5, xmm5, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 23
-    vpalignr     xmm5, xmm5, xmm7, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm5, xmm9, xmm5
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm5, 10
-    vpsrlq       xmm11, xmm5, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm7, xmm5, xmm3, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vpshufd      xmm9, xmm3, 78
-    vpxor        xmm9, xmm3, xmm9
-    vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm5, xmm2, 0
-    vpclmulqdq   xmm5, xmm5, xmm2, 17
-    vpshufd      xmm12, xmm2, 78
-    vpxor        xmm12, xmm2, xmm12
-    vpclmulqdq   xmm8, xmm8, xmm12, 0
-    vpclmulqdq   xmm13, xmm4, xmm3, 0
-    vpclmulqdq   xmm3, xmm4, xmm3, 17
-    vpshufd      xmm14, xmm4, 78
-    vpxor        xmm14, xmm4, xmm14
-    vpclmulqdq   xmm9, xmm14, xmm9, 0
-    vpclmulqdq   xmm15, xmm4, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpclmulqdq   xmm4, xmm14, xmm12, 0
-    vpxor        xmm11, xmm11, xmm13
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm5, xmm8, xmm9
-    vpxor        xmm8, xmm10, xmm6
-    vpxor        xmm8, xmm8, xmm7
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm3
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm4, xmm4, xmm2
-    vpslldq      xmm9, xmm8, 8
-    vpxor        xmm6, xmm6, xmm9
-    vpalignr     xmm8, xmm5, xmm8, 8
-    vpxor        xmm7, xmm7, xmm8
-    vpalignr     xmm5, xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm7, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm3, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm5, xmm2
-    vpand        xmm3, xmm7, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm7, xmm4, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm6, xmm4
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm2, xmm2, 17
-    vpsllq       xmm8, xmm6, 23
-    vpalignr     xmm9, xmm6, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 23
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm9, xmm6
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm6, 10
-    vpsrlq       xmm11, xmm6, 54
-    vpxor        xmm4, xmm4, xmm8
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm5, xmm5, xmm9
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm5, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm5, xmm5, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 23
-    vpalignr     xmm5, xmm5, xmm7, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm5, xmm9, xmm5
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm5, 10
-    vpsrlq       xmm11, xmm5, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm7, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm9, xmm4
-    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm4, 10
-    vpsrlq       xmm11, xmm4, 54
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm7, xmm5, xmm3, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vpshufd      xmm9, xmm3, 78
-    vpxor        xmm9, xmm3, xmm9
-    vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm5, xmm2, 0
-    vpclmulqdq   xmm5, xmm5, xmm2, 17
-    vpshufd      xmm12, xmm2, 78
-    vpxor        xmm12, xmm2, xmm12
-    vpclmulqdq   xmm8, xmm8, xmm12, 0
-    vpclmulqdq   xmm13, xmm4, xmm3, 0
-    vpclmulqdq   xmm3, xmm4, xmm3, 17
-    vpshufd      xmm14, xmm4, 78
-    vpxor        xmm14, xmm4, xmm14
-    vpclmulqdq   xmm9, xmm14, xmm9, 0
-    vpclmulqdq   xmm15, xmm4, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpclmulqdq   xmm4, xmm14, xmm12, 0
-    vpxor        xmm11, xmm11, xmm13
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm5, xmm8, xmm9
-    vpxor        xmm8, xmm10, xmm6
-    vpxor        xmm8, xmm8, xmm7
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm5, xmm5, xmm3
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm4, xmm4, xmm2
-    vpslldq      xmm9, xmm8, 8
-    vpxor        xmm6, xmm6, xmm9
-    vpalignr     xmm8, xmm5, xmm8, 8
-    vpxor        xmm7, xmm7, xmm8
-    vpalignr     xmm5, xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm7, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm3, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm5, xmm2
-    vpand        xmm3, xmm7, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm7, xmm4, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm6, xmm4
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm0, 0
-    vpclmulqdq   xmm5, xmm3, xmm0, 17
-    vpshufd      xmm6, xmm3, 78
-    vpxor        xmm6, xmm3, xmm6
-    vpshufd      xmm7, xmm0, 78
-    vpxor        xmm7, xmm0, xmm7
-    vpclmulqdq   xmm8, xmm6, xmm7, 0
-    vpclmulqdq   xmm9, xmm3, xmm1, 0
-    vpclmulqdq   xmm3, xmm3, xmm1, 17
-    vpshufd      xmm10, xmm1, 78
-    vpxor        xmm10, xmm1, xmm10
-    vpclmulqdq   xmm6, xmm6, xmm10, 0
-    vpclmulqdq   xmm11, xmm2, xmm0, 0
-    vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpshufd      xmm12, xmm2, 78
-    vpxor        xmm12, xmm2, xmm12
-    vpclmulqdq   xmm7, xmm12, xmm7, 0
-    vpclmulqdq   xmm13, xmm2, xmm1, 0
-    vpclmulqdq   xmm1, xmm2, xmm1, 17
-    vpclmulqdq   xmm2, xmm12, xmm10, 0
-    vpxor        xmm9, xmm9, xmm11
+    vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm6, xmm8, xmm4
-    vpxor        xmm6, xmm6, xmm5
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm3, xmm3, xmm0
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm2, xmm2, xmm13
-    vpxor        xmm2, xmm2, xmm1
-    vpslldq      xmm7, xmm6, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm6, xmm3, xmm6, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
+    vpsllq       xmm3, xmm2, 23
+    vpalignr     xmm6, xmm2, xmm5, 8
+    vpsrlq       xmm6, xmm6, 41
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm0, 23
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpsrlq       xmm0, xmm0, 41
+    vpxor        xmm0, xmm6, xmm0
+    vpand        xmm2, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm3, 10
+    vpsrlq       xmm6, xmm3, 54
+    vpsllq       xmm7, xmm0, 10
+    vpsrlq       xmm8, xmm0, 54
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm0, xmm0, xmm6
+    vpslldq      xmm2, xmm5, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpalignr     xmm3, xmm7, xmm5, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsllq       xmm2, xmm0, 23
-    vpalignr     xmm3, xmm0, xmm5, 8
+    vpsrldq      xmm3, xmm7, 8
+    vpxor        xmm3, xmm8, xmm3
+    vpsllq       xmm4, xmm3, 23
+    vpalignr     xmm3, xmm3, xmm0, 8
     vpsrlq       xmm3, xmm3, 41
+    vpxor        xmm3, xmm4, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm4, xmm3, 10
+    vpsrlq       xmm5, xmm3, 54
     vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm5
+    vpslldq      xmm3, xmm4, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm6, xmm4, xmm2, 8
+    vpsrlq       xmm6, xmm6, 41
+    vpxor        xmm5, xmm5, xmm6
+    vpsllq       xmm6, xmm0, 23
+    vpalignr     xmm0, xmm0, xmm4, 8
+    vpsrlq       xmm0, xmm0, 41
+    vpxor        xmm0, xmm6, xmm0
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm4, xmm5, 10
+    vpsrlq       xmm6, xmm5, 54
+    vpsllq       xmm7, xmm0, 10
+    vpsrlq       xmm8, xmm0, 54
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm0, xmm0, xmm6
+    vpslldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpalignr     xmm3, xmm7, xmm4, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm7, 8
+    vpxor        xmm3, xmm8, xmm3
+    vpsllq       xmm4, xmm3, 23
+    vpalignr     xmm3, xmm3, xmm0, 8
+    vpsrlq       xmm3, xmm3, 41
+    vpxor        xmm3, xmm4, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm4, xmm3, 10
+    vpsrlq       xmm5, xmm3, 54
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm5
+    vpslldq      xmm3, xmm4, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpclmulqdq   xmm3, xmm2, [rsp], 0
+    vpclmulqdq   xmm4, xmm2, [rsp], 1
+    vpclmulqdq   xmm5, xmm2, [rsp], 16
+    vpclmulqdq   xmm6, xmm2, [rsp], 17
+    vpclmulqdq   xmm7, xmm2, xmm1, 0
+    vpclmulqdq   xmm8, xmm2, xmm1, 1
+    vpclmulqdq   xmm9, xmm2, xmm1, 16
+    vpclmulqdq   xmm2, xmm2, xmm1, 17
+    vpclmulqdq   xmm10, xmm0, [rsp], 0
+    vpclmulqdq   xmm11, xmm0, [rsp], 1
+    vpclmulqdq   xmm12, xmm0, [rsp], 16
+    vpclmulqdq   xmm13, xmm0, [rsp], 17
+    vpclmulqdq   xmm14, xmm0, xmm1, 0
+    vpclmulqdq   xmm15, xmm0, xmm1, 1
+    vmovdqa      [rsp + 32], xmm3                    ; spill
+    vpclmulqdq   xmm3, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm5, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm6, xmm8, xmm9
+    vpxor        xmm7, xmm11, xmm12
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm2, xmm2, xmm13
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm3, xmm15, xmm3
+    vpslldq      xmm7, xmm4, 8
+    vmovdqa      xmm8, [rsp + 32]                    ; reload
+    vpxor        xmm7, xmm8, xmm7
+    vpalignr     xmm4, xmm6, xmm4, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpalignr     xmm5, xmm3, xmm6, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm2, 23
+    vpalignr     xmm5, xmm2, xmm4, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm3, xmm3, xmm5
+    vpsllq       xmm5, xmm0, 23
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpsrlq       xmm0, xmm0, 41
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm2, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm4, xmm3, 10
+    vpsrlq       xmm5, xmm3, 54
+    vpsllq       xmm6, xmm0, 10
+    vpsrlq       xmm8, xmm0, 54
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm0, xmm0, xmm5
+    vpslldq      xmm2, xmm4, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpalignr     xmm3, xmm6, xmm4, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm6, 8
+    vpxor        xmm3, xmm8, xmm3
+    vpsllq       xmm4, xmm3, 23
+    vpalignr     xmm3, xmm3, xmm0, 8
+    vpsrlq       xmm3, xmm3, 41
+    vpxor        xmm3, xmm4, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm4, xmm3, 10
+    vpsrlq       xmm5, xmm3, 54
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm5
+    vpslldq      xmm3, xmm4, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpsllq       xmm7, xmm5, 23
+    vpalignr     xmm8, xmm5, xmm4, 8
+    vpsrlq       xmm8, xmm8, 41
+    vpxor        xmm7, xmm7, xmm8
+    vpsllq       xmm8, xmm6, 23
+    vpalignr     xmm5, xmm6, xmm5, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm5, xmm8, xmm5
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm6, xmm7, 10
+    vpsrlq       xmm8, xmm7, 54
+    vpsllq       xmm9, xmm5, 10
+    vpsrlq       xmm10, xmm5, 54
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm4, xmm4, xmm8
+    vpslldq      xmm5, xmm6, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm5, xmm9, xmm6, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpsrldq      xmm5, xmm9, 8
+    vpxor        xmm5, xmm10, xmm5
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm5, xmm5, xmm4, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm5, xmm6, xmm5
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm6, xmm5, 10
+    vpsrlq       xmm7, xmm5, 54
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm4, xmm4, xmm7
+    vpslldq      xmm5, xmm6, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm5, xmm6, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpclmulqdq   xmm5, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpsllq       xmm7, xmm6, 23
+    vpalignr     xmm8, xmm6, xmm3, 8
+    vpsrlq       xmm8, xmm8, 41
+    vpxor        xmm7, xmm7, xmm8
+    vpsllq       xmm8, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm6, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm8, xmm4
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm6, xmm7, 10
+    vpsrlq       xmm8, xmm7, 54
+    vpsllq       xmm9, xmm4, 10
+    vpsrlq       xmm10, xmm4, 54
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm3, xmm3, xmm8
+    vpslldq      xmm4, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpalignr     xmm5, xmm9, xmm6, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm5, xmm9, 8
+    vpxor        xmm5, xmm10, xmm5
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm5, xmm5, xmm3, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm5, xmm6, xmm5
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm6, xmm5, 10
+    vpsrlq       xmm7, xmm5, 54
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm3, xmm7
+    vpslldq      xmm5, xmm6, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpsrldq      xmm5, xmm6, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpclmulqdq   xmm5, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpsllq       xmm7, xmm6, 23
+    vpalignr     xmm8, xmm6, xmm4, 8
+    vpsrlq       xmm8, xmm8, 41
+    vpxor        xmm7, xmm7, xmm8
+    vpsllq       xmm8, xmm3, 23
+    vpalignr     xmm3, xmm3, xmm6, 8
+    vpsrlq       xmm3, xmm3, 41
+    vpxor        xmm3, xmm8, xmm3
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm6, xmm7, 10
+    vpsrlq       xmm8, xmm7, 54
+    vpsllq       xmm9, xmm3, 10
+    vpsrlq       xmm10, xmm3, 54
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm3, xmm3, xmm8
+    vpslldq      xmm4, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpalignr     xmm5, xmm9, xmm6, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm5, xmm9, 8
+    vpxor        xmm5, xmm10, xmm5
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm5, xmm5, xmm3, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm5, xmm6, xmm5
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm6, xmm5, 10
+    vpsrlq       xmm7, xmm5, 54
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm3, xmm7
+    vpslldq      xmm5, xmm6, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpsrldq      xmm5, xmm6, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpclmulqdq   xmm5, xmm4, xmm2, 0
+    vpclmulqdq   xmm6, xmm4, xmm2, 1
+    vpclmulqdq   xmm7, xmm4, xmm2, 16
+    vpclmulqdq   xmm8, xmm4, xmm2, 17
+    vpclmulqdq   xmm9, xmm4, xmm0, 0
+    vpclmulqdq   xmm10, xmm4, xmm0, 1
+    vpclmulqdq   xmm11, xmm4, xmm0, 16
+    vpclmulqdq   xmm4, xmm4, xmm0, 17
+    vpclmulqdq   xmm12, xmm3, xmm2, 0
+    vpclmulqdq   xmm13, xmm3, xmm2, 1
+    vpclmulqdq   xmm14, xmm3, xmm2, 16
+    vpclmulqdq   xmm2, xmm3, xmm2, 17
+    vpclmulqdq   xmm15, xmm3, xmm0, 0
+    vmovdqa      [rsp + 32], xmm1                    ; spill
+    vpclmulqdq   xmm1, xmm3, xmm0, 1
+    vmovdqa      [rsp + 64], xmm5                    ; spill
+    vpclmulqdq   xmm5, xmm3, xmm0, 16
+    vpclmulqdq   xmm0, xmm3, xmm0, 17
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm6, xmm8, xmm9
+    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm8, xmm13, xmm14
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm1, xmm1, xmm5
+    vpslldq      xmm4, xmm3, 8
+    vmovdqa      xmm5, [rsp + 64]                    ; reload
+    vpxor        xmm4, xmm5, xmm4
+    vpalignr     xmm3, xmm7, xmm3, 8
+    vpxor        xmm3, xmm6, xmm3
+    vpalignr     xmm5, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsllq       xmm1, xmm2, 23
+    vpalignr     xmm5, xmm2, xmm3, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm1, xmm1, xmm5
+    vpsllq       xmm5, xmm0, 23
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpsrlq       xmm0, xmm0, 41
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm2, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm3, xmm1, 10
+    vpsrlq       xmm5, xmm1, 54
+    vpsllq       xmm6, xmm0, 10
+    vpsrlq       xmm7, xmm0, 54
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm0, xmm0, xmm5
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpalignr     xmm2, xmm6, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm6, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpsllq       xmm3, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm3, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm3, xmm2, 10
+    vpsrlq       xmm4, xmm2, 54
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm0, xmm0, xmm4
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm3, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpsllq       xmm4, xmm3, 23
+    vpalignr     xmm5, xmm3, xmm1, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm0, 23
+    vpalignr     xmm0, xmm0, xmm3, 8
+    vpsrlq       xmm0, xmm0, 41
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm3, xmm4, 10
+    vpsrlq       xmm5, xmm4, 54
+    vpsllq       xmm6, xmm0, 10
+    vpsrlq       xmm7, xmm0, 54
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm0, xmm0, xmm5
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm6, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm6, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpsllq       xmm3, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm3, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm3, xmm2, 10
+    vpsrlq       xmm4, xmm2, 54
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm0, xmm0, xmm4
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, [rsp], 0
+    vpclmulqdq   xmm3, xmm1, [rsp], 1
+    vpclmulqdq   xmm4, xmm1, [rsp], 16
+    vpclmulqdq   xmm5, xmm1, [rsp], 17
+    vpclmulqdq   xmm6, xmm1, [rsp + 32], 0
+    vpclmulqdq   xmm7, xmm1, [rsp + 32], 1
+    vpclmulqdq   xmm8, xmm1, [rsp + 32], 16
+    vpclmulqdq   xmm1, xmm1, [rsp + 32], 17
+    vpclmulqdq   xmm9, xmm0, [rsp], 0
+    vpclmulqdq   xmm10, xmm0, [rsp], 1
+    vpclmulqdq   xmm11, xmm0, [rsp], 16
+    vpclmulqdq   xmm12, xmm0, [rsp], 17
+    vpclmulqdq   xmm13, xmm0, [rsp + 32], 0
+    vpclmulqdq   xmm14, xmm0, [rsp + 32], 1
+    vpclmulqdq   xmm15, xmm0, [rsp + 32], 16
+    vpclmulqdq   xmm0, xmm0, [rsp + 32], 17
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm4, xmm5, xmm6
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm6, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm1, xmm1, xmm13
+    vpxor        xmm6, xmm14, xmm15
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm3, xmm5, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm6, xmm5, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpsrldq      xmm4, xmm6, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpsllq       xmm4, xmm1, 23
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm0, 23
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpsrlq       xmm0, xmm0, 41
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm1, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm3, xmm4, 10
+    vpsrlq       xmm5, xmm4, 54
+    vpsllq       xmm6, xmm0, 10
+    vpsrlq       xmm7, xmm0, 54
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm0, xmm0, xmm5
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm6, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm6, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpsllq       xmm3, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm3, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm3, xmm2, 10
+    vpsrlq       xmm4, xmm2, 54
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm0, xmm0, xmm4
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm0, xmm0, 17
+    vpsllq       xmm6, xmm4, 23
+    vpalignr     xmm7, xmm4, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm5, 23
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm7, xmm4
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm4, 10
+    vpsrlq       xmm9, xmm4, 54
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm3, xmm3, xmm7
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm3, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm3, xmm3, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm2, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm3, 23
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 41
+    vpxor        xmm3, xmm7, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm3, 10
+    vpsrlq       xmm9, xmm3, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm1, 1
+    vpclmulqdq   xmm6, xmm3, xmm1, 16
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
+    vpclmulqdq   xmm8, xmm3, xmm0, 0
+    vpclmulqdq   xmm9, xmm3, xmm0, 1
+    vpclmulqdq   xmm10, xmm3, xmm0, 16
+    vpclmulqdq   xmm3, xmm3, xmm0, 17
+    vpclmulqdq   xmm11, xmm2, xmm1, 0
+    vpclmulqdq   xmm12, xmm2, xmm1, 1
+    vpclmulqdq   xmm13, xmm2, xmm1, 16
+    vpclmulqdq   xmm1, xmm2, xmm1, 17
+    vpclmulqdq   xmm14, xmm2, xmm0, 0
+    vpclmulqdq   xmm15, xmm2, xmm0, 1
+    vmovdqa      [rsp + 64], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm2, xmm0, 16
+    vpclmulqdq   xmm0, xmm2, xmm0, 17
+    vpxor        xmm2, xmm5, xmm6
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm6, xmm9, xmm10
+    vpxor        xmm7, xmm12, xmm13
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm1, xmm14
+    vpxor        xmm3, xmm15, xmm4
+    vpslldq      xmm4, xmm2, 8
+    vmovdqa      xmm7, [rsp + 64]                    ; reload
+    vpxor        xmm4, xmm7, xmm4
+    vpalignr     xmm2, xmm6, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm5, xmm3, xmm6, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
     vpsllq       xmm3, xmm1, 23
-    vpalignr     xmm0, xmm1, xmm0, 8
+    vpalignr     xmm5, xmm1, xmm2, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm3, xmm3, xmm5
+    vpsllq       xmm5, xmm0, 23
+    vpalignr     xmm0, xmm0, xmm1, 8
     vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm3, xmm0
-    vpand        xmm1, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm5, xmm2, 54
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm2, xmm3, 10
+    vpsrlq       xmm5, xmm3, 54
     vpsllq       xmm6, xmm0, 10
     vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm0, xmm0, xmm5
+    vpslldq      xmm1, xmm2, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm2, xmm6, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm6, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpsllq       xmm3, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm3, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm3, xmm2, 10
+    vpsrlq       xmm4, xmm2, 54
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm0, xmm0, xmm4
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm0, xmm0, 17
+    vpsllq       xmm6, xmm4, 23
+    vpalignr     xmm7, xmm4, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm5, 23
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm7, xmm4
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm4, 10
+    vpsrlq       xmm9, xmm4, 54
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm3, xmm3, xmm7
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm3, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm3, xmm3, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm2, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm3, 23
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 41
+    vpxor        xmm3, xmm7, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm3, 10
+    vpsrlq       xmm9, xmm3, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm1, 1
+    vpclmulqdq   xmm6, xmm3, xmm1, 16
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
+    vpclmulqdq   xmm8, xmm3, xmm0, 0
+    vpclmulqdq   xmm9, xmm3, xmm0, 1
+    vpclmulqdq   xmm10, xmm3, xmm0, 16
+    vpclmulqdq   xmm3, xmm3, xmm0, 17
+    vpclmulqdq   xmm11, xmm2, xmm1, 0
+    vpclmulqdq   xmm12, xmm2, xmm1, 1
+    vpclmulqdq   xmm13, xmm2, xmm1, 16
+    vpclmulqdq   xmm1, xmm2, xmm1, 17
+    vpclmulqdq   xmm14, xmm2, xmm0, 0
+    vpclmulqdq   xmm15, xmm2, xmm0, 1
+    vmovdqa      [rsp + 64], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm2, xmm0, 16
+    vpclmulqdq   xmm0, xmm2, xmm0, 17
+    vpxor        xmm2, xmm5, xmm6
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm6, xmm9, xmm10
+    vpxor        xmm7, xmm12, xmm13
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm1, xmm14
+    vpxor        xmm3, xmm15, xmm4
+    vpslldq      xmm4, xmm2, 8
+    vmovdqa      xmm7, [rsp + 64]                    ; reload
+    vpxor        xmm4, xmm7, xmm4
+    vpalignr     xmm2, xmm6, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm5, xmm3, xmm6, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm1, 23
+    vpalignr     xmm5, xmm1, xmm2, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm3, xmm3, xmm5
+    vpsllq       xmm5, xmm0, 23
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpsrlq       xmm0, xmm0, 41
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm2, xmm3, 10
+    vpsrlq       xmm5, xmm3, 54
+    vpsllq       xmm6, xmm0, 10
+    vpsrlq       xmm7, xmm0, 54
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm0, xmm0, xmm5
+    vpslldq      xmm1, xmm2, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm2, xmm6, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm6, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpsllq       xmm3, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm3, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm3, xmm2, 10
+    vpsrlq       xmm4, xmm2, 54
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm0, xmm0, xmm4
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm3, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpsllq       xmm4, xmm3, 23
+    vpalignr     xmm5, xmm3, xmm1, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm0, 23
+    vpalignr     xmm0, xmm0, xmm3, 8
+    vpsrlq       xmm0, xmm0, 41
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm3, xmm4, 10
+    vpsrlq       xmm5, xmm4, 54
+    vpsllq       xmm6, xmm0, 10
+    vpsrlq       xmm7, xmm0, 54
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm0, xmm0, xmm5
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm6, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm6, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpsllq       xmm3, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm3, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm3, xmm2, 10
+    vpsrlq       xmm4, xmm2, 54
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm0, xmm0, xmm4
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, [rsp], 0
+    vpclmulqdq   xmm3, xmm1, [rsp], 1
+    vpclmulqdq   xmm4, xmm1, [rsp], 16
+    vpclmulqdq   xmm5, xmm1, [rsp], 17
+    vpclmulqdq   xmm6, xmm1, [rsp + 32], 0
+    vpclmulqdq   xmm7, xmm1, [rsp + 32], 1
+    vpclmulqdq   xmm8, xmm1, [rsp + 32], 16
+    vpclmulqdq   xmm1, xmm1, [rsp + 32], 17
+    vpclmulqdq   xmm9, xmm0, [rsp], 0
+    vpclmulqdq   xmm10, xmm0, [rsp], 1
+    vpclmulqdq   xmm11, xmm0, [rsp], 16
+    vpclmulqdq   xmm12, xmm0, [rsp], 17
+    vpclmulqdq   xmm13, xmm0, [rsp + 32], 0
+    vpclmulqdq   xmm14, xmm0, [rsp + 32], 1
+    vpclmulqdq   xmm15, xmm0, [rsp + 32], 16
+    vpclmulqdq   xmm0, xmm0, [rsp + 32], 17
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm4, xmm5, xmm6
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm6, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm1, xmm1, xmm13
+    vpxor        xmm6, xmm14, xmm15
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm3, xmm5, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm6, xmm5, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpsrldq      xmm4, xmm6, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpsllq       xmm4, xmm1, 23
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm0, 23
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpsrlq       xmm0, xmm0, 41
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm1, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm3, xmm4, 10
+    vpsrlq       xmm5, xmm4, 54
+    vpsllq       xmm6, xmm0, 10
+    vpsrlq       xmm7, xmm0, 54
+    vpxor        xmm2, xmm2, xmm4
     vpxor        xmm0, xmm1, xmm0
     vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
@@ -4494,2399 +4466,59 @@ kg_gf2m233_inv_avx2:
     vpsrldq      xmm4, xmm5, 8
     vpxor        xmm2, xmm2, xmm4
     vpclmulqdq   xmm4, xmm3, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm1, 17
-    vpshufd      xmm6, xmm3, 78
-    vpxor        xmm6, xmm3, xmm6
-    vpshufd      xmm7, xmm1, 78
-    vpxor        xmm7, xmm1, xmm7
-    vpclmulqdq   xmm8, xmm6, xmm7, 0
-    vpclmulqdq   xmm9, xmm3, xmm0, 0
+    vpclmulqdq   xmm5, xmm3, xmm1, 1
+    vpclmulqdq   xmm6, xmm3, xmm1, 16
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
+    vpclmulqdq   xmm8, xmm3, xmm0, 0
+    vpclmulqdq   xmm9, xmm3, xmm0, 1
+    vpclmulqdq   xmm10, xmm3, xmm0, 16
     vpclmulqdq   xmm3, xmm3, xmm0, 17
-    vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm0, xmm10
-    vpclmulqdq   xmm6, xmm6, xmm10, 0
     vpclmulqdq   xmm11, xmm2, xmm1, 0
+    vpclmulqdq   xmm12, xmm2, xmm1, 1
+    vpclmulqdq   xmm13, xmm2, xmm1, 16
     vpclmulqdq   xmm1, xmm2, xmm1, 17
-    vpshufd      xmm12, xmm2, 78
-    vpxor        xmm12, xmm2, xmm12
-    vpclmulqdq   xmm7, xmm12, xmm7, 0
-    vpclmulqdq   xmm13, xmm2, xmm0, 0
+    vpclmulqdq   xmm14, xmm2, xmm0, 0
+    vpclmulqdq   xmm15, xmm2, xmm0, 1
+    vmovdqa      [rsp + 32], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm2, xmm0, 16
     vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpclmulqdq   xmm2, xmm12, xmm10, 0
-    vpxor        xmm9, xmm9, xmm11
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm6, xmm8, xmm4
-    vpxor        xmm6, xmm6, xmm5
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm3, xmm3, xmm1
-    vpxor        xmm1, xmm1, xmm13
-    vpxor        xmm2, xmm2, xmm13
-    vpxor        xmm2, xmm2, xmm0
-    vpslldq      xmm7, xmm6, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm6, xmm3, xmm6, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm1, 23
-    vpalignr     xmm3, xmm1, xmm5, 8
-    vpsrlq       xmm3, xmm3, 41
-    vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm3, xmm0
-    vpand        xmm1, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm5, xmm2, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm0, xmm0, 17
-    vpsllq       xmm6, xmm4, 23
-    vpalignr     xmm7, xmm4, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm2, xmm5, xmm6
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm6, xmm9, xmm10
+    vpxor        xmm7, xmm12, xmm13
     vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm5, 23
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm1, xmm14
+    vpxor        xmm3, xmm15, xmm4
+    vpslldq      xmm4, xmm2, 8
+    vmovdqa      xmm7, [rsp + 32]                    ; reload
     vpxor        xmm4, xmm7, xmm4
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm4, 10
-    vpsrlq       xmm9, xmm4, 54
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm3, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm3, xmm3, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm2, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm3, 23
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 41
-    vpxor        xmm3, xmm7, xmm3
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm3, 10
-    vpsrlq       xmm9, xmm3, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm1, 17
-    vpshufd      xmm6, xmm3, 78
-    vpxor        xmm6, xmm3, xmm6
-    vpshufd      xmm7, xmm1, 78
-    vpxor        xmm7, xmm1, xmm7
-    vpclmulqdq   xmm8, xmm6, xmm7, 0
-    vpclmulqdq   xmm9, xmm3, xmm0, 0
-    vpclmulqdq   xmm3, xmm3, xmm0, 17
-    vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm0, xmm10
-    vpclmulqdq   xmm6, xmm6, xmm10, 0
-    vpclmulqdq   xmm11, xmm2, xmm1, 0
-    vpclmulqdq   xmm1, xmm2, xmm1, 17
-    vpshufd      xmm12, xmm2, 78
-    vpxor        xmm12, xmm2, xmm12
-    vpclmulqdq   xmm7, xmm12, xmm7, 0
-    vpclmulqdq   xmm13, xmm2, xmm0, 0
-    vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpclmulqdq   xmm2, xmm12, xmm10, 0
-    vpxor        xmm9, xmm9, xmm11
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm6, xmm8, xmm4
-    vpxor        xmm6, xmm6, xmm5
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm3, xmm3, xmm1
-    vpxor        xmm1, xmm1, xmm13
-    vpxor        xmm2, xmm2, xmm13
-    vpxor        xmm2, xmm2, xmm0
-    vpslldq      xmm7, xmm6, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm6, xmm3, xmm6, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm1, 23
-    vpalignr     xmm3, xmm1, xmm5, 8
-    vpsrlq       xmm3, xmm3, 41
-    vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm0, 23
+    vpalignr     xmm2, xmm6, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm5, xmm3, xmm6, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm1, 23
+    vpalignr     xmm5, xmm1, xmm2, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm3, xmm3, xmm5
+    vpsllq       xmm5, xmm0, 23
     vpalignr     xmm0, xmm0, xmm1, 8
     vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm3, xmm0
-    vpand        xmm1, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm5, xmm2, 54
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm2, xmm3, 10
+    vpsrlq       xmm5, xmm3, 54
     vpsllq       xmm6, xmm0, 10
     vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm0, xmm1, xmm0
     vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpslldq      xmm1, xmm2, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm2, xmm6, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
     vpsrldq      xmm2, xmm6, 8
     vpxor        xmm2, xmm7, xmm2
@@ -9165,6 +6797,2338 @@ kg_gf2m233_inv_avx2:
     vpxor        xmm3, xmm3, xmm4
     vpsrldq      xmm4, xmm5, 8
     vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm1, 1
+    vpclmulqdq   xmm6, xmm3, xmm1, 16
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
+    vpclmulqdq   xmm8, xmm3, xmm0, 0
+    vpclmulqdq   xmm9, xmm3, xmm0, 1
+    vpclmulqdq   xmm10, xmm3, xmm0, 16
+    vpclmulqdq   xmm3, xmm3, xmm0, 17
+    vpclmulqdq   xmm11, xmm2, xmm1, 0
+    vpclmulqdq   xmm12, xmm2, xmm1, 1
+    vpclmulqdq   xmm13, xmm2, xmm1, 16
+    vpclmulqdq   xmm1, xmm2, xmm1, 17
+    vpclmulqdq   xmm14, xmm2, xmm0, 0
+    vpclmulqdq   xmm15, xmm2, xmm0, 1
+    vmovdqa      [rsp + 32], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm2, xmm0, 16
+    vpclmulqdq   xmm0, xmm2, xmm0, 17
+    vpxor        xmm2, xmm5, xmm6
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm6, xmm9, xmm10
+    vpxor        xmm7, xmm12, xmm13
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm1, xmm14
+    vpxor        xmm3, xmm15, xmm4
+    vpslldq      xmm4, xmm2, 8
+    vmovdqa      xmm7, [rsp + 32]                    ; reload
+    vpxor        xmm4, xmm7, xmm4
+    vpalignr     xmm2, xmm6, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm5, xmm3, xmm6, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm1, 23
+    vpalignr     xmm5, xmm1, xmm2, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm3, xmm3, xmm5
+    vpsllq       xmm5, xmm0, 23
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpsrlq       xmm0, xmm0, 41
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm2, xmm3, 10
+    vpsrlq       xmm5, xmm3, 54
+    vpsllq       xmm6, xmm0, 10
+    vpsrlq       xmm7, xmm0, 54
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm0, xmm0, xmm5
+    vpslldq      xmm1, xmm2, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm2, xmm6, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm6, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpsllq       xmm3, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm3, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm3, xmm2, 10
+    vpsrlq       xmm4, xmm2, 54
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm0, xmm0, xmm4
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm0, xmm0, 17
+    vpsllq       xmm6, xmm4, 23
+    vpalignr     xmm7, xmm4, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm5, 23
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm7, xmm4
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm4, 10
+    vpsrlq       xmm9, xmm4, 54
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm3, xmm3, xmm7
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm3, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm3, xmm3, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm2, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm3, 23
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 41
+    vpxor        xmm3, xmm7, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm3, 10
+    vpsrlq       xmm9, xmm3, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm5, 23
+    vpalignr     xmm7, xmm5, xmm3, 8
+    vpsrlq       xmm7, xmm7, 41
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpalignr     xmm2, xmm2, xmm5, 8
+    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm6, 10
+    vpsrlq       xmm7, xmm6, 54
+    vpsllq       xmm8, xmm2, 10
+    vpsrlq       xmm9, xmm2, 54
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm5, xmm4, 23
+    vpalignr     xmm4, xmm4, xmm2, 8
+    vpsrlq       xmm4, xmm4, 41
+    vpxor        xmm4, xmm5, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm5, xmm4, 10
+    vpsrlq       xmm6, xmm4, 54
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
     vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm2, xmm2, 0
@@ -11428,63 +11392,59 @@ kg_gf2m233_inv_avx2:
     vpsrldq      xmm4, xmm5, 8
     vpxor        xmm2, xmm2, xmm4
     vpclmulqdq   xmm4, xmm3, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm1, 17
-    vpshufd      xmm6, xmm3, 78
-    vpxor        xmm6, xmm3, xmm6
-    vpshufd      xmm7, xmm1, 78
-    vpxor        xmm7, xmm1, xmm7
-    vpclmulqdq   xmm8, xmm6, xmm7, 0
-    vpclmulqdq   xmm9, xmm3, xmm0, 0
+    vpclmulqdq   xmm5, xmm3, xmm1, 1
+    vpclmulqdq   xmm6, xmm3, xmm1, 16
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
+    vpclmulqdq   xmm8, xmm3, xmm0, 0
+    vpclmulqdq   xmm9, xmm3, xmm0, 1
+    vpclmulqdq   xmm10, xmm3, xmm0, 16
     vpclmulqdq   xmm3, xmm3, xmm0, 17
-    vpshufd      xmm10, xmm0, 78
-    vpxor        xmm10, xmm0, xmm10
-    vpclmulqdq   xmm6, xmm6, xmm10, 0
     vpclmulqdq   xmm11, xmm2, xmm1, 0
+    vpclmulqdq   xmm12, xmm2, xmm1, 1
+    vpclmulqdq   xmm13, xmm2, xmm1, 16
     vpclmulqdq   xmm1, xmm2, xmm1, 17
-    vpshufd      xmm12, xmm2, 78
-    vpxor        xmm12, xmm2, xmm12
-    vpclmulqdq   xmm7, xmm12, xmm7, 0
-    vpclmulqdq   xmm13, xmm2, xmm0, 0
+    vpclmulqdq   xmm14, xmm2, xmm0, 0
+    vpclmulqdq   xmm15, xmm2, xmm0, 1
+    vmovdqa      [rsp + 32], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm2, xmm0, 16
     vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpclmulqdq   xmm2, xmm12, xmm10, 0
-    vpxor        xmm9, xmm9, xmm11
+    vpxor        xmm2, xmm5, xmm6
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm6, xmm9, xmm10
+    vpxor        xmm7, xmm12, xmm13
+    vpxor        xmm6, xmm6, xmm7
     vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm6, xmm8, xmm4
-    vpxor        xmm6, xmm6, xmm5
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm3, xmm3, xmm1
-    vpxor        xmm1, xmm1, xmm13
-    vpxor        xmm2, xmm2, xmm13
-    vpxor        xmm2, xmm2, xmm0
-    vpslldq      xmm7, xmm6, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm6, xmm3, xmm6, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm1, 23
-    vpalignr     xmm3, xmm1, xmm5, 8
-    vpsrlq       xmm3, xmm3, 41
-    vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm0, 23
+    vpxor        xmm1, xmm1, xmm14
+    vpxor        xmm3, xmm15, xmm4
+    vpslldq      xmm4, xmm2, 8
+    vmovdqa      xmm7, [rsp + 32]                    ; reload
+    vpxor        xmm4, xmm7, xmm4
+    vpalignr     xmm2, xmm6, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm5, xmm3, xmm6, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm1, 23
+    vpalignr     xmm5, xmm1, xmm2, 8
+    vpsrlq       xmm5, xmm5, 41
+    vpxor        xmm3, xmm3, xmm5
+    vpsllq       xmm5, xmm0, 23
     vpalignr     xmm0, xmm0, xmm1, 8
     vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm3, xmm0
-    vpand        xmm1, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm5, xmm2, 54
+    vpxor        xmm0, xmm5, xmm0
+    vpand        xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsllq       xmm2, xmm3, 10
+    vpsrlq       xmm5, xmm3, 54
     vpsllq       xmm6, xmm0, 10
     vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm0, xmm1, xmm0
     vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpslldq      xmm1, xmm2, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm2, xmm6, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
     vpsrldq      xmm2, xmm6, 8
     vpxor        xmm2, xmm7, xmm2
@@ -11542,6 +11502,8 @@ kg_gf2m233_inv_avx2:
     vpxor        xmm0, xmm0, xmm2
     vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm0
+    mov rsp, rbp
+    pop rbp
     vzeroupper
     ret
 .end:

@@ -10,7 +10,7 @@
 ;   prefix = "kg_gf2m283"
 ;
 ; f = x^283 + x^12 + x^7 + x^5 + 1, 5 limbs of 64 bits, slack s = 37 bits
-; products: k3 blocks of 128 bits, Karatsuba split from 3 blocks
+; products: k3 blocks of 128 bits, schoolbook over blocks
 ; f - x^283 chunk 0: 0x10a1 (one carry-less product per word)
 ; fold 1: degree <= 564 -> <= 293 (5 words above x^283 times f - x^283)
 ; fold 2: degree <= 293 -> <= 282 (1 words above x^283 times f - x^283)
@@ -46,7 +46,7 @@ section .text
 ;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
-;   products: k3 blocks of 128 bits, Karatsuba split from 3 blocks
+;   products: k3 blocks of 128 bits, schoolbook over blocks
 ;   f - x^283 chunk 0: 0x10a1 (one carry-less product per word)
 ;   fold 1: degree <= 564 -> <= 293 (5 words above x^283 times f - x^283)
 ;   fold 2: degree <= 293 -> <= 282 (1 words above x^283 times f - x^283)
@@ -57,7 +57,7 @@ kg_gf2m283_mul_avx2:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 224
+    sub rsp, 192
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
@@ -76,135 +76,101 @@ kg_gf2m283_mul_avx2:
     vpshufd      xmm13, xmm4, 78
     vpxor        xmm13, xmm4, xmm13
     vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm1, xmm3, 0
-    vpclmulqdq   xmm15, xmm1, xmm3, 17
-    vmovdqa      [rsp], xmm3                         ; spill
-    vpshufd      xmm3, xmm1, 78
-    vpxor        xmm3, xmm1, xmm3
-    vpclmulqdq   xmm9, xmm3, xmm9, 0
-    vmovdqa      [rsp + 32], xmm0                    ; spill
-    vpclmulqdq   xmm0, xmm1, xmm4, 0
-    vmovdqa      [rsp + 64], xmm2                    ; spill
-    vpclmulqdq   xmm2, xmm1, xmm4, 17
-    vmovdqa      [rsp + 96], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm3, xmm13, 0
-    vpxor        xmm11, xmm11, xmm14
-    vpxor        xmm12, xmm12, xmm15
+    vpclmulqdq   xmm14, xmm0, xmm5, 0
+    vpclmulqdq   xmm0, xmm0, xmm5, 1
+    vpclmulqdq   xmm15, xmm1, xmm3, 0
+    vmovdqa      [rsp], xmm0                         ; spill
+    vpclmulqdq   xmm0, xmm1, xmm3, 17
+    vmovdqa      [rsp + 32], xmm14                   ; spill
+    vpshufd      xmm14, xmm1, 78
+    vpxor        xmm14, xmm1, xmm14
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vmovdqa      [rsp + 64], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm1, xmm4, 0
+    vmovdqa      [rsp + 96], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm1, xmm4, 17
+    vpclmulqdq   xmm13, xmm14, xmm13, 0
+    vpclmulqdq   xmm14, xmm1, xmm5, 0
+    vpclmulqdq   xmm1, xmm1, xmm5, 1
+    vmovdqa      [rsp + 128], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm2, xmm3, 0
+    vpclmulqdq   xmm3, xmm2, xmm3, 16
+    vmovdqa      [rsp + 160], xmm14                  ; spill
+    vpclmulqdq   xmm14, xmm2, xmm4, 0
+    vpclmulqdq   xmm4, xmm2, xmm4, 16
+    vpclmulqdq   xmm2, xmm2, xmm5, 0
+    vpxor        xmm5, xmm11, xmm15
+    vpxor        xmm0, xmm12, xmm0
     vpxor        xmm8, xmm8, xmm9
     vpxor        xmm9, xmm10, xmm6
-    vpxor        xmm9, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm10, xmm12, xmm0
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqa      xmm1, [rsp + 64]                    ; reload
-    vpclmulqdq   xmm11, xmm1, xmm5, 0
-    vmovdqa      xmm12, [rsp + 32]                   ; reload
-    vpxor        xmm1, xmm12, xmm1
-    vmovdqa      xmm12, [rsp]                        ; reload
-    vpxor        xmm5, xmm12, xmm5
-    vpclmulqdq   xmm12, xmm1, xmm5, 0
-    vpclmulqdq   xmm14, xmm1, xmm5, 17
-    vpshufd      xmm15, xmm1, 78
-    vpxor        xmm15, xmm1, xmm15
-    vmovdqa      [rsp], xmm8                         ; spill
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vmovdqa      [rsp + 64], xmm2                    ; spill
-    vpclmulqdq   xmm2, xmm15, xmm8, 0
-    vmovdqa      [rsp + 32], xmm7                    ; spill
-    vpclmulqdq   xmm7, xmm1, xmm4, 0
-    vpclmulqdq   xmm1, xmm1, xmm4, 17
-    vpclmulqdq   xmm15, xmm15, xmm13, 0
-    vmovdqa      [rsp + 128], xmm0                   ; spill
-    vmovdqa      xmm0, [rsp + 96]                    ; reload
-    vmovdqa      [rsp + 160], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm0, xmm5, 0
-    vpclmulqdq   xmm5, xmm0, xmm5, 17
-    vpclmulqdq   xmm8, xmm3, xmm8, 0
-    vmovdqa      [rsp + 192], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm0, xmm4, 0
-    vpclmulqdq   xmm0, xmm0, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm13, 0
-    vpxor        xmm4, xmm7, xmm9
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm5, xmm15, xmm8
-    vpxor        xmm2, xmm2, xmm12
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm7, xmm14, xmm4
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm1
-    vpxor        xmm1, xmm1, xmm11
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm3, xmm3, xmm0
-    vpxor        xmm5, xmm6, xmm10
-    vpxor        xmm8, xmm12, [rsp + 192]
-    vpxor        xmm5, xmm5, xmm8
-    vmovdqa      xmm8, [rsp + 160]                   ; reload
-    vpxor        xmm9, xmm8, [rsp + 128]
-    vpxor        xmm2, xmm9, xmm2
-    vmovdqa      xmm9, [rsp + 32]                    ; reload
-    vpxor        xmm11, xmm9, [rsp + 64]
-    vpxor        xmm7, xmm11, xmm7
-    vmovdqa      xmm11, [rsp]                        ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, [rsp + 192]
-    vmovdqa      xmm10, [rsp + 128]                  ; reload
-    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm9, xmm9, [rsp + 64]
     vmovdqa      xmm10, [rsp + 64]                   ; reload
-    vpxor        xmm0, xmm10, xmm0
-    vpslldq      xmm0, xmm8, 8
-    vpxor        xmm0, xmm6, xmm0
-    vpalignr     xmm6, xmm11, xmm8, 8
-    vpxor        xmm6, xmm9, xmm6
-    vpalignr     xmm8, xmm2, xmm11, 8
-    vpxor        xmm5, xmm5, xmm8
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm10, xmm10, xmm5
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm0
+    vmovdqa      xmm8, [rsp + 32]                    ; reload
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm0, xmm0, [rsp + 96]
+    vpxor        xmm0, xmm1, xmm0
+    vmovdqa      xmm1, [rsp]                         ; reload
     vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm6, 8
+    vpxor        xmm3, xmm13, [rsp + 96]
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm1, xmm1, xmm7
+    vmovdqa      xmm3, [rsp + 160]                   ; reload
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm7
+    vmovdqa      xmm7, [rsp + 128]                   ; reload
+    vpxor        xmm4, xmm7, xmm4
+    vpslldq      xmm7, xmm9, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpalignr     xmm7, xmm5, xmm9, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm5, xmm1, xmm5, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsllq       xmm3, xmm0, 37
+    vpalignr     xmm4, xmm0, xmm7, 8
     vpsrlq       xmm4, xmm4, 27
     vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm1, xmm1, xmm2, 8
+    vpsllq       xmm4, xmm1, 37
+    vpalignr     xmm5, xmm1, xmm0, 8
+    vpsrlq       xmm5, xmm5, 27
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm2, 37
+    vpalignr     xmm1, xmm2, xmm1, 8
     vpsrlq       xmm1, xmm1, 27
-    vpxor        xmm1, xmm7, xmm1
+    vpxor        xmm1, xmm5, xmm1
     vpsrldq      xmm2, xmm3, 8
-    vpand        xmm2, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm4, [rel gf2m_g_10a1], 0
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm2, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
     vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm5, xmm1, [rel gf2m_g_10a1], 0
     vpclmulqdq   xmm1, xmm1, [rel gf2m_g_10a1], 1
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm3, xmm6, xmm4
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm0, xmm1
+    vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpalignr     xmm2, xmm7, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm1, 37
-    vpalignr     xmm4, xmm1, xmm2, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 37
+    vpalignr     xmm4, xmm0, xmm2, 8
     vpsrlq       xmm4, xmm4, 27
     vpxor        xmm3, xmm3, xmm4
     vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
     vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm0, xmm0, xmm3
-    vmovdqu      [rdi], xmm0
+    vpxor        xmm1, xmm1, xmm3
+    vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm2
-    vmovq        qword [rdi + 32], xmm1
+    vmovq        qword [rdi + 32], xmm0
     mov rsp, rbp
     pop rbp
     vzeroupper
@@ -286,7 +252,7 @@ kg_gf2m283_sqr_avx2:
 ;   clobbers: ymm{0-7}, flags
 ;
 ; reduction schedule:
-;   products: k3 blocks of 128 bits, Karatsuba split from 3 blocks
+;   products: k3 blocks of 128 bits, schoolbook over blocks
 ;   f - x^283 chunk 0: 0x10a1 (one carry-less product per word)
 ;   fold 1: degree <= 564 -> <= 293 (5 words above x^283 times f - x^283)
 ;   fold 2: degree <= 293 -> <= 282 (1 words above x^283 times f - x^283)
@@ -358,7 +324,7 @@ kg_gf2m283_mulwide_avx2:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 224
+    sub rsp, 192
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
@@ -377,101 +343,67 @@ kg_gf2m283_mulwide_avx2:
     vpshufd      xmm13, xmm4, 78
     vpxor        xmm13, xmm4, xmm13
     vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm1, xmm3, 0
-    vpclmulqdq   xmm15, xmm1, xmm3, 17
-    vmovdqa      [rsp], xmm3                         ; spill
-    vpshufd      xmm3, xmm1, 78
-    vpxor        xmm3, xmm1, xmm3
-    vpclmulqdq   xmm9, xmm3, xmm9, 0
-    vmovdqa      [rsp + 32], xmm0                    ; spill
-    vpclmulqdq   xmm0, xmm1, xmm4, 0
-    vmovdqa      [rsp + 64], xmm2                    ; spill
-    vpclmulqdq   xmm2, xmm1, xmm4, 17
-    vmovdqa      [rsp + 96], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm3, xmm13, 0
-    vpxor        xmm11, xmm11, xmm14
-    vpxor        xmm12, xmm12, xmm15
+    vpclmulqdq   xmm14, xmm0, xmm5, 0
+    vpclmulqdq   xmm0, xmm0, xmm5, 1
+    vpclmulqdq   xmm15, xmm1, xmm3, 0
+    vmovdqa      [rsp], xmm0                         ; spill
+    vpclmulqdq   xmm0, xmm1, xmm3, 17
+    vmovdqa      [rsp + 32], xmm14                   ; spill
+    vpshufd      xmm14, xmm1, 78
+    vpxor        xmm14, xmm1, xmm14
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vmovdqa      [rsp + 64], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm1, xmm4, 0
+    vmovdqa      [rsp + 96], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm1, xmm4, 17
+    vpclmulqdq   xmm13, xmm14, xmm13, 0
+    vpclmulqdq   xmm14, xmm1, xmm5, 0
+    vpclmulqdq   xmm1, xmm1, xmm5, 1
+    vmovdqa      [rsp + 128], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm2, xmm3, 0
+    vpclmulqdq   xmm3, xmm2, xmm3, 16
+    vmovdqa      [rsp + 160], xmm14                  ; spill
+    vpclmulqdq   xmm14, xmm2, xmm4, 0
+    vpclmulqdq   xmm4, xmm2, xmm4, 16
+    vpclmulqdq   xmm2, xmm2, xmm5, 0
+    vpxor        xmm5, xmm11, xmm15
+    vpxor        xmm0, xmm12, xmm0
     vpxor        xmm8, xmm8, xmm9
     vpxor        xmm9, xmm10, xmm6
-    vpxor        xmm9, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm10, xmm12, xmm0
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqa      xmm1, [rsp + 64]                    ; reload
-    vpclmulqdq   xmm11, xmm1, xmm5, 0
-    vmovdqa      xmm12, [rsp + 32]                   ; reload
-    vpxor        xmm1, xmm12, xmm1
-    vmovdqa      xmm12, [rsp]                        ; reload
-    vpxor        xmm5, xmm12, xmm5
-    vpclmulqdq   xmm12, xmm1, xmm5, 0
-    vpclmulqdq   xmm14, xmm1, xmm5, 17
-    vpshufd      xmm15, xmm1, 78
-    vpxor        xmm15, xmm1, xmm15
-    vmovdqa      [rsp], xmm8                         ; spill
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vmovdqa      [rsp + 64], xmm2                    ; spill
-    vpclmulqdq   xmm2, xmm15, xmm8, 0
-    vmovdqa      [rsp + 32], xmm7                    ; spill
-    vpclmulqdq   xmm7, xmm1, xmm4, 0
-    vpclmulqdq   xmm1, xmm1, xmm4, 17
-    vpclmulqdq   xmm15, xmm15, xmm13, 0
-    vmovdqa      [rsp + 128], xmm0                   ; spill
-    vmovdqa      xmm0, [rsp + 96]                    ; reload
-    vmovdqa      [rsp + 160], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm0, xmm5, 0
-    vpclmulqdq   xmm5, xmm0, xmm5, 17
-    vpclmulqdq   xmm8, xmm3, xmm8, 0
-    vmovdqa      [rsp + 192], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm0, xmm4, 0
-    vpclmulqdq   xmm0, xmm0, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm13, 0
-    vpxor        xmm4, xmm7, xmm9
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm5, xmm15, xmm8
-    vpxor        xmm2, xmm2, xmm12
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm7, xmm14, xmm4
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm1
-    vpxor        xmm1, xmm1, xmm11
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm3, xmm3, xmm0
-    vpxor        xmm5, xmm6, xmm10
-    vpxor        xmm8, xmm12, [rsp + 192]
-    vpxor        xmm5, xmm5, xmm8
-    vmovdqa      xmm8, [rsp + 160]                   ; reload
-    vpxor        xmm9, xmm8, [rsp + 128]
-    vpxor        xmm2, xmm9, xmm2
-    vmovdqa      xmm9, [rsp + 32]                    ; reload
-    vpxor        xmm11, xmm9, [rsp + 64]
-    vpxor        xmm7, xmm11, xmm7
-    vmovdqa      xmm11, [rsp]                        ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, [rsp + 192]
-    vmovdqa      xmm10, [rsp + 128]                  ; reload
-    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm9, xmm9, [rsp + 64]
     vmovdqa      xmm10, [rsp + 64]                   ; reload
-    vpxor        xmm0, xmm10, xmm0
-    vpslldq      xmm0, xmm8, 8
-    vpxor        xmm0, xmm6, xmm0
-    vpalignr     xmm6, xmm11, xmm8, 8
-    vpxor        xmm6, xmm9, xmm6
-    vpalignr     xmm8, xmm2, xmm11, 8
-    vpxor        xmm5, xmm5, xmm8
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxor        xmm10, xmm10, xmm5
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm0
+    vmovdqa      xmm8, [rsp + 32]                    ; reload
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm0, xmm0, [rsp + 96]
+    vpxor        xmm0, xmm1, xmm0
+    vmovdqa      xmm1, [rsp]                         ; reload
     vpxor        xmm1, xmm1, xmm3
-    vmovdqu      [rdi], xmm0
-    vmovdqu      [rdi + 16], xmm6
-    vmovdqu      [rdi + 32], xmm5
-    vmovdqu      [rdi + 48], xmm2
-    vmovdqu      [rdi + 64], xmm1
+    vpxor        xmm3, xmm13, [rsp + 96]
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm1, xmm1, xmm7
+    vmovdqa      xmm3, [rsp + 160]                   ; reload
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm7
+    vmovdqa      xmm7, [rsp + 128]                   ; reload
+    vpxor        xmm4, xmm7, xmm4
+    vpslldq      xmm7, xmm9, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpalignr     xmm7, xmm5, xmm9, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm5, xmm1, xmm5, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm2, xmm2, xmm3
+    vmovdqu      [rdi], xmm6
+    vmovdqu      [rdi + 16], xmm7
+    vmovdqu      [rdi + 32], xmm0
+    vmovdqu      [rdi + 48], xmm1
+    vmovdqu      [rdi + 64], xmm2
     mov rsp, rbp
     pop rbp
     vzeroupper
@@ -494,7 +426,7 @@ kg_gf2m283_muladd_avx2:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 608
+    sub rsp, 544
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
@@ -515,254 +447,186 @@ kg_gf2m283_muladd_avx2:
     vpxor        xmm15, xmm3, xmm15
     vmovdqa      [rsp], xmm8                         ; spill
     vpclmulqdq   xmm8, xmm14, xmm15, 0
-    vmovdqa      [rsp + 32], xmm11                   ; spill
-    vpclmulqdq   xmm11, xmm0, xmm4, 0
-    vmovdqa      [rsp + 64], xmm7                    ; spill
-    vpclmulqdq   xmm7, xmm0, xmm4, 17
+    vmovdqa      [rsp + 32], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm0, xmm4, 0
+    vmovdqa      [rsp + 64], xmm11                   ; spill
+    vpclmulqdq   xmm11, xmm0, xmm4, 17
     vmovdqa      [rsp + 96], xmm10                   ; spill
     vpshufd      xmm10, xmm4, 78
     vpxor        xmm10, xmm4, xmm10
     vpclmulqdq   xmm14, xmm14, xmm10, 0
     vmovdqa      [rsp + 128], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm1, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm5, 0
+    vpclmulqdq   xmm0, xmm0, xmm5, 1
     vmovdqa      [rsp + 160], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm1, xmm3, 17
-    vmovdqa      [rsp + 192], xmm3                   ; spill
-    vpshufd      xmm3, xmm1, 78
-    vpxor        xmm3, xmm1, xmm3
-    vpclmulqdq   xmm15, xmm3, xmm15, 0
-    vmovdqa      [rsp + 224], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm1, xmm4, 0
-    vmovdqa      [rsp + 256], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm1, xmm4, 17
-    vmovdqa      [rsp + 288], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm3, xmm10, 0
-    vpxor        xmm6, xmm11, xmm6
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm9, xmm14, xmm15
+    vpclmulqdq   xmm9, xmm1, xmm3, 0
+    vmovdqa      [rsp + 192], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm1, xmm3, 17
+    vmovdqa      [rsp + 224], xmm6                   ; spill
+    vpshufd      xmm6, xmm1, 78
+    vpxor        xmm6, xmm1, xmm6
+    vpclmulqdq   xmm15, xmm6, xmm15, 0
+    vmovdqa      [rsp + 256], xmm13                  ; spill
+    vpclmulqdq   xmm13, xmm1, xmm4, 0
+    vmovdqa      [rsp + 288], xmm13                  ; spill
+    vpclmulqdq   xmm13, xmm1, xmm4, 17
+    vpclmulqdq   xmm6, xmm6, xmm10, 0
+    vpclmulqdq   xmm10, xmm1, xmm5, 0
+    vpclmulqdq   xmm1, xmm1, xmm5, 1
+    vmovdqa      [rsp + 320], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm2, xmm3, 0
+    vpclmulqdq   xmm3, xmm2, xmm3, 16
+    vmovdqa      [rsp + 352], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm2, xmm4, 0
+    vpclmulqdq   xmm4, xmm2, xmm4, 16
+    vpclmulqdq   xmm2, xmm2, xmm5, 0
+    vpxor        xmm5, xmm7, xmm9
+    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm7, xmm14, xmm15
     vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm8, xmm8, xmm13
-    vpxor        xmm11, xmm13, xmm6
-    vpxor        xmm6, xmm9, xmm6
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm7, xmm0
+    vpxor        xmm8, xmm8, [rsp + 256]
+    vmovdqa      xmm9, [rsp + 256]                   ; reload
+    vpxor        xmm9, xmm9, xmm5
+    vpxor        xmm5, xmm7, xmm5
+    vpxor        xmm5, xmm5, xmm0
+    vmovdqa      xmm7, [rsp + 224]                   ; reload
+    vpxor        xmm1, xmm7, xmm1
+    vpxor        xmm0, xmm0, [rsp + 288]
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqa      xmm1, [rsp + 256]                   ; reload
-    vpclmulqdq   xmm9, xmm1, xmm5, 0
-    vmovdqa      xmm13, [rsp + 224]                  ; reload
-    vpxor        xmm1, xmm13, xmm1
-    vmovdqa      xmm13, [rsp + 192]                  ; reload
-    vpxor        xmm5, xmm13, xmm5
-    vpclmulqdq   xmm13, xmm1, xmm5, 0
-    vpclmulqdq   xmm14, xmm1, xmm5, 17
-    vpshufd      xmm15, xmm1, 78
-    vpxor        xmm15, xmm1, xmm15
-    vmovdqa      [rsp + 192], xmm6                   ; spill
-    vpshufd      xmm6, xmm5, 78
-    vpxor        xmm6, xmm5, xmm6
-    vmovdqa      [rsp + 256], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm15, xmm6, 0
-    vmovdqa      [rsp + 224], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm1, xmm4, 0
-    vpclmulqdq   xmm1, xmm1, xmm4, 17
-    vpclmulqdq   xmm15, xmm15, xmm10, 0
-    vmovdqa      [rsp + 320], xmm0                   ; spill
-    vmovdqa      xmm0, [rsp + 288]                   ; reload
-    vmovdqa      [rsp + 352], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm0, xmm5, 0
-    vpclmulqdq   xmm5, xmm0, xmm5, 17
-    vpclmulqdq   xmm6, xmm3, xmm6, 0
-    vmovdqa      [rsp + 384], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm0, xmm4, 0
-    vpclmulqdq   xmm0, xmm0, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm10, 0
-    vpxor        xmm4, xmm11, xmm8
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm5, xmm15, xmm6
-    vpxor        xmm2, xmm2, xmm13
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm6, xmm14, xmm4
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm1
-    vpxor        xmm1, xmm1, xmm9
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm3, xmm3, xmm0
-    vpxor        xmm5, xmm12, xmm7
-    vpxor        xmm8, xmm13, [rsp + 384]
-    vpxor        xmm5, xmm5, xmm8
-    vmovdqa      xmm8, [rsp + 352]                   ; reload
-    vpxor        xmm9, xmm8, [rsp + 320]
+    vmovdqa      xmm1, [rsp + 192]                   ; reload
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm3, xmm6, [rsp + 288]
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm1, xmm1, xmm13
+    vmovdqa      xmm3, [rsp + 352]                   ; reload
+    vpxor        xmm3, xmm3, xmm10
+    vpxor        xmm3, xmm3, xmm13
+    vmovdqa      xmm6, [rsp + 320]                   ; reload
+    vpxor        xmm4, xmm6, xmm4
+    vmovdqa      xmm6, [rsp + 128]                   ; reload
+    vpclmulqdq   xmm7, xmm6, [rsp + 160], 0
+    vpclmulqdq   xmm10, xmm6, [rsp + 160], 17
+    vpshufd      xmm11, xmm6, 78
+    vpxor        xmm11, xmm6, xmm11
+    vpshufd      xmm13, [rsp + 160], 78
+    vmovdqa      xmm14, [rsp + 160]                  ; reload
+    vpxor        xmm13, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm11, xmm13, 0
+    vmovdqa      [rsp + 320], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm6, [rsp + 96], 0
+    vmovdqa      [rsp + 352], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm6, [rsp + 96], 17
+    vmovdqa      [rsp + 288], xmm3                   ; spill
+    vpshufd      xmm3, [rsp + 96], 78
+    vmovdqa      [rsp + 192], xmm1                   ; spill
+    vmovdqa      xmm1, [rsp + 96]                    ; reload
+    vpxor        xmm3, xmm1, xmm3
+    vpclmulqdq   xmm11, xmm11, xmm3, 0
+    vmovdqa      [rsp + 224], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm6, [rsp + 64], 0
+    vpclmulqdq   xmm6, xmm6, [rsp + 64], 1
+    vmovdqa      [rsp + 128], xmm5                   ; spill
+    vmovdqa      xmm5, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 256], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm5, xmm14, 0
+    vmovdqa      [rsp + 384], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm5, xmm14, 17
+    vmovdqa      [rsp + 416], xmm12                  ; spill
+    vpshufd      xmm12, xmm5, 78
+    vpxor        xmm12, xmm5, xmm12
+    vpclmulqdq   xmm13, xmm12, xmm13, 0
+    vmovdqa      [rsp + 448], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm5, xmm1, 0
+    vmovdqa      [rsp + 480], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm5, xmm1, 17
+    vpclmulqdq   xmm3, xmm12, xmm3, 0
+    vpclmulqdq   xmm12, xmm5, [rsp + 64], 0
+    vpclmulqdq   xmm5, xmm5, [rsp + 64], 1
+    vmovdqa      [rsp + 32], xmm5                    ; spill
+    vmovdqa      xmm5, [rsp]                         ; reload
+    vmovdqa      [rsp + 512], xmm12                  ; spill
+    vpclmulqdq   xmm12, xmm5, xmm14, 0
+    vpclmulqdq   xmm14, xmm5, xmm14, 16
+    vmovdqa      [rsp + 160], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm5, xmm1, 0
+    vpclmulqdq   xmm1, xmm5, xmm1, 16
+    vpclmulqdq   xmm5, xmm5, [rsp + 64], 0
+    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm4, xmm4, xmm8
+    vpxor        xmm8, xmm11, xmm13
+    vpxor        xmm9, xmm15, xmm7
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm10, xmm10, xmm2
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm0, xmm0, xmm12
+    vpxor        xmm4, xmm4, [rsp + 480]
+    vpxor        xmm0, xmm0, xmm4
+    vmovdqa      xmm4, [rsp + 448]                   ; reload
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm3, xmm3, [rsp + 480]
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm3, xmm3, [rsp + 160]
+    vmovdqa      xmm4, [rsp + 512]                   ; reload
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm4, xmm4, [rsp + 160]
+    vmovdqa      xmm6, [rsp + 32]                    ; reload
+    vpxor        xmm1, xmm6, xmm1
+    vmovdqa      xmm6, [rsp + 416]                   ; reload
+    vpxor        xmm6, xmm6, xmm7
+    vmovdqa      xmm7, [rsp + 384]                   ; reload
+    vpxor        xmm7, xmm7, xmm9
+    vmovdqa      xmm8, [rsp + 256]                   ; reload
+    vpxor        xmm8, xmm8, xmm10
+    vmovdqa      xmm9, [rsp + 128]                   ; reload
     vpxor        xmm2, xmm9, xmm2
     vmovdqa      xmm9, [rsp + 224]                   ; reload
-    vpxor        xmm10, xmm9, [rsp + 256]
-    vpxor        xmm6, xmm10, xmm6
-    vmovdqa      xmm10, [rsp + 192]                  ; reload
-    vpxor        xmm4, xmm10, xmm4
-    vpxor        xmm1, xmm7, xmm1
-    vpxor        xmm1, xmm1, [rsp + 384]
-    vmovdqa      xmm7, [rsp + 320]                   ; reload
-    vpxor        xmm3, xmm7, xmm3
-    vmovdqa      xmm7, [rsp + 256]                   ; reload
-    vpxor        xmm0, xmm7, xmm0
-    vmovdqa      xmm7, [rsp + 128]                   ; reload
-    vpclmulqdq   xmm11, xmm7, [rsp + 160], 0
-    vpclmulqdq   xmm13, xmm7, [rsp + 160], 17
-    vpshufd      xmm14, xmm7, 78
-    vpxor        xmm14, xmm7, xmm14
-    vpshufd      xmm15, [rsp + 160], 78
-    vmovdqa      [rsp + 256], xmm0                   ; spill
-    vmovdqa      xmm0, [rsp + 160]                   ; reload
-    vpxor        xmm15, xmm0, xmm15
-    vmovdqa      [rsp + 320], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm14, xmm15, 0
-    vmovdqa      [rsp + 384], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm7, [rsp + 96], 0
-    vmovdqa      [rsp + 288], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm7, [rsp + 96], 17
-    vmovdqa      [rsp + 416], xmm6                   ; spill
-    vpshufd      xmm6, [rsp + 96], 78
-    vmovdqa      [rsp + 448], xmm2                   ; spill
-    vmovdqa      xmm2, [rsp + 96]                    ; reload
-    vpxor        xmm6, xmm2, xmm6
-    vpclmulqdq   xmm14, xmm14, xmm6, 0
-    vmovdqa      [rsp + 480], xmm5                   ; spill
-    vmovdqa      xmm5, [rsp + 64]                    ; reload
-    vpclmulqdq   xmm10, xmm5, xmm0, 0
-    vpclmulqdq   xmm9, xmm5, xmm0, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vpclmulqdq   xmm15, xmm8, xmm15, 0
-    vmovdqa      [rsp + 512], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm5, xmm2, 0
-    vpclmulqdq   xmm0, xmm5, xmm2, 17
-    vpclmulqdq   xmm5, xmm8, xmm6, 0
-    vpxor        xmm1, xmm1, xmm10
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm9, xmm14, xmm15
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm3, xmm3, xmm13
-    vpxor        xmm10, xmm13, xmm1
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm4, xmm4, xmm12
-    vpxor        xmm5, xmm5, xmm12
-    vpxor        xmm5, xmm5, xmm0
-    vmovdqa      xmm9, [rsp]                         ; reload
-    vpclmulqdq   xmm12, xmm9, [rsp + 32], 0
-    vpxor        xmm7, xmm7, xmm9
-    vmovdqa      xmm9, [rsp + 160]                   ; reload
-    vpxor        xmm9, xmm9, [rsp + 32]
-    vpclmulqdq   xmm13, xmm7, xmm9, 0
-    vpclmulqdq   xmm14, xmm7, xmm9, 17
-    vpshufd      xmm15, xmm7, 78
-    vpxor        xmm15, xmm7, xmm15
-    vmovdqa      [rsp + 32], xmm1                    ; spill
-    vpshufd      xmm1, xmm9, 78
-    vpxor        xmm1, xmm9, xmm1
-    vmovdqa      [rsp + 160], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm15, xmm1, 0
-    vmovdqa      [rsp], xmm10                        ; spill
-    vpclmulqdq   xmm10, xmm7, xmm2, 0
-    vpclmulqdq   xmm7, xmm7, xmm2, 17
-    vpclmulqdq   xmm15, xmm15, xmm6, 0
-    vmovdqa      [rsp + 128], xmm3                   ; spill
-    vmovdqa      xmm3, [rsp + 64]                    ; reload
-    vmovdqa      [rsp + 544], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm3, xmm9, 0
-    vpclmulqdq   xmm9, xmm3, xmm9, 17
-    vpclmulqdq   xmm1, xmm8, xmm1, 0
-    vmovdqa      [rsp + 576], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm3, xmm2, 0
-    vpclmulqdq   xmm2, xmm3, xmm2, 17
-    vpclmulqdq   xmm3, xmm8, xmm6, 0
-    vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm6, xmm7, xmm9
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm7, xmm14, xmm5
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm5, xmm6, xmm12
-    vpxor        xmm3, xmm3, xmm12
-    vpxor        xmm3, xmm3, xmm2
-    vpxor        xmm6, xmm11, xmm4
-    vpxor        xmm8, xmm13, [rsp + 576]
-    vpxor        xmm6, xmm6, xmm8
-    vmovdqa      xmm8, [rsp + 128]                   ; reload
-    vpxor        xmm9, xmm8, [rsp + 544]
     vpxor        xmm0, xmm9, xmm0
-    vmovdqa      xmm9, [rsp]                         ; reload
-    vpxor        xmm10, xmm9, [rsp + 160]
-    vpxor        xmm7, xmm10, xmm7
-    vmovdqa      xmm10, [rsp + 32]                   ; reload
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm4, xmm4, [rsp + 576]
-    vmovdqa      xmm5, [rsp + 544]                   ; reload
-    vpxor        xmm3, xmm5, xmm3
-    vmovdqa      xmm5, [rsp + 160]                   ; reload
-    vpxor        xmm2, xmm5, xmm2
-    vmovdqa      xmm5, [rsp + 512]                   ; reload
-    vpxor        xmm5, xmm5, xmm11
-    vmovdqa      xmm11, [rsp + 352]                  ; reload
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      xmm11, [rsp + 224]                  ; reload
-    vpxor        xmm9, xmm11, xmm9
-    vmovdqa      xmm11, [rsp + 192]                  ; reload
-    vpxor        xmm10, xmm11, xmm10
-    vmovdqa      xmm11, [rsp + 480]                  ; reload
-    vpxor        xmm6, xmm11, xmm6
-    vmovdqa      xmm11, [rsp + 448]                  ; reload
-    vpxor        xmm0, xmm11, xmm0
-    vmovdqa      xmm11, [rsp + 416]                  ; reload
-    vpxor        xmm7, xmm11, xmm7
-    vmovdqa      xmm11, [rsp + 288]                  ; reload
-    vpxor        xmm1, xmm11, xmm1
-    vmovdqa      xmm11, [rsp + 384]                  ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vmovdqa      xmm11, [rsp + 320]                  ; reload
-    vpxor        xmm3, xmm11, xmm3
-    vmovdqa      xmm11, [rsp + 256]                  ; reload
-    vpxor        xmm2, xmm11, xmm2
-    vpslldq      xmm2, xmm8, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpalignr     xmm5, xmm10, xmm8, 8
+    vmovdqa      xmm9, [rsp + 192]                   ; reload
+    vpxor        xmm3, xmm9, xmm3
+    vmovdqa      xmm9, [rsp + 288]                   ; reload
+    vpxor        xmm4, xmm9, xmm4
+    vmovdqa      xmm9, [rsp + 352]                   ; reload
+    vpxor        xmm1, xmm9, xmm1
+    vmovdqa      xmm9, [rsp + 320]                   ; reload
     vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm8, xmm0, xmm10, 8
-    vpxor        xmm6, xmm6, xmm8
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm7, xmm0
-    vpalignr     xmm1, xmm3, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpsllq       xmm3, xmm6, 37
-    vpalignr     xmm4, xmm6, xmm5, 8
+    vpslldq      xmm9, xmm7, 8
+    vpxor        xmm6, xmm6, xmm9
+    vpalignr     xmm7, xmm2, xmm7, 8
+    vpxor        xmm7, xmm8, xmm7
+    vpalignr     xmm2, xmm3, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpalignr     xmm2, xmm1, xmm3, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsllq       xmm3, xmm0, 37
+    vpalignr     xmm4, xmm0, xmm7, 8
     vpsrlq       xmm4, xmm4, 27
     vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm6, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm3, 8
-    vpand        xmm1, xmm6, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm6, xmm4, [rel gf2m_g_10a1], 0
+    vpsllq       xmm4, xmm2, 37
+    vpalignr     xmm5, xmm2, xmm0, 8
+    vpsrlq       xmm5, xmm5, 27
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm1, 37
+    vpalignr     xmm1, xmm1, xmm2, 8
+    vpsrlq       xmm1, xmm1, 27
+    vpxor        xmm1, xmm5, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm2, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
     vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm5, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm6, 8
+    vpclmulqdq   xmm5, xmm1, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm0, xmm1
+    vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm6, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm3, xmm5, 8
     vpxor        xmm0, xmm0, xmm3
     vpsllq       xmm3, xmm0, 37
     vpalignr     xmm4, xmm0, xmm2, 8
@@ -2119,7 +1983,7 @@ kg_gf2m283_inv_avx2:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 320
+    sub rsp, 288
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
@@ -2176,3870 +2040,279 @@ kg_gf2m283_inv_avx2:
     vpshufd      xmm13, xmm1, 78
     vpxor        xmm13, xmm1, xmm13
     vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm4, xmm0, 0
-    vpclmulqdq   xmm15, xmm4, xmm0, 17
-    vmovdqa      [rsp], xmm0                         ; spill
-    vpshufd      xmm0, xmm4, 78
-    vpxor        xmm0, xmm4, xmm0
-    vpclmulqdq   xmm9, xmm0, xmm9, 0
-    vmovdqa      [rsp + 32], xmm3                    ; spill
-    vpclmulqdq   xmm3, xmm4, xmm1, 0
-    vmovdqa      [rsp + 64], xmm2                    ; spill
-    vpclmulqdq   xmm2, xmm4, xmm1, 17
-    vmovdqa      [rsp + 96], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm0, xmm13, 0
-    vpxor        xmm11, xmm11, xmm14
-    vpxor        xmm12, xmm12, xmm15
+    vpclmulqdq   xmm14, xmm3, xmm2, 0
+    vpclmulqdq   xmm3, xmm3, xmm2, 1
+    vpclmulqdq   xmm15, xmm4, xmm0, 0
+    vmovdqa      [rsp], xmm3                         ; spill
+    vpclmulqdq   xmm3, xmm4, xmm0, 17
+    vmovdqa      [rsp + 32], xmm14                   ; spill
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm4, xmm14
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vmovdqa      [rsp + 64], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm4, xmm1, 0
+    vmovdqa      [rsp + 96], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm4, xmm1, 17
+    vpclmulqdq   xmm13, xmm14, xmm13, 0
+    vpclmulqdq   xmm14, xmm4, xmm2, 0
+    vpclmulqdq   xmm4, xmm4, xmm2, 1
+    vmovdqa      [rsp + 128], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm5, xmm0, 0
+    vmovdqa      [rsp + 160], xmm14                  ; spill
+    vpclmulqdq   xmm14, xmm5, xmm0, 16
+    vmovdqa      [rsp + 192], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm5, xmm1, 0
+    vmovdqa      [rsp + 224], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm5, xmm1, 16
+    vpclmulqdq   xmm5, xmm5, xmm2, 0
+    vpxor        xmm11, xmm11, xmm15
+    vpxor        xmm3, xmm12, xmm3
     vpxor        xmm8, xmm8, xmm9
     vpxor        xmm9, xmm10, xmm6
-    vpxor        xmm9, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm9, xmm9, [rsp + 64]
+    vmovdqa      xmm10, [rsp + 64]                   ; reload
+    vpxor        xmm10, xmm10, xmm11
     vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm10, xmm12, xmm3
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm3, xmm3, xmm2
-    vpclmulqdq   xmm4, xmm5, [rsp + 64], 0
+    vpxor        xmm8, xmm8, xmm3
     vmovdqa      xmm11, [rsp + 32]                   ; reload
-    vpxor        xmm5, xmm11, xmm5
-    vmovdqa      xmm11, [rsp]                        ; reload
-    vpxor        xmm12, xmm11, [rsp + 64]
-    vpclmulqdq   xmm14, xmm5, xmm12, 0
-    vpclmulqdq   xmm15, xmm5, xmm12, 17
-    vpshufd      xmm11, xmm5, 78
-    vpxor        xmm11, xmm5, xmm11
-    vmovdqa      [rsp + 32], xmm8                    ; spill
-    vpshufd      xmm8, xmm12, 78
-    vpxor        xmm8, xmm12, xmm8
-    vmovdqa      [rsp + 128], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm11, xmm8, 0
-    vmovdqa      [rsp + 160], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm5, xmm1, 0
-    vpclmulqdq   xmm5, xmm5, xmm1, 17
-    vpclmulqdq   xmm11, xmm11, xmm13, 0
-    vmovdqa      [rsp + 192], xmm3                   ; spill
-    vmovdqa      xmm3, [rsp + 96]                    ; reload
-    vmovdqa      [rsp + 224], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm3, xmm12, 0
-    vpclmulqdq   xmm12, xmm3, xmm12, 17
-    vpclmulqdq   xmm8, xmm0, xmm8, 0
-    vmovdqa      [rsp + 256], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm3, xmm1, 0
-    vpclmulqdq   xmm3, xmm3, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm13, 0
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm5, xmm5, xmm12
-    vpxor        xmm8, xmm11, xmm8
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm9, xmm15, xmm7
-    vpxor        xmm7, xmm8, xmm7
-    vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm5, xmm5, xmm4
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm4, xmm6, xmm10
-    vpxor        xmm8, xmm14, [rsp + 256]
-    vpxor        xmm4, xmm4, xmm8
-    vmovdqa      xmm8, [rsp + 224]                   ; reload
-    vpxor        xmm11, xmm8, [rsp + 192]
-    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm4, xmm11, xmm4
+    vpxor        xmm3, xmm3, [rsp + 96]
+    vpxor        xmm3, xmm4, xmm3
+    vmovdqa      xmm4, [rsp]                         ; reload
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm11, xmm13, [rsp + 96]
+    vpxor        xmm4, xmm4, xmm11
+    vpxor        xmm4, xmm4, xmm7
     vmovdqa      xmm11, [rsp + 160]                  ; reload
-    vpxor        xmm12, xmm11, [rsp + 128]
-    vpxor        xmm9, xmm12, xmm9
-    vmovdqa      xmm12, [rsp + 32]                   ; reload
-    vpxor        xmm7, xmm12, xmm7
-    vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm5, xmm5, [rsp + 256]
-    vmovdqa      xmm10, [rsp + 192]                  ; reload
-    vpxor        xmm0, xmm10, xmm0
-    vmovdqa      xmm10, [rsp + 128]                  ; reload
-    vpxor        xmm3, xmm10, xmm3
-    vpslldq      xmm3, xmm8, 8
-    vpxor        xmm3, xmm6, xmm3
-    vpalignr     xmm6, xmm12, xmm8, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpalignr     xmm8, xmm2, xmm12, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm2, xmm7, xmm2, 8
-    vpxor        xmm2, xmm9, xmm2
-    vpalignr     xmm0, xmm0, xmm7, 8
+    vpxor        xmm11, xmm11, [rsp + 224]
+    vpxor        xmm7, xmm11, xmm7
+    vmovdqa      xmm11, [rsp + 128]                  ; reload
+    vpxor        xmm0, xmm11, xmm0
+    vpslldq      xmm11, xmm9, 8
+    vpxor        xmm6, xmm6, xmm11
+    vpalignr     xmm9, xmm8, xmm9, 8
+    vpxor        xmm9, xmm10, xmm9
+    vpalignr     xmm8, xmm4, xmm8, 8
+    vpxor        xmm3, xmm3, xmm8
+    vpalignr     xmm4, xmm0, xmm4, 8
+    vpxor        xmm4, xmm7, xmm4
+    vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm5, xmm0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm7, xmm4, xmm6, 8
+    vpsllq       xmm5, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm9, 8
     vpsrlq       xmm7, xmm7, 27
     vpxor        xmm5, xmm5, xmm7
-    vpsllq       xmm7, xmm2, 37
-    vpalignr     xmm8, xmm2, xmm4, 8
+    vpsllq       xmm7, xmm4, 37
+    vpalignr     xmm8, xmm4, xmm3, 8
     vpsrlq       xmm8, xmm8, 27
     vpxor        xmm7, xmm7, xmm8
     vpsllq       xmm8, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
+    vpalignr     xmm0, xmm0, xmm4, 8
     vpsrlq       xmm0, xmm0, 27
     vpxor        xmm0, xmm8, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
+    vpsrldq      xmm4, xmm5, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
     vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
     vpclmulqdq   xmm5, xmm7, [rel gf2m_g_10a1], 0
     vpclmulqdq   xmm7, xmm7, [rel gf2m_g_10a1], 1
     vpclmulqdq   xmm8, xmm0, [rel gf2m_g_10a1], 0
     vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm6, xmm7
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm8, xmm5, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpxor        xmm6, xmm9, xmm7
+    vpxor        xmm0, xmm3, xmm0
+    vpslldq      xmm3, xmm5, 8
     vpxor        xmm3, xmm4, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpsllq       xmm4, xmm0, 37
-    vpalignr     xmm5, xmm0, xmm3, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
+    vpalignr     xmm4, xmm8, xmm5, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpsrldq      xmm5, xmm8, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpsllq       xmm5, xmm0, 37
+    vpalignr     xmm6, xmm0, xmm4, 8
+    vpsrlq       xmm6, xmm6, 27
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm7, xmm3, xmm3, 17
-    vpclmulqdq   xmm8, xmm0, xmm0, 0
-    vpsllq       xmm9, xmm6, 37
-    vpalignr     xmm10, xmm6, xmm5, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_10a1], 1
+    vpxor        xmm3, xmm3, xmm5
+    vpclmulqdq   xmm5, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm8, xmm4, xmm4, 17
+    vpclmulqdq   xmm9, xmm0, xmm0, 0
     vpsllq       xmm10, xmm7, 37
     vpalignr     xmm11, xmm7, xmm6, 8
     vpsrlq       xmm11, xmm11, 27
     vpxor        xmm10, xmm10, xmm11
     vpsllq       xmm11, xmm8, 37
-    vpalignr     xmm7, xmm8, xmm7, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm7, xmm11, xmm7
-    vpsrldq      xmm8, xmm9, 8
-    vpand        xmm6, xmm6, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm9, xmm10, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm11, xmm7, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm8
-    vpxor        xmm5, xmm5, xmm10
-    vpxor        xmm6, xmm6, xmm7
-    vpslldq      xmm7, xmm9, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm7, xmm11, xmm9, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpsrldq      xmm7, xmm11, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm6, 37
-    vpalignr     xmm8, xmm6, xmm5, 8
+    vpalignr     xmm12, xmm8, xmm7, 8
+    vpsrlq       xmm12, xmm12, 27
+    vpxor        xmm11, xmm11, xmm12
+    vpsllq       xmm12, xmm9, 37
+    vpalignr     xmm8, xmm9, xmm8, 8
     vpsrlq       xmm8, xmm8, 27
+    vpxor        xmm8, xmm12, xmm8
+    vpsrldq      xmm9, xmm10, 8
+    vpand        xmm7, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm9, xmm10, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm11, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm12, xmm8, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm6, xmm11
     vpxor        xmm7, xmm7, xmm8
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm6, xmm6, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm7
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpslldq      xmm8, xmm10, 8
+    vpxor        xmm5, xmm5, xmm8
+    vpalignr     xmm8, xmm12, xmm10, 8
+    vpxor        xmm6, xmm6, xmm8
+    vpsrldq      xmm8, xmm12, 8
+    vpxor        xmm7, xmm7, xmm8
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm6, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsrldq      xmm9, xmm8, 8
+    vpand        xmm7, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm8
     vpclmulqdq   xmm8, xmm5, xmm5, 0
     vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpsllq       xmm9, xmm8, 37
-    vpalignr     xmm10, xmm8, xmm4, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 37
-    vpalignr     xmm11, xmm5, xmm8, 8
+    vpclmulqdq   xmm9, xmm6, xmm6, 0
+    vpclmulqdq   xmm6, xmm6, xmm6, 17
+    vpclmulqdq   xmm7, xmm7, xmm7, 0
+    vpsllq       xmm10, xmm9, 37
+    vpalignr     xmm11, xmm9, xmm5, 8
     vpsrlq       xmm11, xmm11, 27
     vpxor        xmm10, xmm10, xmm11
     vpsllq       xmm11, xmm6, 37
-    vpalignr     xmm5, xmm6, xmm5, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm5, xmm11, xmm5
-    vpsrldq      xmm6, xmm9, 8
-    vpand        xmm6, xmm8, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm9, xmm10, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm11, xmm5, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_10a1], 1
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm5, xmm6, xmm5
-    vpslldq      xmm6, xmm9, 8
-    vpxor        xmm6, xmm7, xmm6
-    vpalignr     xmm7, xmm11, xmm9, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpsrldq      xmm7, xmm11, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpsllq       xmm7, xmm5, 37
-    vpalignr     xmm8, xmm5, xmm4, 8
-    vpsrlq       xmm8, xmm8, 27
-    vpxor        xmm7, xmm7, xmm8
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpclmulqdq   xmm7, xmm6, xmm2, 0
-    vpclmulqdq   xmm8, xmm6, xmm2, 17
-    vpshufd      xmm9, xmm6, 78
-    vpxor        xmm9, xmm6, xmm9
-    vpshufd      xmm10, xmm2, 78
-    vpxor        xmm10, xmm2, xmm10
-    vpclmulqdq   xmm11, xmm9, xmm10, 0
-    vpclmulqdq   xmm12, xmm6, xmm3, 0
-    vpclmulqdq   xmm13, xmm6, xmm3, 17
-    vpshufd      xmm14, xmm3, 78
-    vpxor        xmm14, xmm3, xmm14
-    vpclmulqdq   xmm9, xmm9, xmm14, 0
-    vpclmulqdq   xmm15, xmm4, xmm2, 0
-    vmovdqa      [rsp + 32], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm4, xmm2, 17
-    vmovdqa      [rsp + 160], xmm2                   ; spill
-    vpshufd      xmm2, xmm4, 78
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm10, xmm2, xmm10, 0
-    vmovdqa      [rsp + 224], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm4, xmm3, 0
-    vmovdqa      [rsp + 128], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm4, xmm3, 17
-    vmovdqa      [rsp + 192], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm2, xmm14, 0
-    vpxor        xmm12, xmm12, xmm15
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm10, xmm11, xmm7
-    vpxor        xmm10, xmm10, xmm8
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm9, xmm9, xmm12
-    vpxor        xmm9, xmm9, xmm1
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm4, xmm4, xmm0
-    vpclmulqdq   xmm6, xmm5, [rsp + 128], 0
-    vmovdqa      xmm11, [rsp + 224]                  ; reload
-    vpxor        xmm5, xmm11, xmm5
-    vmovdqa      xmm11, [rsp + 160]                  ; reload
-    vpxor        xmm11, xmm11, [rsp + 128]
-    vpclmulqdq   xmm12, xmm5, xmm11, 0
-    vpclmulqdq   xmm13, xmm5, xmm11, 17
-    vpshufd      xmm15, xmm5, 78
-    vpxor        xmm15, xmm5, xmm15
-    vmovdqa      [rsp + 128], xmm9                   ; spill
-    vpshufd      xmm9, xmm11, 78
-    vpxor        xmm9, xmm11, xmm9
-    vmovdqa      [rsp + 160], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm15, xmm9, 0
-    vmovdqa      [rsp + 224], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm5, xmm3, 0
-    vpclmulqdq   xmm5, xmm5, xmm3, 17
-    vpclmulqdq   xmm15, xmm15, xmm14, 0
-    vmovdqa      [rsp + 256], xmm4                   ; spill
-    vmovdqa      xmm4, [rsp + 192]                   ; reload
-    vmovdqa      [rsp + 96], xmm10                   ; spill
-    vpclmulqdq   xmm10, xmm4, xmm11, 0
-    vpclmulqdq   xmm11, xmm4, xmm11, 17
-    vpclmulqdq   xmm9, xmm2, xmm9, 0
-    vmovdqa      [rsp + 288], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm4, xmm3, 0
-    vpclmulqdq   xmm3, xmm4, xmm3, 17
-    vpclmulqdq   xmm2, xmm2, xmm14, 0
-    vpxor        xmm4, xmm8, xmm10
+    vpalignr     xmm12, xmm6, xmm9, 8
+    vpsrlq       xmm12, xmm12, 27
+    vpxor        xmm11, xmm11, xmm12
+    vpsllq       xmm12, xmm7, 37
+    vpalignr     xmm6, xmm7, xmm6, 8
+    vpsrlq       xmm6, xmm6, 27
+    vpxor        xmm6, xmm12, xmm6
+    vpsrldq      xmm7, xmm10, 8
+    vpand        xmm7, xmm9, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm9, xmm10, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm11, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm8, xmm8, xmm9
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm8, xmm15, xmm9
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm9, xmm13, xmm4
-    vpxor        xmm4, xmm8, xmm4
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm6, xmm7, xmm1
-    vpxor        xmm8, xmm12, [rsp + 288]
+    vpxor        xmm6, xmm7, xmm6
+    vpslldq      xmm7, xmm10, 8
+    vpxor        xmm7, xmm8, xmm7
+    vpalignr     xmm8, xmm12, xmm10, 8
+    vpxor        xmm5, xmm5, xmm8
+    vpsrldq      xmm8, xmm12, 8
     vpxor        xmm6, xmm6, xmm8
-    vmovdqa      xmm8, [rsp + 96]                    ; reload
-    vpxor        xmm10, xmm8, [rsp + 256]
-    vpxor        xmm0, xmm10, xmm0
-    vmovdqa      xmm10, [rsp + 224]                  ; reload
-    vpxor        xmm11, xmm10, [rsp + 160]
-    vpxor        xmm9, xmm11, xmm9
-    vmovdqa      xmm11, [rsp + 128]                  ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm1, xmm1, [rsp + 288]
-    vmovdqa      xmm5, [rsp + 256]                   ; reload
-    vpxor        xmm2, xmm5, xmm2
-    vmovdqa      xmm5, [rsp + 160]                   ; reload
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm3, xmm8, 8
-    vpxor        xmm3, xmm7, xmm3
-    vpalignr     xmm5, xmm11, xmm8, 8
-    vpxor        xmm5, xmm10, xmm5
-    vpalignr     xmm7, xmm0, xmm11, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm0, xmm4, xmm0, 8
-    vpxor        xmm0, xmm9, xmm0
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsllq       xmm2, xmm6, 37
-    vpalignr     xmm4, xmm6, xmm5, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm6, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm2, 8
-    vpand        xmm1, xmm6, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm6, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm5, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm6, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm6, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
-    vpclmulqdq   xmm7, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm5, 37
-    vpalignr     xmm9, xmm5, xmm4, 8
+    vpsllq       xmm8, xmm6, 37
+    vpalignr     xmm9, xmm6, xmm5, 8
     vpsrlq       xmm9, xmm9, 27
     vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm6, 37
-    vpalignr     xmm10, xmm6, xmm5, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm7, 37
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm6, xmm10, xmm6
-    vpsrldq      xmm7, xmm8, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 37
-    vpalignr     xmm7, xmm5, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm6
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm3, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm4, xmm10, xmm4
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 37
-    vpalignr     xmm7, xmm4, xmm3, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm3, 37
-    vpalignr     xmm10, xmm3, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm4, 37
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm1, 0
-    vpclmulqdq   xmm7, xmm5, xmm1, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vpshufd      xmm9, xmm1, 78
-    vpxor        xmm9, xmm1, xmm9
-    vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm5, xmm2, 0
-    vpclmulqdq   xmm12, xmm5, xmm2, 17
-    vpshufd      xmm13, xmm2, 78
-    vpxor        xmm13, xmm2, xmm13
-    vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm4, xmm1, 0
-    vpclmulqdq   xmm15, xmm4, xmm1, 17
-    vmovdqa      [rsp + 128], xmm1                   ; spill
-    vpshufd      xmm1, xmm4, 78
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm9, xmm1, xmm9, 0
-    vmovdqa      [rsp + 224], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm4, xmm2, 0
-    vmovdqa      [rsp + 96], xmm0                    ; spill
-    vpclmulqdq   xmm0, xmm4, xmm2, 17
-    vmovdqa      [rsp + 160], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm1, xmm13, 0
-    vpxor        xmm11, xmm11, xmm14
-    vpxor        xmm12, xmm12, xmm15
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm10, xmm6
-    vpxor        xmm9, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm10, xmm12, xmm5
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm4, xmm4, xmm0
-    vpclmulqdq   xmm5, xmm3, [rsp + 96], 0
-    vmovdqa      xmm11, [rsp + 224]                  ; reload
-    vpxor        xmm3, xmm11, xmm3
-    vmovdqa      xmm11, [rsp + 128]                  ; reload
-    vpxor        xmm11, xmm11, [rsp + 96]
-    vpclmulqdq   xmm12, xmm3, xmm11, 0
-    vpclmulqdq   xmm14, xmm3, xmm11, 17
-    vpshufd      xmm15, xmm3, 78
-    vpxor        xmm15, xmm3, xmm15
-    vmovdqa      [rsp + 96], xmm8                    ; spill
-    vpshufd      xmm8, xmm11, 78
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      [rsp + 128], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm15, xmm8, 0
-    vmovdqa      [rsp + 224], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm3, xmm2, 0
-    vpclmulqdq   xmm3, xmm3, xmm2, 17
-    vpclmulqdq   xmm15, xmm15, xmm13, 0
-    vmovdqa      [rsp + 256], xmm4                   ; spill
-    vmovdqa      xmm4, [rsp + 160]                   ; reload
-    vmovdqa      [rsp + 288], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm4, xmm11, 0
-    vpclmulqdq   xmm11, xmm4, xmm11, 17
-    vpclmulqdq   xmm8, xmm1, xmm8, 0
-    vmovdqa      [rsp + 192], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm4, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpclmulqdq   xmm1, xmm1, xmm13, 0
-    vpxor        xmm4, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm7, xmm15, xmm8
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm8, xmm14, xmm4
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm4, xmm4, xmm3
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm5, xmm6, xmm10
-    vpxor        xmm7, xmm12, [rsp + 192]
-    vpxor        xmm5, xmm5, xmm7
-    vmovdqa      xmm7, [rsp + 288]                   ; reload
-    vpxor        xmm9, xmm7, [rsp + 256]
-    vpxor        xmm0, xmm9, xmm0
-    vmovdqa      xmm9, [rsp + 224]                   ; reload
-    vpxor        xmm11, xmm9, [rsp + 128]
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      xmm11, [rsp + 96]                   ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm3, xmm3, [rsp + 192]
-    vmovdqa      xmm10, [rsp + 256]                  ; reload
-    vpxor        xmm1, xmm10, xmm1
-    vmovdqa      xmm10, [rsp + 128]                  ; reload
-    vpxor        xmm2, xmm10, xmm2
-    vpslldq      xmm2, xmm7, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpalignr     xmm6, xmm11, xmm7, 8
-    vpxor        xmm6, xmm9, xmm6
-    vpalignr     xmm7, xmm0, xmm11, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm0, xmm4, xmm0, 8
-    vpxor        xmm0, xmm8, xmm0
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsllq       xmm3, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm6, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm3, 8
-    vpand        xmm1, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
-    vpclmulqdq   xmm7, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm5, 37
-    vpalignr     xmm9, xmm5, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm6, 37
-    vpalignr     xmm10, xmm6, xmm5, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm7, 37
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm6, xmm10, xmm6
-    vpsrldq      xmm7, xmm8, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 37
-    vpalignr     xmm7, xmm5, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm6
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm3, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm4, xmm10, xmm4
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 37
-    vpalignr     xmm7, xmm4, xmm3, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm3, 37
-    vpalignr     xmm10, xmm3, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm4, 37
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm1, 0
-    vpclmulqdq   xmm7, xmm5, xmm1, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vpshufd      xmm9, xmm1, 78
-    vpxor        xmm9, xmm1, xmm9
-    vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm5, xmm2, 0
-    vpclmulqdq   xmm12, xmm5, xmm2, 17
-    vpshufd      xmm13, xmm2, 78
-    vpxor        xmm13, xmm2, xmm13
-    vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm4, xmm1, 0
-    vpclmulqdq   xmm15, xmm4, xmm1, 17
-    vmovdqa      [rsp + 96], xmm1                    ; spill
-    vpshufd      xmm1, xmm4, 78
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm9, xmm1, xmm9, 0
-    vmovdqa      [rsp + 224], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm4, xmm2, 0
-    vmovdqa      [rsp + 288], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm4, xmm2, 17
-    vmovdqa      [rsp + 128], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm1, xmm13, 0
-    vpxor        xmm11, xmm11, xmm14
-    vpxor        xmm12, xmm12, xmm15
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm10, xmm6
-    vpxor        xmm9, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm10, xmm12, xmm5
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm4, xmm4, xmm0
-    vpclmulqdq   xmm5, xmm3, [rsp + 288], 0
-    vmovdqa      xmm11, [rsp + 224]                  ; reload
-    vpxor        xmm3, xmm11, xmm3
-    vmovdqa      xmm11, [rsp + 96]                   ; reload
-    vpxor        xmm11, xmm11, [rsp + 288]
-    vpclmulqdq   xmm12, xmm3, xmm11, 0
-    vpclmulqdq   xmm14, xmm3, xmm11, 17
-    vpshufd      xmm15, xmm3, 78
-    vpxor        xmm15, xmm3, xmm15
-    vmovdqa      [rsp + 288], xmm8                   ; spill
-    vpshufd      xmm8, xmm11, 78
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      [rsp + 96], xmm0                    ; spill
-    vpclmulqdq   xmm0, xmm15, xmm8, 0
-    vmovdqa      [rsp + 224], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm3, xmm2, 0
-    vpclmulqdq   xmm3, xmm3, xmm2, 17
-    vpclmulqdq   xmm15, xmm15, xmm13, 0
-    vmovdqa      [rsp + 256], xmm4                   ; spill
-    vmovdqa      xmm4, [rsp + 128]                   ; reload
-    vmovdqa      [rsp + 192], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm4, xmm11, 0
-    vpclmulqdq   xmm11, xmm4, xmm11, 17
-    vpclmulqdq   xmm8, xmm1, xmm8, 0
-    vmovdqa      [rsp + 160], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm4, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpclmulqdq   xmm1, xmm1, xmm13, 0
-    vpxor        xmm4, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm7, xmm15, xmm8
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm8, xmm14, xmm4
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm4, xmm4, xmm3
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm5, xmm6, xmm10
-    vpxor        xmm7, xmm12, [rsp + 160]
-    vpxor        xmm5, xmm5, xmm7
-    vmovdqa      xmm7, [rsp + 192]                   ; reload
-    vpxor        xmm9, xmm7, [rsp + 256]
-    vpxor        xmm0, xmm9, xmm0
-    vmovdqa      xmm9, [rsp + 224]                   ; reload
-    vpxor        xmm11, xmm9, [rsp + 96]
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      xmm11, [rsp + 288]                  ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm3, xmm3, [rsp + 160]
-    vmovdqa      xmm10, [rsp + 256]                  ; reload
-    vpxor        xmm1, xmm10, xmm1
-    vmovdqa      xmm10, [rsp + 96]                   ; reload
-    vpxor        xmm2, xmm10, xmm2
-    vpslldq      xmm2, xmm7, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpalignr     xmm6, xmm11, xmm7, 8
-    vpxor        xmm6, xmm9, xmm6
-    vpalignr     xmm7, xmm0, xmm11, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm0, xmm4, xmm0, 8
-    vpxor        xmm0, xmm8, xmm0
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsllq       xmm3, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm6, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm3, 8
-    vpand        xmm1, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, [rsp], 0
-    vpclmulqdq   xmm4, xmm2, [rsp], 17
-    vpshufd      xmm5, xmm2, 78
-    vpxor        xmm5, xmm2, xmm5
-    vpshufd      xmm6, [rsp], 78
-    vmovdqa      xmm7, [rsp]                         ; reload
-    vpxor        xmm6, xmm7, xmm6
-    vpclmulqdq   xmm8, xmm5, xmm6, 0
-    vpclmulqdq   xmm9, xmm2, [rsp + 32], 0
-    vpclmulqdq   xmm10, xmm2, [rsp + 32], 17
-    vpshufd      xmm11, [rsp + 32], 78
-    vmovdqa      xmm12, [rsp + 32]                   ; reload
-    vpxor        xmm11, xmm12, xmm11
-    vpclmulqdq   xmm5, xmm5, xmm11, 0
-    vpclmulqdq   xmm13, xmm1, xmm7, 0
-    vpclmulqdq   xmm14, xmm1, xmm7, 17
-    vpshufd      xmm15, xmm1, 78
-    vpxor        xmm15, xmm1, xmm15
-    vpclmulqdq   xmm6, xmm15, xmm6, 0
-    vpclmulqdq   xmm7, xmm1, xmm12, 0
-    vmovdqa      [rsp + 288], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm1, xmm12, 17
-    vmovdqa      [rsp + 224], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm15, xmm11, 0
-    vpxor        xmm9, xmm9, xmm13
-    vpxor        xmm10, xmm10, xmm14
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm6, xmm8, xmm3
-    vpxor        xmm6, xmm6, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm5, xmm5, xmm10
-    vpxor        xmm8, xmm10, xmm7
-    vpxor        xmm1, xmm1, xmm7
-    vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm7, xmm0, [rsp + 64], 0
-    vmovdqa      xmm9, [rsp + 288]                   ; reload
-    vpxor        xmm0, xmm9, xmm0
-    vmovdqa      xmm9, [rsp]                         ; reload
-    vpxor        xmm10, xmm9, [rsp + 64]
-    vpclmulqdq   xmm13, xmm0, xmm10, 0
-    vpclmulqdq   xmm14, xmm0, xmm10, 17
-    vpshufd      xmm9, xmm0, 78
-    vpxor        xmm9, xmm0, xmm9
-    vmovdqa      [rsp + 288], xmm5                   ; spill
-    vpshufd      xmm5, xmm10, 78
-    vpxor        xmm5, xmm10, xmm5
-    vmovdqa      [rsp + 192], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm9, xmm5, 0
-    vmovdqa      [rsp + 96], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm0, xmm12, 0
-    vpclmulqdq   xmm0, xmm0, xmm12, 17
-    vpclmulqdq   xmm9, xmm9, xmm11, 0
-    vmovdqa      [rsp + 256], xmm1                   ; spill
-    vmovdqa      xmm1, [rsp + 224]                   ; reload
-    vmovdqa      [rsp + 160], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm1, xmm10, 0
-    vpclmulqdq   xmm10, xmm1, xmm10, 17
-    vpclmulqdq   xmm5, xmm15, xmm5, 0
-    vmovdqa      [rsp + 128], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm1, xmm12, 0
-    vpclmulqdq   xmm1, xmm1, xmm12, 17
-    vpclmulqdq   xmm11, xmm15, xmm11, 0
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm5, xmm9, xmm5
-    vpxor        xmm2, xmm2, xmm13
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm6, xmm14, xmm4
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm0
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm5, xmm11, xmm7
-    vpxor        xmm5, xmm5, xmm1
-    vpxor        xmm7, xmm3, xmm8
-    vpxor        xmm9, xmm13, [rsp + 128]
-    vpxor        xmm7, xmm7, xmm9
-    vmovdqa      xmm9, [rsp + 160]                   ; reload
-    vpxor        xmm10, xmm9, [rsp + 256]
-    vpxor        xmm2, xmm10, xmm2
-    vmovdqa      xmm10, [rsp + 96]                   ; reload
-    vpxor        xmm11, xmm10, [rsp + 192]
-    vpxor        xmm6, xmm11, xmm6
-    vmovdqa      xmm11, [rsp + 288]                  ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm0, xmm0, [rsp + 128]
-    vmovdqa      xmm8, [rsp + 256]                   ; reload
-    vpxor        xmm5, xmm8, xmm5
-    vmovdqa      xmm8, [rsp + 192]                   ; reload
-    vpxor        xmm1, xmm8, xmm1
-    vpslldq      xmm1, xmm9, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm11, xmm9, 8
-    vpxor        xmm3, xmm10, xmm3
-    vpalignr     xmm8, xmm2, xmm11, 8
+    vpsrldq      xmm9, xmm8, 8
+    vpand        xmm6, xmm6, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_10a1], 1
     vpxor        xmm7, xmm7, xmm8
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpsllq       xmm4, xmm7, 37
-    vpalignr     xmm5, xmm7, xmm3, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm2, 37
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm6, xmm0
-    vpsrldq      xmm2, xmm4, 8
-    vpand        xmm2, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm6, xmm5, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm6, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpalignr     xmm2, xmm7, xmm6, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
-    vpclmulqdq   xmm7, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm5, 37
-    vpalignr     xmm9, xmm5, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm6, 37
-    vpalignr     xmm10, xmm6, xmm5, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm7, 37
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm6, xmm10, xmm6
-    vpsrldq      xmm7, xmm8, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 37
-    vpalignr     xmm7, xmm5, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm6
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm3, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm4, xmm10, xmm4
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 37
-    vpalignr     xmm7, xmm4, xmm3, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm3, 37
-    vpalignr     xmm10, xmm3, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm4, 37
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm1, 0
-    vpclmulqdq   xmm7, xmm4, xmm1, 17
-    vpshufd      xmm8, xmm4, 78
-    vpxor        xmm8, xmm4, xmm8
-    vpshufd      xmm9, xmm1, 78
-    vpxor        xmm9, xmm1, xmm9
-    vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm4, xmm2, 0
-    vpclmulqdq   xmm13, xmm4, xmm2, 17
-    vpshufd      xmm14, xmm2, 78
-    vpxor        xmm14, xmm2, xmm14
-    vpclmulqdq   xmm8, xmm8, xmm14, 0
-    vpclmulqdq   xmm15, xmm5, xmm1, 0
-    vpclmulqdq   xmm12, xmm5, xmm1, 17
-    vmovdqa      [rsp + 288], xmm1                   ; spill
-    vpshufd      xmm1, xmm5, 78
-    vpxor        xmm1, xmm5, xmm1
-    vpclmulqdq   xmm9, xmm1, xmm9, 0
-    vmovdqa      [rsp + 96], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm5, xmm2, 0
-    vmovdqa      [rsp + 160], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm5, xmm2, 17
-    vmovdqa      [rsp + 192], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm1, xmm14, 0
-    vpxor        xmm11, xmm11, xmm15
-    vpxor        xmm12, xmm13, xmm12
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm10, xmm6
-    vpxor        xmm9, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm10, xmm12, xmm4
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm0
-    vpclmulqdq   xmm5, xmm3, [rsp + 160], 0
-    vmovdqa      xmm11, [rsp + 96]                   ; reload
-    vpxor        xmm3, xmm11, xmm3
-    vmovdqa      xmm11, [rsp + 288]                  ; reload
-    vpxor        xmm11, xmm11, [rsp + 160]
-    vpclmulqdq   xmm12, xmm3, xmm11, 0
-    vpclmulqdq   xmm13, xmm3, xmm11, 17
-    vpshufd      xmm15, xmm3, 78
-    vpxor        xmm15, xmm3, xmm15
-    vmovdqa      [rsp + 160], xmm8                   ; spill
-    vpshufd      xmm8, xmm11, 78
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      [rsp + 288], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm15, xmm8, 0
-    vmovdqa      [rsp + 96], xmm7                    ; spill
-    vpclmulqdq   xmm7, xmm3, xmm2, 0
-    vpclmulqdq   xmm3, xmm3, xmm2, 17
-    vpclmulqdq   xmm15, xmm15, xmm14, 0
-    vmovdqa      [rsp + 256], xmm4                   ; spill
-    vmovdqa      xmm4, [rsp + 192]                   ; reload
-    vmovdqa      [rsp + 128], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm4, xmm11, 0
-    vpclmulqdq   xmm11, xmm4, xmm11, 17
-    vpclmulqdq   xmm8, xmm1, xmm8, 0
-    vmovdqa      [rsp + 224], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm4, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpclmulqdq   xmm1, xmm1, xmm14, 0
-    vpxor        xmm4, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm7, xmm15, xmm8
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm8, xmm13, xmm4
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm4, xmm4, xmm3
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm5, xmm6, xmm10
-    vpxor        xmm7, xmm12, [rsp + 224]
-    vpxor        xmm5, xmm5, xmm7
-    vmovdqa      xmm7, [rsp + 128]                   ; reload
-    vpxor        xmm9, xmm7, [rsp + 256]
-    vpxor        xmm0, xmm9, xmm0
-    vmovdqa      xmm9, [rsp + 96]                    ; reload
-    vpxor        xmm11, xmm9, [rsp + 288]
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      xmm11, [rsp + 160]                  ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm3, xmm3, [rsp + 224]
-    vmovdqa      xmm10, [rsp + 256]                  ; reload
-    vpxor        xmm1, xmm10, xmm1
-    vmovdqa      xmm10, [rsp + 288]                  ; reload
-    vpxor        xmm2, xmm10, xmm2
-    vpslldq      xmm2, xmm7, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpalignr     xmm6, xmm11, xmm7, 8
-    vpxor        xmm6, xmm9, xmm6
-    vpalignr     xmm7, xmm0, xmm11, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm0, xmm4, xmm0, 8
-    vpxor        xmm0, xmm8, xmm0
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsllq       xmm3, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm6, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm3, 8
-    vpand        xmm1, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, [rsp], 0
-    vpclmulqdq   xmm4, xmm2, [rsp], 17
-    vpshufd      xmm5, xmm2, 78
-    vpxor        xmm5, xmm2, xmm5
-    vpshufd      xmm6, [rsp], 78
-    vmovdqa      xmm7, [rsp]                         ; reload
-    vpxor        xmm6, xmm7, xmm6
-    vpclmulqdq   xmm8, xmm5, xmm6, 0
-    vpclmulqdq   xmm9, xmm2, [rsp + 32], 0
-    vpclmulqdq   xmm10, xmm2, [rsp + 32], 17
-    vpshufd      xmm11, [rsp + 32], 78
-    vmovdqa      xmm12, [rsp + 32]                   ; reload
-    vpxor        xmm11, xmm12, xmm11
-    vpclmulqdq   xmm5, xmm5, xmm11, 0
-    vpclmulqdq   xmm13, xmm1, xmm7, 0
-    vpclmulqdq   xmm14, xmm1, xmm7, 17
-    vpshufd      xmm15, xmm1, 78
-    vpxor        xmm15, xmm1, xmm15
-    vpclmulqdq   xmm6, xmm15, xmm6, 0
-    vpclmulqdq   xmm7, xmm1, xmm12, 0
-    vmovdqa      [rsp + 160], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm1, xmm12, 17
-    vmovdqa      [rsp + 96], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm15, xmm11, 0
-    vpxor        xmm9, xmm9, xmm13
-    vpxor        xmm10, xmm10, xmm14
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm6, xmm8, xmm3
-    vpxor        xmm6, xmm6, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm5, xmm5, xmm10
-    vpxor        xmm8, xmm10, xmm7
-    vpxor        xmm1, xmm1, xmm7
-    vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm7, xmm0, [rsp + 64], 0
-    vmovdqa      xmm9, [rsp + 160]                   ; reload
-    vpxor        xmm0, xmm9, xmm0
-    vmovdqa      xmm9, [rsp]                         ; reload
-    vpxor        xmm10, xmm9, [rsp + 64]
-    vpclmulqdq   xmm13, xmm0, xmm10, 0
-    vpclmulqdq   xmm14, xmm0, xmm10, 17
-    vpshufd      xmm9, xmm0, 78
-    vpxor        xmm9, xmm0, xmm9
-    vmovdqa      [rsp + 160], xmm5                   ; spill
-    vpshufd      xmm5, xmm10, 78
-    vpxor        xmm5, xmm10, xmm5
+    vpclmulqdq   xmm8, xmm7, xmm3, 0
+    vpclmulqdq   xmm9, xmm7, xmm3, 17
+    vpshufd      xmm10, xmm7, 78
+    vpxor        xmm10, xmm7, xmm10
+    vpshufd      xmm11, xmm3, 78
+    vpxor        xmm11, xmm3, xmm11
+    vpclmulqdq   xmm12, xmm10, xmm11, 0
+    vpclmulqdq   xmm13, xmm7, xmm4, 0
+    vpclmulqdq   xmm14, xmm7, xmm4, 17
+    vpshufd      xmm15, xmm4, 78
+    vpxor        xmm15, xmm4, xmm15
+    vpclmulqdq   xmm10, xmm10, xmm15, 0
     vmovdqa      [rsp + 128], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm9, xmm5, 0
-    vmovdqa      [rsp + 288], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm0, xmm12, 0
-    vpclmulqdq   xmm0, xmm0, xmm12, 17
-    vpclmulqdq   xmm9, xmm9, xmm11, 0
-    vmovdqa      [rsp + 256], xmm1                   ; spill
-    vmovdqa      xmm1, [rsp + 96]                    ; reload
-    vmovdqa      [rsp + 224], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm1, xmm10, 0
-    vpclmulqdq   xmm10, xmm1, xmm10, 17
-    vpclmulqdq   xmm5, xmm15, xmm5, 0
-    vmovdqa      [rsp + 192], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm1, xmm12, 0
-    vpclmulqdq   xmm1, xmm1, xmm12, 17
-    vpclmulqdq   xmm11, xmm15, xmm11, 0
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm5, xmm9, xmm5
-    vpxor        xmm2, xmm2, xmm13
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm6, xmm14, xmm4
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm0
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm5, xmm11, xmm7
-    vpxor        xmm5, xmm5, xmm1
-    vpxor        xmm7, xmm3, xmm8
-    vpxor        xmm9, xmm13, [rsp + 192]
-    vpxor        xmm7, xmm7, xmm9
-    vmovdqa      xmm9, [rsp + 224]                   ; reload
-    vpxor        xmm10, xmm9, [rsp + 256]
-    vpxor        xmm2, xmm10, xmm2
-    vmovdqa      xmm10, [rsp + 288]                  ; reload
-    vpxor        xmm11, xmm10, [rsp + 128]
-    vpxor        xmm6, xmm11, xmm6
-    vmovdqa      xmm11, [rsp + 160]                  ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm0, xmm0, [rsp + 192]
-    vmovdqa      xmm8, [rsp + 256]                   ; reload
-    vpxor        xmm5, xmm8, xmm5
-    vmovdqa      xmm8, [rsp + 128]                   ; reload
-    vpxor        xmm1, xmm8, xmm1
-    vpslldq      xmm1, xmm9, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm11, xmm9, 8
-    vpxor        xmm3, xmm10, xmm3
-    vpalignr     xmm8, xmm2, xmm11, 8
-    vpxor        xmm7, xmm7, xmm8
+    vpclmulqdq   xmm2, xmm7, xmm0, 0
+    vpclmulqdq   xmm7, xmm7, xmm0, 1
+    vmovdqa      [rsp + 224], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm5, xmm3, 0
+    vmovdqa      [rsp + 160], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm5, xmm3, 17
+    vmovdqa      [rsp + 96], xmm2                    ; spill
+    vpshufd      xmm2, xmm5, 78
+    vpxor        xmm2, xmm5, xmm2
+    vpclmulqdq   xmm11, xmm2, xmm11, 0
+    vmovdqa      [rsp], xmm9                         ; spill
+    vpclmulqdq   xmm9, xmm5, xmm4, 0
+    vmovdqa      [rsp + 32], xmm9                    ; spill
+    vpclmulqdq   xmm9, xmm5, xmm4, 17
+    vpclmulqdq   xmm2, xmm2, xmm15, 0
+    vpclmulqdq   xmm15, xmm5, xmm0, 0
+    vpclmulqdq   xmm5, xmm5, xmm0, 1
+    vmovdqa      [rsp + 64], xmm5                    ; spill
+    vpclmulqdq   xmm5, xmm6, xmm3, 0
+    vpclmulqdq   xmm3, xmm6, xmm3, 16
+    vmovdqa      [rsp + 256], xmm15                  ; spill
+    vpclmulqdq   xmm15, xmm6, xmm4, 0
+    vpclmulqdq   xmm4, xmm6, xmm4, 16
+    vpclmulqdq   xmm0, xmm6, xmm0, 0
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm6, xmm14, xmm7
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm10, xmm12, xmm8
+    vpxor        xmm10, xmm10, [rsp]
+    vmovdqa      xmm11, [rsp]                        ; reload
+    vpxor        xmm11, xmm11, xmm1
+    vpxor        xmm1, xmm7, xmm1
+    vpxor        xmm1, xmm1, xmm6
+    vmovdqa      xmm7, [rsp + 96]                    ; reload
+    vpxor        xmm5, xmm7, xmm5
+    vpxor        xmm6, xmm6, [rsp + 32]
+    vpxor        xmm5, xmm5, xmm6
+    vmovdqa      xmm6, [rsp + 160]                   ; reload
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm2, xmm2, [rsp + 32]
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm2, xmm9
+    vmovdqa      xmm3, [rsp + 256]                   ; reload
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm3, xmm3, xmm9
+    vmovdqa      xmm6, [rsp + 64]                    ; reload
+    vpxor        xmm4, xmm6, xmm4
+    vpslldq      xmm6, xmm10, 8
+    vpxor        xmm6, xmm8, xmm6
+    vpalignr     xmm7, xmm1, xmm10, 8
+    vpxor        xmm7, xmm11, xmm7
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
     vpalignr     xmm2, xmm4, xmm2, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpsllq       xmm4, xmm7, 37
-    vpalignr     xmm5, xmm7, xmm3, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm1, 37
+    vpalignr     xmm4, xmm1, xmm7, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm3, xmm3, xmm4
+    vpsllq       xmm4, xmm2, 37
+    vpalignr     xmm5, xmm2, xmm1, 8
     vpsrlq       xmm5, xmm5, 27
     vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm2, 37
-    vpalignr     xmm6, xmm2, xmm7, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm0, 37
+    vpsllq       xmm5, xmm0, 37
     vpalignr     xmm0, xmm0, xmm2, 8
     vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm6, xmm0
-    vpsrldq      xmm2, xmm4, 8
-    vpand        xmm2, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm0, xmm5, xmm0
+    vpsrldq      xmm2, xmm3, 8
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm2, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
     vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm6, xmm5, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
     vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm6, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpalignr     xmm2, xmm7, xmm6, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
-    vpclmulqdq   xmm7, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm5, 37
-    vpalignr     xmm9, xmm5, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm6, 37
-    vpalignr     xmm10, xmm6, xmm5, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm7, 37
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm6, xmm10, xmm6
-    vpsrldq      xmm7, xmm8, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 37
-    vpalignr     xmm7, xmm5, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm6
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm3, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm4, xmm10, xmm4
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 37
-    vpalignr     xmm7, xmm4, xmm3, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm3, 37
-    vpalignr     xmm10, xmm3, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm4, 37
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm1, 0
-    vpclmulqdq   xmm7, xmm4, xmm1, 17
-    vpshufd      xmm8, xmm4, 78
-    vpxor        xmm8, xmm4, xmm8
-    vpshufd      xmm9, xmm1, 78
-    vpxor        xmm9, xmm1, xmm9
-    vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm4, xmm2, 0
-    vpclmulqdq   xmm13, xmm4, xmm2, 17
-    vpshufd      xmm14, xmm2, 78
-    vpxor        xmm14, xmm2, xmm14
-    vpclmulqdq   xmm8, xmm8, xmm14, 0
-    vpclmulqdq   xmm15, xmm5, xmm1, 0
-    vpclmulqdq   xmm12, xmm5, xmm1, 17
-    vmovdqa      [rsp + 160], xmm1                   ; spill
-    vpshufd      xmm1, xmm5, 78
-    vpxor        xmm1, xmm5, xmm1
-    vpclmulqdq   xmm9, xmm1, xmm9, 0
-    vmovdqa      [rsp + 288], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm5, xmm2, 0
-    vmovdqa      [rsp + 224], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm5, xmm2, 17
-    vmovdqa      [rsp + 128], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm1, xmm14, 0
-    vpxor        xmm11, xmm11, xmm15
-    vpxor        xmm12, xmm13, xmm12
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm10, xmm6
-    vpxor        xmm9, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm10, xmm12, xmm4
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm0
-    vpclmulqdq   xmm5, xmm3, [rsp + 224], 0
-    vmovdqa      xmm11, [rsp + 288]                  ; reload
-    vpxor        xmm3, xmm11, xmm3
-    vmovdqa      xmm11, [rsp + 160]                  ; reload
-    vpxor        xmm11, xmm11, [rsp + 224]
-    vpclmulqdq   xmm12, xmm3, xmm11, 0
-    vpclmulqdq   xmm13, xmm3, xmm11, 17
-    vpshufd      xmm15, xmm3, 78
-    vpxor        xmm15, xmm3, xmm15
-    vmovdqa      [rsp + 224], xmm8                   ; spill
-    vpshufd      xmm8, xmm11, 78
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      [rsp + 160], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm15, xmm8, 0
-    vmovdqa      [rsp + 288], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm3, xmm2, 0
-    vpclmulqdq   xmm3, xmm3, xmm2, 17
-    vpclmulqdq   xmm15, xmm15, xmm14, 0
-    vmovdqa      [rsp + 256], xmm4                   ; spill
-    vmovdqa      xmm4, [rsp + 128]                   ; reload
-    vmovdqa      [rsp + 192], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm4, xmm11, 0
-    vpclmulqdq   xmm11, xmm4, xmm11, 17
-    vpclmulqdq   xmm8, xmm1, xmm8, 0
-    vmovdqa      [rsp + 96], xmm5                    ; spill
-    vpclmulqdq   xmm5, xmm4, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpclmulqdq   xmm1, xmm1, xmm14, 0
-    vpxor        xmm4, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm7, xmm15, xmm8
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm8, xmm13, xmm4
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm4, xmm4, xmm3
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm5, xmm6, xmm10
-    vpxor        xmm7, xmm12, [rsp + 96]
-    vpxor        xmm5, xmm5, xmm7
-    vmovdqa      xmm7, [rsp + 192]                   ; reload
-    vpxor        xmm9, xmm7, [rsp + 256]
-    vpxor        xmm0, xmm9, xmm0
-    vmovdqa      xmm9, [rsp + 288]                   ; reload
-    vpxor        xmm11, xmm9, [rsp + 160]
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      xmm11, [rsp + 224]                  ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm3, xmm3, [rsp + 96]
-    vmovdqa      xmm10, [rsp + 256]                  ; reload
-    vpxor        xmm1, xmm10, xmm1
-    vmovdqa      xmm10, [rsp + 160]                  ; reload
-    vpxor        xmm2, xmm10, xmm2
-    vpslldq      xmm2, xmm7, 8
     vpxor        xmm2, xmm6, xmm2
-    vpalignr     xmm6, xmm11, xmm7, 8
-    vpxor        xmm6, xmm9, xmm6
-    vpalignr     xmm7, xmm0, xmm11, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm0, xmm4, xmm0, 8
-    vpxor        xmm0, xmm8, xmm0
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsllq       xmm3, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm6, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm3, 8
-    vpand        xmm1, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm4
+    vpxor        xmm4, xmm7, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm3, xmm5, 8
     vpxor        xmm0, xmm0, xmm3
     vpsllq       xmm3, xmm0, 37
     vpalignr     xmm4, xmm0, xmm2, 8
@@ -6146,2712 +2419,6 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm9, xmm9, xmm10
     vpsllq       xmm10, xmm4, 37
     vpalignr     xmm3, xmm4, xmm3, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
     vpsrlq       xmm3, xmm3, 27
     vpxor        xmm3, xmm10, xmm3
     vpsrldq      xmm4, xmm8, 8
@@ -8931,122 +2498,521 @@ kg_gf2m283_inv_avx2:
     vpshufd      xmm13, xmm2, 78
     vpxor        xmm13, xmm2, xmm13
     vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm4, xmm1, 0
-    vpclmulqdq   xmm15, xmm4, xmm1, 17
-    vmovdqa      [rsp + 224], xmm1                   ; spill
-    vpshufd      xmm1, xmm4, 78
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm9, xmm1, xmm9, 0
-    vmovdqa      [rsp + 288], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm4, xmm2, 0
-    vmovdqa      [rsp + 192], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm4, xmm2, 17
-    vmovdqa      [rsp + 160], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm1, xmm13, 0
-    vpxor        xmm11, xmm11, xmm14
-    vpxor        xmm12, xmm12, xmm15
+    vpclmulqdq   xmm14, xmm5, xmm0, 0
+    vpclmulqdq   xmm5, xmm5, xmm0, 1
+    vpclmulqdq   xmm15, xmm4, xmm1, 0
+    vmovdqa      [rsp + 64], xmm5                    ; spill
+    vpclmulqdq   xmm5, xmm4, xmm1, 17
+    vmovdqa      [rsp + 256], xmm14                  ; spill
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm4, xmm14
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vmovdqa      [rsp + 32], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm4, xmm2, 0
+    vmovdqa      [rsp + 160], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm4, xmm2, 17
+    vpclmulqdq   xmm13, xmm14, xmm13, 0
+    vpclmulqdq   xmm14, xmm4, xmm0, 0
+    vpclmulqdq   xmm4, xmm4, xmm0, 1
+    vmovdqa      [rsp + 96], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm3, xmm1, 0
+    vpclmulqdq   xmm1, xmm3, xmm1, 16
+    vmovdqa      [rsp], xmm14                        ; spill
+    vpclmulqdq   xmm14, xmm3, xmm2, 0
+    vpclmulqdq   xmm2, xmm3, xmm2, 16
+    vpclmulqdq   xmm0, xmm3, xmm0, 0
+    vpxor        xmm3, xmm11, xmm15
+    vpxor        xmm5, xmm12, xmm5
     vpxor        xmm8, xmm8, xmm9
     vpxor        xmm9, xmm10, xmm6
-    vpxor        xmm9, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm10, xmm12, xmm5
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm4, xmm4, xmm0
-    vpclmulqdq   xmm5, xmm3, [rsp + 192], 0
-    vmovdqa      xmm11, [rsp + 288]                  ; reload
-    vpxor        xmm3, xmm11, xmm3
-    vmovdqa      xmm11, [rsp + 224]                  ; reload
-    vpxor        xmm11, xmm11, [rsp + 192]
-    vpclmulqdq   xmm12, xmm3, xmm11, 0
-    vpclmulqdq   xmm14, xmm3, xmm11, 17
-    vpshufd      xmm15, xmm3, 78
-    vpxor        xmm15, xmm3, xmm15
-    vmovdqa      [rsp + 192], xmm8                   ; spill
-    vpshufd      xmm8, xmm11, 78
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      [rsp + 224], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm15, xmm8, 0
-    vmovdqa      [rsp + 288], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm3, xmm2, 0
-    vpclmulqdq   xmm3, xmm3, xmm2, 17
-    vpclmulqdq   xmm15, xmm15, xmm13, 0
-    vmovdqa      [rsp + 256], xmm4                   ; spill
-    vmovdqa      xmm4, [rsp + 160]                   ; reload
-    vmovdqa      [rsp + 96], xmm9                    ; spill
-    vpclmulqdq   xmm9, xmm4, xmm11, 0
-    vpclmulqdq   xmm11, xmm4, xmm11, 17
-    vpclmulqdq   xmm8, xmm1, xmm8, 0
-    vmovdqa      [rsp + 128], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm4, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpclmulqdq   xmm1, xmm1, xmm13, 0
-    vpxor        xmm4, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm7, xmm15, xmm8
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm8, xmm14, xmm4
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm4, xmm4, xmm3
+    vpxor        xmm9, xmm9, [rsp + 32]
+    vmovdqa      xmm10, [rsp + 32]                   ; reload
+    vpxor        xmm10, xmm10, xmm3
+    vpxor        xmm3, xmm8, xmm3
     vpxor        xmm3, xmm3, xmm5
+    vmovdqa      xmm8, [rsp + 256]                   ; reload
+    vpxor        xmm4, xmm8, xmm4
+    vpxor        xmm5, xmm5, [rsp + 160]
+    vpxor        xmm4, xmm4, xmm5
+    vmovdqa      xmm5, [rsp + 64]                    ; reload
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm5, xmm13, [rsp + 160]
     vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm5, xmm6, xmm10
-    vpxor        xmm7, xmm12, [rsp + 128]
+    vpxor        xmm1, xmm1, xmm7
+    vmovdqa      xmm5, [rsp]                         ; reload
+    vpxor        xmm5, xmm5, xmm14
     vpxor        xmm5, xmm5, xmm7
     vmovdqa      xmm7, [rsp + 96]                    ; reload
-    vpxor        xmm9, xmm7, [rsp + 256]
-    vpxor        xmm0, xmm9, xmm0
-    vmovdqa      xmm9, [rsp + 288]                   ; reload
-    vpxor        xmm11, xmm9, [rsp + 224]
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      xmm11, [rsp + 192]                  ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm3, xmm3, [rsp + 128]
-    vmovdqa      xmm10, [rsp + 256]                  ; reload
-    vpxor        xmm1, xmm10, xmm1
-    vmovdqa      xmm10, [rsp + 224]                  ; reload
-    vpxor        xmm2, xmm10, xmm2
-    vpslldq      xmm2, xmm7, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpslldq      xmm7, xmm9, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpalignr     xmm7, xmm3, xmm9, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm3, xmm1, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm3, 37
+    vpalignr     xmm4, xmm3, xmm7, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm1, 37
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpsrlq       xmm5, xmm5, 27
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm0, 37
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpsrlq       xmm0, xmm0, 27
+    vpxor        xmm0, xmm5, xmm0
+    vpsrldq      xmm1, xmm2, 8
+    vpand        xmm1, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
     vpxor        xmm2, xmm6, xmm2
-    vpalignr     xmm6, xmm11, xmm7, 8
-    vpxor        xmm6, xmm9, xmm6
-    vpalignr     xmm7, xmm0, xmm11, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm0, xmm4, xmm0, 8
-    vpxor        xmm0, xmm8, xmm0
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsllq       xmm3, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm6, 8
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 37
+    vpalignr     xmm4, xmm0, xmm2, 8
     vpsrlq       xmm4, xmm4, 27
     vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm3, 8
-    vpand        xmm1, xmm5, [rel gf2m_mask_7ffffff_0]
+    vpsrldq      xmm4, xmm3, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
     vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm4, [rel gf2m_g_10a1], 0
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm2, xmm2, 17
+    vpclmulqdq   xmm7, xmm0, xmm0, 0
+    vpsllq       xmm8, xmm5, 37
+    vpalignr     xmm9, xmm5, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm6, 37
+    vpalignr     xmm10, xmm6, xmm5, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm7, 37
+    vpalignr     xmm6, xmm7, xmm6, 8
+    vpsrlq       xmm6, xmm6, 27
+    vpxor        xmm6, xmm10, xmm6
+    vpsrldq      xmm7, xmm8, 8
+    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm5, xmm5, xmm6
+    vpslldq      xmm6, xmm8, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsllq       xmm6, xmm5, 37
+    vpalignr     xmm7, xmm5, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm3, xmm3, xmm6
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm3, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm5, 37
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm4, xmm10, xmm4
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_10a1], 0
     vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm9
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsllq       xmm6, xmm4, 37
+    vpalignr     xmm7, xmm4, xmm3, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm3, 37
+    vpalignr     xmm10, xmm3, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm4, 37
+    vpalignr     xmm3, xmm4, xmm3, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm1, 0
+    vpclmulqdq   xmm7, xmm5, xmm1, 17
+    vpshufd      xmm8, xmm5, 78
+    vpxor        xmm8, xmm5, xmm8
+    vpshufd      xmm9, xmm1, 78
+    vpxor        xmm9, xmm1, xmm9
+    vpclmulqdq   xmm10, xmm8, xmm9, 0
+    vpclmulqdq   xmm11, xmm5, xmm2, 0
+    vpclmulqdq   xmm12, xmm5, xmm2, 17
+    vpshufd      xmm13, xmm2, 78
+    vpxor        xmm13, xmm2, xmm13
+    vpclmulqdq   xmm8, xmm8, xmm13, 0
+    vpclmulqdq   xmm14, xmm5, xmm0, 0
+    vpclmulqdq   xmm5, xmm5, xmm0, 1
+    vpclmulqdq   xmm15, xmm4, xmm1, 0
+    vmovdqa      [rsp + 96], xmm5                    ; spill
+    vpclmulqdq   xmm5, xmm4, xmm1, 17
+    vmovdqa      [rsp], xmm14                        ; spill
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm4, xmm14
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vmovdqa      [rsp + 160], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm4, xmm2, 0
+    vmovdqa      [rsp + 64], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm4, xmm2, 17
+    vpclmulqdq   xmm13, xmm14, xmm13, 0
+    vpclmulqdq   xmm14, xmm4, xmm0, 0
+    vpclmulqdq   xmm4, xmm4, xmm0, 1
+    vmovdqa      [rsp + 256], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm3, xmm1, 0
+    vpclmulqdq   xmm1, xmm3, xmm1, 16
+    vmovdqa      [rsp + 32], xmm14                   ; spill
+    vpclmulqdq   xmm14, xmm3, xmm2, 0
+    vpclmulqdq   xmm2, xmm3, xmm2, 16
+    vpclmulqdq   xmm0, xmm3, xmm0, 0
+    vpxor        xmm3, xmm11, xmm15
+    vpxor        xmm5, xmm12, xmm5
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm9, xmm10, xmm6
+    vpxor        xmm9, xmm9, [rsp + 160]
+    vmovdqa      xmm10, [rsp + 160]                  ; reload
+    vpxor        xmm10, xmm10, xmm3
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm3, xmm5
+    vmovdqa      xmm8, [rsp]                         ; reload
+    vpxor        xmm4, xmm8, xmm4
+    vpxor        xmm5, xmm5, [rsp + 64]
+    vpxor        xmm4, xmm4, xmm5
+    vmovdqa      xmm5, [rsp + 96]                    ; reload
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm5, xmm13, [rsp + 64]
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm1, xmm1, xmm7
+    vmovdqa      xmm5, [rsp + 32]                    ; reload
+    vpxor        xmm5, xmm5, xmm14
+    vpxor        xmm5, xmm5, xmm7
+    vmovdqa      xmm7, [rsp + 256]                   ; reload
+    vpxor        xmm2, xmm7, xmm2
+    vpslldq      xmm7, xmm9, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpalignr     xmm7, xmm3, xmm9, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm3, xmm1, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm3, 37
+    vpalignr     xmm4, xmm3, xmm7, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm1, 37
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpsrlq       xmm5, xmm5, 27
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm0, 37
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpsrlq       xmm0, xmm0, 27
+    vpxor        xmm0, xmm5, xmm0
+    vpsrldq      xmm1, xmm2, 8
+    vpand        xmm1, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
     vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm4
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm4, xmm7, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm3, xmm5, 8
     vpxor        xmm0, xmm0, xmm3
     vpsllq       xmm3, xmm0, 37
     vpalignr     xmm4, xmm0, xmm2, 8
@@ -9097,132 +3063,5705 @@ kg_gf2m283_inv_avx2:
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
     vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
     vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, [rsp], 0
-    vpclmulqdq   xmm4, xmm2, [rsp], 17
+    vpclmulqdq   xmm3, xmm2, [rsp + 192], 0
+    vpclmulqdq   xmm4, xmm2, [rsp + 192], 17
     vpshufd      xmm5, xmm2, 78
     vpxor        xmm5, xmm2, xmm5
-    vpshufd      xmm6, [rsp], 78
-    vmovdqa      xmm7, [rsp]                         ; reload
+    vpshufd      xmm6, [rsp + 192], 78
+    vmovdqa      xmm7, [rsp + 192]                   ; reload
     vpxor        xmm6, xmm7, xmm6
     vpclmulqdq   xmm8, xmm5, xmm6, 0
-    vpclmulqdq   xmm9, xmm2, [rsp + 32], 0
-    vpclmulqdq   xmm10, xmm2, [rsp + 32], 17
-    vpshufd      xmm11, [rsp + 32], 78
-    vmovdqa      xmm12, [rsp + 32]                   ; reload
+    vpclmulqdq   xmm9, xmm2, [rsp + 224], 0
+    vpclmulqdq   xmm10, xmm2, [rsp + 224], 17
+    vpshufd      xmm11, [rsp + 224], 78
+    vmovdqa      xmm12, [rsp + 224]                  ; reload
     vpxor        xmm11, xmm12, xmm11
     vpclmulqdq   xmm5, xmm5, xmm11, 0
-    vpclmulqdq   xmm13, xmm1, xmm7, 0
-    vpclmulqdq   xmm14, xmm1, xmm7, 17
-    vpshufd      xmm15, xmm1, 78
-    vpxor        xmm15, xmm1, xmm15
-    vpclmulqdq   xmm6, xmm15, xmm6, 0
-    vpclmulqdq   xmm7, xmm1, xmm12, 0
-    vmovdqa      [rsp + 192], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm1, xmm12, 17
-    vmovdqa      [rsp + 288], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm15, xmm11, 0
-    vpxor        xmm9, xmm9, xmm13
-    vpxor        xmm10, xmm10, xmm14
+    vpclmulqdq   xmm13, xmm2, [rsp + 128], 0
+    vpclmulqdq   xmm2, xmm2, [rsp + 128], 1
+    vpclmulqdq   xmm14, xmm1, xmm7, 0
+    vpclmulqdq   xmm15, xmm1, xmm7, 17
+    vmovdqa      [rsp + 256], xmm2                   ; spill
+    vpshufd      xmm2, xmm1, 78
+    vpxor        xmm2, xmm1, xmm2
+    vpclmulqdq   xmm6, xmm2, xmm6, 0
+    vmovdqa      [rsp + 32], xmm13                   ; spill
+    vpclmulqdq   xmm13, xmm1, xmm12, 0
+    vmovdqa      [rsp + 64], xmm13                   ; spill
+    vpclmulqdq   xmm13, xmm1, xmm12, 17
+    vpclmulqdq   xmm2, xmm2, xmm11, 0
+    vpclmulqdq   xmm11, xmm1, [rsp + 128], 0
+    vpclmulqdq   xmm1, xmm1, [rsp + 128], 1
+    vmovdqa      [rsp + 96], xmm1                    ; spill
+    vpclmulqdq   xmm1, xmm0, xmm7, 0
+    vmovdqa      [rsp], xmm11                        ; spill
+    vpclmulqdq   xmm11, xmm0, xmm7, 16
+    vpclmulqdq   xmm7, xmm0, xmm12, 0
+    vmovdqa      [rsp + 160], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm0, xmm12, 16
+    vpclmulqdq   xmm0, xmm0, [rsp + 128], 0
+    vpxor        xmm9, xmm9, xmm14
+    vpxor        xmm10, xmm10, xmm15
     vpxor        xmm5, xmm5, xmm6
     vpxor        xmm6, xmm8, xmm3
     vpxor        xmm6, xmm6, xmm4
     vpxor        xmm4, xmm4, xmm9
     vpxor        xmm5, xmm5, xmm9
     vpxor        xmm5, xmm5, xmm10
-    vpxor        xmm8, xmm10, xmm7
-    vpxor        xmm1, xmm1, xmm7
-    vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm7, xmm0, [rsp + 64], 0
-    vmovdqa      xmm9, [rsp + 192]                   ; reload
-    vpxor        xmm0, xmm9, xmm0
-    vmovdqa      xmm9, [rsp]                         ; reload
-    vpxor        xmm9, xmm9, [rsp + 64]
-    vpclmulqdq   xmm10, xmm0, xmm9, 0
-    vpclmulqdq   xmm13, xmm0, xmm9, 17
-    vpshufd      xmm14, xmm0, 78
-    vpxor        xmm14, xmm0, xmm14
-    vmovdqa      [rsp + 64], xmm5                    ; spill
-    vpshufd      xmm5, xmm9, 78
-    vpxor        xmm5, xmm9, xmm5
-    vmovdqa      [rsp], xmm2                         ; spill
-    vpclmulqdq   xmm2, xmm14, xmm5, 0
-    vmovdqa      [rsp + 192], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm0, xmm12, 0
-    vpclmulqdq   xmm0, xmm0, xmm12, 17
-    vpclmulqdq   xmm14, xmm14, xmm11, 0
-    vmovdqa      [rsp + 96], xmm1                    ; spill
-    vmovdqa      xmm1, [rsp + 288]                   ; reload
-    vmovdqa      [rsp + 224], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm1, xmm9, 0
-    vpclmulqdq   xmm9, xmm1, xmm9, 17
-    vpclmulqdq   xmm5, xmm15, xmm5, 0
-    vmovdqa      [rsp + 256], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm1, xmm12, 0
-    vpclmulqdq   xmm1, xmm1, xmm12, 17
-    vpclmulqdq   xmm11, xmm15, xmm11, 0
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm0, xmm0, xmm9
-    vpxor        xmm5, xmm14, xmm5
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm2, xmm2, xmm13
-    vpxor        xmm6, xmm13, xmm4
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm0
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm5, xmm11, xmm7
-    vpxor        xmm5, xmm5, xmm1
-    vpxor        xmm7, xmm3, xmm8
-    vpxor        xmm9, xmm10, [rsp + 256]
-    vpxor        xmm7, xmm7, xmm9
-    vmovdqa      xmm9, [rsp + 224]                   ; reload
-    vpxor        xmm10, xmm9, [rsp + 96]
-    vpxor        xmm2, xmm10, xmm2
-    vmovdqa      xmm10, [rsp + 192]                  ; reload
-    vpxor        xmm11, xmm10, [rsp]
-    vpxor        xmm6, xmm11, xmm6
-    vmovdqa      xmm11, [rsp + 64]                   ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm0, xmm0, [rsp + 256]
-    vmovdqa      xmm8, [rsp + 96]                    ; reload
-    vpxor        xmm5, xmm8, xmm5
-    vmovdqa      xmm8, [rsp]                         ; reload
+    vmovdqa      xmm8, [rsp + 32]                    ; reload
     vpxor        xmm1, xmm8, xmm1
-    vpslldq      xmm1, xmm9, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm11, xmm9, 8
-    vpxor        xmm3, xmm10, xmm3
-    vpalignr     xmm8, xmm2, xmm11, 8
-    vpxor        xmm7, xmm7, xmm8
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpsllq       xmm4, xmm7, 37
-    vpalignr     xmm5, xmm7, xmm3, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm2, 37
-    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm8, xmm10, [rsp + 64]
+    vpxor        xmm1, xmm1, xmm8
+    vmovdqa      xmm8, [rsp + 256]                   ; reload
+    vpxor        xmm8, xmm8, xmm11
+    vpxor        xmm2, xmm2, [rsp + 64]
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm2, xmm2, xmm13
+    vmovdqa      xmm8, [rsp]                         ; reload
+    vpxor        xmm8, xmm8, [rsp + 160]
+    vpxor        xmm8, xmm8, xmm13
+    vmovdqa      xmm9, [rsp + 96]                    ; reload
+    vpxor        xmm7, xmm9, xmm7
+    vpslldq      xmm9, xmm6, 8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm6, xmm5, xmm6, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpalignr     xmm2, xmm7, xmm2, 8
+    vpxor        xmm2, xmm8, xmm2
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpsllq       xmm5, xmm1, 37
+    vpalignr     xmm6, xmm1, xmm4, 8
     vpsrlq       xmm6, xmm6, 27
     vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm0, 37
+    vpsllq       xmm6, xmm2, 37
+    vpalignr     xmm7, xmm2, xmm1, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm0, 37
     vpalignr     xmm0, xmm0, xmm2, 8
     vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm6, xmm0
-    vpsrldq      xmm2, xmm4, 8
-    vpand        xmm2, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm6, xmm5, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_10a1], 1
+    vpxor        xmm0, xmm7, xmm0
+    vpsrldq      xmm2, xmm5, 8
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm2, xmm5, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
     vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
     vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm4, xmm6
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm5, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm7, xmm5, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 37
+    vpalignr     xmm4, xmm0, xmm2, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm3, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm2, xmm2, 17
+    vpclmulqdq   xmm7, xmm0, xmm0, 0
+    vpsllq       xmm8, xmm5, 37
+    vpalignr     xmm9, xmm5, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm6, 37
+    vpalignr     xmm10, xmm6, xmm5, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm7, 37
+    vpalignr     xmm6, xmm7, xmm6, 8
+    vpsrlq       xmm6, xmm6, 27
+    vpxor        xmm6, xmm10, xmm6
+    vpsrldq      xmm7, xmm8, 8
+    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm5, xmm5, xmm6
+    vpslldq      xmm6, xmm8, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsllq       xmm6, xmm5, 37
+    vpalignr     xmm7, xmm5, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm3, xmm3, xmm6
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm3, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm5, 37
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm4, xmm10, xmm4
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm9
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsllq       xmm6, xmm4, 37
+    vpalignr     xmm7, xmm4, xmm3, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm3, 37
+    vpalignr     xmm10, xmm3, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm4, 37
+    vpalignr     xmm3, xmm4, xmm3, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm1, 0
+    vpclmulqdq   xmm7, xmm4, xmm1, 17
+    vpshufd      xmm8, xmm4, 78
+    vpxor        xmm8, xmm4, xmm8
+    vpshufd      xmm9, xmm1, 78
+    vpxor        xmm9, xmm1, xmm9
+    vpclmulqdq   xmm10, xmm8, xmm9, 0
+    vpclmulqdq   xmm11, xmm4, xmm2, 0
+    vpclmulqdq   xmm13, xmm4, xmm2, 17
+    vpshufd      xmm14, xmm2, 78
+    vpxor        xmm14, xmm2, xmm14
+    vpclmulqdq   xmm8, xmm8, xmm14, 0
+    vpclmulqdq   xmm15, xmm4, xmm0, 0
+    vpclmulqdq   xmm4, xmm4, xmm0, 1
+    vpclmulqdq   xmm12, xmm5, xmm1, 0
+    vmovdqa      [rsp + 96], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm5, xmm1, 17
+    vmovdqa      [rsp + 160], xmm15                  ; spill
+    vpshufd      xmm15, xmm5, 78
+    vpxor        xmm15, xmm5, xmm15
+    vpclmulqdq   xmm9, xmm15, xmm9, 0
+    vmovdqa      [rsp], xmm7                         ; spill
+    vpclmulqdq   xmm7, xmm5, xmm2, 0
+    vmovdqa      [rsp + 64], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm5, xmm2, 17
+    vpclmulqdq   xmm14, xmm15, xmm14, 0
+    vpclmulqdq   xmm15, xmm5, xmm0, 0
+    vpclmulqdq   xmm5, xmm5, xmm0, 1
+    vmovdqa      [rsp + 256], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm3, xmm1, 0
+    vpclmulqdq   xmm1, xmm3, xmm1, 16
+    vmovdqa      [rsp + 32], xmm15                   ; spill
+    vpclmulqdq   xmm15, xmm3, xmm2, 0
+    vpclmulqdq   xmm2, xmm3, xmm2, 16
+    vpclmulqdq   xmm0, xmm3, xmm0, 0
+    vpxor        xmm3, xmm11, xmm12
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm9, xmm10, xmm6
+    vpxor        xmm9, xmm9, [rsp]
+    vmovdqa      xmm10, [rsp]                        ; reload
+    vpxor        xmm10, xmm10, xmm3
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm3, xmm4
+    vmovdqa      xmm8, [rsp + 160]                   ; reload
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm4, xmm4, [rsp + 64]
+    vpxor        xmm4, xmm5, xmm4
+    vmovdqa      xmm5, [rsp + 96]                    ; reload
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm5, xmm14, [rsp + 64]
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm1, xmm1, xmm7
+    vmovdqa      xmm5, [rsp + 32]                    ; reload
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm5, xmm7
+    vmovdqa      xmm7, [rsp + 256]                   ; reload
+    vpxor        xmm2, xmm7, xmm2
+    vpslldq      xmm7, xmm9, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpalignr     xmm7, xmm3, xmm9, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm3, xmm1, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm3, 37
+    vpalignr     xmm4, xmm3, xmm7, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm1, 37
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpsrlq       xmm5, xmm5, 27
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm0, 37
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpsrlq       xmm0, xmm0, 27
+    vpxor        xmm0, xmm5, xmm0
+    vpsrldq      xmm1, xmm2, 8
+    vpand        xmm1, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 37
+    vpalignr     xmm4, xmm0, xmm2, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm3, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm5, xmm4, 37
+    vpalignr     xmm6, xmm4, xmm1, 8
+    vpsrlq       xmm6, xmm6, 27
+    vpxor        xmm5, xmm5, xmm6
+    vpsllq       xmm6, xmm2, 37
+    vpalignr     xmm7, xmm2, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm0, 37
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpsrlq       xmm0, xmm0, 27
+    vpxor        xmm0, xmm7, xmm0
+    vpsrldq      xmm2, xmm5, 8
+    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm1, xmm6
     vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm6, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpalignr     xmm2, xmm7, xmm6, 8
+    vpslldq      xmm2, xmm5, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpalignr     xmm3, xmm7, xmm5, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpsrldq      xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 37
+    vpalignr     xmm4, xmm0, xmm1, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm3, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm2, [rsp + 192], 0
+    vpclmulqdq   xmm4, xmm2, [rsp + 192], 17
+    vpshufd      xmm5, xmm2, 78
+    vpxor        xmm5, xmm2, xmm5
+    vpshufd      xmm6, [rsp + 192], 78
+    vmovdqa      xmm7, [rsp + 192]                   ; reload
+    vpxor        xmm6, xmm7, xmm6
+    vpclmulqdq   xmm8, xmm5, xmm6, 0
+    vpclmulqdq   xmm9, xmm2, [rsp + 224], 0
+    vpclmulqdq   xmm10, xmm2, [rsp + 224], 17
+    vpshufd      xmm11, [rsp + 224], 78
+    vmovdqa      xmm12, [rsp + 224]                  ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpclmulqdq   xmm5, xmm5, xmm11, 0
+    vpclmulqdq   xmm13, xmm2, [rsp + 128], 0
+    vpclmulqdq   xmm2, xmm2, [rsp + 128], 1
+    vpclmulqdq   xmm14, xmm1, xmm7, 0
+    vpclmulqdq   xmm15, xmm1, xmm7, 17
+    vmovdqa      [rsp + 256], xmm2                   ; spill
+    vpshufd      xmm2, xmm1, 78
+    vpxor        xmm2, xmm1, xmm2
+    vpclmulqdq   xmm6, xmm2, xmm6, 0
+    vmovdqa      [rsp + 32], xmm13                   ; spill
+    vpclmulqdq   xmm13, xmm1, xmm12, 0
+    vmovdqa      [rsp + 64], xmm13                   ; spill
+    vpclmulqdq   xmm13, xmm1, xmm12, 17
+    vpclmulqdq   xmm2, xmm2, xmm11, 0
+    vpclmulqdq   xmm11, xmm1, [rsp + 128], 0
+    vpclmulqdq   xmm1, xmm1, [rsp + 128], 1
+    vmovdqa      [rsp + 96], xmm1                    ; spill
+    vpclmulqdq   xmm1, xmm0, xmm7, 0
+    vmovdqa      [rsp + 160], xmm11                  ; spill
+    vpclmulqdq   xmm11, xmm0, xmm7, 16
+    vpclmulqdq   xmm7, xmm0, xmm12, 0
+    vmovdqa      [rsp], xmm7                         ; spill
+    vpclmulqdq   xmm7, xmm0, xmm12, 16
+    vpclmulqdq   xmm0, xmm0, [rsp + 128], 0
+    vpxor        xmm9, xmm9, xmm14
+    vpxor        xmm10, xmm10, xmm15
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm6, xmm8, xmm3
+    vpxor        xmm6, xmm6, xmm4
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm5, xmm5, xmm10
+    vmovdqa      xmm8, [rsp + 32]                    ; reload
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm8, xmm10, [rsp + 64]
+    vpxor        xmm1, xmm1, xmm8
+    vmovdqa      xmm8, [rsp + 256]                   ; reload
+    vpxor        xmm8, xmm8, xmm11
+    vpxor        xmm2, xmm2, [rsp + 64]
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm2, xmm2, xmm13
+    vmovdqa      xmm8, [rsp + 160]                   ; reload
+    vpxor        xmm8, xmm8, [rsp]
+    vpxor        xmm8, xmm8, xmm13
+    vmovdqa      xmm9, [rsp + 96]                    ; reload
+    vpxor        xmm7, xmm9, xmm7
+    vpslldq      xmm9, xmm6, 8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm6, xmm5, xmm6, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpalignr     xmm2, xmm7, xmm2, 8
+    vpxor        xmm2, xmm8, xmm2
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpsllq       xmm5, xmm1, 37
+    vpalignr     xmm6, xmm1, xmm4, 8
+    vpsrlq       xmm6, xmm6, 27
+    vpxor        xmm5, xmm5, xmm6
+    vpsllq       xmm6, xmm2, 37
+    vpalignr     xmm7, xmm2, xmm1, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm0, 37
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpsrlq       xmm0, xmm0, 27
+    vpxor        xmm0, xmm7, xmm0
+    vpsrldq      xmm2, xmm5, 8
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm2, xmm5, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm4, xmm6
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm5, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm7, xmm5, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 37
+    vpalignr     xmm4, xmm0, xmm2, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm3, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm2, xmm2, 17
+    vpclmulqdq   xmm7, xmm0, xmm0, 0
+    vpsllq       xmm8, xmm5, 37
+    vpalignr     xmm9, xmm5, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm6, 37
+    vpalignr     xmm10, xmm6, xmm5, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm7, 37
+    vpalignr     xmm6, xmm7, xmm6, 8
+    vpsrlq       xmm6, xmm6, 27
+    vpxor        xmm6, xmm10, xmm6
+    vpsrldq      xmm7, xmm8, 8
+    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm5, xmm5, xmm6
+    vpslldq      xmm6, xmm8, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsllq       xmm6, xmm5, 37
+    vpalignr     xmm7, xmm5, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm3, xmm3, xmm6
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm3, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm5, 37
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm4, xmm10, xmm4
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm9
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsllq       xmm6, xmm4, 37
+    vpalignr     xmm7, xmm4, xmm3, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm3, 37
+    vpalignr     xmm10, xmm3, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm4, 37
+    vpalignr     xmm3, xmm4, xmm3, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm1, 0
+    vpclmulqdq   xmm7, xmm4, xmm1, 17
+    vpshufd      xmm8, xmm4, 78
+    vpxor        xmm8, xmm4, xmm8
+    vpshufd      xmm9, xmm1, 78
+    vpxor        xmm9, xmm1, xmm9
+    vpclmulqdq   xmm10, xmm8, xmm9, 0
+    vpclmulqdq   xmm11, xmm4, xmm2, 0
+    vpclmulqdq   xmm13, xmm4, xmm2, 17
+    vpshufd      xmm14, xmm2, 78
+    vpxor        xmm14, xmm2, xmm14
+    vpclmulqdq   xmm8, xmm8, xmm14, 0
+    vpclmulqdq   xmm15, xmm4, xmm0, 0
+    vpclmulqdq   xmm4, xmm4, xmm0, 1
+    vpclmulqdq   xmm12, xmm5, xmm1, 0
+    vmovdqa      [rsp + 96], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm5, xmm1, 17
+    vmovdqa      [rsp], xmm15                        ; spill
+    vpshufd      xmm15, xmm5, 78
+    vpxor        xmm15, xmm5, xmm15
+    vpclmulqdq   xmm9, xmm15, xmm9, 0
+    vmovdqa      [rsp + 160], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm5, xmm2, 0
+    vmovdqa      [rsp + 64], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm5, xmm2, 17
+    vpclmulqdq   xmm14, xmm15, xmm14, 0
+    vpclmulqdq   xmm15, xmm5, xmm0, 0
+    vpclmulqdq   xmm5, xmm5, xmm0, 1
+    vmovdqa      [rsp + 256], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm3, xmm1, 0
+    vpclmulqdq   xmm1, xmm3, xmm1, 16
+    vmovdqa      [rsp + 32], xmm15                   ; spill
+    vpclmulqdq   xmm15, xmm3, xmm2, 0
+    vpclmulqdq   xmm2, xmm3, xmm2, 16
+    vpclmulqdq   xmm0, xmm3, xmm0, 0
+    vpxor        xmm3, xmm11, xmm12
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm9, xmm10, xmm6
+    vpxor        xmm9, xmm9, [rsp + 160]
+    vmovdqa      xmm10, [rsp + 160]                  ; reload
+    vpxor        xmm10, xmm10, xmm3
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm3, xmm4
+    vmovdqa      xmm8, [rsp]                         ; reload
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm4, xmm4, [rsp + 64]
+    vpxor        xmm4, xmm5, xmm4
+    vmovdqa      xmm5, [rsp + 96]                    ; reload
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm5, xmm14, [rsp + 64]
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm1, xmm1, xmm7
+    vmovdqa      xmm5, [rsp + 32]                    ; reload
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm5, xmm7
+    vmovdqa      xmm7, [rsp + 256]                   ; reload
+    vpxor        xmm2, xmm7, xmm2
+    vpslldq      xmm7, xmm9, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpalignr     xmm7, xmm3, xmm9, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm3, xmm1, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm3, 37
+    vpalignr     xmm4, xmm3, xmm7, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm1, 37
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpsrlq       xmm5, xmm5, 27
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm0, 37
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpsrlq       xmm0, xmm0, 27
+    vpxor        xmm0, xmm5, xmm0
+    vpsrldq      xmm1, xmm2, 8
+    vpand        xmm1, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 37
+    vpalignr     xmm4, xmm0, xmm2, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm3, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm2, xmm2, 17
+    vpclmulqdq   xmm7, xmm0, xmm0, 0
+    vpsllq       xmm8, xmm5, 37
+    vpalignr     xmm9, xmm5, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm6, 37
+    vpalignr     xmm10, xmm6, xmm5, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm7, 37
+    vpalignr     xmm6, xmm7, xmm6, 8
+    vpsrlq       xmm6, xmm6, 27
+    vpxor        xmm6, xmm10, xmm6
+    vpsrldq      xmm7, xmm8, 8
+    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm5, xmm5, xmm6
+    vpslldq      xmm6, xmm8, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsllq       xmm6, xmm5, 37
+    vpalignr     xmm7, xmm5, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm3, xmm3, xmm6
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm3, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm5, 37
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm4, xmm10, xmm4
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm9
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsllq       xmm6, xmm4, 37
+    vpalignr     xmm7, xmm4, xmm3, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm3, 37
+    vpalignr     xmm10, xmm3, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm4, 37
+    vpalignr     xmm3, xmm4, xmm3, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm5, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm4, 37
+    vpalignr     xmm10, xmm4, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm4, xmm8, 8
+    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm5, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm8, xmm7, 37
+    vpalignr     xmm9, xmm7, xmm4, 8
+    vpsrlq       xmm9, xmm9, 27
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm5, 37
+    vpalignr     xmm10, xmm5, xmm7, 8
+    vpsrlq       xmm10, xmm10, 27
+    vpxor        xmm9, xmm9, xmm10
+    vpsllq       xmm10, xmm3, 37
+    vpalignr     xmm3, xmm3, xmm5, 8
+    vpsrlq       xmm3, xmm3, 27
+    vpxor        xmm3, xmm10, xmm3
+    vpsrldq      xmm5, xmm8, 8
+    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm3, 37
+    vpalignr     xmm7, xmm3, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm6, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm1, 0
+    vpclmulqdq   xmm7, xmm5, xmm1, 17
+    vpshufd      xmm8, xmm5, 78
+    vpxor        xmm8, xmm5, xmm8
+    vpshufd      xmm9, xmm1, 78
+    vpxor        xmm9, xmm1, xmm9
+    vpclmulqdq   xmm10, xmm8, xmm9, 0
+    vpclmulqdq   xmm11, xmm5, xmm2, 0
+    vpclmulqdq   xmm12, xmm5, xmm2, 17
+    vpshufd      xmm13, xmm2, 78
+    vpxor        xmm13, xmm2, xmm13
+    vpclmulqdq   xmm8, xmm8, xmm13, 0
+    vpclmulqdq   xmm14, xmm5, xmm0, 0
+    vpclmulqdq   xmm5, xmm5, xmm0, 1
+    vpclmulqdq   xmm15, xmm4, xmm1, 0
+    vmovdqa      [rsp + 256], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm4, xmm1, 17
+    vmovdqa      [rsp + 32], xmm14                   ; spill
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm4, xmm14
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vmovdqa      [rsp + 64], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm4, xmm2, 0
+    vmovdqa      [rsp + 96], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm4, xmm2, 17
+    vpclmulqdq   xmm13, xmm14, xmm13, 0
+    vpclmulqdq   xmm14, xmm4, xmm0, 0
+    vpclmulqdq   xmm4, xmm4, xmm0, 1
+    vmovdqa      [rsp], xmm4                         ; spill
+    vpclmulqdq   xmm4, xmm3, xmm1, 0
+    vpclmulqdq   xmm1, xmm3, xmm1, 16
+    vmovdqa      [rsp + 160], xmm14                  ; spill
+    vpclmulqdq   xmm14, xmm3, xmm2, 0
+    vpclmulqdq   xmm2, xmm3, xmm2, 16
+    vpclmulqdq   xmm0, xmm3, xmm0, 0
+    vpxor        xmm3, xmm11, xmm15
+    vpxor        xmm5, xmm12, xmm5
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm9, xmm10, xmm6
+    vpxor        xmm9, xmm9, [rsp + 64]
+    vmovdqa      xmm10, [rsp + 64]                   ; reload
+    vpxor        xmm10, xmm10, xmm3
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm3, xmm5
+    vmovdqa      xmm8, [rsp + 32]                    ; reload
+    vpxor        xmm4, xmm8, xmm4
+    vpxor        xmm5, xmm5, [rsp + 96]
+    vpxor        xmm4, xmm4, xmm5
+    vmovdqa      xmm5, [rsp + 256]                   ; reload
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm5, xmm13, [rsp + 96]
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm1, xmm1, xmm7
+    vmovdqa      xmm5, [rsp + 160]                   ; reload
+    vpxor        xmm5, xmm5, xmm14
+    vpxor        xmm5, xmm5, xmm7
+    vmovdqa      xmm7, [rsp]                         ; reload
+    vpxor        xmm2, xmm7, xmm2
+    vpslldq      xmm7, xmm9, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpalignr     xmm7, xmm3, xmm9, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm3, xmm1, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm3, 37
+    vpalignr     xmm4, xmm3, xmm7, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm1, 37
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpsrlq       xmm5, xmm5, 27
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm0, 37
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpsrlq       xmm0, xmm0, 27
+    vpxor        xmm0, xmm5, xmm0
+    vpsrldq      xmm1, xmm2, 8
+    vpand        xmm1, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 37
+    vpalignr     xmm4, xmm0, xmm2, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm3, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm5, xmm4, 37
+    vpalignr     xmm6, xmm4, xmm1, 8
+    vpsrlq       xmm6, xmm6, 27
+    vpxor        xmm5, xmm5, xmm6
+    vpsllq       xmm6, xmm2, 37
+    vpalignr     xmm7, xmm2, xmm4, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm0, 37
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpsrlq       xmm0, xmm0, 27
+    vpxor        xmm0, xmm7, xmm0
+    vpsrldq      xmm2, xmm5, 8
+    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm1, xmm6
+    vpxor        xmm0, xmm2, xmm0
+    vpslldq      xmm2, xmm5, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpalignr     xmm3, xmm7, xmm5, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpsrldq      xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 37
+    vpalignr     xmm4, xmm0, xmm1, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm3, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm2, [rsp + 192], 0
+    vpclmulqdq   xmm4, xmm2, [rsp + 192], 17
+    vpshufd      xmm5, xmm2, 78
+    vpxor        xmm5, xmm2, xmm5
+    vpshufd      xmm6, [rsp + 192], 78
+    vmovdqa      xmm7, [rsp + 192]                   ; reload
+    vpxor        xmm6, xmm7, xmm6
+    vpclmulqdq   xmm8, xmm5, xmm6, 0
+    vpclmulqdq   xmm9, xmm2, [rsp + 224], 0
+    vpclmulqdq   xmm10, xmm2, [rsp + 224], 17
+    vpshufd      xmm11, [rsp + 224], 78
+    vmovdqa      xmm12, [rsp + 224]                  ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpclmulqdq   xmm5, xmm5, xmm11, 0
+    vpclmulqdq   xmm13, xmm2, [rsp + 128], 0
+    vpclmulqdq   xmm2, xmm2, [rsp + 128], 1
+    vpclmulqdq   xmm14, xmm1, xmm7, 0
+    vpclmulqdq   xmm15, xmm1, xmm7, 17
+    vmovdqa      [rsp], xmm2                         ; spill
+    vpshufd      xmm2, xmm1, 78
+    vpxor        xmm2, xmm1, xmm2
+    vpclmulqdq   xmm6, xmm2, xmm6, 0
+    vmovdqa      [rsp + 160], xmm13                  ; spill
+    vpclmulqdq   xmm13, xmm1, xmm12, 0
+    vmovdqa      [rsp + 96], xmm13                   ; spill
+    vpclmulqdq   xmm13, xmm1, xmm12, 17
+    vpclmulqdq   xmm2, xmm2, xmm11, 0
+    vpclmulqdq   xmm11, xmm1, [rsp + 128], 0
+    vpclmulqdq   xmm1, xmm1, [rsp + 128], 1
+    vmovdqa      [rsp + 256], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm0, xmm7, 0
+    vpclmulqdq   xmm7, xmm0, xmm7, 16
+    vmovdqa      [rsp + 192], xmm11                  ; spill
+    vpclmulqdq   xmm11, xmm0, xmm12, 0
+    vpclmulqdq   xmm12, xmm0, xmm12, 16
+    vpclmulqdq   xmm0, xmm0, [rsp + 128], 0
+    vpxor        xmm9, xmm9, xmm14
+    vpxor        xmm10, xmm10, xmm15
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm6, xmm8, xmm3
+    vpxor        xmm6, xmm6, xmm4
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm5, xmm5, xmm10
+    vmovdqa      xmm8, [rsp + 160]                   ; reload
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm8, xmm10, [rsp + 96]
+    vpxor        xmm1, xmm1, xmm8
+    vmovdqa      xmm8, [rsp]                         ; reload
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm2, xmm2, [rsp + 96]
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm2, xmm2, xmm13
+    vmovdqa      xmm7, [rsp + 192]                   ; reload
+    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm7, xmm7, xmm13
+    vmovdqa      xmm8, [rsp + 256]                   ; reload
+    vpxor        xmm8, xmm8, xmm12
+    vpslldq      xmm9, xmm6, 8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm6, xmm5, xmm6, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpalignr     xmm2, xmm8, xmm2, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpsrldq      xmm5, xmm8, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpsllq       xmm5, xmm1, 37
+    vpalignr     xmm6, xmm1, xmm4, 8
+    vpsrlq       xmm6, xmm6, 27
+    vpxor        xmm5, xmm5, xmm6
+    vpsllq       xmm6, xmm2, 37
+    vpalignr     xmm7, xmm2, xmm1, 8
+    vpsrlq       xmm7, xmm7, 27
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm0, 37
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpsrlq       xmm0, xmm0, 27
+    vpxor        xmm0, xmm7, xmm0
+    vpsrldq      xmm2, xmm5, 8
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm2, xmm5, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm4, xmm6
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm5, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm7, xmm5, 8
     vpxor        xmm2, xmm3, xmm2
     vpsrldq      xmm3, xmm7, 8
     vpxor        xmm0, xmm0, xmm3
@@ -15027,122 +14566,89 @@ kg_gf2m283_inv_avx2:
     vpshufd      xmm13, xmm2, 78
     vpxor        xmm13, xmm2, xmm13
     vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm5, xmm1, 0
-    vpclmulqdq   xmm15, xmm5, xmm1, 17
-    vmovdqa      [rsp + 64], xmm1                    ; spill
-    vpshufd      xmm1, xmm5, 78
-    vpxor        xmm1, xmm5, xmm1
-    vpclmulqdq   xmm9, xmm1, xmm9, 0
-    vmovdqa      [rsp + 192], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm5, xmm2, 0
-    vmovdqa      [rsp + 224], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm5, xmm2, 17
-    vmovdqa      [rsp], xmm5                         ; spill
-    vpclmulqdq   xmm5, xmm1, xmm13, 0
-    vpxor        xmm11, xmm11, xmm14
-    vpxor        xmm12, xmm12, xmm15
+    vpclmulqdq   xmm14, xmm4, xmm0, 0
+    vpclmulqdq   xmm4, xmm4, xmm0, 1
+    vpclmulqdq   xmm15, xmm5, xmm1, 0
+    vmovdqa      [rsp + 256], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm5, xmm1, 17
+    vmovdqa      [rsp + 192], xmm14                  ; spill
+    vpshufd      xmm14, xmm5, 78
+    vpxor        xmm14, xmm5, xmm14
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vmovdqa      [rsp + 96], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm5, xmm2, 0
+    vmovdqa      [rsp], xmm7                         ; spill
+    vpclmulqdq   xmm7, xmm5, xmm2, 17
+    vpclmulqdq   xmm13, xmm14, xmm13, 0
+    vpclmulqdq   xmm14, xmm5, xmm0, 0
+    vpclmulqdq   xmm5, xmm5, xmm0, 1
+    vmovdqa      [rsp + 160], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm3, xmm1, 0
+    vpclmulqdq   xmm1, xmm3, xmm1, 16
+    vmovdqa      [rsp + 128], xmm14                  ; spill
+    vpclmulqdq   xmm14, xmm3, xmm2, 0
+    vpclmulqdq   xmm2, xmm3, xmm2, 16
+    vpclmulqdq   xmm0, xmm3, xmm0, 0
+    vpxor        xmm3, xmm11, xmm15
+    vpxor        xmm4, xmm12, xmm4
     vpxor        xmm8, xmm8, xmm9
     vpxor        xmm9, xmm10, xmm6
-    vpxor        xmm9, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm8, xmm8, xmm12
-    vpxor        xmm10, xmm12, xmm4
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm0
-    vpclmulqdq   xmm5, xmm3, [rsp + 224], 0
-    vmovdqa      xmm11, [rsp + 192]                  ; reload
-    vpxor        xmm3, xmm11, xmm3
-    vmovdqa      xmm11, [rsp + 64]                   ; reload
-    vpxor        xmm11, xmm11, [rsp + 224]
-    vpclmulqdq   xmm12, xmm3, xmm11, 0
-    vpclmulqdq   xmm14, xmm3, xmm11, 17
-    vpshufd      xmm15, xmm3, 78
-    vpxor        xmm15, xmm3, xmm15
-    vmovdqa      [rsp + 224], xmm8                   ; spill
-    vpshufd      xmm8, xmm11, 78
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      [rsp + 64], xmm0                    ; spill
-    vpclmulqdq   xmm0, xmm15, xmm8, 0
-    vmovdqa      [rsp + 192], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm3, xmm2, 0
-    vpclmulqdq   xmm3, xmm3, xmm2, 17
-    vpclmulqdq   xmm15, xmm15, xmm13, 0
-    vmovdqa      [rsp + 96], xmm4                    ; spill
-    vmovdqa      xmm4, [rsp]                         ; reload
-    vmovdqa      [rsp + 256], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm4, xmm11, 0
-    vpclmulqdq   xmm11, xmm4, xmm11, 17
-    vpclmulqdq   xmm8, xmm1, xmm8, 0
-    vmovdqa      [rsp + 32], xmm5                    ; spill
-    vpclmulqdq   xmm5, xmm4, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpclmulqdq   xmm1, xmm1, xmm13, 0
-    vpxor        xmm4, xmm7, xmm9
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm7, xmm15, xmm8
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm8, xmm14, xmm4
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm4, xmm4, xmm3
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm5, xmm6, xmm10
-    vpxor        xmm7, xmm12, [rsp + 32]
-    vpxor        xmm5, xmm5, xmm7
-    vmovdqa      xmm7, [rsp + 256]                   ; reload
-    vpxor        xmm9, xmm7, [rsp + 96]
-    vpxor        xmm0, xmm9, xmm0
-    vmovdqa      xmm9, [rsp + 192]                   ; reload
-    vpxor        xmm11, xmm9, [rsp + 64]
-    vpxor        xmm8, xmm11, xmm8
-    vmovdqa      xmm11, [rsp + 224]                  ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm3, xmm3, [rsp + 32]
+    vpxor        xmm9, xmm9, [rsp + 96]
     vmovdqa      xmm10, [rsp + 96]                   ; reload
-    vpxor        xmm1, xmm10, xmm1
-    vmovdqa      xmm10, [rsp + 64]                   ; reload
-    vpxor        xmm2, xmm10, xmm2
-    vpslldq      xmm2, xmm7, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpalignr     xmm6, xmm11, xmm7, 8
-    vpxor        xmm6, xmm9, xmm6
-    vpalignr     xmm7, xmm0, xmm11, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm0, xmm4, xmm0, 8
-    vpxor        xmm0, xmm8, xmm0
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsllq       xmm3, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm6, 8
-    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm10, xmm10, xmm3
+    vpxor        xmm3, xmm8, xmm3
     vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm0, xmm1, xmm0, 8
+    vmovdqa      xmm8, [rsp + 192]                   ; reload
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm4, xmm4, [rsp]
+    vpxor        xmm4, xmm5, xmm4
+    vmovdqa      xmm5, [rsp + 256]                   ; reload
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm5, xmm13, [rsp]
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm1, xmm1, xmm7
+    vmovdqa      xmm5, [rsp + 128]                   ; reload
+    vpxor        xmm5, xmm5, xmm14
+    vpxor        xmm5, xmm5, xmm7
+    vmovdqa      xmm7, [rsp + 160]                   ; reload
+    vpxor        xmm2, xmm7, xmm2
+    vpslldq      xmm7, xmm9, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpalignr     xmm7, xmm3, xmm9, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm3, xmm1, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm3, 37
+    vpalignr     xmm4, xmm3, xmm7, 8
+    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm1, 37
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpsrlq       xmm5, xmm5, 27
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm0, 37
+    vpalignr     xmm0, xmm0, xmm1, 8
     vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm3, 8
-    vpand        xmm1, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm4, [rel gf2m_g_10a1], 0
+    vpxor        xmm0, xmm5, xmm0
+    vpsrldq      xmm1, xmm2, 8
+    vpand        xmm1, xmm3, [rel gf2m_mask_7ffffff_0]
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
     vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
     vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm4
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm4, xmm7, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm3, xmm5, 8
     vpxor        xmm0, xmm0, xmm3
     vpsllq       xmm3, xmm0, 37
     vpalignr     xmm4, xmm0, xmm2, 8

@@ -127,14 +127,14 @@ kg_kyber3329_ntt_forward_twiddles:
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
 align 32
 kg_kyber3329_ntt_inverse_twiddles:
-    dw -1628, -1628, -1522, -1522, 1460, 1460, -958, -958, -991, -991, -996, -996, 308, 308, 108, 108
-    dw -23132, -23132, 17422, 17422, -7756, -7756, -23998, -23998, 20257, 20257, -28644, -28644, 23860, 23860, -31636, -31636
-    dw -478, -478, 870, 870, 854, 854, 1510, 1510, -794, -794, 1278, 1278, 1530, 1530, 1185, 1185
-    dw 17442, 17442, -10906, -10906, -23210, -23210, 22502, 22502, 20198, 20198, 7934, 7934, 21498, 21498, -10335, -10335
-    dw 1659, 1659, 1187, 1187, -220, -220, 874, 874, 1335, 1335, -1218, -1218, 136, 136, 1215, 1215
-    dw -14469, -14469, -16989, -16989, 11044, 11044, -24214, -24214, 14903, 14903, -10946, -10946, 6280, 6280, 20927, 20927
-    dw -384, -384, 1465, 1465, 1285, 1285, -1322, -1322, -610, -610, -603, -603, -1097, -1097, -817, -817
-    dw 32384, 32384, -24391, -24391, -15355, -15355, 7382, 7382, -2146, -2146, -25435, -25435, -20297, -20297, 31183, 31183
+    dw -1286, -1286, -278, -278, -1505, -1505, -1133, -1133, -1384, -1384, -615, -615, 1233, 1233, -1297, -1297
+    dw 18682, 18682, 7402, 7402, 26399, 26399, -31597, -31597, 17048, 17048, 14489, 14489, 26577, 26577, -10257, -10257
+    dw 1610, 1610, -646, -646, 1149, 1149, 792, 792, -390, -390, -1477, -1477, 1045, 1045, 842, 842
+    dw 17482, 17482, -13446, -13446, -21635, -21635, -13544, -13544, -13190, -13190, -1221, -1221, -3307, -3307, 16714, 16714
+    dw 513, 513, -1463, -1463, 546, 546, 1402, 1402, 1075, 1075, -1093, -1093, -277, -277, -443, -443
+    dw -2815, -2815, 17737, 17737, 18466, 18466, -11398, -11398, 27955, 27955, 31931, 31931, 4075, 4075, 32069, 32069
+    dw -197, -197, 1055, 1055, -1222, -1222, -1077, -1077, 606, 606, 861, 861, 937, 937, 1150, 1150
+    dw 59, 59, 28959, 28959, 2362, 2362, -21301, -21301, 15454, 15454, 19037, 19037, 28329, 28329, -24962, -24962
     dw 1275, 1275, 1275, 1275, -677, -677, -677, -677, 1065, 1065, 1065, 1065, -448, -448, -448, -448
     dw 17915, 17915, 17915, 17915, 24155, 24155, 24155, 24155, -4311, -4311, -4311, -4311, -16832, -16832, -16832, -16832
     dw 725, 725, 725, 725, 1508, 1508, 1508, 1508, -961, -961, -961, -961, 398, 398, 398, 398
@@ -165,14 +165,14 @@ kg_kyber3329_ntt_inverse_twiddles:
     dw -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191
     dw 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517
     dw -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787
-    dw 75, 75, 156, 156, -329, -329, -418, -418, -349, -349, 872, 872, -644, -644, 1590, 1590
-    dw 12619, 12619, 5276, 5276, -19529, -19529, 14430, 14430, -18525, -18525, -17560, -17560, -20100, -20100, 18486, 18486
-    dw -1119, -1119, 602, 602, -1483, -1483, 777, 777, 147, 147, -1159, -1159, -778, -778, 246, 246
-    dw -12639, -12639, 28762, 28762, 18741, 18741, -29175, -29175, -30317, -30317, -10631, -10631, 32502, 32502, -32010, -32010
-    dw -1653, -1653, -1574, -1574, 460, 460, 291, 291, 235, 235, -177, -177, -587, -587, -422, -422
-    dw -5493, -5493, -6182, -6182, -23092, -23092, 14883, 14883, 4587, 4587, -945, -945, -13131, -13131, 27738, 27738
-    dw -105, -105, -1550, -1550, -871, -871, 1251, 1251, -843, -843, -555, -555, -430, -430, 1103, 1103
-    dw 21655, 21655, -20494, -20494, 14233, 14233, 32227, 32227, -13387, -13387, 11477, 11477, -11182, -11182, 335, 335
+    dw -1548, -1548, -24, -24, 1331, 1331, -960, -960, 1078, 1078, 378, 378, -157, -157, -1525, -1525
+    dw -27148, -27148, 14312, 14312, 28211, 28211, -17344, -17344, 17974, 17974, -12422, -12422, -1949, -1949, 27403, 27403
+    dw -340, -340, -1373, -1373, -284, -284, -1656, -1656, -1303, -1303, -846, -846, 1144, 1144, -550, -550
+    dw 17068, 17068, -19549, -19549, 27364, 27364, 4488, 4488, 9705, 9705, -3406, -3406, -5000, -5000, -5158, -5158
+    dw -770, -770, -270, -270, -839, -839, -813, -813, 476, 476, -741, -741, -934, -934, 321, 321
+    dw 5886, 5886, -19214, -19214, -26695, -26695, 17875, 17875, -10788, -10788, -25061, -25061, 27226, 27226, -19391, -19391
+    dw -496, -496, -1298, -1298, 134, 134, 1344, 1344, 1154, 1154, -1195, -1195, -446, -446, -1194, -1194
+    dw 11792, 11792, -6930, -6930, 12934, 12934, -15040, -15040, 27266, 27266, -21931, -21931, -23486, -23486, -25258, -25258
     dw -1469, -1469, -1469, -1469, -126, -126, -126, -126, 1162, 1162, 1162, 1162, 1618, 1618, 1618, 1618
     dw -27837, -27837, -27837, -27837, 25986, 25986, 25986, 25986, 650, 650, 650, 650, -9134, -9134, -9134, -9134
     dw 666, 666, 666, 666, 320, 320, 320, 320, 8, 8, 8, 8, -516, -516, -516, -516
@@ -215,12 +215,12 @@ pw_20159:
     dw 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159
 
 align 32
-pw_32:
-    dw 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32
-
-align 32
 pw_3329:
     dw 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329
+
+align 32
+pw_512:
+    dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
 
 align 32
 pw_m10079:
@@ -1011,18 +1011,17 @@ kg_kyber3329_basemul_avx2:
 ; ---------------------------------------------------------------------------
 ; kg_kyber3329_ntt_inverse_avx2: inverse negacyclic NTT of a[256] in place, natural order out
 ;
-;   requires: any int16 a[i], in the forward NTT's layout
-;   ensures:  every a[i] in [-25736, 25736] (proven), natural order,
+;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+;   ensures:  every a[i] in [-24072, 24072] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   clobbers: ymm{0-9}, flags
 ;
 ; reduction schedule:
-;   policy index, barrett reduction, 15 vector reductions
-;   before layer 3: 8 register(s), lane-0 indices 0,32,64,96,128,160,192,224
+;   policy index, barrett reduction, 7 vector reductions
 ;   before layer 2: 4 register(s), lane-0 indices 0,64,128,192
 ;   before layer 1: 2 register(s), lane-0 indices 0,128
 ;   before layer 0: 1 register(s), lane-0 indices 0
-;   worst |value| after each layer: 4772, 9544, 19088, 20752, 22416, 24080, 25744
+;   worst |value| after each layer: 2493, 4772, 9544, 19088, 20752, 22416, 24080
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_ntt_inverse_avx2:function (kg_kyber3329_ntt_inverse_avx2.end - kg_kyber3329_ntt_inverse_avx2)
 align 32
@@ -1036,38 +1035,6 @@ kg_kyber3329_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 160]
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
-    vpmullw      ymm9, ymm1, [rel pw_m10079]
-    vpmulhw      ymm1, ymm1, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm2, [rel pw_m10079]
-    vpmulhw      ymm2, ymm2, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpmullw      ymm9, ymm3, [rel pw_m10079]
-    vpmulhw      ymm3, ymm3, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpmullw      ymm9, ymm4, [rel pw_m10079]
-    vpmulhw      ymm4, ymm4, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpmullw      ymm9, ymm5, [rel pw_m10079]
-    vpmulhw      ymm5, ymm5, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm6, [rel pw_m10079]
-    vpmulhw      ymm6, ymm6, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm7, [rel pw_m10079]
-    vpmulhw      ymm7, ymm7, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m10079]
-    vpmulhw      ymm8, ymm8, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
     vpslld       ymm9, ymm2, 16
     vpblendw     ymm9, ymm1, ymm9, 170
     vpsrld       ymm1, ymm1, 16
@@ -1090,165 +1057,167 @@ kg_kyber3329_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
+    vpmullw      ymm9, ymm8, [rel pw_m10079]
+    vpmulhw      ymm8, ymm8, [rel pw_1441]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm2, ymm3                    ; layer 6
     vpsubw       ymm2, ymm2, ymm3
     vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 96]
     vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm4, ymm5                    ; layer 6
+    vpmullw      ymm3, ymm9, [rel pw_m10079]
+    vpmulhw      ymm9, ymm9, [rel pw_1441]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm3, ymm9, ymm3
+    vpaddw       ymm9, ymm4, ymm5                    ; layer 6
     vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 160]
     vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm6, ymm7                    ; layer 6
+    vpmullw      ymm5, ymm9, [rel pw_m10079]
+    vpmulhw      ymm9, ymm9, [rel pw_1441]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm5, ymm9, ymm5
+    vpaddw       ymm9, ymm6, ymm7                    ; layer 6
     vpsubw       ymm6, ymm6, ymm7
     vpmullw      ymm7, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 224]
     vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 192]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
-    vpsllq       ymm7, ymm1, 32
-    vpblendd     ymm7, ymm8, ymm7, 170
+    vpmullw      ymm7, ymm9, [rel pw_m10079]
+    vpmulhw      ymm9, ymm9, [rel pw_1441]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm7, ymm9, ymm7
+    vpsllq       ymm9, ymm1, 32
+    vpblendd     ymm9, ymm8, ymm9, 170
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm1, ymm8, ymm1, 170
     vpsllq       ymm8, ymm2, 32
-    vpblendd     ymm8, ymm9, ymm8, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm2, ymm9, ymm2, 170
-    vpsllq       ymm9, ymm4, 32
-    vpblendd     ymm9, ymm3, ymm9, 170
+    vpblendd     ymm8, ymm3, ymm8, 170
     vpsrlq       ymm3, ymm3, 32
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpsllq       ymm4, ymm6, 32
-    vpblendd     ymm4, ymm5, ymm4, 170
+    vpblendd     ymm2, ymm3, ymm2, 170
+    vpsllq       ymm3, ymm4, 32
+    vpblendd     ymm3, ymm5, ymm3, 170
     vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm5, ymm5, ymm6, 170
-    vpaddw       ymm6, ymm7, ymm1                    ; layer 5
-    vpsubw       ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 288]
+    vpblendd     ymm4, ymm5, ymm4, 170
+    vpsllq       ymm5, ymm6, 32
+    vpblendd     ymm5, ymm7, ymm5, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpaddw       ymm7, ymm9, ymm1                    ; layer 5
+    vpsubw       ymm1, ymm9, ymm1
+    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 288]
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 256]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm8, ymm2                    ; layer 5
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm8, ymm2                    ; layer 5
     vpsubw       ymm2, ymm8, ymm2
     vpmullw      ymm8, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 352]
     vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 320]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm9, ymm3                    ; layer 5
-    vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 416]
+    vpaddw       ymm8, ymm3, ymm4                    ; layer 5
+    vpsubw       ymm3, ymm3, ymm4
+    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 416]
     vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 384]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm3, ymm3, ymm4
+    vpaddw       ymm4, ymm5, ymm6                    ; layer 5
+    vpsubw       ymm5, ymm5, ymm6
+    vpmullw      ymm6, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 480]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 448]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm5, ymm5, ymm6
+    vpunpcklqdq  ymm6, ymm7, ymm1
+    vpunpckhqdq  ymm1, ymm7, ymm1
+    vpunpcklqdq  ymm7, ymm9, ymm2
+    vpunpckhqdq  ymm2, ymm9, ymm2
+    vpunpcklqdq  ymm9, ymm8, ymm3
+    vpunpckhqdq  ymm3, ymm8, ymm3
+    vpunpcklqdq  ymm8, ymm4, ymm5
+    vpunpckhqdq  ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm6, ymm1                    ; layer 4
+    vpsubw       ymm1, ymm6, ymm1
+    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 544]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 512]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm6
+    vpaddw       ymm6, ymm7, ymm2                    ; layer 4
+    vpsubw       ymm2, ymm7, ymm2
+    vpmullw      ymm7, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 608]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 576]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpaddw       ymm7, ymm9, ymm3                    ; layer 4
+    vpsubw       ymm3, ymm9, ymm3
+    vpmullw      ymm9, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 672]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 640]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm3, ymm3, ymm9
-    vpaddw       ymm9, ymm4, ymm5                    ; layer 5
-    vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 480]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 448]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpunpcklqdq  ymm5, ymm6, ymm1
-    vpunpckhqdq  ymm1, ymm6, ymm1
-    vpunpcklqdq  ymm6, ymm7, ymm2
-    vpunpckhqdq  ymm2, ymm7, ymm2
-    vpunpcklqdq  ymm7, ymm8, ymm3
-    vpunpckhqdq  ymm3, ymm8, ymm3
-    vpunpcklqdq  ymm8, ymm9, ymm4
-    vpunpckhqdq  ymm4, ymm9, ymm4
-    vpaddw       ymm9, ymm5, ymm1                    ; layer 4
-    vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 544]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 512]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm6, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm6, ymm2
-    vpmullw      ymm6, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 608]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 576]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm7, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 672]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 640]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm8, ymm4                    ; layer 4
+    vpaddw       ymm9, ymm8, ymm4                    ; layer 4
     vpsubw       ymm4, ymm8, ymm4
     vpmullw      ymm8, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 736]
     vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 704]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vperm2i128   ymm8, ymm9, ymm1, 32
-    vperm2i128   ymm1, ymm9, ymm1, 49
-    vperm2i128   ymm9, ymm5, ymm2, 32
-    vperm2i128   ymm2, ymm5, ymm2, 49
-    vperm2i128   ymm5, ymm6, ymm3, 32
-    vperm2i128   ymm3, ymm6, ymm3, 49
-    vperm2i128   ymm6, ymm7, ymm4, 32
-    vperm2i128   ymm4, ymm7, ymm4, 49
-    vpmulhw      ymm7, ymm8, [rel pw_20159]          ; reduce before layer 3
-    vpmulhrsw    ymm7, ymm7, [rel pw_32]
-    vpmullw      ymm7, ymm7, [rel pw_3329]
-    vpsubw       ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm7, ymm1                    ; layer 3
-    vpsubw       ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 800]
+    vperm2i128   ymm8, ymm5, ymm1, 32
+    vperm2i128   ymm1, ymm5, ymm1, 49
+    vperm2i128   ymm5, ymm6, ymm2, 32
+    vperm2i128   ymm2, ymm6, ymm2, 49
+    vperm2i128   ymm6, ymm7, ymm3, 32
+    vperm2i128   ymm3, ymm7, ymm3, 49
+    vperm2i128   ymm7, ymm9, ymm4, 32
+    vperm2i128   ymm4, ymm9, ymm4, 49
+    vpaddw       ymm9, ymm8, ymm1                    ; layer 3
+    vpsubw       ymm1, ymm8, ymm1
+    vpmullw      ymm8, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 800]
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 768]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm1, ymm1, ymm8
+    vpaddw       ymm8, ymm5, ymm2                    ; layer 3
+    vpsubw       ymm2, ymm5, ymm2
+    vpmullw      ymm5, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 864]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 832]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpaddw       ymm5, ymm6, ymm3                    ; layer 3
+    vpsubw       ymm3, ymm6, ymm3
+    vpmullw      ymm6, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 928]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 896]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm3, ymm3, ymm6
+    vpaddw       ymm6, ymm7, ymm4                    ; layer 3
+    vpsubw       ymm4, ymm7, ymm4
+    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 992]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 960]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm9, [rel pw_20159]          ; reduce before layer 3
-    vpmulhrsw    ymm7, ymm7, [rel pw_32]
+    vpsubw       ymm4, ymm4, ymm7
+    vpmulhw      ymm7, ymm9, [rel pw_20159]          ; reduce before layer 2
+    vpaddw       ymm7, ymm7, [rel pw_512]
+    vpsraw       ymm7, ymm7, 10
     vpmullw      ymm7, ymm7, [rel pw_3329]
     vpsubw       ymm7, ymm9, ymm7
-    vpaddw       ymm9, ymm7, ymm2                    ; layer 3
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 864]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 832]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_20159]          ; reduce before layer 3
-    vpmulhrsw    ymm7, ymm7, [rel pw_32]
-    vpmullw      ymm7, ymm7, [rel pw_3329]
-    vpsubw       ymm5, ymm5, ymm7
-    vpaddw       ymm7, ymm5, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 928]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 896]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_20159]          ; reduce before layer 3
-    vpmulhrsw    ymm5, ymm5, [rel pw_32]
-    vpmullw      ymm5, ymm5, [rel pw_3329]
-    vpsubw       ymm5, ymm6, ymm5
-    vpaddw       ymm6, ymm5, ymm4                    ; layer 3
-    vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 992]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 960]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_20159]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_32]
-    vpmullw      ymm5, ymm5, [rel pw_3329]
-    vpsubw       ymm5, ymm8, ymm5
-    vpaddw       ymm8, ymm5, ymm9                    ; layer 2
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 1056]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 1024]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpaddw       ymm9, ymm1, ymm2                    ; layer 2
+    vpaddw       ymm9, ymm7, ymm8                    ; layer 2
+    vpsubw       ymm7, ymm7, ymm8
+    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 1056]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 1024]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm7, ymm7, ymm8
+    vpaddw       ymm8, ymm1, ymm2                    ; layer 2
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1056]
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1024]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm7, [rel pw_20159]          ; reduce before layer 2
-    vpmulhrsw    ymm2, ymm2, [rel pw_32]
+    vpmulhw      ymm2, ymm5, [rel pw_20159]          ; reduce before layer 2
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3329]
-    vpsubw       ymm2, ymm7, ymm2
-    vpaddw       ymm7, ymm2, ymm6                    ; layer 2
+    vpsubw       ymm2, ymm5, ymm2
+    vpaddw       ymm5, ymm2, ymm6                    ; layer 2
     vpsubw       ymm2, ymm2, ymm6
     vpmullw      ymm6, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1120]
     vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1088]
@@ -1260,38 +1229,39 @@ kg_kyber3329_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1088]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm8, [rel pw_20159]          ; reduce before layer 1
-    vpmulhrsw    ymm4, ymm4, [rel pw_32]
+    vpmulhw      ymm4, ymm9, [rel pw_20159]          ; reduce before layer 1
+    vpaddw       ymm4, ymm4, [rel pw_512]
+    vpsraw       ymm4, ymm4, 10
     vpmullw      ymm4, ymm4, [rel pw_3329]
-    vpsubw       ymm4, ymm8, ymm4
-    vpaddw       ymm8, ymm4, ymm7                    ; layer 1
-    vpsubw       ymm4, ymm4, ymm7
-    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
+    vpsubw       ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm4, ymm5                    ; layer 1
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
     vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1152]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm9, ymm6                    ; layer 1
-    vpsubw       ymm6, ymm9, ymm6
-    vpmullw      ymm9, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1152]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpaddw       ymm9, ymm5, ymm2                    ; layer 1
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1152]
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm1, ymm3                    ; layer 1
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm8, ymm6                    ; layer 1
+    vpsubw       ymm6, ymm8, ymm6
+    vpmullw      ymm8, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1152]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm6, ymm6, ymm8
+    vpaddw       ymm8, ymm7, ymm2                    ; layer 1
+    vpsubw       ymm2, ymm7, ymm2
+    vpmullw      ymm7, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1152]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpaddw       ymm7, ymm1, ymm3                    ; layer 1
     vpsubw       ymm1, ymm1, ymm3
     vpmullw      ymm3, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1152]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi], ymm8
-    vmovdqu      [rdi + 32], ymm7
-    vmovdqu      [rdi + 64], ymm9
-    vmovdqu      [rdi + 96], ymm5
+    vmovdqu      [rdi], ymm9
+    vmovdqu      [rdi + 32], ymm5
+    vmovdqu      [rdi + 64], ymm8
+    vmovdqu      [rdi + 96], ymm7
     vmovdqu      [rdi + 128], ymm4
     vmovdqu      [rdi + 160], ymm6
     vmovdqu      [rdi + 192], ymm2
@@ -1304,38 +1274,6 @@ kg_kyber3329_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 416]
     vmovdqu      ymm7, [rdi + 448]
     vmovdqu      ymm8, [rdi + 480]
-    vpmullw      ymm9, ymm1, [rel pw_m10079]
-    vpmulhw      ymm1, ymm1, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm2, [rel pw_m10079]
-    vpmulhw      ymm2, ymm2, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpmullw      ymm9, ymm3, [rel pw_m10079]
-    vpmulhw      ymm3, ymm3, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpmullw      ymm9, ymm4, [rel pw_m10079]
-    vpmulhw      ymm4, ymm4, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpmullw      ymm9, ymm5, [rel pw_m10079]
-    vpmulhw      ymm5, ymm5, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm6, [rel pw_m10079]
-    vpmulhw      ymm6, ymm6, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm7, [rel pw_m10079]
-    vpmulhw      ymm7, ymm7, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m10079]
-    vpmulhw      ymm8, ymm8, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
     vpslld       ymm9, ymm2, 16
     vpblendw     ymm9, ymm1, ymm9, 170
     vpsrld       ymm1, ymm1, 16
@@ -1358,165 +1296,167 @@ kg_kyber3329_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1216]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
+    vpmullw      ymm9, ymm8, [rel pw_m10079]
+    vpmulhw      ymm8, ymm8, [rel pw_1441]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm2, ymm3                    ; layer 6
     vpsubw       ymm2, ymm2, ymm3
     vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1312]
     vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1280]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm4, ymm5                    ; layer 6
+    vpmullw      ymm3, ymm9, [rel pw_m10079]
+    vpmulhw      ymm9, ymm9, [rel pw_1441]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm3, ymm9, ymm3
+    vpaddw       ymm9, ymm4, ymm5                    ; layer 6
     vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1376]
     vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1344]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm6, ymm7                    ; layer 6
+    vpmullw      ymm5, ymm9, [rel pw_m10079]
+    vpmulhw      ymm9, ymm9, [rel pw_1441]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm5, ymm9, ymm5
+    vpaddw       ymm9, ymm6, ymm7                    ; layer 6
     vpsubw       ymm6, ymm6, ymm7
     vpmullw      ymm7, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1440]
     vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1408]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
-    vpsllq       ymm7, ymm1, 32
-    vpblendd     ymm7, ymm8, ymm7, 170
+    vpmullw      ymm7, ymm9, [rel pw_m10079]
+    vpmulhw      ymm9, ymm9, [rel pw_1441]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm7, ymm9, ymm7
+    vpsllq       ymm9, ymm1, 32
+    vpblendd     ymm9, ymm8, ymm9, 170
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm1, ymm8, ymm1, 170
     vpsllq       ymm8, ymm2, 32
-    vpblendd     ymm8, ymm9, ymm8, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm2, ymm9, ymm2, 170
-    vpsllq       ymm9, ymm4, 32
-    vpblendd     ymm9, ymm3, ymm9, 170
+    vpblendd     ymm8, ymm3, ymm8, 170
     vpsrlq       ymm3, ymm3, 32
-    vpblendd     ymm3, ymm3, ymm4, 170
-    vpsllq       ymm4, ymm6, 32
-    vpblendd     ymm4, ymm5, ymm4, 170
+    vpblendd     ymm2, ymm3, ymm2, 170
+    vpsllq       ymm3, ymm4, 32
+    vpblendd     ymm3, ymm5, ymm3, 170
     vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm5, ymm5, ymm6, 170
-    vpaddw       ymm6, ymm7, ymm1                    ; layer 5
-    vpsubw       ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1504]
+    vpblendd     ymm4, ymm5, ymm4, 170
+    vpsllq       ymm5, ymm6, 32
+    vpblendd     ymm5, ymm7, ymm5, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpaddw       ymm7, ymm9, ymm1                    ; layer 5
+    vpsubw       ymm1, ymm9, ymm1
+    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1504]
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1472]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm8, ymm2                    ; layer 5
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm8, ymm2                    ; layer 5
     vpsubw       ymm2, ymm8, ymm2
     vpmullw      ymm8, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1568]
     vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1536]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm9, ymm3                    ; layer 5
-    vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1632]
+    vpaddw       ymm8, ymm3, ymm4                    ; layer 5
+    vpsubw       ymm3, ymm3, ymm4
+    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1632]
     vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1600]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm3, ymm3, ymm4
+    vpaddw       ymm4, ymm5, ymm6                    ; layer 5
+    vpsubw       ymm5, ymm5, ymm6
+    vpmullw      ymm6, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 1696]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 1664]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm5, ymm5, ymm6
+    vpunpcklqdq  ymm6, ymm7, ymm1
+    vpunpckhqdq  ymm1, ymm7, ymm1
+    vpunpcklqdq  ymm7, ymm9, ymm2
+    vpunpckhqdq  ymm2, ymm9, ymm2
+    vpunpcklqdq  ymm9, ymm8, ymm3
+    vpunpckhqdq  ymm3, ymm8, ymm3
+    vpunpcklqdq  ymm8, ymm4, ymm5
+    vpunpckhqdq  ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm6, ymm1                    ; layer 4
+    vpsubw       ymm1, ymm6, ymm1
+    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1760]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1728]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm6
+    vpaddw       ymm6, ymm7, ymm2                    ; layer 4
+    vpsubw       ymm2, ymm7, ymm2
+    vpmullw      ymm7, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1824]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1792]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpaddw       ymm7, ymm9, ymm3                    ; layer 4
+    vpsubw       ymm3, ymm9, ymm3
+    vpmullw      ymm9, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1888]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1856]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm3, ymm3, ymm9
-    vpaddw       ymm9, ymm4, ymm5                    ; layer 5
-    vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1696]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1664]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpunpcklqdq  ymm5, ymm6, ymm1
-    vpunpckhqdq  ymm1, ymm6, ymm1
-    vpunpcklqdq  ymm6, ymm7, ymm2
-    vpunpckhqdq  ymm2, ymm7, ymm2
-    vpunpcklqdq  ymm7, ymm8, ymm3
-    vpunpckhqdq  ymm3, ymm8, ymm3
-    vpunpcklqdq  ymm8, ymm9, ymm4
-    vpunpckhqdq  ymm4, ymm9, ymm4
-    vpaddw       ymm9, ymm5, ymm1                    ; layer 4
-    vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1760]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1728]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm6, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm6, ymm2
-    vpmullw      ymm6, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1824]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1792]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm7, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1856]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm8, ymm4                    ; layer 4
+    vpaddw       ymm9, ymm8, ymm4                    ; layer 4
     vpsubw       ymm4, ymm8, ymm4
     vpmullw      ymm8, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1952]
     vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1920]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vperm2i128   ymm8, ymm9, ymm1, 32
-    vperm2i128   ymm1, ymm9, ymm1, 49
-    vperm2i128   ymm9, ymm5, ymm2, 32
-    vperm2i128   ymm2, ymm5, ymm2, 49
-    vperm2i128   ymm5, ymm6, ymm3, 32
-    vperm2i128   ymm3, ymm6, ymm3, 49
-    vperm2i128   ymm6, ymm7, ymm4, 32
-    vperm2i128   ymm4, ymm7, ymm4, 49
-    vpmulhw      ymm7, ymm8, [rel pw_20159]          ; reduce before layer 3
-    vpmulhrsw    ymm7, ymm7, [rel pw_32]
-    vpmullw      ymm7, ymm7, [rel pw_3329]
-    vpsubw       ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm7, ymm1                    ; layer 3
-    vpsubw       ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2016]
+    vperm2i128   ymm8, ymm5, ymm1, 32
+    vperm2i128   ymm1, ymm5, ymm1, 49
+    vperm2i128   ymm5, ymm6, ymm2, 32
+    vperm2i128   ymm2, ymm6, ymm2, 49
+    vperm2i128   ymm6, ymm7, ymm3, 32
+    vperm2i128   ymm3, ymm7, ymm3, 49
+    vperm2i128   ymm7, ymm9, ymm4, 32
+    vperm2i128   ymm4, ymm9, ymm4, 49
+    vpaddw       ymm9, ymm8, ymm1                    ; layer 3
+    vpsubw       ymm1, ymm8, ymm1
+    vpmullw      ymm8, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2016]
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1984]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm1, ymm1, ymm8
+    vpaddw       ymm8, ymm5, ymm2                    ; layer 3
+    vpsubw       ymm2, ymm5, ymm2
+    vpmullw      ymm5, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2080]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2048]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpaddw       ymm5, ymm6, ymm3                    ; layer 3
+    vpsubw       ymm3, ymm6, ymm3
+    vpmullw      ymm6, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2144]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2112]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm3, ymm3, ymm6
+    vpaddw       ymm6, ymm7, ymm4                    ; layer 3
+    vpsubw       ymm4, ymm7, ymm4
+    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2208]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2176]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm9, [rel pw_20159]          ; reduce before layer 3
-    vpmulhrsw    ymm7, ymm7, [rel pw_32]
+    vpsubw       ymm4, ymm4, ymm7
+    vpmulhw      ymm7, ymm9, [rel pw_20159]          ; reduce before layer 2
+    vpaddw       ymm7, ymm7, [rel pw_512]
+    vpsraw       ymm7, ymm7, 10
     vpmullw      ymm7, ymm7, [rel pw_3329]
     vpsubw       ymm7, ymm9, ymm7
-    vpaddw       ymm9, ymm7, ymm2                    ; layer 3
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2080]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2048]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_20159]          ; reduce before layer 3
-    vpmulhrsw    ymm7, ymm7, [rel pw_32]
-    vpmullw      ymm7, ymm7, [rel pw_3329]
-    vpsubw       ymm5, ymm5, ymm7
-    vpaddw       ymm7, ymm5, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2144]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2112]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_20159]          ; reduce before layer 3
-    vpmulhrsw    ymm5, ymm5, [rel pw_32]
-    vpmullw      ymm5, ymm5, [rel pw_3329]
-    vpsubw       ymm5, ymm6, ymm5
-    vpaddw       ymm6, ymm5, ymm4                    ; layer 3
-    vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2208]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2176]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_20159]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_32]
-    vpmullw      ymm5, ymm5, [rel pw_3329]
-    vpsubw       ymm5, ymm8, ymm5
-    vpaddw       ymm8, ymm5, ymm9                    ; layer 2
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 2272]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 2240]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpaddw       ymm9, ymm1, ymm2                    ; layer 2
+    vpaddw       ymm9, ymm7, ymm8                    ; layer 2
+    vpsubw       ymm7, ymm7, ymm8
+    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 2272]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 2240]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm7, ymm7, ymm8
+    vpaddw       ymm8, ymm1, ymm2                    ; layer 2
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2272]
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2240]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm7, [rel pw_20159]          ; reduce before layer 2
-    vpmulhrsw    ymm2, ymm2, [rel pw_32]
+    vpmulhw      ymm2, ymm5, [rel pw_20159]          ; reduce before layer 2
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3329]
-    vpsubw       ymm2, ymm7, ymm2
-    vpaddw       ymm7, ymm2, ymm6                    ; layer 2
+    vpsubw       ymm2, ymm5, ymm2
+    vpaddw       ymm5, ymm2, ymm6                    ; layer 2
     vpsubw       ymm2, ymm2, ymm6
     vpmullw      ymm6, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2336]
     vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
@@ -1528,38 +1468,39 @@ kg_kyber3329_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm8, [rel pw_20159]          ; reduce before layer 1
-    vpmulhrsw    ymm4, ymm4, [rel pw_32]
+    vpmulhw      ymm4, ymm9, [rel pw_20159]          ; reduce before layer 1
+    vpaddw       ymm4, ymm4, [rel pw_512]
+    vpsraw       ymm4, ymm4, 10
     vpmullw      ymm4, ymm4, [rel pw_3329]
-    vpsubw       ymm4, ymm8, ymm4
-    vpaddw       ymm8, ymm4, ymm7                    ; layer 1
-    vpsubw       ymm4, ymm4, ymm7
-    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
+    vpsubw       ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm4, ymm5                    ; layer 1
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
     vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm9, ymm6                    ; layer 1
-    vpsubw       ymm6, ymm9, ymm6
-    vpmullw      ymm9, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpaddw       ymm9, ymm5, ymm2                    ; layer 1
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm1, ymm3                    ; layer 1
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm8, ymm6                    ; layer 1
+    vpsubw       ymm6, ymm8, ymm6
+    vpmullw      ymm8, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm6, ymm6, ymm8
+    vpaddw       ymm8, ymm7, ymm2                    ; layer 1
+    vpsubw       ymm2, ymm7, ymm2
+    vpmullw      ymm7, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpaddw       ymm7, ymm1, ymm3                    ; layer 1
     vpsubw       ymm1, ymm1, ymm3
     vpmullw      ymm3, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 256], ymm8
-    vmovdqu      [rdi + 288], ymm7
-    vmovdqu      [rdi + 320], ymm9
-    vmovdqu      [rdi + 352], ymm5
+    vmovdqu      [rdi + 256], ymm9
+    vmovdqu      [rdi + 288], ymm5
+    vmovdqu      [rdi + 320], ymm8
+    vmovdqu      [rdi + 352], ymm7
     vmovdqu      [rdi + 384], ymm4
     vmovdqu      [rdi + 416], ymm6
     vmovdqu      [rdi + 448], ymm2
@@ -1567,7 +1508,8 @@ kg_kyber3329_ntt_inverse_avx2:
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
     vpmulhw      ymm3, ymm1, [rel pw_20159]          ; reduce before layer 0
-    vpmulhrsw    ymm3, ymm3, [rel pw_32]
+    vpaddw       ymm3, ymm3, [rel pw_512]
+    vpsraw       ymm3, ymm3, 10
     vpmullw      ymm3, ymm3, [rel pw_3329]
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm1, ymm2                    ; layer 0

@@ -159,14 +159,14 @@ kg_kyberr17681_ntt_forward_twiddles:
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
 align 32
 kg_kyberr17681_ntt_inverse_twiddles:
-    dw 3287, -2167, -1669, -692, -3752, 3677, -2460, -3657, -2005, -592, -3763, -2812, 1403, -509, -2937, 3343
-    dw -9513, -5751, -28805, 5452, -24232, 10333, 15972, 32695, -4565, 23984, -5299, 32004, -25733, -23549, 8839, 19215
-    dw 1084, 3335, -2532, -1441, -2130, -1012, 1404, 2874, 1519, 188, -2386, 893, -2262, -2070, 777, 1689
-    dw -964, 15111, -20964, -10145, -27730, -27636, 32124, 16186, 1007, -1860, -27986, 23933, 2858, -29718, -2807, 6297
-    dw -2083, -3312, -293, -370, 791, 2965, 1837, 642, -2515, 2303, -2345, 1338, -826, 1526, -83, 3408
-    dw 4573, 4880, 21723, 23182, 20759, -27243, -16083, -14718, -20435, 9983, -15145, 14650, -14138, 12790, -18003, -21168
-    dw 402, 429, -1931, -3723, 3745, 3366, -3334, -3214, 124, -2963, 589, 3208, -3163, -796, 2258, -3781
-    dw -6766, -17491, 17013, 15221, 12449, -26330, -22790, -26766, 30844, 11885, -947, 7304, -25179, 17636, 27858, 1851
+    dw -3438, -1720, 2872, -489, -387, -3451, 82, 890, 1347, 2068, -3203, 2142, -1839, 273, 866, 3217
+    dw -10606, -30392, 31544, 19479, 22653, 23685, 25682, -18566, 11075, -20460, 19837, 1118, 31441, 785, -30878, 3729
+    dw 988, 1169, -2988, -208, 71, 2082, -1583, -1632, -2867, 2042, 3664, -1822, -2997, 69, -794, 2248
+    dw 15324, 1681, 7252, 24368, -20921, 3106, 31697, 14752, -4403, -17414, -20912, 31970, 10827, -5563, 2278, -26424
+    dw -3259, -2962, 1802, -2548, 2790, -1379, 1731, 3051, 1364, -1869, -1202, -3117, 3612, -1075, 1795, -3186
+    dw -8891, 4206, -9462, -29172, 5862, -27491, 11459, -32277, 11604, -333, -10418, 14803, -14820, -2611, -21245, 20366
+    dw 3059, 2290, -2752, -644, -1405, 1424, -913, -917, 1020, 1891, -2836, -619, -3223, 3611, 1973, -130
+    dw -28173, -21262, 30016, 30076, -24445, 9616, -1425, 29291, 31740, 28003, 19692, -30827, -23191, -7141, -11851, 15230
     dw 1168, 1168, 3310, 3310, -2133, -2133, -3480, -3480, 2665, 2665, -1799, -1799, -783, -783, 1056, 1056
     dw 9360, 9360, 10478, 10478, -4693, -4693, -15768, -15768, -17303, -17303, -13575, -13575, -16655, -16655, 17440, 17440
     dw -404, -404, 486, 486, -1919, -1919, -1532, -1532, -2579, -2579, 859, 859, -2649, -2649, 2160, 2160
@@ -205,14 +205,14 @@ kg_kyberr17681_ntt_inverse_twiddles:
     dw -14744, -14744, -14744, -14744, -14744, -14744, -14744, -14744, -14744, -14744, -14744, -14744, -14744, -14744, -14744, -14744
     dw -3625, -3625, -3625, -3625, -3625, -3625, -3625, -3625, -3625, -3625, -3625, -3625, -3625, -3625, -3625, -3625
     dw -16425, -16425, -16425, -16425, -16425, -16425, -16425, -16425, -16425, -16425, -16425, -16425, -16425, -16425, -16425, -16425
-    dw -3450, 3770, 2815, -1295, -1072, -1144, 2589, 2247, 2719, -3461, 3314, -2998, -2891, -2340, 3550, -3434
-    dw 16006, 17082, 10495, -17167, -25648, 2952, -23523, -18745, 26783, -30597, -20238, 18506, -16715, 11996, 2526, 24214
-    dw 1407, -2339, -2918, -1509, 1586, -3581, 3693, -3568, 434, 1151, -1779, 3547, 451, -2786, 222, -1712
-    dw 9087, 4317, -5990, -12261, 10802, -26621, 18541, 4624, 9650, 8831, 29453, 25563, 10179, 28958, -802, -26288
-    dw 3794, 151, -1181, -1203, 226, -3542, -2767, 2378, 1476, 658, -670, -715, -236, 436, -1121, 2071
-    dw 29394, 20119, 24931, -2739, -31518, 1578, 14129, 23882, 3524, -6510, -32414, -14539, -22764, -5708, 22943, 22039
-    dw -3177, -2072, -1649, -2161, 1070, 2059, 1242, 179, 2230, 1348, -929, -1278, -2001, -2422, -3744, 17
-    dw 16791, -14360, 14223, 13711, -24530, -16885, 30938, 1715, -19274, 3396, -9633, -16638, 30255, -13686, -20128, 529
+    dw 115, -2686, -1374, -1237, 2084, -986, 2218, -843, -2907, -2701, 3474, 612, -2720, 78, 2442, -3470
+    dw -31117, -18046, -350, -3797, -12252, -30682, 7338, -14667, -24923, 31603, -3694, 19044, -19104, -9138, -8822, -27022
+    dw -815, 334, -1951, -2254, -1077, -2697, 645, 631, 3570, 2778, -2245, 1674, 241, 1117, 3065, -455
+    dw 32465, -8882, -26015, 6962, 12747, 887, 27781, 4215, -19982, 32474, 3387, -9590, -15631, 7773, -8711, 20537
+    dw 3458, 251, -2777, -728, -3592, -394, -1700, 1969, 1487, -534, -2538, 1304, 1032, -3599, -2779, 187
+    dw -11902, -26885, 25383, 19752, -7688, 10870, 12636, 18865, -15409, -28182, 25110, 13592, 5128, -19471, -24795, 5819
+    dw 874, -443, 311, -184, -2596, -2885, 3031, -262, 2486, -557, 287, 3115, 2371, 2129, 1661, -3329
+    dw -26774, -6075, -28873, -28856, 11740, 2747, -9769, -19718, -19018, 17363, 24351, 555, 12099, -30127, 24701, 4351
     dw -2883, -2883, 1681, 1681, 3588, 3588, 2224, 2224, -1350, -1350, 3145, 3145, -2572, -2572, 1497, 1497
     dw -12611, -12611, 2193, 2193, -27132, -27132, 26800, 26800, 11962, 11962, 32329, 32329, 24052, 24052, -26663, -26663
     dw -660, -660, 2391, 2391, -3135, -3135, 1756, 1756, 730, 730, -3692, -3692, -373, -373, -2175, -2175
@@ -255,8 +255,8 @@ kg_kyberr17681_ntt_inverse_twiddles:
     dw -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865
 
 align 32
-pw_16:
-    dw 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16
+pw_1024:
+    dw 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024
 
 align 32
 pw_17474:
@@ -500,7 +500,8 @@ kg_kyberr17681_ntt_forward_avx2:
     vpunpcklqdq  ymm9, ymm7, ymm1
     vpunpckhqdq  ymm1, ymm7, ymm1
     vpmulhw      ymm7, ymm6, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm7, ymm7, [rel pw_16]
+    vpaddw       ymm7, ymm7, [rel pw_1024]
+    vpsraw       ymm7, ymm7, 11
     vpmullw      ymm7, ymm7, [rel pw_7681]
     vpsubw       ymm6, ymm6, ymm7
     vpmullw      ymm7, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles + 800]
@@ -510,7 +511,8 @@ kg_kyberr17681_ntt_forward_avx2:
     vpaddw       ymm7, ymm6, ymm2                    ; layer 5
     vpsubw       ymm2, ymm6, ymm2
     vpmulhw      ymm6, ymm8, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm6, ymm6, [rel pw_16]
+    vpaddw       ymm6, ymm6, [rel pw_1024]
+    vpsraw       ymm6, ymm6, 11
     vpmullw      ymm6, ymm6, [rel pw_7681]
     vpsubw       ymm6, ymm8, ymm6
     vpmullw      ymm8, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 864]
@@ -520,7 +522,8 @@ kg_kyberr17681_ntt_forward_avx2:
     vpaddw       ymm8, ymm6, ymm3                    ; layer 5
     vpsubw       ymm3, ymm6, ymm3
     vpmulhw      ymm6, ymm5, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm6, ymm6, [rel pw_16]
+    vpaddw       ymm6, ymm6, [rel pw_1024]
+    vpsraw       ymm6, ymm6, 11
     vpmullw      ymm6, ymm6, [rel pw_7681]
     vpsubw       ymm5, ymm5, ymm6
     vpmullw      ymm6, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles + 928]
@@ -530,7 +533,8 @@ kg_kyberr17681_ntt_forward_avx2:
     vpaddw       ymm6, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
     vpmulhw      ymm5, ymm9, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
+    vpaddw       ymm5, ymm5, [rel pw_1024]
+    vpsraw       ymm5, ymm5, 11
     vpmullw      ymm5, ymm5, [rel pw_7681]
     vpsubw       ymm5, ymm9, ymm5
     vpmullw      ymm9, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 992]
@@ -748,7 +752,8 @@ kg_kyberr17681_ntt_forward_avx2:
     vpunpcklqdq  ymm9, ymm7, ymm1
     vpunpckhqdq  ymm1, ymm7, ymm1
     vpmulhw      ymm7, ymm6, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm7, ymm7, [rel pw_16]
+    vpaddw       ymm7, ymm7, [rel pw_1024]
+    vpsraw       ymm7, ymm7, 11
     vpmullw      ymm7, ymm7, [rel pw_7681]
     vpsubw       ymm6, ymm6, ymm7
     vpmullw      ymm7, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles + 2272]
@@ -758,7 +763,8 @@ kg_kyberr17681_ntt_forward_avx2:
     vpaddw       ymm7, ymm6, ymm2                    ; layer 5
     vpsubw       ymm2, ymm6, ymm2
     vpmulhw      ymm6, ymm8, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm6, ymm6, [rel pw_16]
+    vpaddw       ymm6, ymm6, [rel pw_1024]
+    vpsraw       ymm6, ymm6, 11
     vpmullw      ymm6, ymm6, [rel pw_7681]
     vpsubw       ymm6, ymm8, ymm6
     vpmullw      ymm8, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 2336]
@@ -768,7 +774,8 @@ kg_kyberr17681_ntt_forward_avx2:
     vpaddw       ymm8, ymm6, ymm3                    ; layer 5
     vpsubw       ymm3, ymm6, ymm3
     vpmulhw      ymm6, ymm5, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm6, ymm6, [rel pw_16]
+    vpaddw       ymm6, ymm6, [rel pw_1024]
+    vpsraw       ymm6, ymm6, 11
     vpmullw      ymm6, ymm6, [rel pw_7681]
     vpsubw       ymm5, ymm5, ymm6
     vpmullw      ymm6, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles + 2400]
@@ -778,7 +785,8 @@ kg_kyberr17681_ntt_forward_avx2:
     vpaddw       ymm6, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
     vpmulhw      ymm5, ymm9, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
+    vpaddw       ymm5, ymm5, [rel pw_1024]
+    vpsraw       ymm5, ymm5, 11
     vpmullw      ymm5, ymm5, [rel pw_7681]
     vpsubw       ymm5, ymm9, ymm5
     vpmullw      ymm9, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 2464]
@@ -1028,16 +1036,19 @@ kg_kyberr17681_basemul_avx2:
 ; ---------------------------------------------------------------------------
 ; kg_kyberr17681_ntt_inverse_avx2: inverse negacyclic NTT of a[256] in place, natural order out
 ;
-;   requires: any int16 a[i], in the forward NTT's layout
-;   ensures:  every a[i] in [-30720, 30720] (proven), natural order,
+;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+;   ensures:  every a[i] in [-21538, 21538] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
 ;   clobbers: ymm{0-9}, flags
 ;
 ; reduction schedule:
-;   policy index, barrett reduction, 32 vector reductions
-;   before layer 5: 16 register(s), lane-0 indices 0,4,32,36,64,68,96,100,128,132,160,164,192,196,224,228
-;   before layer 2: 16 register(s), lane-0 indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240
-;   worst |value| after each layer: 9594, 19188, 7680, 15360, 30720, 7680, 15360, 30720
+;   policy index, barrett reduction, 25 vector reductions
+;   before layer 4: 8 register(s), lane-0 indices 0,32,64,104,128,160,200,232
+;   before layer 3: 8 register(s), lane-0 indices 0,32,80,96,144,160,192,224
+;   before layer 2: 4 register(s), lane-0 indices 0,64,128,192
+;   before layer 1: 4 register(s), lane-0 indices 0,64,128,192
+;   before layer 0: 1 register(s), lane-0 indices 16
+;   worst |value| after each layer: 5673, 11100, 20650, 24039, 27521, 30708, 18773, 21542
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_ntt_inverse_avx2:function (kg_kyberr17681_ntt_inverse_avx2.end - kg_kyberr17681_ntt_inverse_avx2)
 align 32
@@ -1051,170 +1062,122 @@ kg_kyberr17681_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 160]
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
-    vpmullw      ymm9, ymm1, [rel pw_m2184]
-    vpmulhw      ymm1, ymm1, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm2, [rel pw_m2184]
-    vpmulhw      ymm2, ymm2, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpmullw      ymm9, ymm3, [rel pw_m2184]
-    vpmulhw      ymm3, ymm3, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpmullw      ymm9, ymm4, [rel pw_m2184]
-    vpmulhw      ymm4, ymm4, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpmullw      ymm9, ymm5, [rel pw_m2184]
-    vpmulhw      ymm5, ymm5, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm6, [rel pw_m2184]
-    vpmulhw      ymm6, ymm6, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm7, [rel pw_m2184]
-    vpmulhw      ymm7, ymm7, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m2184]
-    vpmulhw      ymm8, ymm8, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm1, ymm2                    ; layer 7
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 32]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4                    ; layer 7
+    vpmullw      ymm2, ymm9, [rel pw_m2184]
+    vpmulhw      ymm9, ymm9, [rel pw_1912]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm9, ymm2
+    vpaddw       ymm9, ymm3, ymm4                    ; layer 7
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 96]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 64]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm6                    ; layer 7
+    vpmullw      ymm4, ymm9, [rel pw_m2184]
+    vpmulhw      ymm9, ymm9, [rel pw_1912]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm5, ymm6                    ; layer 7
     vpsubw       ymm5, ymm5, ymm6
     vpmullw      ymm6, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 160]
     vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm7, ymm8                    ; layer 7
+    vpmullw      ymm6, ymm9, [rel pw_m2184]
+    vpmulhw      ymm9, ymm9, [rel pw_1912]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm8                    ; layer 7
     vpsubw       ymm7, ymm7, ymm8
     vpmullw      ymm8, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles + 224]
     vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles + 192]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpslld       ymm8, ymm1, 16
-    vpblendw     ymm8, ymm9, ymm8, 170
-    vpsrld       ymm9, ymm9, 16
-    vpblendw     ymm1, ymm9, ymm1, 170
-    vpslld       ymm9, ymm3, 16
+    vpmullw      ymm8, ymm9, [rel pw_m2184]
+    vpmulhw      ymm9, ymm9, [rel pw_1912]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm9, ymm8
+    vpslld       ymm9, ymm1, 16
     vpblendw     ymm9, ymm2, ymm9, 170
     vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm2, ymm2, ymm3, 170
-    vpslld       ymm3, ymm5, 16
-    vpblendw     ymm3, ymm4, ymm3, 170
+    vpblendw     ymm1, ymm2, ymm1, 170
+    vpslld       ymm2, ymm3, 16
+    vpblendw     ymm2, ymm4, ymm2, 170
     vpsrld       ymm4, ymm4, 16
-    vpblendw     ymm4, ymm4, ymm5, 170
-    vpslld       ymm5, ymm7, 16
-    vpblendw     ymm5, ymm6, ymm5, 170
+    vpblendw     ymm3, ymm4, ymm3, 170
+    vpslld       ymm4, ymm5, 16
+    vpblendw     ymm4, ymm6, ymm4, 170
     vpsrld       ymm6, ymm6, 16
-    vpblendw     ymm6, ymm6, ymm7, 170
-    vpaddw       ymm7, ymm8, ymm1                    ; layer 6
-    vpsubw       ymm1, ymm8, ymm1
-    vpmullw      ymm8, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 288]
+    vpblendw     ymm5, ymm6, ymm5, 170
+    vpslld       ymm6, ymm7, 16
+    vpblendw     ymm6, ymm8, ymm6, 170
+    vpsrld       ymm8, ymm8, 16
+    vpblendw     ymm7, ymm8, ymm7, 170
+    vpaddw       ymm8, ymm9, ymm1                    ; layer 6
+    vpsubw       ymm1, ymm9, ymm1
+    vpmullw      ymm9, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 288]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 256]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpaddw       ymm8, ymm9, ymm2                    ; layer 6
-    vpsubw       ymm2, ymm9, ymm2
-    vpmullw      ymm9, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 320]
     vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpaddw       ymm9, ymm3, ymm4                    ; layer 6
-    vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 416]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 384]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm6                    ; layer 6
-    vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 480]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 448]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    vpsllq       ymm6, ymm1, 32
-    vpblendd     ymm6, ymm7, ymm6, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm1, ymm7, ymm1, 170
-    vpsllq       ymm7, ymm2, 32
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm2, ymm3                    ; layer 6
+    vpsubw       ymm2, ymm2, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 352]
+    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 320]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm3, ymm4, ymm5                    ; layer 6
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 416]
+    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 384]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm6, ymm7                    ; layer 6
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 480]
+    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 448]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm6, ymm6, ymm7
+    vpsllq       ymm7, ymm1, 32
     vpblendd     ymm7, ymm8, ymm7, 170
     vpsrlq       ymm8, ymm8, 32
-    vpblendd     ymm2, ymm8, ymm2, 170
-    vpsllq       ymm8, ymm3, 32
+    vpblendd     ymm1, ymm8, ymm1, 170
+    vpsllq       ymm8, ymm2, 32
     vpblendd     ymm8, ymm9, ymm8, 170
     vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm3, ymm9, ymm3, 170
-    vpsllq       ymm9, ymm5, 32
-    vpblendd     ymm9, ymm4, ymm9, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm4, ymm4, ymm5, 170
-    vpmulhw      ymm5, ymm6, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm1, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm6, ymm6, [rel pw_16]
-    vpmullw      ymm6, ymm6, [rel pw_7681]
-    vpsubw       ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm5, ymm1                    ; layer 5
-    vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 544]
+    vpblendd     ymm2, ymm9, ymm2, 170
+    vpsllq       ymm9, ymm4, 32
+    vpblendd     ymm9, ymm3, ymm9, 170
+    vpsrlq       ymm3, ymm3, 32
+    vpblendd     ymm3, ymm3, ymm4, 170
+    vpsllq       ymm4, ymm6, 32
+    vpblendd     ymm4, ymm5, ymm4, 170
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm5, ymm5, ymm6, 170
+    vpaddw       ymm6, ymm7, ymm1                    ; layer 5
+    vpsubw       ymm1, ymm7, ymm1
+    vpmullw      ymm7, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 544]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 512]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm7, ymm5
-    vpmulhw      ymm7, ymm2, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm7, ymm7, [rel pw_16]
-    vpmullw      ymm7, ymm7, [rel pw_7681]
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm5, ymm2                    ; layer 5
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 608]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm1, ymm1, ymm7
+    vpaddw       ymm7, ymm8, ymm2                    ; layer 5
+    vpsubw       ymm2, ymm8, ymm2
+    vpmullw      ymm8, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 608]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 576]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm8, ymm5
-    vpmulhw      ymm8, ymm3, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm8, ymm8, [rel pw_16]
-    vpmullw      ymm8, ymm8, [rel pw_7681]
-    vpsubw       ymm3, ymm3, ymm8
-    vpaddw       ymm8, ymm5, ymm3                    ; layer 5
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 672]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm2, ymm2, ymm8
+    vpaddw       ymm8, ymm9, ymm3                    ; layer 5
+    vpsubw       ymm3, ymm9, ymm3
+    vpmullw      ymm9, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 672]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 640]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm9, ymm5
-    vpmulhw      ymm9, ymm4, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm9, ymm9, [rel pw_16]
-    vpmullw      ymm9, ymm9, [rel pw_7681]
-    vpsubw       ymm4, ymm4, ymm9
-    vpaddw       ymm9, ymm5, ymm4                    ; layer 5
-    vpsubw       ymm4, ymm5, ymm4
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm3, ymm3, ymm9
+    vpaddw       ymm9, ymm4, ymm5                    ; layer 5
+    vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 736]
     vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 704]
     vpmulhw      ymm5, ymm5, ymm0
@@ -1227,25 +1190,45 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm8, ymm3
     vpunpcklqdq  ymm8, ymm9, ymm4
     vpunpckhqdq  ymm4, ymm9, ymm4
+    vpmulhw      ymm9, ymm5, [rel pw_17474]          ; reduce before layer 4
+    vpaddw       ymm9, ymm9, [rel pw_1024]
+    vpsraw       ymm9, ymm9, 11
+    vpmullw      ymm9, ymm9, [rel pw_7681]
+    vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 800]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 768]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm6, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm6, ymm2
-    vpmullw      ymm6, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 864]
+    vpmulhw      ymm5, ymm6, [rel pw_17474]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_1024]
+    vpsraw       ymm5, ymm5, 11
+    vpmullw      ymm5, ymm5, [rel pw_7681]
+    vpsubw       ymm5, ymm6, ymm5
+    vpaddw       ymm6, ymm5, ymm2                    ; layer 4
+    vpsubw       ymm2, ymm5, ymm2
+    vpmullw      ymm5, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 864]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 832]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm7, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 928]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpmulhw      ymm5, ymm7, [rel pw_17474]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_1024]
+    vpsraw       ymm5, ymm5, 11
+    vpmullw      ymm5, ymm5, [rel pw_7681]
+    vpsubw       ymm5, ymm7, ymm5
+    vpaddw       ymm7, ymm5, ymm3                    ; layer 4
+    vpsubw       ymm3, ymm5, ymm3
+    vpmullw      ymm5, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 928]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 896]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm8, ymm4                    ; layer 4
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm3, ymm3, ymm5
+    vpmulhw      ymm5, ymm4, [rel pw_17474]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_1024]
+    vpsraw       ymm5, ymm5, 11
+    vpmullw      ymm5, ymm5, [rel pw_7681]
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm8, ymm4                    ; layer 4
     vpsubw       ymm4, ymm8, ymm4
     vpmullw      ymm8, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 992]
     vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 960]
@@ -1253,105 +1236,113 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vperm2i128   ymm8, ymm9, ymm1, 32
     vperm2i128   ymm1, ymm9, ymm1, 49
-    vperm2i128   ymm9, ymm5, ymm2, 32
-    vperm2i128   ymm2, ymm5, ymm2, 49
-    vperm2i128   ymm5, ymm6, ymm3, 32
-    vperm2i128   ymm3, ymm6, ymm3, 49
-    vperm2i128   ymm6, ymm7, ymm4, 32
-    vperm2i128   ymm4, ymm7, ymm4, 49
-    vpaddw       ymm7, ymm8, ymm1                    ; layer 3
-    vpsubw       ymm1, ymm8, ymm1
-    vpmullw      ymm8, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1056]
+    vperm2i128   ymm9, ymm6, ymm2, 32
+    vperm2i128   ymm2, ymm6, ymm2, 49
+    vperm2i128   ymm6, ymm7, ymm3, 32
+    vperm2i128   ymm3, ymm7, ymm3, 49
+    vperm2i128   ymm7, ymm5, ymm4, 32
+    vperm2i128   ymm4, ymm5, ymm4, 49
+    vpmulhw      ymm5, ymm8, [rel pw_17474]          ; reduce before layer 3
+    vpaddw       ymm5, ymm5, [rel pw_1024]
+    vpsraw       ymm5, ymm5, 11
+    vpmullw      ymm5, ymm5, [rel pw_7681]
+    vpsubw       ymm5, ymm8, ymm5
+    vpaddw       ymm8, ymm5, ymm1                    ; layer 3
+    vpsubw       ymm1, ymm5, ymm1
+    vpmullw      ymm5, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1056]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1024]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpaddw       ymm8, ymm9, ymm2                    ; layer 3
-    vpsubw       ymm2, ymm9, ymm2
-    vpmullw      ymm9, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1120]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1088]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpaddw       ymm9, ymm5, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1184]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1152]
     vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm1, ymm1, ymm5
+    vpmulhw      ymm5, ymm9, [rel pw_17474]          ; reduce before layer 3
+    vpaddw       ymm5, ymm5, [rel pw_1024]
+    vpsraw       ymm5, ymm5, 11
+    vpmullw      ymm5, ymm5, [rel pw_7681]
+    vpsubw       ymm5, ymm9, ymm5
+    vpaddw       ymm9, ymm5, ymm2                    ; layer 3
+    vpsubw       ymm2, ymm5, ymm2
+    vpmullw      ymm5, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1120]
+    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1088]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpmulhw      ymm5, ymm3, [rel pw_17474]          ; reduce before layer 3
+    vpaddw       ymm5, ymm5, [rel pw_1024]
+    vpsraw       ymm5, ymm5, 11
+    vpmullw      ymm5, ymm5, [rel pw_7681]
     vpsubw       ymm3, ymm3, ymm5
-    vpaddw       ymm5, ymm6, ymm4                    ; layer 3
+    vpaddw       ymm5, ymm6, ymm3                    ; layer 3
+    vpsubw       ymm3, ymm6, ymm3
+    vpmullw      ymm6, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1184]
+    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1152]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm3, ymm3, ymm6
+    vpmulhw      ymm6, ymm7, [rel pw_17474]          ; reduce before layer 3
+    vpaddw       ymm6, ymm6, [rel pw_1024]
+    vpsraw       ymm6, ymm6, 11
+    vpmullw      ymm6, ymm6, [rel pw_7681]
+    vpsubw       ymm6, ymm7, ymm6
+    vpaddw       ymm7, ymm6, ymm4                    ; layer 3
     vpsubw       ymm4, ymm6, ymm4
     vpmullw      ymm6, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 1248]
     vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 1216]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
-    vpmulhw      ymm6, ymm7, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm6, ymm6, [rel pw_16]
+    vpmulhw      ymm6, ymm8, [rel pw_17474]          ; reduce before layer 2
+    vpaddw       ymm6, ymm6, [rel pw_1024]
+    vpsraw       ymm6, ymm6, 11
     vpmullw      ymm6, ymm6, [rel pw_7681]
-    vpsubw       ymm6, ymm7, ymm6
-    vpmulhw      ymm7, ymm8, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm7, ymm7, [rel pw_16]
-    vpmullw      ymm7, ymm7, [rel pw_7681]
-    vpsubw       ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm6, ymm7                    ; layer 2
-    vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 1312]
+    vpsubw       ymm6, ymm8, ymm6
+    vpaddw       ymm8, ymm6, ymm9                    ; layer 2
+    vpsubw       ymm6, ymm6, ymm9
+    vpmullw      ymm9, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 1312]
     vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 1280]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm6, ymm6, ymm7
-    vpmulhw      ymm7, ymm1, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm7, ymm7, [rel pw_16]
-    vpmullw      ymm7, ymm7, [rel pw_7681]
-    vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm2, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm7, ymm7, [rel pw_16]
-    vpmullw      ymm7, ymm7, [rel pw_7681]
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm1, ymm2                    ; layer 2
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm6, ymm6, ymm9
+    vpaddw       ymm9, ymm1, ymm2                    ; layer 2
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1312]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1280]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm9, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm2, ymm2, [rel pw_16]
+    vpmulhw      ymm2, ymm5, [rel pw_17474]          ; reduce before layer 2
+    vpaddw       ymm2, ymm2, [rel pw_1024]
+    vpsraw       ymm2, ymm2, 11
     vpmullw      ymm2, ymm2, [rel pw_7681]
-    vpsubw       ymm2, ymm9, ymm2
-    vpmulhw      ymm9, ymm5, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm9, ymm9, [rel pw_16]
-    vpmullw      ymm9, ymm9, [rel pw_7681]
-    vpsubw       ymm5, ymm5, ymm9
-    vpaddw       ymm9, ymm2, ymm5                    ; layer 2
-    vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1376]
+    vpsubw       ymm2, ymm5, ymm2
+    vpaddw       ymm5, ymm2, ymm7                    ; layer 2
+    vpsubw       ymm2, ymm2, ymm7
+    vpmullw      ymm7, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1376]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1344]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm3, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm4, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm3, ymm4                    ; layer 2
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpaddw       ymm7, ymm3, ymm4                    ; layer 2
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1376]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1344]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm8, ymm9                    ; layer 1
-    vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles + 1440]
-    vpmulhw      ymm8, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles + 1408]
+    vpmulhw      ymm4, ymm8, [rel pw_17474]          ; reduce before layer 1
+    vpaddw       ymm4, ymm4, [rel pw_1024]
+    vpsraw       ymm4, ymm4, 11
+    vpmullw      ymm4, ymm4, [rel pw_7681]
+    vpsubw       ymm4, ymm8, ymm4
+    vpmulhw      ymm8, ymm5, [rel pw_17474]          ; reduce before layer 1
+    vpaddw       ymm8, ymm8, [rel pw_1024]
+    vpsraw       ymm8, ymm8, 11
+    vpmullw      ymm8, ymm8, [rel pw_7681]
+    vpsubw       ymm5, ymm5, ymm8
+    vpaddw       ymm8, ymm4, ymm5                    ; layer 1
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 1440]
+    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 1408]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm9, ymm7                    ; layer 1
+    vpsubw       ymm7, ymm9, ymm7
+    vpmullw      ymm9, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles + 1440]
+    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles + 1408]
     vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm7, ymm5                    ; layer 1
-    vpsubw       ymm5, ymm7, ymm5
-    vpmullw      ymm7, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 1440]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 1408]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm5, ymm5, ymm7
-    vpaddw       ymm7, ymm6, ymm2                    ; layer 1
+    vpsubw       ymm7, ymm7, ymm9
+    vpaddw       ymm9, ymm6, ymm2                    ; layer 1
     vpsubw       ymm2, ymm6, ymm2
     vpmullw      ymm6, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1440]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1408]
@@ -1363,12 +1354,12 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1408]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi], ymm4
-    vmovdqu      [rdi + 32], ymm9
-    vmovdqu      [rdi + 64], ymm7
+    vmovdqu      [rdi], ymm8
+    vmovdqu      [rdi + 32], ymm5
+    vmovdqu      [rdi + 64], ymm9
     vmovdqu      [rdi + 96], ymm6
-    vmovdqu      [rdi + 128], ymm8
-    vmovdqu      [rdi + 160], ymm5
+    vmovdqu      [rdi + 128], ymm4
+    vmovdqu      [rdi + 160], ymm7
     vmovdqu      [rdi + 192], ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdi + 256]
@@ -1379,170 +1370,122 @@ kg_kyberr17681_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 416]
     vmovdqu      ymm7, [rdi + 448]
     vmovdqu      ymm8, [rdi + 480]
-    vpmullw      ymm9, ymm1, [rel pw_m2184]
-    vpmulhw      ymm1, ymm1, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm2, [rel pw_m2184]
-    vpmulhw      ymm2, ymm2, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpmullw      ymm9, ymm3, [rel pw_m2184]
-    vpmulhw      ymm3, ymm3, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpmullw      ymm9, ymm4, [rel pw_m2184]
-    vpmulhw      ymm4, ymm4, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpmullw      ymm9, ymm5, [rel pw_m2184]
-    vpmulhw      ymm5, ymm5, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpmullw      ymm9, ymm6, [rel pw_m2184]
-    vpmulhw      ymm6, ymm6, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm7, [rel pw_m2184]
-    vpmulhw      ymm7, ymm7, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m2184]
-    vpmulhw      ymm8, ymm8, [rel pw_1912]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm1, ymm2                    ; layer 7
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1504]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1472]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4                    ; layer 7
+    vpmullw      ymm2, ymm9, [rel pw_m2184]
+    vpmulhw      ymm9, ymm9, [rel pw_1912]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm9, ymm2
+    vpaddw       ymm9, ymm3, ymm4                    ; layer 7
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1568]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1536]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm6                    ; layer 7
+    vpmullw      ymm4, ymm9, [rel pw_m2184]
+    vpmulhw      ymm9, ymm9, [rel pw_1912]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm5, ymm6                    ; layer 7
     vpsubw       ymm5, ymm5, ymm6
     vpmullw      ymm6, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 1632]
     vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 1600]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm7, ymm8                    ; layer 7
+    vpmullw      ymm6, ymm9, [rel pw_m2184]
+    vpmulhw      ymm9, ymm9, [rel pw_1912]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm8                    ; layer 7
     vpsubw       ymm7, ymm7, ymm8
     vpmullw      ymm8, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles + 1696]
     vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles + 1664]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpslld       ymm8, ymm1, 16
-    vpblendw     ymm8, ymm9, ymm8, 170
-    vpsrld       ymm9, ymm9, 16
-    vpblendw     ymm1, ymm9, ymm1, 170
-    vpslld       ymm9, ymm3, 16
+    vpmullw      ymm8, ymm9, [rel pw_m2184]
+    vpmulhw      ymm9, ymm9, [rel pw_1912]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm9, ymm8
+    vpslld       ymm9, ymm1, 16
     vpblendw     ymm9, ymm2, ymm9, 170
     vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm2, ymm2, ymm3, 170
-    vpslld       ymm3, ymm5, 16
-    vpblendw     ymm3, ymm4, ymm3, 170
+    vpblendw     ymm1, ymm2, ymm1, 170
+    vpslld       ymm2, ymm3, 16
+    vpblendw     ymm2, ymm4, ymm2, 170
     vpsrld       ymm4, ymm4, 16
-    vpblendw     ymm4, ymm4, ymm5, 170
-    vpslld       ymm5, ymm7, 16
-    vpblendw     ymm5, ymm6, ymm5, 170
+    vpblendw     ymm3, ymm4, ymm3, 170
+    vpslld       ymm4, ymm5, 16
+    vpblendw     ymm4, ymm6, ymm4, 170
     vpsrld       ymm6, ymm6, 16
-    vpblendw     ymm6, ymm6, ymm7, 170
-    vpaddw       ymm7, ymm8, ymm1                    ; layer 6
-    vpsubw       ymm1, ymm8, ymm1
-    vpmullw      ymm8, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1760]
+    vpblendw     ymm5, ymm6, ymm5, 170
+    vpslld       ymm6, ymm7, 16
+    vpblendw     ymm6, ymm8, ymm6, 170
+    vpsrld       ymm8, ymm8, 16
+    vpblendw     ymm7, ymm8, ymm7, 170
+    vpaddw       ymm8, ymm9, ymm1                    ; layer 6
+    vpsubw       ymm1, ymm9, ymm1
+    vpmullw      ymm9, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1760]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1728]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpaddw       ymm8, ymm9, ymm2                    ; layer 6
-    vpsubw       ymm2, ymm9, ymm2
-    vpmullw      ymm9, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1824]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1792]
     vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpaddw       ymm9, ymm3, ymm4                    ; layer 6
-    vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1856]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm6                    ; layer 6
-    vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 1920]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    vpsllq       ymm6, ymm1, 32
-    vpblendd     ymm6, ymm7, ymm6, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm1, ymm7, ymm1, 170
-    vpsllq       ymm7, ymm2, 32
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm2, ymm3                    ; layer 6
+    vpsubw       ymm2, ymm2, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1824]
+    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1792]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm3, ymm4, ymm5                    ; layer 6
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 1888]
+    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 1856]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm6, ymm7                    ; layer 6
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 1952]
+    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 1920]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm6, ymm6, ymm7
+    vpsllq       ymm7, ymm1, 32
     vpblendd     ymm7, ymm8, ymm7, 170
     vpsrlq       ymm8, ymm8, 32
-    vpblendd     ymm2, ymm8, ymm2, 170
-    vpsllq       ymm8, ymm3, 32
+    vpblendd     ymm1, ymm8, ymm1, 170
+    vpsllq       ymm8, ymm2, 32
     vpblendd     ymm8, ymm9, ymm8, 170
     vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm3, ymm9, ymm3, 170
-    vpsllq       ymm9, ymm5, 32
-    vpblendd     ymm9, ymm4, ymm9, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm4, ymm4, ymm5, 170
-    vpmulhw      ymm5, ymm6, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm1, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm6, ymm6, [rel pw_16]
-    vpmullw      ymm6, ymm6, [rel pw_7681]
-    vpsubw       ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm5, ymm1                    ; layer 5
-    vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2016]
+    vpblendd     ymm2, ymm9, ymm2, 170
+    vpsllq       ymm9, ymm4, 32
+    vpblendd     ymm9, ymm3, ymm9, 170
+    vpsrlq       ymm3, ymm3, 32
+    vpblendd     ymm3, ymm3, ymm4, 170
+    vpsllq       ymm4, ymm6, 32
+    vpblendd     ymm4, ymm5, ymm4, 170
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm5, ymm5, ymm6, 170
+    vpaddw       ymm6, ymm7, ymm1                    ; layer 5
+    vpsubw       ymm1, ymm7, ymm1
+    vpmullw      ymm7, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2016]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1984]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm7, ymm5
-    vpmulhw      ymm7, ymm2, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm7, ymm7, [rel pw_16]
-    vpmullw      ymm7, ymm7, [rel pw_7681]
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm5, ymm2                    ; layer 5
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2080]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm1, ymm1, ymm7
+    vpaddw       ymm7, ymm8, ymm2                    ; layer 5
+    vpsubw       ymm2, ymm8, ymm2
+    vpmullw      ymm8, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2080]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2048]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm8, ymm5
-    vpmulhw      ymm8, ymm3, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm8, ymm8, [rel pw_16]
-    vpmullw      ymm8, ymm8, [rel pw_7681]
-    vpsubw       ymm3, ymm3, ymm8
-    vpaddw       ymm8, ymm5, ymm3                    ; layer 5
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2144]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm2, ymm2, ymm8
+    vpaddw       ymm8, ymm9, ymm3                    ; layer 5
+    vpsubw       ymm3, ymm9, ymm3
+    vpmullw      ymm9, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2144]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2112]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm9, ymm5
-    vpmulhw      ymm9, ymm4, [rel pw_17474]          ; reduce before layer 5
-    vpmulhrsw    ymm9, ymm9, [rel pw_16]
-    vpmullw      ymm9, ymm9, [rel pw_7681]
-    vpsubw       ymm4, ymm4, ymm9
-    vpaddw       ymm9, ymm5, ymm4                    ; layer 5
-    vpsubw       ymm4, ymm5, ymm4
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm3, ymm3, ymm9
+    vpaddw       ymm9, ymm4, ymm5                    ; layer 5
+    vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2208]
     vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2176]
     vpmulhw      ymm5, ymm5, ymm0
@@ -1555,24 +1498,44 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm8, ymm3
     vpunpcklqdq  ymm8, ymm9, ymm4
     vpunpckhqdq  ymm4, ymm9, ymm4
+    vpmulhw      ymm9, ymm5, [rel pw_17474]          ; reduce before layer 4
+    vpaddw       ymm9, ymm9, [rel pw_1024]
+    vpsraw       ymm9, ymm9, 11
+    vpmullw      ymm9, ymm9, [rel pw_7681]
+    vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2272]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2240]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm6, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm6, ymm2
-    vpmullw      ymm6, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2336]
+    vpmulhw      ymm5, ymm6, [rel pw_17474]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_1024]
+    vpsraw       ymm5, ymm5, 11
+    vpmullw      ymm5, ymm5, [rel pw_7681]
+    vpsubw       ymm5, ymm6, ymm5
+    vpaddw       ymm6, ymm5, ymm2                    ; layer 4
+    vpsubw       ymm2, ymm5, ymm2
+    vpmullw      ymm5, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2336]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2304]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm7, ymm3                    ; layer 4
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpmulhw      ymm5, ymm3, [rel pw_17474]          ; reduce before layer 4
+    vpaddw       ymm5, ymm5, [rel pw_1024]
+    vpsraw       ymm5, ymm5, 11
+    vpmullw      ymm5, ymm5, [rel pw_7681]
+    vpsubw       ymm3, ymm3, ymm5
+    vpaddw       ymm5, ymm7, ymm3                    ; layer 4
     vpsubw       ymm3, ymm7, ymm3
     vpmullw      ymm7, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2400]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2368]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
+    vpmulhw      ymm7, ymm4, [rel pw_17474]          ; reduce before layer 4
+    vpaddw       ymm7, ymm7, [rel pw_1024]
+    vpsraw       ymm7, ymm7, 11
+    vpmullw      ymm7, ymm7, [rel pw_7681]
+    vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm8, ymm4                    ; layer 4
     vpsubw       ymm4, ymm8, ymm4
     vpmullw      ymm8, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2464]
@@ -1581,122 +1544,130 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vperm2i128   ymm8, ymm9, ymm1, 32
     vperm2i128   ymm1, ymm9, ymm1, 49
-    vperm2i128   ymm9, ymm5, ymm2, 32
-    vperm2i128   ymm2, ymm5, ymm2, 49
-    vperm2i128   ymm5, ymm6, ymm3, 32
-    vperm2i128   ymm3, ymm6, ymm3, 49
-    vperm2i128   ymm6, ymm7, ymm4, 32
+    vperm2i128   ymm9, ymm6, ymm2, 32
+    vperm2i128   ymm2, ymm6, ymm2, 49
+    vperm2i128   ymm6, ymm5, ymm3, 32
+    vperm2i128   ymm3, ymm5, ymm3, 49
+    vperm2i128   ymm5, ymm7, ymm4, 32
     vperm2i128   ymm4, ymm7, ymm4, 49
+    vpmulhw      ymm7, ymm1, [rel pw_17474]          ; reduce before layer 3
+    vpaddw       ymm7, ymm7, [rel pw_1024]
+    vpsraw       ymm7, ymm7, 11
+    vpmullw      ymm7, ymm7, [rel pw_7681]
+    vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm8, ymm1                    ; layer 3
     vpsubw       ymm1, ymm8, ymm1
     vpmullw      ymm8, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2528]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2496]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
-    vpaddw       ymm8, ymm9, ymm2                    ; layer 3
-    vpsubw       ymm2, ymm9, ymm2
-    vpmullw      ymm9, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2592]
+    vpmulhw      ymm8, ymm9, [rel pw_17474]          ; reduce before layer 3
+    vpaddw       ymm8, ymm8, [rel pw_1024]
+    vpsraw       ymm8, ymm8, 11
+    vpmullw      ymm8, ymm8, [rel pw_7681]
+    vpsubw       ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm8, ymm2                    ; layer 3
+    vpsubw       ymm2, ymm8, ymm2
+    vpmullw      ymm8, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2592]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2560]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpaddw       ymm9, ymm5, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2656]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm2, ymm2, ymm8
+    vpmulhw      ymm8, ymm6, [rel pw_17474]          ; reduce before layer 3
+    vpaddw       ymm8, ymm8, [rel pw_1024]
+    vpsraw       ymm8, ymm8, 11
+    vpmullw      ymm8, ymm8, [rel pw_7681]
+    vpsubw       ymm6, ymm6, ymm8
+    vpaddw       ymm8, ymm6, ymm3                    ; layer 3
+    vpsubw       ymm3, ymm6, ymm3
+    vpmullw      ymm6, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2656]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2624]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpaddw       ymm5, ymm6, ymm4                    ; layer 3
-    vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2720]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2688]
     vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpmulhw      ymm6, ymm7, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm6, ymm6, [rel pw_16]
+    vpsubw       ymm3, ymm3, ymm6
+    vpmulhw      ymm6, ymm5, [rel pw_17474]          ; reduce before layer 3
+    vpaddw       ymm6, ymm6, [rel pw_1024]
+    vpsraw       ymm6, ymm6, 11
     vpmullw      ymm6, ymm6, [rel pw_7681]
-    vpsubw       ymm6, ymm7, ymm6
-    vpmulhw      ymm7, ymm8, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm7, ymm7, [rel pw_16]
-    vpmullw      ymm7, ymm7, [rel pw_7681]
-    vpsubw       ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm6, ymm7                    ; layer 2
-    vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 2784]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 2752]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm6, ymm6, ymm7
-    vpmulhw      ymm7, ymm1, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm7, ymm7, [rel pw_16]
-    vpmullw      ymm7, ymm7, [rel pw_7681]
-    vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm2, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm7, ymm7, [rel pw_16]
-    vpmullw      ymm7, ymm7, [rel pw_7681]
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm1, ymm2                    ; layer 2
+    vpsubw       ymm5, ymm5, ymm6
+    vpaddw       ymm6, ymm5, ymm4                    ; layer 3
+    vpsubw       ymm4, ymm5, ymm4
+    vpmullw      ymm5, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2720]
+    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2688]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpmulhw      ymm5, ymm7, [rel pw_17474]          ; reduce before layer 2
+    vpaddw       ymm5, ymm5, [rel pw_1024]
+    vpsraw       ymm5, ymm5, 11
+    vpmullw      ymm5, ymm5, [rel pw_7681]
+    vpsubw       ymm5, ymm7, ymm5
+    vpaddw       ymm7, ymm5, ymm9                    ; layer 2
+    vpsubw       ymm5, ymm5, ymm9
+    vpmullw      ymm9, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 2784]
+    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 2752]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm5, ymm5, ymm9
+    vpaddw       ymm9, ymm1, ymm2                    ; layer 2
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2784]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2752]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm9, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm2, ymm2, [rel pw_16]
+    vpmulhw      ymm2, ymm8, [rel pw_17474]          ; reduce before layer 2
+    vpaddw       ymm2, ymm2, [rel pw_1024]
+    vpsraw       ymm2, ymm2, 11
     vpmullw      ymm2, ymm2, [rel pw_7681]
-    vpsubw       ymm2, ymm9, ymm2
-    vpmulhw      ymm9, ymm5, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm9, ymm9, [rel pw_16]
-    vpmullw      ymm9, ymm9, [rel pw_7681]
-    vpsubw       ymm5, ymm5, ymm9
-    vpaddw       ymm9, ymm2, ymm5                    ; layer 2
-    vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2848]
+    vpsubw       ymm2, ymm8, ymm2
+    vpaddw       ymm8, ymm2, ymm6                    ; layer 2
+    vpsubw       ymm2, ymm2, ymm6
+    vpmullw      ymm6, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2848]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2816]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm3, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm4, [rel pw_17474]          ; reduce before layer 2
-    vpmulhrsw    ymm5, ymm5, [rel pw_16]
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm3, ymm4                    ; layer 2
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm3, ymm4                    ; layer 2
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2848]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2816]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm8, ymm9                    ; layer 1
-    vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles + 2912]
-    vpmulhw      ymm8, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles + 2880]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm7, ymm5                    ; layer 1
-    vpsubw       ymm5, ymm7, ymm5
-    vpmullw      ymm7, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 2912]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 2880]
+    vpmulhw      ymm4, ymm7, [rel pw_17474]          ; reduce before layer 1
+    vpaddw       ymm4, ymm4, [rel pw_1024]
+    vpsraw       ymm4, ymm4, 11
+    vpmullw      ymm4, ymm4, [rel pw_7681]
+    vpsubw       ymm4, ymm7, ymm4
+    vpmulhw      ymm7, ymm8, [rel pw_17474]          ; reduce before layer 1
+    vpaddw       ymm7, ymm7, [rel pw_1024]
+    vpsraw       ymm7, ymm7, 11
+    vpmullw      ymm7, ymm7, [rel pw_7681]
+    vpsubw       ymm7, ymm8, ymm7
+    vpaddw       ymm8, ymm4, ymm7                    ; layer 1
+    vpsubw       ymm4, ymm4, ymm7
+    vpmullw      ymm7, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2912]
+    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2880]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm5, ymm5, ymm7
-    vpaddw       ymm7, ymm6, ymm2                    ; layer 1
-    vpsubw       ymm2, ymm6, ymm2
-    vpmullw      ymm6, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2912]
+    vpsubw       ymm4, ymm4, ymm7
+    vpaddw       ymm7, ymm9, ymm6                    ; layer 1
+    vpsubw       ymm6, ymm9, ymm6
+    vpmullw      ymm9, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 2912]
+    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 2880]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm6, ymm6, ymm9
+    vpaddw       ymm9, ymm5, ymm2                    ; layer 1
+    vpsubw       ymm2, ymm5, ymm2
+    vpmullw      ymm5, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2912]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2880]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm1, ymm3                    ; layer 1
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpaddw       ymm5, ymm1, ymm3                    ; layer 1
     vpsubw       ymm1, ymm1, ymm3
     vpmullw      ymm3, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2912]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2880]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 256], ymm4
-    vmovdqu      [rdi + 288], ymm9
-    vmovdqu      [rdi + 320], ymm7
-    vmovdqu      [rdi + 352], ymm6
-    vmovdqu      [rdi + 384], ymm8
-    vmovdqu      [rdi + 416], ymm5
+    vmovdqu      [rdi + 256], ymm8
+    vmovdqu      [rdi + 288], ymm7
+    vmovdqu      [rdi + 320], ymm9
+    vmovdqu      [rdi + 352], ymm5
+    vmovdqu      [rdi + 384], ymm4
+    vmovdqu      [rdi + 416], ymm6
     vmovdqu      [rdi + 448], ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdi]
@@ -1711,6 +1682,11 @@ kg_kyberr17681_ntt_inverse_avx2:
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rdi + 32]
     vmovdqu      ymm2, [rdi + 288]
+    vpmulhw      ymm3, ymm1, [rel pw_17474]          ; reduce before layer 0
+    vpaddw       ymm3, ymm3, [rel pw_1024]
+    vpsraw       ymm3, ymm3, 11
+    vpmullw      ymm3, ymm3, [rel pw_7681]
+    vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm1, ymm2                    ; layer 0
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2976]

@@ -36,8 +36,8 @@ void kg_newhope12289_basemul_avx2(int16_t r[1024], const int16_t a[1024], const 
 
 
 /* inverse negacyclic NTT of a[1024] in place, natural order out
- *   requires: any int16 a[i], in the forward NTT's layout
- *   ensures:  every a[i] in [-32167, 32167] (proven), natural order,
+ *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [-32549, 32549] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^1024+1, 12289)
  *   a: 1024 x int16_t, inout, 32-byte aligned
  */

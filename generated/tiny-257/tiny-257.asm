@@ -63,10 +63,10 @@ kg_tiny257_ntt_forward_twiddles:
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
 align 32
 kg_tiny257_ntt_inverse_twiddles:
-    dw -57, 116, -29, 50, -25, 114, 100, 58, -59, 84, -21, -79, -89, 118, 99, 42
-    dw 14535, -29580, 7395, -12750, 6375, -29070, -25500, -14790, 15045, -21420, 5355, 20145, 22695, -30090, -25245, -10710
-    dw 104, 122, 98, 26, -13, 49, 52, 61, 31, -18, -124, 72, -36, -62, -113, -9
-    dw -26520, -31110, -24990, -6630, 3315, -12495, -13260, -15555, -7905, 4590, 31620, -18360, 9180, 15810, 28815, 2295
+    dw -29, 50, 116, 57, 100, 58, 114, 25, -21, -79, 84, 59, 99, 42, 118, 89
+    dw 7395, -12750, -29580, -14535, -25500, -14790, -29070, -6375, 5355, 20145, -21420, -15045, -25245, -10710, -30090, -22695
+    dw 98, 26, 122, -104, 52, 61, 49, 13, -124, 72, -18, -31, -113, -9, -62, 36
+    dw -24990, -6630, -31110, 26520, -13260, -15555, -12495, -3315, 31620, -18360, 4590, 7905, 28815, 2295, 15810, -9180
     dw -92, -92, 70, 70, 111, 111, -23, -23, -117, -117, -73, -73, -46, -46, 35, 35
     dw 23460, 23460, -17850, -17850, -28305, -28305, 5865, 5865, 29835, 29835, 18615, 18615, 11730, 11730, -8925, -8925
     dw 22, 22, 95, 95, -88, -88, -123, -123, -67, -67, -44, -44, 11, 11, -81, -81
@@ -283,14 +283,14 @@ kg_tiny257_basemul_avx2:
 ; ---------------------------------------------------------------------------
 ; kg_tiny257_ntt_inverse_avx2: inverse negacyclic NTT of a[64] in place, natural order out
 ;
-;   requires: any int16 a[i], in the forward NTT's layout
-;   ensures:  every a[i] in [-8320, 8384] (proven), natural order,
+;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+;   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
 ;   clobbers: ymm{0-5}, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 0 vector reductions
-;   worst |value| after each layer: 262, 524, 1048, 2096, 4192, 8384
+;   worst |value| after each layer: 191, 371, 691, 1330, 2638, 5200
 ; ---------------------------------------------------------------------------
 global kg_tiny257_ntt_inverse_avx2:function (kg_tiny257_ntt_inverse_avx2.end - kg_tiny257_ntt_inverse_avx2)
 align 32
@@ -300,121 +300,113 @@ kg_tiny257_ntt_inverse_avx2:
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
     vmovdqu      ymm4, [rdi + 96]
-    vpmullw      ymm5, ymm1, [rel pw_1020]
-    vpmulhw      ymm1, ymm1, [rel pw_m4]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpmullw      ymm5, ymm2, [rel pw_1020]
-    vpmulhw      ymm2, ymm2, [rel pw_m4]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm3, [rel pw_1020]
-    vpmulhw      ymm3, ymm3, [rel pw_m4]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm4, [rel pw_1020]
-    vpmulhw      ymm4, ymm4, [rel pw_m4]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 5
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 32]
     vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4                    ; layer 5
+    vpmullw      ymm2, ymm5, [rel pw_1020]
+    vpmulhw      ymm5, ymm5, [rel pw_m4]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm5, ymm2
+    vpaddw       ymm5, ymm3, ymm4                    ; layer 5
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rel kg_tiny257_ntt_inverse_twiddles + 96]
     vpmulhw      ymm3, ymm3, [rel kg_tiny257_ntt_inverse_twiddles + 64]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpslld       ymm4, ymm1, 16
-    vpblendw     ymm4, ymm5, ymm4, 170
-    vpsrld       ymm5, ymm5, 16
-    vpblendw     ymm1, ymm5, ymm1, 170
-    vpslld       ymm5, ymm3, 16
+    vpmullw      ymm4, ymm5, [rel pw_1020]
+    vpmulhw      ymm5, ymm5, [rel pw_m4]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm4, ymm5, ymm4
+    vpslld       ymm5, ymm1, 16
     vpblendw     ymm5, ymm2, ymm5, 170
     vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm2, ymm2, ymm3, 170
-    vpaddw       ymm3, ymm4, ymm1                    ; layer 4
-    vpsubw       ymm1, ymm4, ymm1
-    vpmullw      ymm4, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 160]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 128]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm1, ymm1, ymm4
-    vpaddw       ymm4, ymm5, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 224]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 192]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpsllq       ymm5, ymm1, 32
-    vpblendd     ymm5, ymm3, ymm5, 170
-    vpsrlq       ymm3, ymm3, 32
-    vpblendd     ymm1, ymm3, ymm1, 170
-    vpsllq       ymm3, ymm2, 32
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm2, ymm4, ymm2, 170
-    vpaddw       ymm4, ymm5, ymm1                    ; layer 3
+    vpblendw     ymm1, ymm2, ymm1, 170
+    vpslld       ymm2, ymm3, 16
+    vpblendw     ymm2, ymm4, ymm2, 170
+    vpsrld       ymm4, ymm4, 16
+    vpblendw     ymm3, ymm4, ymm3, 170
+    vpaddw       ymm4, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 288]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 256]
+    vpmullw      ymm5, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 160]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm3, ymm2                    ; layer 3
-    vpsubw       ymm2, ymm3, ymm2
-    vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 320]
+    vpaddw       ymm5, ymm2, ymm3                    ; layer 4
+    vpsubw       ymm2, ymm2, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 224]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 192]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    vpunpcklqdq  ymm3, ymm4, ymm1
-    vpunpckhqdq  ymm1, ymm4, ymm1
-    vpunpcklqdq  ymm4, ymm5, ymm2
-    vpunpckhqdq  ymm2, ymm5, ymm2
-    vpaddw       ymm5, ymm3, ymm1                    ; layer 2
+    vpsllq       ymm3, ymm1, 32
+    vpblendd     ymm3, ymm4, ymm3, 170
+    vpsrlq       ymm4, ymm4, 32
+    vpblendd     ymm1, ymm4, ymm1, 170
+    vpsllq       ymm4, ymm2, 32
+    vpblendd     ymm4, ymm5, ymm4, 170
+    vpsrlq       ymm5, ymm5, 32
+    vpblendd     ymm2, ymm5, ymm2, 170
+    vpaddw       ymm5, ymm3, ymm1                    ; layer 3
     vpsubw       ymm1, ymm3, ymm1
-    vpmullw      ymm3, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 416]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 384]
+    vpmullw      ymm3, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 288]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 256]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vpaddw       ymm3, ymm4, ymm2                    ; layer 2
+    vpaddw       ymm3, ymm4, ymm2                    ; layer 3
     vpsubw       ymm2, ymm4, ymm2
-    vpmullw      ymm4, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 480]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 448]
+    vpmullw      ymm4, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 352]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 320]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vperm2i128   ymm4, ymm5, ymm1, 32
-    vperm2i128   ymm1, ymm5, ymm1, 49
-    vperm2i128   ymm5, ymm3, ymm2, 32
-    vperm2i128   ymm2, ymm3, ymm2, 49
-    vpaddw       ymm3, ymm4, ymm1                    ; layer 1
+    vpunpcklqdq  ymm4, ymm5, ymm1
+    vpunpckhqdq  ymm1, ymm5, ymm1
+    vpunpcklqdq  ymm5, ymm3, ymm2
+    vpunpckhqdq  ymm2, ymm3, ymm2
+    vpaddw       ymm3, ymm4, ymm1                    ; layer 2
     vpsubw       ymm1, ymm4, ymm1
-    vpmullw      ymm4, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 544]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 512]
+    vpmullw      ymm4, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 416]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 384]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm1, ymm1, ymm4
-    vpaddw       ymm4, ymm5, ymm2                    ; layer 1
+    vpaddw       ymm4, ymm5, ymm2                    ; layer 2
     vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 608]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 576]
+    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 480]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 448]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm3, ymm4                    ; layer 0
-    vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_tiny257_ntt_inverse_twiddles + 672]
-    vpmulhw      ymm3, ymm3, [rel kg_tiny257_ntt_inverse_twiddles + 640]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm1, ymm2                    ; layer 0
+    vperm2i128   ymm5, ymm3, ymm1, 32
+    vperm2i128   ymm1, ymm3, ymm1, 49
+    vperm2i128   ymm3, ymm4, ymm2, 32
+    vperm2i128   ymm2, ymm4, ymm2, 49
+    vpaddw       ymm4, ymm5, ymm1                    ; layer 1
+    vpsubw       ymm1, ymm5, ymm1
+    vpmullw      ymm5, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 544]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 512]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm1, ymm1, ymm5
+    vpaddw       ymm5, ymm3, ymm2                    ; layer 1
+    vpsubw       ymm2, ymm3, ymm2
+    vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 608]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 576]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm3, ymm4, ymm5                    ; layer 0
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_tiny257_ntt_inverse_twiddles + 672]
+    vpmulhw      ymm4, ymm4, [rel kg_tiny257_ntt_inverse_twiddles + 640]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm1, ymm2                    ; layer 0
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 672]
     vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 640]
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vmovdqu      [rdi], ymm5
-    vmovdqu      [rdi + 32], ymm4
-    vmovdqu      [rdi + 64], ymm3
+    vmovdqu      [rdi], ymm3
+    vmovdqu      [rdi + 32], ymm5
+    vmovdqu      [rdi + 64], ymm4
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
     ret

@@ -36,8 +36,8 @@ void kg_tiny257_basemul_avx2(int16_t r[64], const int16_t a[64], const int16_t b
 
 
 /* inverse negacyclic NTT of a[64] in place, natural order out
- *   requires: any int16 a[i], in the forward NTT's layout
- *   ensures:  every a[i] in [-8320, 8384] (proven), natural order,
+ *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
  *   a: 64 x int16_t, inout, 32-byte aligned
  */

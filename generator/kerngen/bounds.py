@@ -65,7 +65,7 @@ def _reduce(bound: int, q: int) -> int:
     lo, hi = prove(barrett_idiom(q)).range_for(-bound, bound)
     return max(-lo, hi)
 
-def _twiddle_magnitudes(math: NttMath, lp: LayerPairs, inverse: bool) -> list[list[int]]:
+def _twiddle_magnitudes(math: NttMath, lp: LayerPairs, inverse: bool, factor: int) -> list[list[int]]:
     exps = math.block_exponents(lp.layer)
     out = []
     for lo, _ in lp.pairs:
@@ -73,7 +73,7 @@ def _twiddle_magnitudes(math: NttMath, lp: LayerPairs, inverse: bool) -> list[li
         for i in lo:
             s = math.root_power(exps[i >> (lp.bit + 1)] // 2)
             c = pow(s, -1, math.q) if inverse else s
-            row.append(abs(math.montgomery(c).w))
+            row.append(abs(math.montgomery(c * factor).w))
         out.append(row)
     return out
 
@@ -93,13 +93,12 @@ def _schedule(math: NttMath, layout: NttLayout, policy: str, direction: str, inp
     layers = layer_pairs(layout)
     if direction == "inverse":
         layers = layers[::-1]
-        scale = math.montgomery(math.inverse_scale())
-        b = [montgomery_bound(input_bound, abs(scale.w), q)] * n
-    else:
-        b = [input_bound] * n
+    b = [input_bound] * n
+    scale = math.inverse_scale()
     before, max_bound, per_index = [], [], []
     for step, lp in enumerate(layers):
-        w = _twiddle_magnitudes(math, lp, direction == "inverse")
+        first_inverse = direction == "inverse" and step == 0  # carries the inverse's scaling
+        w = _twiddle_magnitudes(math, lp, direction == "inverse", scale if first_inverse else 1)
         reduced: set[int] = set()
 
         def overflow(pair, row) -> tuple[bool, bool]:
@@ -144,7 +143,8 @@ def _schedule(math: NttMath, layout: NttLayout, policy: str, direction: str, inp
                     b[x] = b[y] = b[x] + m
                 else:
                     s = b[x] + b[y]
-                    b[x], b[y] = s, montgomery_bound(s, wl, q)
+                    sx = montgomery_bound(s, abs(math.montgomery(scale).w), q) if first_inverse else s
+                    b[x], b[y] = sx, montgomery_bound(s, wl, q)
         before.append((lp.layer, frozenset(reduced)))
         max_bound.append(max(b))
         per_index.append(tuple(b))

@@ -43,9 +43,19 @@ class MulConfig:
     single_shift: bool = True
 
 
-# Chosen by timing every variant on the development machine (see
-# gf2m_checks.measure_configs); other m use the rule in `default_config`.
-_MEASURED: dict[int, MulConfig] = {}
+# Chosen by timing the variants side by side in one kg_bench run on the
+# development machine (Intel, VPCLMULQDQ-capable; ticks per call for
+# mul / 16 squarings): most differences are within a tick or two, except that
+# for m = 409 one carry-less product per word folds x^87 faster than shifts
+# (msqr16 364 vs 434), and for m = 233 shifts beat products (272 vs 304).
+# Other m use the rule in `default_config`.
+_MEASURED: dict[int, MulConfig] = {
+    163: MulConfig("s4", 0, True),
+    233: MulConfig("s4", 0, True),
+    283: MulConfig("k3", 0, True),
+    409: MulConfig("s4", 2, False),
+    571: MulConfig("k3", 0, True),
+}
 
 
 def default_config(m: int) -> MulConfig:

@@ -8,14 +8,19 @@ cannot hide behind a reference computed the same way.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import random
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 from sympy.polys.domains import ZZ
 from sympy.polys.galoistools import gf_add, gf_gcdex, gf_mul, gf_rem
 
-from .family import Bundle, Check, Function
-from .harness import Arg, Case
+from .family import BenchItem, Bundle, Check, Comparison, Function
+from .harness import HARNESS_DIR, Arg, Case, HarnessError
+from . import harness
 
 # ---------------------------------------------------------------------------
 # references
@@ -201,3 +206,52 @@ def checks(bundle: Bundle, seed: int) -> list[Check]:
     for fn in bundle.functions:
         out += function_checks(fn, rng, refs=refs, chain_inputs=chain_inputs)
     return out
+
+
+# ---------------------------------------------------------------------------
+# benchmarks against OpenSSL
+
+
+def build_openssl_shim(m: int, poly, workdir: Path) -> Path:
+    """`harness/openssl_gf2m.c` compiled for one field (cached by content)."""
+    src = harness.HARNESS_DIR / "openssl_gf2m.c"
+    limbs = (m + 63) // 64
+    flags = ["-O2", "-fPIC", "-shared", f"-DKG_M={m}", f"-DKG_LIMBS={limbs}",
+             "-DKG_POLY=" + ",".join(map(str, poly))]
+    key = hashlib.sha256(src.read_bytes() + " ".join(flags).encode()).hexdigest()[:16]
+    so = Path(workdir) / f"openssl_gf2m-{m}-{key}.so"
+    if so.is_file():
+        return so
+    so.parent.mkdir(parents=True, exist_ok=True)
+    tmp = so.with_suffix(f".tmp{os.getpid()}")
+    proc = subprocess.run(["gcc", *flags, "-o", str(tmp), str(src), "-lcrypto"],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise HarnessError(f"building the OpenSSL comparison failed (is libssl-dev installed?):\n"
+                           f"{proc.stderr.strip()}")
+    os.replace(tmp, so)
+    return so
+
+
+def _short(fn: Function, prefix: str) -> str:
+    return fn.kernel.symbol[len(prefix) + 1: -len(fn.isa) - 1]
+
+
+def bench_items(bundle: Bundle, workdir: Path) -> list[BenchItem]:
+    """Every kernel with valid random inputs, beside OpenSSL's BN_GF2m_* doing
+    the same job ("openssl") and beside the shim's BIGNUM conversions alone
+    ("osslconv", the part of the OpenSSL figure that is not arithmetic)."""
+    p = bundle.params
+    so = build_openssl_shim(p.m, p.poly, workdir)
+    rng = random.Random(2024)
+    items = []
+    for fn in bundle.functions:
+        ins = []
+        for spec in fn.kernel.args[1:]:
+            bits = 2 * p.m - 1 if spec.count > p.limbs else p.m
+            ins.append(rng.getrandbits(bits) | 1)
+        case = _case(fn, "bench", ins, alias=False)
+        short = _short(fn, p.prefix)
+        comps = (Comparison("openssl", so, f"kg_ossl_{short}"), Comparison("osslconv", so, "kg_ossl_copy"))
+        items.append(BenchItem(fn.kind, fn.kernel.symbol, case, comps))
+    return items

@@ -16,7 +16,8 @@ from .numtheory import R, NttMath
 from .params import NttParams
 from .verify import Proof, verify_kernel
 
-INT16 = (-32768, 32767)
+# the inverse adds pairs before its first multiplication (which carries the scaling)
+INVERSE_INPUT = (-16383, 16383)
 
 
 def _arg(name: str, role: str, n: int) -> ArgSpec:
@@ -70,12 +71,15 @@ def build(p: NttParams, policy: str | None = None) -> Bundle:
     bm_bound = max(-out_f[0], out_f[1])
     reduce_inputs = math.d * montgomery_bound(bm_bound, bm_bound, q) > 32767
     in_bm = out_f
-    b = Builder()
-    build_basemul(b, math, layout, reduce_inputs, f"{p.prefix}_basemul_zetas")
     sym = f"{p.prefix}_basemul_avx2"
     args = (_arg("r", "out", n), _arg("a", "in", n), _arg("b", "in", n))
-    kb, proof_b = _compile_verify(b, sym, args, {1: in_bm, 2: in_bm}, q)
-    out_b = proof_b.hull(0)
+    for reduce_outputs in (False, True):  # reduce outputs only if they could exceed the inverse's input
+        b = Builder()
+        build_basemul(b, math, layout, reduce_inputs, f"{p.prefix}_basemul_zetas", reduce_outputs)
+        kb, proof_b = _compile_verify(b, sym, args, {1: in_bm, 2: in_bm}, q)
+        out_b = proof_b.hull(0)
+        if INVERSE_INPUT[0] <= out_b[0] and out_b[1] <= INVERSE_INPUT[1]:
+            break
     r_inv = pow(R, -1, q)
     fns.append(Function(kb, "basemul", "avx2", "int16", {
         **common,
@@ -88,8 +92,8 @@ def build(p: NttParams, policy: str | None = None) -> Bundle:
         "          (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b",
     )))
 
-    in_inv = INT16
-    si = schedule(math, layout, policy, "inverse", 32768)
+    in_inv = INVERSE_INPUT
+    si = schedule(math, layout, policy, "inverse", in_inv[1])
     b = Builder()
     build_ntt(b, math, layout, si, f"{p.prefix}_ntt_inverse_twiddles")
     sym = f"{p.prefix}_ntt_inverse_avx2"
@@ -101,7 +105,7 @@ def build(p: NttParams, policy: str | None = None) -> Bundle:
         "output": {"bound": list(out_i), "scale": R % q, "layout": "natural"},
         "reduction": _schedule_manifest(si),
     }, f"inverse negacyclic NTT of a[{n}] in place, natural order out", (
-        "requires: any int16 a[i], in the forward NTT's layout",
+        f"requires: every a[i] in {_bound_text(in_inv)} (base multiplication's output is), in the forward NTT's layout",
         f"ensures:  every a[i] in {_bound_text(out_i)} (proven), natural order,",
         f"          a = 2^16 * INTT(a) mod {q}: forward, basemul, inverse give a*b mod (x^{n}+1, {q})",
     ), si.describe()))

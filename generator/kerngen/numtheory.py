@@ -94,12 +94,11 @@ class NttMath:
 
 @dataclass(frozen=True)
 class BarrettConstant:
-    """t = round(a*v / 2^(16+shift)) via vpmulhw(a, v) then vpmulhrsw(., 2^(15-shift)),
-    a - t*q is a centred representative; v = round(2^(16+shift)/q) < 2^15."""
+    """t = round(a*v / 2^(16+shift)), a - t*q a centred representative;
+    v = round(2^(16+shift)/q) < 2^15 with the largest such shift."""
 
     v: int
     shift: int
-    rounding: int  # 2^(15-shift), the vpmulhrsw multiplier
 
 
 def barrett_constant(q: int) -> BarrettConstant:
@@ -107,4 +106,4 @@ def barrett_constant(q: int) -> BarrettConstant:
     while round((1 << (WORD + shift + 1)) / q) < (1 << (WORD - 1)) and shift < 14:
         shift += 1
     v = round((1 << (WORD + shift)) / q)
-    return BarrettConstant(v, shift, 1 << (WORD - 1 - shift))
+    return BarrettConstant(v, shift)

@@ -56,12 +56,12 @@ def _vector(v: int) -> Mem:
     return Mem(ArgBase(0), 32 * v, 32)
 
 
-def _twiddle_rows(math: NttMath, layer: int, bit: int, lanes: list[int], inverse: bool):
+def _twiddle_rows(math: NttMath, layer: int, bit: int, lanes: list[int], inverse: bool, factor: int = 1):
     exps = math.block_exponents(layer)
     consts = []
     for i in lanes:
         s = math.root_power(exps[i >> (bit + 1)] // 2)
-        consts.append(math.montgomery(pow(s, -1, math.q) if inverse else s))
+        consts.append(math.montgomery((pow(s, -1, math.q) if inverse else s) * factor))
     return [c.w for c in consts], [c.w_qinv for c in consts]
 
 
@@ -79,15 +79,15 @@ def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSche
     memory = [list(range(v * LANES, (v + 1) * LANES)) for v in range(layout.n // LANES)]
     if inverse:
         memory = [list(layout.output_order[v * LANES:(v + 1) * LANES]) for v in range(layout.n // LANES)]
+    # the inverse's scaling rides on its first layer: the difference branch takes it
+    # in its twiddle, the sum branch in one multiplication by the constant itself
+    scale = math.inverse_scale()
+    first_layer = next(st.layer for st in passes[0].steps[::-1] if isinstance(st, Butterflies)) if inverse else None
     for pass_no, p in enumerate(passes):
         steps = p.steps[::-1] if inverse else p.steps
         for group in p.groups:
             regs = [b.op("load", _vector(v)) for v in group]
             idx = [memory[v] for v in group]
-            if inverse and pass_no == 0:
-                c = math.montgomery(math.inverse_scale())
-                w, wq = broadcast_const(b, c.w), broadcast_const(b, c.w_qinv)
-                regs = [montgomery_by_constant(b, r, w, wq, qv) for r in regs]
             for st in steps:
                 for lo, hi in pairs(len(regs), st.slot_bit):
                     if isinstance(st, Swap):
@@ -98,13 +98,18 @@ def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSche
                     for s in (lo, hi):
                         if idx[s][0] in due:
                             regs[s] = _barrett(b, regs[s], q, f"reduce before layer {st.layer}")
-                    w, wq = _twiddle_rows(math, st.layer, st.bit, idx[lo], inverse)
+                    scaled = st.layer == first_layer
+                    w, wq = _twiddle_rows(math, st.layer, st.bit, idx[lo], inverse, scale if scaled else 1)
                     wm, wqm = table.vector(w), table.vector(wq)
                     x, y = regs[lo], regs[hi]
                     if inverse:
                         regs[lo] = b.op("vpaddw", x, y, comment=f"layer {st.layer}")
                         diff = b.op("vpsubw", x, y)
                         regs[hi] = montgomery_by_constant(b, diff, wm, wqm, qv)
+                        if scaled:
+                            c = math.montgomery(scale)
+                            regs[lo] = montgomery_by_constant(b, regs[lo], broadcast_const(b, c.w),
+                                                              broadcast_const(b, c.w_qinv), qv)
                     else:
                         m = montgomery_by_constant(b, y, wm, wqm, qv)
                         regs[lo] = b.op("vpaddw", x, m, comment=f"layer {st.layer}")
@@ -133,7 +138,8 @@ def block_registers(layout: NttLayout) -> list[tuple[tuple[int, ...], list[int]]
     return [(blocks, [vs[k] for k in range(d)]) for blocks, vs in found.items()]
 
 
-def build_basemul(b: Builder, math: NttMath, layout: NttLayout, reduce_inputs: bool, table_label: str) -> None:
+def build_basemul(b: Builder, math: NttMath, layout: NttLayout, reduce_inputs: bool, table_label: str,
+                  reduce_outputs: bool = False) -> None:
     """r = a*b*R^-1 blockwise mod (x^d - zeta_j): args (r, a, b), r may alias a or b."""
     q, d = math.q, layout.d
     table = TwiddleTable(b, table_label)
@@ -158,6 +164,8 @@ def build_basemul(b: Builder, math: NttMath, layout: NttLayout, reduce_inputs: b
             acc = _sum(b, low)
             if wrap:
                 acc = b.op("vpaddw", acc, montgomery_by_constant(b, _sum(b, wrap), zw, zq, qv))
+            if reduce_outputs:
+                acc = _barrett(b, acc, q, "into the inverse NTT's input range")
             b.emit("store", Mem(ArgBase(0), 32 * vecs[k], 32), acc)
     if table.rows:
         table.finish("block zetas (w, w*q^-1 mod 2^16) for base multiplication")

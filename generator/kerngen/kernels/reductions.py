@@ -24,11 +24,15 @@ def broadcast_const(b: Builder, value: int) -> Mem:
 
 
 def barrett_idiom(q: int) -> ScalarIdiom:
-    """Centred Barrett: t = round(x*v / 2^(16+s)), x - t*q in [-(q-1)/2, (q-1)/2]."""
+    """Centred Barrett: t = round(x*v / 2^(16+s)) as (mulhi(x, v) + 2^(s-1)) >> s,
+    then x - t*q, about [-(q-1)/2, (q-1)/2] (the lemma gives the exact range).
+    Rounding by add and shift keeps the idiom at two multiplications: the NTTs
+    are bound by the multiplier ports, not by the simple-integer ones."""
     c = barrett_constant(q)
     return ScalarIdiom("barrett", q, (
         ("vpmulhw", "t", "x", c.v),
-        ("vpmulhrsw", "t", "t", c.rounding),
+        ("vpaddw", "t", "t", 1 << (c.shift - 1)),
+        ("vpsraw", "t", "t", c.shift),
         ("vpmullw", "t", "t", q),
         ("vpsubw", "r", "x", "t"),
     ))

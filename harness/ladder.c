@@ -1,0 +1,164 @@
+/* kerngen demonstrator: scalar multiplication on a NIST binary curve with a
+ * constant-time Montgomery ladder in López–Dahab x-only coordinates, built on
+ * the emitted GF(2^m) kernels; OpenSSL's EC_POINT_mul beside it.
+ *
+ * Built once per curve with
+ *   gcc -O2 -fPIC -shared -DKG_PREFIX=kg_gf2m233 -DKG_ISA=avx2 -DKG_LIMBS=4 \
+ *       -DKG_CURVE=NID_sect233r1 ladder.c /path/to/gf2m-233.so -lcrypto
+ * OpenSSL is used only to read the curve's b, its order and generator once,
+ * and for the comparison functions; the ladder itself calls only kernels.
+ *
+ * Exports (limb arrays of KG_LIMBS little-endian uint64, out first):
+ *   kg_ladder(out_x, k, x)       x(kP) for the point P with x-coordinate x;
+ *                                k < 2^(order bits); 0 when kP is at infinity
+ *   kg_ossl_ladder(out_x, k, x)  the same with EC_POINT_mul (P = the point
+ *                                with that x and y-bit 0; x(kP) = x(-kP))
+ *   kg_ladder_gen(out_x)         x of the curve's generator
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/bn.h>
+#include <openssl/ec.h>
+#include <openssl/obj_mac.h>
+
+#define N KG_LIMBS
+#define KG_CAT3_(a, b, c) a##_##b##_##c
+#define KG_CAT3(a, b, c) KG_CAT3_(a, b, c)
+#define KG_K(op) KG_CAT3(KG_PREFIX, op, KG_ISA)
+
+void KG_K(mul)(uint64_t *out, const uint64_t *a, const uint64_t *b);
+void KG_K(sqr)(uint64_t *out, const uint64_t *a);
+void KG_K(muladd)(uint64_t *out, const uint64_t *a, const uint64_t *b, const uint64_t *c,
+                  const uint64_t *d);
+void KG_K(inv)(uint64_t *out, const uint64_t *a);
+
+static EC_GROUP *grp;
+static BN_CTX *ctx;
+static uint64_t curve_b[N];
+static int order_bits;
+
+static void bn_to_limbs(uint64_t *out, const BIGNUM *r)
+{
+    unsigned char be[8 * N];
+    int len = BN_num_bytes(r);
+    unsigned char *o = (unsigned char *)out;
+    if (len > 8 * N || BN_bn2bin(r, be) != len)
+        abort();
+    for (int i = 0; i < len; i++)
+        o[i] = be[len - 1 - i];
+    memset(o + len, 0, (size_t)(8 * N - len));
+}
+
+static void init(void)
+{
+    if (grp)
+        return;
+    BIGNUM *p = BN_new(), *a = BN_new(), *b = BN_new();
+    ctx = BN_CTX_new();
+    grp = EC_GROUP_new_by_curve_name(KG_CURVE);
+    if (!p || !a || !b || !ctx || !grp || !EC_GROUP_get_curve(grp, p, a, b, ctx))
+        abort();
+    bn_to_limbs(curve_b, b);
+    order_bits = EC_GROUP_order_bits(grp);
+    BN_free(p);
+    BN_free(a);
+    BN_free(b);
+}
+
+/* Swaps (x, y) when mask is all ones, leaves them when it is zero. */
+static void cswap(uint64_t *x, uint64_t *y, uint64_t mask)
+{
+    for (int i = 0; i < N; i++) {
+        uint64_t t = mask & (x[i] ^ y[i]);
+        x[i] ^= t;
+        y[i] ^= t;
+    }
+}
+
+void kg_ladder(uint64_t *out, const uint64_t *k, const uint64_t *x)
+{
+    init();
+    /* R0 = infinity (1 : 0), R1 = P (x : 1); R1 - R0 = P throughout */
+    uint64_t X0[N] = {1}, Z0[N] = {0}, X1[N], Z1[N] = {1};
+    uint64_t t1[N], t2[N], s[N], a[N], c[N], c2[N];
+    uint64_t prev = 0;
+    memcpy(X1, x, sizeof X1);
+    for (int i = order_bits - 1; i >= 0; i--) {
+        uint64_t bit = (k[i / 64] >> (i % 64)) & 1;
+        uint64_t mask = (uint64_t)0 - (bit ^ prev);
+        prev = bit;
+        cswap(X0, X1, mask);
+        cswap(Z0, Z1, mask);
+        /* R1 = R0 + R1: Z = (X0 Z1 + X1 Z0)^2, X = x Z + (X0 Z1)(X1 Z0) */
+        KG_K(mul)(t1, X0, Z1);
+        KG_K(mul)(t2, X1, Z0);
+        for (int j = 0; j < N; j++)
+            s[j] = t1[j] ^ t2[j];
+        KG_K(sqr)(Z1, s);
+        KG_K(muladd)(X1, x, Z1, t1, t2);
+        /* R0 = 2 R0: X = X0^4 + b Z0^4, Z = X0^2 Z0^2 */
+        KG_K(sqr)(a, X0);
+        KG_K(sqr)(c, Z0);
+        KG_K(mul)(Z0, a, c);
+        KG_K(sqr)(c2, c);
+        KG_K(muladd)(X0, a, a, curve_b, c2);
+    }
+    uint64_t mask = (uint64_t)0 - prev;
+    cswap(X0, X1, mask);
+    cswap(Z0, Z1, mask);
+    KG_K(inv)(t1, Z0); /* 0 at infinity, and then so is the product */
+    KG_K(mul)(out, X0, t1);
+}
+
+/* The comparison converts its inputs once per distinct value, as a caller
+ * keeping BIGNUMs and points would; the point decompression is part of it. */
+static uint64_t seen_x[N], seen_k[N];
+static int seen_valid;
+static EC_POINT *pt, *res;
+static BIGNUM *bk, *bx, *rx, *ry;
+
+void kg_ossl_ladder(uint64_t *out, const uint64_t *k, const uint64_t *x)
+{
+    init();
+    if (!pt) {
+        pt = EC_POINT_new(grp);
+        res = EC_POINT_new(grp);
+        bk = BN_new();
+        bx = BN_new();
+        rx = BN_new();
+        ry = BN_new();
+        if (!pt || !res || !bk || !bx || !rx || !ry)
+            abort();
+    }
+    if (!seen_valid || memcmp(seen_x, x, sizeof seen_x) || memcmp(seen_k, k, sizeof seen_k)) {
+        if (!BN_lebin2bn((const unsigned char *)x, 8 * N, bx) ||
+            !BN_lebin2bn((const unsigned char *)k, 8 * N, bk) ||
+            !EC_POINT_set_compressed_coordinates(grp, pt, bx, 0, ctx))
+            abort();
+        memcpy(seen_x, x, sizeof seen_x);
+        memcpy(seen_k, k, sizeof seen_k);
+        seen_valid = 1;
+    }
+    if (!EC_POINT_mul(grp, res, NULL, pt, bk, ctx))
+        abort();
+    if (EC_POINT_is_at_infinity(grp, res)) {
+        memset(out, 0, 8 * N);
+        return;
+    }
+    if (!EC_POINT_get_affine_coordinates(grp, res, rx, ry, ctx))
+        abort();
+    bn_to_limbs(out, rx);
+}
+
+void kg_ladder_gen(uint64_t *out)
+{
+    init();
+    BIGNUM *gx = BN_new(), *gy = BN_new();
+    if (!gx || !gy || !EC_POINT_get_affine_coordinates(grp, EC_GROUP_get0_generator(grp), gx, gy, ctx))
+        abort();
+    bn_to_limbs(out, gx);
+    BN_free(gx);
+    BN_free(gy);
+}
