@@ -12,6 +12,7 @@ from kerngen.isa.ir import ArgSpec, Builder
 from kerngen.isa.pipeline import compile_kernel
 from kerngen.kernels.ntt16 import build_ntt
 from kerngen.kernels.ntt_layout import plan
+from kerngen.kernels.reductions import reducers
 from kerngen.numtheory import NttMath
 from kerngen.params import from_mapping, load, max_layers
 from kerngen.testing import test_params as run_kerngen_test
@@ -29,9 +30,11 @@ def test_shipped_set_passes_against_sympy(path):
     assert outcome.passed >= 20
 
 
-@pytest.mark.parametrize("policy", ["eager", "layer"])
-def test_other_policies_pass_too(policy):
-    outcome = run_kerngen_test(load(REPO / "params/kyber-r1-7681.toml"), seed=5, say=lambda s: None, policy=policy)
+@pytest.mark.parametrize("policy", ["eager", "layer", "index"])
+@pytest.mark.parametrize("reducer", ["barrett", "special"])
+def test_every_policy_and_reducer_passes(policy, reducer):
+    p = load(REPO / "params/kyber-r1-7681.toml", policy=policy, reducer=reducer)
+    outcome = run_kerngen_test(p, seed=5, say=lambda s: None)
     assert outcome.failed == 0, outcome.failures
 
 
@@ -61,26 +64,28 @@ def test_reduction_counts_are_ordered(policy):
         p = load(path)
         math, layout = NttMath(p.n, p.q, p.layers), plan(p.n, p.layers)
         for direction, bound in (("forward", p.q - 1), ("inverse", 16383)):
-            index = schedule(math, layout, "index", direction, bound).count
-            layer = schedule(math, layout, "layer", direction, bound).count
-            assert index <= layer, (p.name, direction)
+            for red in reducers(p.q).values():
+                index = schedule(math, layout, "index", direction, bound, red).count
+                layer = schedule(math, layout, "layer", direction, bound, red).count
+                assert index <= layer, (p.name, direction, red.kind)
 
 
 def test_verifier_refuses_a_schedule_without_its_reductions():
     """newhope-12289 needs reductions in its forward NTT; drop them and the verifier must say where."""
     p = load(REPO / "params/newhope-12289.toml")
     math, layout = NttMath(p.n, p.q, p.layers), plan(p.n, p.layers)
-    good = schedule(math, layout, "index", "forward", p.q - 1)
+    red = reducers(p.q)["barrett"]
+    good = schedule(math, layout, "index", "forward", p.q - 1, red)
     assert good.count > 0
     bad = dataclasses.replace(good, before=tuple((layer, frozenset()) for layer, _ in good.before))
     b = Builder()
-    build_ntt(b, math, layout, bad, "t_twiddles")
+    build_ntt(b, math, layout, bad, red, "t_twiddles")
     kernel = compile_kernel(b, "t_forward", (ArgSpec("a", "inout", "int16_t", 2, p.n, 32),), SYSV)
     with pytest.raises(VerifyError, match=r"instruction \d+ `vp(add|sub)w .*` can overflow in lane \d+: result in \[-?\d+, -?\d+\]"):
         verify_kernel(kernel, {0: (-(p.q - 1), p.q - 1)}, p.q)
     # the same instructions with the reductions kept are accepted
     b = Builder()
-    build_ntt(b, math, layout, good, "t_twiddles")
+    build_ntt(b, math, layout, good, red, "t_twiddles")
     kernel = compile_kernel(b, "t_forward", (ArgSpec("a", "inout", "int16_t", 2, p.n, 32),), SYSV)
     proof = verify_kernel(kernel, {0: (-(p.q - 1), p.q - 1)}, p.q)
     assert proof.idioms_checked == good.count

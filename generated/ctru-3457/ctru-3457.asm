@@ -11,6 +11,8 @@
 ;   layers = 6
 ;   d = 4
 ;   reduction = "index"
+;   reducer = "auto"
+;   reducer_used = "barrett"
 ;   prefix = "kg_ctru3457"
 ;
 ; psi = 63: primitive 2^7-th root of unity mod 3457
@@ -1408,7 +1410,7 @@ kg_ctru3457_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 832]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm6, [rel pw_19412]          ; reduce before layer 1
+    vpmulhw      ymm4, ymm6, [rel pw_19412]          ; barrett: before layer 1
     vpaddw       ymm4, ymm4, [rel pw_512]
     vpsraw       ymm4, ymm4, 10
     vpmullw      ymm4, ymm4, [rel pw_3457]
@@ -1613,7 +1615,7 @@ kg_ctru3457_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm6, [rel pw_19412]          ; reduce before layer 1
+    vpmulhw      ymm4, ymm6, [rel pw_19412]          ; barrett: before layer 1
     vpaddw       ymm4, ymm4, [rel pw_512]
     vpsraw       ymm4, ymm4, 10
     vpmullw      ymm4, ymm4, [rel pw_3457]
@@ -1652,7 +1654,7 @@ kg_ctru3457_ntt_inverse_avx2:
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
-    vpmulhw      ymm3, ymm1, [rel pw_19412]          ; reduce before layer 0
+    vpmulhw      ymm3, ymm1, [rel pw_19412]          ; barrett: before layer 0
     vpaddw       ymm3, ymm3, [rel pw_512]
     vpsraw       ymm3, ymm3, 10
     vpmullw      ymm3, ymm3, [rel pw_3457]

@@ -11,6 +11,8 @@
 ;   layers = 9
 ;   d = 1
 ;   reduction = "index"
+;   reducer = "auto"
+;   reducer_used = "barrett"
 ;   prefix = "kg_falcon12289"
 ;
 ; psi = 49: primitive 2^10-th root of unity mod 12289
@@ -789,7 +791,7 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 160]
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -800,7 +802,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -811,7 +813,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -822,7 +824,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm4, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm4, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -889,7 +891,7 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm4, ymm6, ymm4, 49
     vperm2i128   ymm6, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
-    vpmulhw      ymm8, ymm2, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm2, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -900,7 +902,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm2, ymm3                    ; layer 5
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm9, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm3, ymm9, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -911,7 +913,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -922,7 +924,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1021,7 +1023,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpblendw     ymm6, ymm5, ymm6, 170
     vpsrld       ymm5, ymm5, 16
     vpblendw     ymm1, ymm5, ymm1, 170
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1032,7 +1034,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1043,7 +1045,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm9
     vpaddw       ymm9, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1054,7 +1056,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1081,7 +1083,7 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 416]
     vmovdqu      ymm7, [rdi + 448]
     vmovdqu      ymm8, [rdi + 480]
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -1092,7 +1094,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1103,7 +1105,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1114,7 +1116,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm4, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm4, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1181,7 +1183,7 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm4, ymm6, ymm4, 49
     vperm2i128   ymm6, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
-    vpmulhw      ymm8, ymm2, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm2, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -1192,7 +1194,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm2, ymm3                    ; layer 5
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm9, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm3, ymm9, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -1203,7 +1205,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1214,7 +1216,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1313,7 +1315,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpblendw     ymm6, ymm5, ymm6, 170
     vpsrld       ymm5, ymm5, 16
     vpblendw     ymm1, ymm5, ymm1, 170
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1324,7 +1326,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1335,7 +1337,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm9
     vpaddw       ymm9, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1346,7 +1348,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1373,7 +1375,7 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 672]
     vmovdqu      ymm7, [rdi + 704]
     vmovdqu      ymm8, [rdi + 736]
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -1384,7 +1386,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1395,7 +1397,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1406,7 +1408,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm4, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm4, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1473,7 +1475,7 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm4, ymm6, ymm4, 49
     vperm2i128   ymm6, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
-    vpmulhw      ymm8, ymm2, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm2, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -1484,7 +1486,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm2, ymm3                    ; layer 5
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm9, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm3, ymm9, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -1495,7 +1497,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1506,7 +1508,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1605,7 +1607,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpblendw     ymm6, ymm5, ymm6, 170
     vpsrld       ymm5, ymm5, 16
     vpblendw     ymm1, ymm5, ymm1, 170
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1616,7 +1618,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1627,7 +1629,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm9
     vpaddw       ymm9, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1638,7 +1640,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1665,7 +1667,7 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 928]
     vmovdqu      ymm7, [rdi + 960]
     vmovdqu      ymm8, [rdi + 992]
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -1676,7 +1678,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1687,7 +1689,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1698,7 +1700,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm4, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm4, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1765,7 +1767,7 @@ kg_falcon12289_ntt_forward_avx2:
     vperm2i128   ymm4, ymm6, ymm4, 49
     vperm2i128   ymm6, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
-    vpmulhw      ymm8, ymm2, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm2, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -1776,7 +1778,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm2, ymm3                    ; layer 5
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm9, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm3, ymm9, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -1787,7 +1789,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1798,7 +1800,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1897,7 +1899,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpblendw     ymm6, ymm5, ymm6, 170
     vpsrld       ymm5, ymm5, 16
     vpblendw     ymm1, ymm5, ymm1, 170
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1908,7 +1910,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1919,7 +1921,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm9
     vpaddw       ymm9, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -1930,7 +1932,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2353,7 +2355,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2364,7 +2366,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 512]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2375,7 +2377,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 576]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
-    vpmulhw      ymm6, ymm9, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm9, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2386,7 +2388,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 640]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpmulhw      ymm6, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm4, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2405,7 +2407,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm9, ymm3
     vpunpcklqdq  ymm9, ymm6, ymm4
     vpunpckhqdq  ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2416,7 +2418,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 768]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2427,7 +2429,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 832]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2438,7 +2440,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 896]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2457,12 +2459,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm8, ymm3, 49
     vperm2i128   ymm8, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
-    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm9
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -2473,12 +2475,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1024]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2489,12 +2491,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 1088]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -2505,12 +2507,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 1152]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -2545,7 +2547,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 1344]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
@@ -2686,7 +2688,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2697,7 +2699,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 1984]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2708,7 +2710,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2048]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
-    vpmulhw      ymm6, ymm3, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm3, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2719,7 +2721,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2112]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm3, ymm3, ymm9
-    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -2738,7 +2740,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm6, ymm3
     vpunpcklqdq  ymm6, ymm9, ymm4
     vpunpckhqdq  ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -2749,7 +2751,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2240]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2760,7 +2762,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2304]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2771,7 +2773,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2368]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2790,12 +2792,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm8, ymm3, 49
     vperm2i128   ymm8, ymm6, ymm4, 32
     vperm2i128   ymm4, ymm6, ymm4, 49
-    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2806,12 +2808,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 2496]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm9, ymm5
-    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -2822,12 +2824,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 2560]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -2838,12 +2840,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2624]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -2878,7 +2880,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 2816]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
@@ -3019,7 +3021,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3030,7 +3032,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 3456]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -3041,7 +3043,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 3520]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -3052,7 +3054,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 3584]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm3, ymm3, ymm9
-    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -3071,7 +3073,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm7, ymm3
     vpunpcklqdq  ymm7, ymm9, ymm4
     vpunpckhqdq  ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -3082,7 +3084,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 3712]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3093,7 +3095,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 3776]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3104,7 +3106,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 3840]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3123,12 +3125,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm8, ymm3, 49
     vperm2i128   ymm8, ymm7, ymm4, 32
     vperm2i128   ymm4, ymm7, ymm4, 49
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm1, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm7, ymm1, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -3139,12 +3141,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 3968]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm9, ymm5
-    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -3155,12 +3157,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4032]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm3, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm6, ymm3, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3171,12 +3173,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 4096]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -3211,7 +3213,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 4288]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
@@ -3352,7 +3354,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3363,7 +3365,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 4928]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3374,7 +3376,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 4992]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
-    vpmulhw      ymm6, ymm9, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm9, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3385,7 +3387,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5056]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpmulhw      ymm6, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm4, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3404,7 +3406,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm9, ymm3
     vpunpcklqdq  ymm9, ymm6, ymm4
     vpunpckhqdq  ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3415,7 +3417,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5184]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3426,7 +3428,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5248]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3437,7 +3439,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5312]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3456,12 +3458,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm8, ymm3, 49
     vperm2i128   ymm8, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
-    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm9
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -3472,12 +3474,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5440]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3488,12 +3490,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5504]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -3504,12 +3506,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5568]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -3544,7 +3546,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5760]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
@@ -3585,12 +3587,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm2, [rdi + 256]
     vmovdqu      ymm3, [rdi + 512]
     vmovdqu      ymm4, [rdi + 768]
-    vpmulhw      ymm5, ymm1, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm5, ymm1, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3601,12 +3603,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5888]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm2, ymm3, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm2, ymm2, [rel pw_2048]
     vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
     vpsubw       ymm2, ymm3, ymm2
-    vpmulhw      ymm3, ymm4, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm3, ymm4, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -3637,7 +3639,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vmovdqu      ymm2, [rdi + 288]
     vmovdqu      ymm3, [rdi + 544]
     vmovdqu      ymm4, [rdi + 800]
-    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3648,7 +3650,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_falcon12289_ntt_inverse_twiddles + 5888]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm2, ymm3, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm2, ymm2, [rel pw_2048]
     vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
@@ -3659,12 +3661,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_falcon12289_ntt_inverse_twiddles + 5952]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3701,12 +3703,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5952]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3743,12 +3745,12 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5952]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3785,7 +3787,7 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_falcon12289_ntt_inverse_twiddles + 5952]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm2, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm4, ymm2, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]

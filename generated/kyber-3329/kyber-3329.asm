@@ -11,6 +11,8 @@
 ;   layers = 7
 ;   d = 2
 ;   reduction = "index"
+;   reducer = "auto"
+;   reducer_used = "special"
 ;   prefix = "kg_kyber3329"
 ;
 ; psi = 17: primitive 2^8-th root of unity mod 3329
@@ -211,16 +213,12 @@ pw_1441:
     dw 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441
 
 align 32
-pw_20159:
-    dw 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159
-
-align 32
 pw_3329:
     dw 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329
 
 align 32
-pw_512:
-    dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
+pw_4095:
+    dw 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095
 
 align 32
 pw_m10079:
@@ -243,7 +241,7 @@ section .text
 ;   clobbers: ymm{0-9}, flags
 ;
 ; reduction schedule:
-;   policy index, barrett reduction, 0 vector reductions
+;   policy index, special reduction, 0 vector reductions
 ;   worst |value| after each layer: 5032, 6814, 8544, 10407, 12304, 14175, 16193
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_ntt_forward_avx2:function (kg_kyber3329_ntt_forward_avx2.end - kg_kyber3329_ntt_forward_avx2)
@@ -1012,16 +1010,15 @@ kg_kyber3329_basemul_avx2:
 ; kg_kyber3329_ntt_inverse_avx2: inverse negacyclic NTT of a[256] in place, natural order out
 ;
 ;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
-;   ensures:  every a[i] in [-24072, 24072] (proven), natural order,
+;   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
-;   clobbers: ymm{0-9}, flags
+;   clobbers: ymm{0-10}, flags
 ;
 ; reduction schedule:
-;   policy index, barrett reduction, 7 vector reductions
+;   policy index, special reduction, 8 vector reductions
 ;   before layer 2: 4 register(s), lane-0 indices 0,64,128,192
-;   before layer 1: 2 register(s), lane-0 indices 0,128
-;   before layer 0: 1 register(s), lane-0 indices 0
-;   worst |value| after each layer: 2493, 4772, 9544, 19088, 20752, 22416, 24080
+;   before layer 1: 4 register(s), lane-0 indices 0,64,128,192
+;   worst |value| after each layer: 2493, 4772, 9544, 19088, 25484, 15860, 31720
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_ntt_inverse_avx2:function (kg_kyber3329_ntt_inverse_avx2.end - kg_kyber3329_ntt_inverse_avx2)
 align 32
@@ -1195,11 +1192,13 @@ kg_kyber3329_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 960]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
-    vpmulhw      ymm7, ymm9, [rel pw_20159]          ; reduce before layer 2
-    vpaddw       ymm7, ymm7, [rel pw_512]
-    vpsraw       ymm7, ymm7, 10
-    vpmullw      ymm7, ymm7, [rel pw_3329]
-    vpsubw       ymm7, ymm9, ymm7
+    vpsraw       ymm7, ymm9, 12                      ; special: before layer 2
+    vpand        ymm9, ymm9, [rel pw_4095]
+    vpsubw       ymm9, ymm9, ymm7
+    vpsllw       ymm10, ymm7, 8
+    vpsubw       ymm9, ymm9, ymm10
+    vpsllw       ymm7, ymm7, 10
+    vpaddw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm7, ymm8                    ; layer 2
     vpsubw       ymm7, ymm7, ymm8
     vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 1056]
@@ -1212,11 +1211,13 @@ kg_kyber3329_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1024]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm5, [rel pw_20159]          ; reduce before layer 2
-    vpaddw       ymm2, ymm2, [rel pw_512]
-    vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3329]
-    vpsubw       ymm2, ymm5, ymm2
+    vpsraw       ymm2, ymm5, 12                      ; special: before layer 2
+    vpand        ymm5, ymm5, [rel pw_4095]
+    vpsubw       ymm5, ymm5, ymm2
+    vpsllw       ymm10, ymm2, 8
+    vpsubw       ymm5, ymm5, ymm10
+    vpsllw       ymm2, ymm2, 10
+    vpaddw       ymm2, ymm5, ymm2
     vpaddw       ymm5, ymm2, ymm6                    ; layer 2
     vpsubw       ymm2, ymm2, ymm6
     vpmullw      ymm6, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1120]
@@ -1229,11 +1230,20 @@ kg_kyber3329_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1088]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm9, [rel pw_20159]          ; reduce before layer 1
-    vpaddw       ymm4, ymm4, [rel pw_512]
-    vpsraw       ymm4, ymm4, 10
-    vpmullw      ymm4, ymm4, [rel pw_3329]
-    vpsubw       ymm4, ymm9, ymm4
+    vpsraw       ymm4, ymm9, 12                      ; special: before layer 1
+    vpand        ymm9, ymm9, [rel pw_4095]
+    vpsubw       ymm9, ymm9, ymm4
+    vpsllw       ymm10, ymm4, 8
+    vpsubw       ymm9, ymm9, ymm10
+    vpsllw       ymm4, ymm4, 10
+    vpaddw       ymm4, ymm9, ymm4
+    vpsraw       ymm9, ymm5, 12                      ; special: before layer 1
+    vpand        ymm5, ymm5, [rel pw_4095]
+    vpsubw       ymm5, ymm5, ymm9
+    vpsllw       ymm10, ymm9, 8
+    vpsubw       ymm5, ymm5, ymm10
+    vpsllw       ymm9, ymm9, 10
+    vpaddw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm4, ymm5                    ; layer 1
     vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
@@ -1434,11 +1444,13 @@ kg_kyber3329_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2176]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
-    vpmulhw      ymm7, ymm9, [rel pw_20159]          ; reduce before layer 2
-    vpaddw       ymm7, ymm7, [rel pw_512]
-    vpsraw       ymm7, ymm7, 10
-    vpmullw      ymm7, ymm7, [rel pw_3329]
-    vpsubw       ymm7, ymm9, ymm7
+    vpsraw       ymm7, ymm9, 12                      ; special: before layer 2
+    vpand        ymm9, ymm9, [rel pw_4095]
+    vpsubw       ymm9, ymm9, ymm7
+    vpsllw       ymm10, ymm7, 8
+    vpsubw       ymm9, ymm9, ymm10
+    vpsllw       ymm7, ymm7, 10
+    vpaddw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm7, ymm8                    ; layer 2
     vpsubw       ymm7, ymm7, ymm8
     vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 2272]
@@ -1451,11 +1463,13 @@ kg_kyber3329_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2240]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm5, [rel pw_20159]          ; reduce before layer 2
-    vpaddw       ymm2, ymm2, [rel pw_512]
-    vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3329]
-    vpsubw       ymm2, ymm5, ymm2
+    vpsraw       ymm2, ymm5, 12                      ; special: before layer 2
+    vpand        ymm5, ymm5, [rel pw_4095]
+    vpsubw       ymm5, ymm5, ymm2
+    vpsllw       ymm10, ymm2, 8
+    vpsubw       ymm5, ymm5, ymm10
+    vpsllw       ymm2, ymm2, 10
+    vpaddw       ymm2, ymm5, ymm2
     vpaddw       ymm5, ymm2, ymm6                    ; layer 2
     vpsubw       ymm2, ymm2, ymm6
     vpmullw      ymm6, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2336]
@@ -1468,11 +1482,20 @@ kg_kyber3329_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm9, [rel pw_20159]          ; reduce before layer 1
-    vpaddw       ymm4, ymm4, [rel pw_512]
-    vpsraw       ymm4, ymm4, 10
-    vpmullw      ymm4, ymm4, [rel pw_3329]
-    vpsubw       ymm4, ymm9, ymm4
+    vpsraw       ymm4, ymm9, 12                      ; special: before layer 1
+    vpand        ymm9, ymm9, [rel pw_4095]
+    vpsubw       ymm9, ymm9, ymm4
+    vpsllw       ymm10, ymm4, 8
+    vpsubw       ymm9, ymm9, ymm10
+    vpsllw       ymm4, ymm4, 10
+    vpaddw       ymm4, ymm9, ymm4
+    vpsraw       ymm9, ymm5, 12                      ; special: before layer 1
+    vpand        ymm5, ymm5, [rel pw_4095]
+    vpsubw       ymm5, ymm5, ymm9
+    vpsllw       ymm10, ymm9, 8
+    vpsubw       ymm5, ymm5, ymm10
+    vpsllw       ymm9, ymm9, 10
+    vpaddw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm4, ymm5                    ; layer 1
     vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
@@ -1507,11 +1530,6 @@ kg_kyber3329_ntt_inverse_avx2:
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
-    vpmulhw      ymm3, ymm1, [rel pw_20159]          ; reduce before layer 0
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm1, ymm2                    ; layer 0
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]

@@ -37,7 +37,7 @@ void kg_kyber3329_basemul_avx2(int16_t r[256], const int16_t a[256], const int16
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
  *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
- *   ensures:  every a[i] in [-24072, 24072] (proven), natural order,
+ *   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
  *   a: 256 x int16_t, inout, 32-byte aligned
  */

@@ -11,6 +11,8 @@
 ;   layers = 8
 ;   d = 1
 ;   reduction = "index"
+;   reducer = "special"
+;   reducer_used = "special"
 ;   prefix = "kg_kyberr17681"
 ;
 ; psi = 62: primitive 2^9-th root of unity mod 7681
@@ -255,20 +257,16 @@ kg_kyberr17681_ntt_inverse_twiddles:
     dw -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865
 
 align 32
-pw_1024:
-    dw 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024
-
-align 32
-pw_17474:
-    dw 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474
-
-align 32
 pw_1912:
     dw 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912
 
 align 32
 pw_7681:
     dw 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681
+
+align 32
+pw_8191:
+    dw 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191
 
 align 32
 pw_m2184:
@@ -286,14 +284,14 @@ section .text
 ; kg_kyberr17681_ntt_forward_avx2: forward negacyclic NTT of a[256] in place (8 layers, blocks of degree 1)
 ;
 ;   requires: every a[i] in [-7680, 7680]
-;   ensures:  every a[i] in [-18060, 18060] (proven), block j at the positions the manifest lists,
+;   ensures:  every a[i] in [-16174, 23867] (proven), block j at the positions the manifest lists,
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 7681 (scale 1)
 ;   clobbers: ymm{0-9}, flags
 ;
 ; reduction schedule:
-;   policy index, barrett reduction, 8 vector reductions
+;   policy index, special reduction, 8 vector reductions
 ;   before layer 5: 8 register(s), lane-0 indices 0,32,64,96,128,160,192,224
-;   worst |value| after each layer: 11964, 16467, 21152, 25720, 30439, 9405, 13645, 18063
+;   worst |value| after each layer: 11964, 16467, 21152, 25720, 30439, 14778, 19313, 23871
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_ntt_forward_avx2:function (kg_kyberr17681_ntt_forward_avx2.end - kg_kyberr17681_ntt_forward_avx2)
 align 32
@@ -499,44 +497,44 @@ kg_kyberr17681_ntt_forward_avx2:
     vpunpckhqdq  ymm4, ymm9, ymm4
     vpunpcklqdq  ymm9, ymm7, ymm1
     vpunpckhqdq  ymm1, ymm7, ymm1
-    vpmulhw      ymm7, ymm6, [rel pw_17474]          ; reduce before layer 5
-    vpaddw       ymm7, ymm7, [rel pw_1024]
-    vpsraw       ymm7, ymm7, 11
-    vpmullw      ymm7, ymm7, [rel pw_7681]
+    vpsraw       ymm7, ymm6, 13                      ; special: before layer 5
+    vpand        ymm6, ymm6, [rel pw_8191]
     vpsubw       ymm6, ymm6, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm6, ymm6, ymm7
     vpmullw      ymm7, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles + 800]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles + 768]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm6, ymm2                    ; layer 5
     vpsubw       ymm2, ymm6, ymm2
-    vpmulhw      ymm6, ymm8, [rel pw_17474]          ; reduce before layer 5
-    vpaddw       ymm6, ymm6, [rel pw_1024]
-    vpsraw       ymm6, ymm6, 11
-    vpmullw      ymm6, ymm6, [rel pw_7681]
-    vpsubw       ymm6, ymm8, ymm6
+    vpsraw       ymm6, ymm8, 13                      ; special: before layer 5
+    vpand        ymm8, ymm8, [rel pw_8191]
+    vpsubw       ymm8, ymm8, ymm6
+    vpsllw       ymm6, ymm6, 9
+    vpaddw       ymm6, ymm8, ymm6
     vpmullw      ymm8, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 864]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 832]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm6, ymm3                    ; layer 5
     vpsubw       ymm3, ymm6, ymm3
-    vpmulhw      ymm6, ymm5, [rel pw_17474]          ; reduce before layer 5
-    vpaddw       ymm6, ymm6, [rel pw_1024]
-    vpsraw       ymm6, ymm6, 11
-    vpmullw      ymm6, ymm6, [rel pw_7681]
+    vpsraw       ymm6, ymm5, 13                      ; special: before layer 5
+    vpand        ymm5, ymm5, [rel pw_8191]
     vpsubw       ymm5, ymm5, ymm6
+    vpsllw       ymm6, ymm6, 9
+    vpaddw       ymm5, ymm5, ymm6
     vpmullw      ymm6, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles + 928]
     vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles + 896]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm9, [rel pw_17474]          ; reduce before layer 5
-    vpaddw       ymm5, ymm5, [rel pw_1024]
-    vpsraw       ymm5, ymm5, 11
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm9, ymm5
+    vpsraw       ymm5, ymm9, 13                      ; special: before layer 5
+    vpand        ymm9, ymm9, [rel pw_8191]
+    vpsubw       ymm9, ymm9, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm5, ymm9, ymm5
     vpmullw      ymm9, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 992]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 960]
     vpmulhw      ymm9, ymm9, ymm0
@@ -751,44 +749,44 @@ kg_kyberr17681_ntt_forward_avx2:
     vpunpckhqdq  ymm4, ymm9, ymm4
     vpunpcklqdq  ymm9, ymm7, ymm1
     vpunpckhqdq  ymm1, ymm7, ymm1
-    vpmulhw      ymm7, ymm6, [rel pw_17474]          ; reduce before layer 5
-    vpaddw       ymm7, ymm7, [rel pw_1024]
-    vpsraw       ymm7, ymm7, 11
-    vpmullw      ymm7, ymm7, [rel pw_7681]
+    vpsraw       ymm7, ymm6, 13                      ; special: before layer 5
+    vpand        ymm6, ymm6, [rel pw_8191]
     vpsubw       ymm6, ymm6, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm6, ymm6, ymm7
     vpmullw      ymm7, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles + 2272]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles + 2240]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm6, ymm2                    ; layer 5
     vpsubw       ymm2, ymm6, ymm2
-    vpmulhw      ymm6, ymm8, [rel pw_17474]          ; reduce before layer 5
-    vpaddw       ymm6, ymm6, [rel pw_1024]
-    vpsraw       ymm6, ymm6, 11
-    vpmullw      ymm6, ymm6, [rel pw_7681]
-    vpsubw       ymm6, ymm8, ymm6
+    vpsraw       ymm6, ymm8, 13                      ; special: before layer 5
+    vpand        ymm8, ymm8, [rel pw_8191]
+    vpsubw       ymm8, ymm8, ymm6
+    vpsllw       ymm6, ymm6, 9
+    vpaddw       ymm6, ymm8, ymm6
     vpmullw      ymm8, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 2336]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 2304]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm6, ymm3                    ; layer 5
     vpsubw       ymm3, ymm6, ymm3
-    vpmulhw      ymm6, ymm5, [rel pw_17474]          ; reduce before layer 5
-    vpaddw       ymm6, ymm6, [rel pw_1024]
-    vpsraw       ymm6, ymm6, 11
-    vpmullw      ymm6, ymm6, [rel pw_7681]
+    vpsraw       ymm6, ymm5, 13                      ; special: before layer 5
+    vpand        ymm5, ymm5, [rel pw_8191]
     vpsubw       ymm5, ymm5, ymm6
+    vpsllw       ymm6, ymm6, 9
+    vpaddw       ymm5, ymm5, ymm6
     vpmullw      ymm6, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles + 2400]
     vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles + 2368]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 5
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm9, [rel pw_17474]          ; reduce before layer 5
-    vpaddw       ymm5, ymm5, [rel pw_1024]
-    vpsraw       ymm5, ymm5, 11
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm9, ymm5
+    vpsraw       ymm5, ymm9, 13                      ; special: before layer 5
+    vpand        ymm9, ymm9, [rel pw_8191]
+    vpsubw       ymm9, ymm9, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm5, ymm9, ymm5
     vpmullw      ymm9, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 2464]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 2432]
     vpmulhw      ymm9, ymm9, ymm0
@@ -891,8 +889,8 @@ kg_kyberr17681_ntt_forward_avx2:
 ; ---------------------------------------------------------------------------
 ; kg_kyberr17681_basemul_avx2: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
-;   requires: every a[i], b[i] in [-18060, 18060] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [-8817, 8817] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
+;   requires: every a[i], b[i] in [-16174, 23867] (the forward NTT's output), in its layout
+;   ensures:  every r[i] in [-9731, 12532] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
@@ -1037,18 +1035,18 @@ kg_kyberr17681_basemul_avx2:
 ; kg_kyberr17681_ntt_inverse_avx2: inverse negacyclic NTT of a[256] in place, natural order out
 ;
 ;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
-;   ensures:  every a[i] in [-21538, 21538] (proven), natural order,
+;   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
 ;   clobbers: ymm{0-9}, flags
 ;
 ; reduction schedule:
-;   policy index, barrett reduction, 25 vector reductions
+;   policy index, special reduction, 34 vector reductions
 ;   before layer 4: 8 register(s), lane-0 indices 0,32,64,104,128,160,200,232
-;   before layer 3: 8 register(s), lane-0 indices 0,32,80,96,144,160,192,224
+;   before layer 3: 16 register(s), lane-0 indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240
 ;   before layer 2: 4 register(s), lane-0 indices 0,64,128,192
 ;   before layer 1: 4 register(s), lane-0 indices 0,64,128,192
-;   before layer 0: 1 register(s), lane-0 indices 16
-;   worst |value| after each layer: 5673, 11100, 20650, 24039, 27521, 30708, 18773, 21542
+;   before layer 0: 2 register(s), lane-0 indices 0,16
+;   worst |value| after each layer: 5673, 11100, 20650, 28901, 18426, 27128, 18426, 27128
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_ntt_inverse_avx2:function (kg_kyberr17681_ntt_inverse_avx2.end - kg_kyberr17681_ntt_inverse_avx2)
 align 32
@@ -1190,44 +1188,44 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm8, ymm3
     vpunpcklqdq  ymm8, ymm9, ymm4
     vpunpckhqdq  ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm5, [rel pw_17474]          ; reduce before layer 4
-    vpaddw       ymm9, ymm9, [rel pw_1024]
-    vpsraw       ymm9, ymm9, 11
-    vpmullw      ymm9, ymm9, [rel pw_7681]
+    vpsraw       ymm9, ymm5, 13                      ; special: before layer 4
+    vpand        ymm5, ymm5, [rel pw_8191]
     vpsubw       ymm5, ymm5, ymm9
+    vpsllw       ymm9, ymm9, 9
+    vpaddw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 800]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 768]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_17474]          ; reduce before layer 4
-    vpaddw       ymm5, ymm5, [rel pw_1024]
-    vpsraw       ymm5, ymm5, 11
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm6, ymm5
+    vpsraw       ymm5, ymm6, 13                      ; special: before layer 4
+    vpand        ymm6, ymm6, [rel pw_8191]
+    vpsubw       ymm6, ymm6, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm5, ymm2                    ; layer 4
     vpsubw       ymm2, ymm5, ymm2
     vpmullw      ymm5, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 864]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 832]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_17474]          ; reduce before layer 4
-    vpaddw       ymm5, ymm5, [rel pw_1024]
-    vpsraw       ymm5, ymm5, 11
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm7, ymm5
+    vpsraw       ymm5, ymm7, 13                      ; special: before layer 4
+    vpand        ymm7, ymm7, [rel pw_8191]
+    vpsubw       ymm7, ymm7, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm5, ymm3                    ; layer 4
     vpsubw       ymm3, ymm5, ymm3
     vpmullw      ymm5, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 928]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 896]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm4, [rel pw_17474]          ; reduce before layer 4
-    vpaddw       ymm5, ymm5, [rel pw_1024]
-    vpsraw       ymm5, ymm5, 11
-    vpmullw      ymm5, ymm5, [rel pw_7681]
+    vpsraw       ymm5, ymm4, 13                      ; special: before layer 4
+    vpand        ymm4, ymm4, [rel pw_8191]
     vpsubw       ymm4, ymm4, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm8, ymm4                    ; layer 4
     vpsubw       ymm4, ymm8, ymm4
     vpmullw      ymm8, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 992]
@@ -1242,73 +1240,93 @@ kg_kyberr17681_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm7, ymm3, 49
     vperm2i128   ymm7, ymm5, ymm4, 32
     vperm2i128   ymm4, ymm5, ymm4, 49
-    vpmulhw      ymm5, ymm8, [rel pw_17474]          ; reduce before layer 3
-    vpaddw       ymm5, ymm5, [rel pw_1024]
-    vpsraw       ymm5, ymm5, 11
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm8, ymm5
+    vpsraw       ymm5, ymm8, 13                      ; special: before layer 3
+    vpand        ymm8, ymm8, [rel pw_8191]
+    vpsubw       ymm8, ymm8, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm5, ymm8, ymm5
+    vpsraw       ymm8, ymm1, 13                      ; special: before layer 3
+    vpand        ymm1, ymm1, [rel pw_8191]
+    vpsubw       ymm1, ymm1, ymm8
+    vpsllw       ymm8, ymm8, 9
+    vpaddw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 3
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1056]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1024]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm9, [rel pw_17474]          ; reduce before layer 3
-    vpaddw       ymm5, ymm5, [rel pw_1024]
-    vpsraw       ymm5, ymm5, 11
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm9, ymm5
+    vpsraw       ymm5, ymm9, 13                      ; special: before layer 3
+    vpand        ymm9, ymm9, [rel pw_8191]
+    vpsubw       ymm9, ymm9, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm5, ymm9, ymm5
+    vpsraw       ymm9, ymm2, 13                      ; special: before layer 3
+    vpand        ymm2, ymm2, [rel pw_8191]
+    vpsubw       ymm2, ymm2, ymm9
+    vpsllw       ymm9, ymm9, 9
+    vpaddw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 3
     vpsubw       ymm2, ymm5, ymm2
     vpmullw      ymm5, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1120]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1088]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm3, [rel pw_17474]          ; reduce before layer 3
-    vpaddw       ymm5, ymm5, [rel pw_1024]
-    vpsraw       ymm5, ymm5, 11
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm3, ymm3, ymm5
-    vpaddw       ymm5, ymm6, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm6, ymm3
-    vpmullw      ymm6, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1184]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1152]
-    vpmulhw      ymm6, ymm6, ymm0
+    vpsraw       ymm5, ymm6, 13                      ; special: before layer 3
+    vpand        ymm6, ymm6, [rel pw_8191]
+    vpsubw       ymm6, ymm6, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm5, ymm6, ymm5
+    vpsraw       ymm6, ymm3, 13                      ; special: before layer 3
+    vpand        ymm3, ymm3, [rel pw_8191]
     vpsubw       ymm3, ymm3, ymm6
-    vpmulhw      ymm6, ymm7, [rel pw_17474]          ; reduce before layer 3
-    vpaddw       ymm6, ymm6, [rel pw_1024]
-    vpsraw       ymm6, ymm6, 11
-    vpmullw      ymm6, ymm6, [rel pw_7681]
-    vpsubw       ymm6, ymm7, ymm6
-    vpaddw       ymm7, ymm6, ymm4                    ; layer 3
-    vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 1248]
+    vpsllw       ymm6, ymm6, 9
+    vpaddw       ymm3, ymm3, ymm6
+    vpaddw       ymm6, ymm5, ymm3                    ; layer 3
+    vpsubw       ymm3, ymm5, ymm3
+    vpmullw      ymm5, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1184]
+    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1152]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm3, ymm3, ymm5
+    vpsraw       ymm5, ymm7, 13                      ; special: before layer 3
+    vpand        ymm7, ymm7, [rel pw_8191]
+    vpsubw       ymm7, ymm7, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm5, ymm7, ymm5
+    vpsraw       ymm7, ymm4, 13                      ; special: before layer 3
+    vpand        ymm4, ymm4, [rel pw_8191]
+    vpsubw       ymm4, ymm4, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm4, ymm4, ymm7
+    vpaddw       ymm7, ymm5, ymm4                    ; layer 3
+    vpsubw       ymm4, ymm5, ymm4
+    vpmullw      ymm5, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 1248]
     vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 1216]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_17474]          ; reduce before layer 2
-    vpaddw       ymm6, ymm6, [rel pw_1024]
-    vpsraw       ymm6, ymm6, 11
-    vpmullw      ymm6, ymm6, [rel pw_7681]
-    vpsubw       ymm6, ymm8, ymm6
-    vpaddw       ymm8, ymm6, ymm9                    ; layer 2
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 1312]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles + 1280]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpsraw       ymm5, ymm8, 13                      ; special: before layer 2
+    vpand        ymm8, ymm8, [rel pw_8191]
+    vpsubw       ymm8, ymm8, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm5, ymm8, ymm5
+    vpaddw       ymm8, ymm5, ymm9                    ; layer 2
+    vpsubw       ymm5, ymm5, ymm9
+    vpmullw      ymm9, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 1312]
+    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 1280]
     vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
+    vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm2                    ; layer 2
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1312]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1280]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm5, [rel pw_17474]          ; reduce before layer 2
-    vpaddw       ymm2, ymm2, [rel pw_1024]
-    vpsraw       ymm2, ymm2, 11
-    vpmullw      ymm2, ymm2, [rel pw_7681]
-    vpsubw       ymm2, ymm5, ymm2
-    vpaddw       ymm5, ymm2, ymm7                    ; layer 2
+    vpsraw       ymm2, ymm6, 13                      ; special: before layer 2
+    vpand        ymm6, ymm6, [rel pw_8191]
+    vpsubw       ymm6, ymm6, ymm2
+    vpsllw       ymm2, ymm2, 9
+    vpaddw       ymm2, ymm6, ymm2
+    vpaddw       ymm6, ymm2, ymm7                    ; layer 2
     vpsubw       ymm2, ymm2, ymm7
     vpmullw      ymm7, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1376]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1344]
@@ -1320,44 +1338,44 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 1344]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm8, [rel pw_17474]          ; reduce before layer 1
-    vpaddw       ymm4, ymm4, [rel pw_1024]
-    vpsraw       ymm4, ymm4, 11
-    vpmullw      ymm4, ymm4, [rel pw_7681]
-    vpsubw       ymm4, ymm8, ymm4
-    vpmulhw      ymm8, ymm5, [rel pw_17474]          ; reduce before layer 1
-    vpaddw       ymm8, ymm8, [rel pw_1024]
-    vpsraw       ymm8, ymm8, 11
-    vpmullw      ymm8, ymm8, [rel pw_7681]
-    vpsubw       ymm5, ymm5, ymm8
-    vpaddw       ymm8, ymm4, ymm5                    ; layer 1
-    vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 1440]
+    vpsraw       ymm4, ymm8, 13                      ; special: before layer 1
+    vpand        ymm8, ymm8, [rel pw_8191]
+    vpsubw       ymm8, ymm8, ymm4
+    vpsllw       ymm4, ymm4, 9
+    vpaddw       ymm4, ymm8, ymm4
+    vpsraw       ymm8, ymm6, 13                      ; special: before layer 1
+    vpand        ymm6, ymm6, [rel pw_8191]
+    vpsubw       ymm6, ymm6, ymm8
+    vpsllw       ymm8, ymm8, 9
+    vpaddw       ymm6, ymm6, ymm8
+    vpaddw       ymm8, ymm4, ymm6                    ; layer 1
+    vpsubw       ymm4, ymm4, ymm6
+    vpmullw      ymm6, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 1440]
     vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 1408]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm9, ymm7                    ; layer 1
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm4, ymm4, ymm6
+    vpaddw       ymm6, ymm9, ymm7                    ; layer 1
     vpsubw       ymm7, ymm9, ymm7
     vpmullw      ymm9, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles + 1440]
     vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles + 1408]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
-    vpaddw       ymm9, ymm6, ymm2                    ; layer 1
-    vpsubw       ymm2, ymm6, ymm2
-    vpmullw      ymm6, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1440]
+    vpaddw       ymm9, ymm5, ymm2                    ; layer 1
+    vpsubw       ymm2, ymm5, ymm2
+    vpmullw      ymm5, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1440]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 1408]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm1, ymm3                    ; layer 1
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpaddw       ymm5, ymm1, ymm3                    ; layer 1
     vpsubw       ymm1, ymm1, ymm3
     vpmullw      ymm3, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1440]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 1408]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vmovdqu      [rdi], ymm8
-    vmovdqu      [rdi + 32], ymm5
+    vmovdqu      [rdi + 32], ymm6
     vmovdqu      [rdi + 64], ymm9
-    vmovdqu      [rdi + 96], ymm6
+    vmovdqu      [rdi + 96], ymm5
     vmovdqu      [rdi + 128], ymm4
     vmovdqu      [rdi + 160], ymm7
     vmovdqu      [rdi + 192], ymm2
@@ -1498,44 +1516,44 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm8, ymm3
     vpunpcklqdq  ymm8, ymm9, ymm4
     vpunpckhqdq  ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm5, [rel pw_17474]          ; reduce before layer 4
-    vpaddw       ymm9, ymm9, [rel pw_1024]
-    vpsraw       ymm9, ymm9, 11
-    vpmullw      ymm9, ymm9, [rel pw_7681]
+    vpsraw       ymm9, ymm5, 13                      ; special: before layer 4
+    vpand        ymm5, ymm5, [rel pw_8191]
     vpsubw       ymm5, ymm5, ymm9
+    vpsllw       ymm9, ymm9, 9
+    vpaddw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2272]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2240]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_17474]          ; reduce before layer 4
-    vpaddw       ymm5, ymm5, [rel pw_1024]
-    vpsraw       ymm5, ymm5, 11
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm6, ymm5
+    vpsraw       ymm5, ymm6, 13                      ; special: before layer 4
+    vpand        ymm6, ymm6, [rel pw_8191]
+    vpsubw       ymm6, ymm6, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm5, ymm2                    ; layer 4
     vpsubw       ymm2, ymm5, ymm2
     vpmullw      ymm5, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2336]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2304]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm3, [rel pw_17474]          ; reduce before layer 4
-    vpaddw       ymm5, ymm5, [rel pw_1024]
-    vpsraw       ymm5, ymm5, 11
-    vpmullw      ymm5, ymm5, [rel pw_7681]
+    vpsraw       ymm5, ymm3, 13                      ; special: before layer 4
+    vpand        ymm3, ymm3, [rel pw_8191]
     vpsubw       ymm3, ymm3, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm7, ymm3                    ; layer 4
     vpsubw       ymm3, ymm7, ymm3
     vpmullw      ymm7, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2400]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2368]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm4, [rel pw_17474]          ; reduce before layer 4
-    vpaddw       ymm7, ymm7, [rel pw_1024]
-    vpsraw       ymm7, ymm7, 11
-    vpmullw      ymm7, ymm7, [rel pw_7681]
+    vpsraw       ymm7, ymm4, 13                      ; special: before layer 4
+    vpand        ymm4, ymm4, [rel pw_8191]
     vpsubw       ymm4, ymm4, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm8, ymm4                    ; layer 4
     vpsubw       ymm4, ymm8, ymm4
     vpmullw      ymm8, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2464]
@@ -1550,56 +1568,76 @@ kg_kyberr17681_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm5, ymm3, 49
     vperm2i128   ymm5, ymm7, ymm4, 32
     vperm2i128   ymm4, ymm7, ymm4, 49
-    vpmulhw      ymm7, ymm1, [rel pw_17474]          ; reduce before layer 3
-    vpaddw       ymm7, ymm7, [rel pw_1024]
-    vpsraw       ymm7, ymm7, 11
-    vpmullw      ymm7, ymm7, [rel pw_7681]
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm8, ymm1                    ; layer 3
-    vpsubw       ymm1, ymm8, ymm1
-    vpmullw      ymm8, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2528]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2496]
-    vpmulhw      ymm8, ymm8, ymm0
+    vpsraw       ymm7, ymm8, 13                      ; special: before layer 3
+    vpand        ymm8, ymm8, [rel pw_8191]
+    vpsubw       ymm8, ymm8, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm7, ymm8, ymm7
+    vpsraw       ymm8, ymm1, 13                      ; special: before layer 3
+    vpand        ymm1, ymm1, [rel pw_8191]
     vpsubw       ymm1, ymm1, ymm8
-    vpmulhw      ymm8, ymm9, [rel pw_17474]          ; reduce before layer 3
-    vpaddw       ymm8, ymm8, [rel pw_1024]
-    vpsraw       ymm8, ymm8, 11
-    vpmullw      ymm8, ymm8, [rel pw_7681]
-    vpsubw       ymm8, ymm9, ymm8
-    vpaddw       ymm9, ymm8, ymm2                    ; layer 3
-    vpsubw       ymm2, ymm8, ymm2
-    vpmullw      ymm8, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2592]
+    vpsllw       ymm8, ymm8, 9
+    vpaddw       ymm1, ymm1, ymm8
+    vpaddw       ymm8, ymm7, ymm1                    ; layer 3
+    vpsubw       ymm1, ymm7, ymm1
+    vpmullw      ymm7, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2528]
+    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2496]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm1, ymm1, ymm7
+    vpsraw       ymm7, ymm9, 13                      ; special: before layer 3
+    vpand        ymm9, ymm9, [rel pw_8191]
+    vpsubw       ymm9, ymm9, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm7, ymm9, ymm7
+    vpsraw       ymm9, ymm2, 13                      ; special: before layer 3
+    vpand        ymm2, ymm2, [rel pw_8191]
+    vpsubw       ymm2, ymm2, ymm9
+    vpsllw       ymm9, ymm9, 9
+    vpaddw       ymm2, ymm2, ymm9
+    vpaddw       ymm9, ymm7, ymm2                    ; layer 3
+    vpsubw       ymm2, ymm7, ymm2
+    vpmullw      ymm7, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2592]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2560]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm2, ymm2, ymm8
-    vpmulhw      ymm8, ymm6, [rel pw_17474]          ; reduce before layer 3
-    vpaddw       ymm8, ymm8, [rel pw_1024]
-    vpsraw       ymm8, ymm8, 11
-    vpmullw      ymm8, ymm8, [rel pw_7681]
-    vpsubw       ymm6, ymm6, ymm8
-    vpaddw       ymm8, ymm6, ymm3                    ; layer 3
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpsraw       ymm7, ymm6, 13                      ; special: before layer 3
+    vpand        ymm6, ymm6, [rel pw_8191]
+    vpsubw       ymm6, ymm6, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm6, ymm6, ymm7
+    vpsraw       ymm7, ymm3, 13                      ; special: before layer 3
+    vpand        ymm3, ymm3, [rel pw_8191]
+    vpsubw       ymm3, ymm3, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm3, ymm3, ymm7
+    vpaddw       ymm7, ymm6, ymm3                    ; layer 3
     vpsubw       ymm3, ymm6, ymm3
     vpmullw      ymm6, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2656]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2624]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpmulhw      ymm6, ymm5, [rel pw_17474]          ; reduce before layer 3
-    vpaddw       ymm6, ymm6, [rel pw_1024]
-    vpsraw       ymm6, ymm6, 11
-    vpmullw      ymm6, ymm6, [rel pw_7681]
+    vpsraw       ymm6, ymm5, 13                      ; special: before layer 3
+    vpand        ymm5, ymm5, [rel pw_8191]
     vpsubw       ymm5, ymm5, ymm6
+    vpsllw       ymm6, ymm6, 9
+    vpaddw       ymm5, ymm5, ymm6
+    vpsraw       ymm6, ymm4, 13                      ; special: before layer 3
+    vpand        ymm4, ymm4, [rel pw_8191]
+    vpsubw       ymm4, ymm4, ymm6
+    vpsllw       ymm6, ymm6, 9
+    vpaddw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 3
     vpsubw       ymm4, ymm5, ymm4
     vpmullw      ymm5, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2720]
     vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2688]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_17474]          ; reduce before layer 2
-    vpaddw       ymm5, ymm5, [rel pw_1024]
-    vpsraw       ymm5, ymm5, 11
-    vpmullw      ymm5, ymm5, [rel pw_7681]
-    vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm5, ymm9                    ; layer 2
+    vpsraw       ymm5, ymm8, 13                      ; special: before layer 2
+    vpand        ymm8, ymm8, [rel pw_8191]
+    vpsubw       ymm8, ymm8, ymm5
+    vpsllw       ymm5, ymm5, 9
+    vpaddw       ymm5, ymm8, ymm5
+    vpaddw       ymm8, ymm5, ymm9                    ; layer 2
     vpsubw       ymm5, ymm5, ymm9
     vpmullw      ymm9, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 2784]
     vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles + 2752]
@@ -1611,12 +1649,12 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2752]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm8, [rel pw_17474]          ; reduce before layer 2
-    vpaddw       ymm2, ymm2, [rel pw_1024]
-    vpsraw       ymm2, ymm2, 11
-    vpmullw      ymm2, ymm2, [rel pw_7681]
-    vpsubw       ymm2, ymm8, ymm2
-    vpaddw       ymm8, ymm2, ymm6                    ; layer 2
+    vpsraw       ymm2, ymm7, 13                      ; special: before layer 2
+    vpand        ymm7, ymm7, [rel pw_8191]
+    vpsubw       ymm7, ymm7, ymm2
+    vpsllw       ymm2, ymm2, 9
+    vpaddw       ymm2, ymm7, ymm2
+    vpaddw       ymm7, ymm2, ymm6                    ; layer 2
     vpsubw       ymm2, ymm2, ymm6
     vpmullw      ymm6, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2848]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles + 2816]
@@ -1628,16 +1666,16 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles + 2816]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm7, [rel pw_17474]          ; reduce before layer 1
-    vpaddw       ymm4, ymm4, [rel pw_1024]
-    vpsraw       ymm4, ymm4, 11
-    vpmullw      ymm4, ymm4, [rel pw_7681]
-    vpsubw       ymm4, ymm7, ymm4
-    vpmulhw      ymm7, ymm8, [rel pw_17474]          ; reduce before layer 1
-    vpaddw       ymm7, ymm7, [rel pw_1024]
-    vpsraw       ymm7, ymm7, 11
-    vpmullw      ymm7, ymm7, [rel pw_7681]
-    vpsubw       ymm7, ymm8, ymm7
+    vpsraw       ymm4, ymm8, 13                      ; special: before layer 1
+    vpand        ymm8, ymm8, [rel pw_8191]
+    vpsubw       ymm8, ymm8, ymm4
+    vpsllw       ymm4, ymm4, 9
+    vpaddw       ymm4, ymm8, ymm4
+    vpsraw       ymm8, ymm7, 13                      ; special: before layer 1
+    vpand        ymm7, ymm7, [rel pw_8191]
+    vpsubw       ymm7, ymm7, ymm8
+    vpsllw       ymm8, ymm8, 9
+    vpaddw       ymm7, ymm7, ymm8
     vpaddw       ymm8, ymm4, ymm7                    ; layer 1
     vpsubw       ymm4, ymm4, ymm7
     vpmullw      ymm7, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles + 2912]
@@ -1672,6 +1710,11 @@ kg_kyberr17681_ntt_inverse_avx2:
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
+    vpsraw       ymm3, ymm1, 13                      ; special: before layer 0
+    vpand        ymm1, ymm1, [rel pw_8191]
+    vpsubw       ymm1, ymm1, ymm3
+    vpsllw       ymm3, ymm3, 9
+    vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm1, ymm2                    ; layer 0
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2976]
@@ -1682,11 +1725,11 @@ kg_kyberr17681_ntt_inverse_avx2:
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rdi + 32]
     vmovdqu      ymm2, [rdi + 288]
-    vpmulhw      ymm3, ymm1, [rel pw_17474]          ; reduce before layer 0
-    vpaddw       ymm3, ymm3, [rel pw_1024]
-    vpsraw       ymm3, ymm3, 11
-    vpmullw      ymm3, ymm3, [rel pw_7681]
+    vpsraw       ymm3, ymm1, 13                      ; special: before layer 0
+    vpand        ymm1, ymm1, [rel pw_8191]
     vpsubw       ymm1, ymm1, ymm3
+    vpsllw       ymm3, ymm3, 9
+    vpaddw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm1, ymm2                    ; layer 0
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles + 2976]

@@ -17,7 +17,7 @@ extern "C" {
 
 /* forward negacyclic NTT of a[256] in place (8 layers, blocks of degree 1)
  *   requires: every a[i] in [-7680, 7680]
- *   ensures:  every a[i] in [-18060, 18060] (proven), block j at the positions the manifest lists,
+ *   ensures:  every a[i] in [-16174, 23867] (proven), block j at the positions the manifest lists,
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 7681 (scale 1)
  *   a: 256 x int16_t, inout, 32-byte aligned
  */
@@ -25,8 +25,8 @@ void kg_kyberr17681_ntt_forward_avx2(int16_t a[256]);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
- *   requires: every a[i], b[i] in [-18060, 18060] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [-8817, 8817] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
+ *   requires: every a[i], b[i] in [-16174, 23867] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [-9731, 12532] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   r: 256 x int16_t, out, 32-byte aligned
  *   a: 256 x int16_t, in, 32-byte aligned
@@ -37,7 +37,7 @@ void kg_kyberr17681_basemul_avx2(int16_t r[256], const int16_t a[256], const int
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
  *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
- *   ensures:  every a[i] in [-21538, 21538] (proven), natural order,
+ *   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
  *   a: 256 x int16_t, inout, 32-byte aligned
  */

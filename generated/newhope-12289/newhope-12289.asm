@@ -11,6 +11,8 @@
 ;   layers = 10
 ;   d = 1
 ;   reduction = "index"
+;   reducer = "auto"
+;   reducer_used = "barrett"
 ;   prefix = "kg_newhope12289"
 ;
 ; psi = 7: primitive 2^11-th root of unity mod 12289
@@ -1023,7 +1025,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -1034,7 +1036,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -1045,7 +1047,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1056,7 +1058,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1131,7 +1133,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -1142,7 +1144,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -1153,7 +1155,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1164,7 +1166,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1239,7 +1241,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -1250,7 +1252,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -1261,7 +1263,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1272,7 +1274,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1347,7 +1349,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -1358,7 +1360,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -1369,7 +1371,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1380,7 +1382,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1455,7 +1457,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -1466,7 +1468,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -1477,7 +1479,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1488,7 +1490,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1563,7 +1565,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -1574,7 +1576,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -1585,7 +1587,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1596,7 +1598,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1671,7 +1673,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -1682,7 +1684,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -1693,7 +1695,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1704,7 +1706,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1779,7 +1781,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -1790,7 +1792,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -1801,7 +1803,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1812,7 +1814,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1887,7 +1889,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 4
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -1898,7 +1900,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 5
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -1909,7 +1911,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -1920,7 +1922,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 5
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2011,7 +2013,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpblendd     ymm6, ymm5, ymm6, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm1, ymm5, ymm1, 170
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2022,7 +2024,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2033,7 +2035,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2044,7 +2046,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2159,7 +2161,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 4
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -2170,7 +2172,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 5
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -2181,7 +2183,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2192,7 +2194,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 5
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2283,7 +2285,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpblendd     ymm6, ymm5, ymm6, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm1, ymm5, ymm1, 170
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2294,7 +2296,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2305,7 +2307,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2316,7 +2318,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2431,7 +2433,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 4
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -2442,7 +2444,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 5
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -2453,7 +2455,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2464,7 +2466,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 5
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2555,7 +2557,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpblendd     ymm6, ymm5, ymm6, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm1, ymm5, ymm1, 170
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2566,7 +2568,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2577,7 +2579,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2588,7 +2590,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2703,7 +2705,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 4
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -2714,7 +2716,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 5
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -2725,7 +2727,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2736,7 +2738,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 5
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -2827,7 +2829,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpblendd     ymm6, ymm5, ymm6, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm1, ymm5, ymm1, 170
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2838,7 +2840,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2849,7 +2851,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2860,7 +2862,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -2975,7 +2977,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 4
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -2986,7 +2988,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 5
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -2997,7 +2999,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3008,7 +3010,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 5
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3099,7 +3101,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpblendd     ymm6, ymm5, ymm6, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm1, ymm5, ymm1, 170
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3110,7 +3112,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3121,7 +3123,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3132,7 +3134,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3247,7 +3249,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 4
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -3258,7 +3260,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 5
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -3269,7 +3271,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3280,7 +3282,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 5
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3371,7 +3373,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpblendd     ymm6, ymm5, ymm6, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm1, ymm5, ymm1, 170
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3382,7 +3384,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3393,7 +3395,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3404,7 +3406,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3519,7 +3521,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 4
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -3530,7 +3532,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 5
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -3541,7 +3543,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3552,7 +3554,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 5
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3643,7 +3645,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpblendd     ymm6, ymm5, ymm6, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm1, ymm5, ymm1, 170
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3654,7 +3656,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3665,7 +3667,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3676,7 +3678,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3791,7 +3793,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 4
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm3, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -3802,7 +3804,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 5
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -3813,7 +3815,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3824,7 +3826,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 5
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -3915,7 +3917,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpblendd     ymm6, ymm5, ymm6, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm1, ymm5, ymm1, 170
-    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm9, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3926,7 +3928,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpsubw       ymm2, ymm5, ymm2
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3937,7 +3939,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 8
     vpsubw       ymm3, ymm5, ymm3
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -3948,7 +3950,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 8
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 8
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 8
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -4669,7 +4671,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -4686,7 +4688,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 576]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
-    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -4711,7 +4713,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm8, ymm3
     vpunpcklqdq  ymm8, ymm9, ymm4
     vpunpckhqdq  ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -4722,12 +4724,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 768]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -4738,7 +4740,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 832]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -4749,12 +4751,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 896]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm7, ymm8, ymm7
-    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -4773,12 +4775,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm5, ymm3, 49
     vperm2i128   ymm5, ymm8, ymm4, 32
     vperm2i128   ymm4, ymm8, ymm4, 49
-    vpmulhw      ymm8, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhw      ymm8, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -4795,12 +4797,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 1056]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
-    vpmulhw      ymm9, ymm6, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm9, ymm6, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm6, ymm6, ymm9
-    vpmulhw      ymm9, ymm3, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm9, ymm3, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -4817,7 +4819,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, [rel kg_newhope12289_ntt_inverse_twiddles + 1184]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -4834,7 +4836,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 1248]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm6, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm2, ymm6, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm2, ymm2, [rel pw_2048]
     vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
@@ -4851,7 +4853,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 1312]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm7, [rel pw_21844]          ; reduce before layer 3
+    vpmulhw      ymm4, ymm7, [rel pw_21844]          ; barrett: before layer 3
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
@@ -5010,7 +5012,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 2080]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm3, ymm3, ymm9
-    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -5029,12 +5031,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm8, ymm3
     vpunpcklqdq  ymm8, ymm9, ymm4
     vpunpckhqdq  ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm9
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -5045,12 +5047,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 2208]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -5061,12 +5063,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 2272]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -5077,7 +5079,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 2336]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -5114,12 +5116,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 2592]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm6, ymm7, ymm6
-    vpmulhw      ymm7, ymm4, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm4, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -5130,7 +5132,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, [rel kg_newhope12289_ntt_inverse_twiddles + 2656]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
-    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm6, ymm8, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -5147,7 +5149,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 2720]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm9, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm2, ymm9, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm2, ymm2, [rel pw_2048]
     vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
@@ -5164,7 +5166,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 2784]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm8, [rel pw_21844]          ; reduce before layer 3
+    vpmulhw      ymm4, ymm8, [rel pw_21844]          ; barrett: before layer 3
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
@@ -5305,7 +5307,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -5328,7 +5330,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 3552]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm3, ymm3, ymm9
-    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -5347,7 +5349,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm8, ymm3
     vpunpcklqdq  ymm8, ymm9, ymm4
     vpunpckhqdq  ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -5358,12 +5360,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 3680]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
-    vpmulhw      ymm7, ymm2, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm7, ymm2, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -5374,12 +5376,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 3744]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm3, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm3, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -5390,7 +5392,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 3808]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -5409,12 +5411,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm6, ymm3, 49
     vperm2i128   ymm6, ymm8, ymm4, 32
     vperm2i128   ymm4, ymm8, ymm4, 49
-    vpmulhw      ymm8, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm8
-    vpmulhw      ymm8, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -5437,12 +5439,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 4064]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm6, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm6, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhw      ymm7, ymm4, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm4, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -5453,7 +5455,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, [rel kg_newhope12289_ntt_inverse_twiddles + 4128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
-    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -5470,7 +5472,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 4192]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm9, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm2, ymm9, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm2, ymm2, [rel pw_2048]
     vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
@@ -5487,7 +5489,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 4256]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm6, [rel pw_21844]          ; reduce before layer 3
+    vpmulhw      ymm4, ymm6, [rel pw_21844]          ; barrett: before layer 3
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
@@ -5628,7 +5630,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -5665,7 +5667,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm8, ymm3
     vpunpcklqdq  ymm8, ymm9, ymm4
     vpunpckhqdq  ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -5676,12 +5678,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 5152]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -5692,12 +5694,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 5216]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -5708,12 +5710,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 5280]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -5732,12 +5734,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm7, ymm3, 49
     vperm2i128   ymm7, ymm8, ymm4, 32
     vperm2i128   ymm4, ymm8, ymm4, 49
-    vpmulhw      ymm8, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm8
-    vpmulhw      ymm8, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -5766,7 +5768,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, [rel kg_newhope12289_ntt_inverse_twiddles + 5568]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -5783,7 +5785,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 5632]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm9, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm2, ymm9, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm2, ymm2, [rel pw_2048]
     vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
@@ -5800,7 +5802,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 5696]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm9, [rel pw_21844]          ; reduce before layer 3
+    vpmulhw      ymm4, ymm9, [rel pw_21844]          ; barrett: before layer 3
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
@@ -5941,7 +5943,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm6, ymm7, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -5958,7 +5960,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 6400]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
-    vpmulhw      ymm8, ymm9, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm8, ymm9, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -5969,7 +5971,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 6464]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
-    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -5988,7 +5990,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm9, ymm3
     vpunpcklqdq  ymm9, ymm8, ymm4
     vpunpckhqdq  ymm4, ymm8, ymm4
-    vpmulhw      ymm8, ymm5, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm8, ymm5, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -5999,12 +6001,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 6592]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
-    vpmulhw      ymm7, ymm2, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm7, ymm2, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -6015,7 +6017,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 6656]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -6026,7 +6028,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 6720]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpmulhw      ymm6, ymm9, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm9, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -6045,12 +6047,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm5, ymm3, 49
     vperm2i128   ymm5, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
-    vpmulhw      ymm9, ymm6, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm9, ymm6, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm6, ymm6, ymm9
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -6067,12 +6069,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 6912]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
-    vpmulhw      ymm8, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -6083,12 +6085,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 6944]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm4, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm4, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -6099,7 +6101,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, [rel kg_newhope12289_ntt_inverse_twiddles + 7008]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -6128,7 +6130,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 7136]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm2, [rel pw_21844]          ; reduce before layer 3
+    vpmulhw      ymm4, ymm2, [rel pw_21844]          ; barrett: before layer 3
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
@@ -6269,7 +6271,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -6280,7 +6282,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 7776]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm2, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm7, ymm2, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -6291,7 +6293,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 7840]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
-    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -6302,7 +6304,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 7904]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm3, ymm3, ymm9
-    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -6321,7 +6323,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm8, ymm3
     vpunpcklqdq  ymm8, ymm9, ymm4
     vpunpckhqdq  ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -6332,7 +6334,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 8032]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -6343,7 +6345,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 8096]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm3, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -6354,7 +6356,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 8160]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm7, ymm4, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -6373,12 +6375,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm5, ymm3, 49
     vperm2i128   ymm5, ymm7, ymm4, 32
     vperm2i128   ymm4, ymm7, ymm4, 49
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm7, ymm8, ymm7
-    vpmulhw      ymm8, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -6389,12 +6391,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 8288]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm9, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm9, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm7, ymm9, ymm7
-    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -6405,12 +6407,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 8352]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
-    vpmulhw      ymm7, ymm6, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm6, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm6, ymm6, ymm7
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -6421,12 +6423,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 8416]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhw      ymm6, ymm4, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm6, ymm4, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -6461,7 +6463,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 8608]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 3
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; barrett: before layer 3
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
@@ -6634,12 +6636,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm8, ymm3
     vpunpcklqdq  ymm8, ymm9, ymm4
     vpunpckhqdq  ymm4, ymm9, ymm4
-    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm9, ymm5, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm9
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -6650,12 +6652,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 9504]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm6, ymm5
-    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm2, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -6666,12 +6668,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 9568]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm7, ymm5
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -6682,12 +6684,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 9632]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm5, ymm8, ymm5
-    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -6730,7 +6732,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, [rel kg_newhope12289_ntt_inverse_twiddles + 9952]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -6747,7 +6749,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 10016]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm9, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm2, ymm9, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm2, ymm2, [rel pw_2048]
     vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
@@ -6764,12 +6766,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 10080]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm8, [rel pw_21844]          ; reduce before layer 3
+    vpmulhw      ymm4, ymm8, [rel pw_21844]          ; barrett: before layer 3
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
     vpsubw       ymm4, ymm8, ymm4
-    vpmulhw      ymm8, ymm9, [rel pw_21844]          ; reduce before layer 3
+    vpmulhw      ymm8, ymm9, [rel pw_21844]          ; barrett: before layer 3
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -6910,7 +6912,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpblendd     ymm4, ymm5, ymm4, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm6, ymm1, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -6921,7 +6923,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 10720]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm2, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm7, ymm2, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -6932,7 +6934,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 10784]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
-    vpmulhw      ymm8, ymm9, [rel pw_21844]          ; reduce before layer 7
+    vpmulhw      ymm8, ymm9, [rel pw_21844]          ; barrett: before layer 7
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -6957,7 +6959,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpunpckhqdq  ymm3, ymm9, ymm3
     vpunpcklqdq  ymm9, ymm8, ymm4
     vpunpckhqdq  ymm4, ymm8, ymm4
-    vpmulhw      ymm8, ymm5, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm8, ymm5, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -6968,7 +6970,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 10976]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm5, ymm2, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -6979,7 +6981,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 11040]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
-    vpmulhw      ymm6, ymm3, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm6, ymm3, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm6, ymm6, [rel pw_2048]
     vpsraw       ymm6, ymm6, 12
     vpmullw      ymm6, ymm6, [rel pw_12289]
@@ -6990,12 +6992,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 11104]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhw      ymm7, ymm9, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm7, ymm9, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm7, ymm9, ymm7
-    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; reduce before layer 6
+    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; barrett: before layer 6
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -7014,12 +7016,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vperm2i128   ymm3, ymm6, ymm3, 49
     vperm2i128   ymm6, ymm9, ymm4, 32
     vperm2i128   ymm4, ymm9, ymm4, 49
-    vpmulhw      ymm9, ymm7, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm9, ymm7, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm7, ymm7, ymm9
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -7030,12 +7032,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 11232]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm7, ymm8, ymm7
-    vpmulhw      ymm8, ymm2, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm8, ymm2, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -7046,12 +7048,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 11296]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
-    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm5, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; reduce before layer 5
+    vpmulhw      ymm7, ymm3, [rel pw_21844]          ; barrett: before layer 5
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
@@ -7080,7 +7082,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 11488]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm5, [rel pw_21844]          ; reduce before layer 4
+    vpmulhw      ymm2, ymm5, [rel pw_21844]          ; barrett: before layer 4
     vpaddw       ymm2, ymm2, [rel pw_2048]
     vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
@@ -7097,7 +7099,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 11552]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpmulhw      ymm4, ymm6, [rel pw_21844]          ; reduce before layer 3
+    vpmulhw      ymm4, ymm6, [rel pw_21844]          ; barrett: before layer 3
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
@@ -7142,7 +7144,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 1280]
     vmovdqu      ymm7, [rdi + 1536]
     vmovdqu      ymm8, [rdi + 1792]
-    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -7153,7 +7155,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 11680]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm4, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm2, ymm4, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm2, ymm2, [rel pw_2048]
     vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
@@ -7164,7 +7166,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 11744]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm6, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm3, ymm6, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -7175,7 +7177,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 11808]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -7186,12 +7188,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm5, ymm5, [rel kg_newhope12289_ntt_inverse_twiddles + 11872]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm9, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm7, ymm9, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm7, ymm9, ymm7
-    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm9, ymm4, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -7208,7 +7210,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 11936]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm6, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm2, ymm6, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm2, ymm2, [rel pw_2048]
     vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
@@ -7225,7 +7227,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm3, ymm3, [rel kg_newhope12289_ntt_inverse_twiddles + 12000]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -7270,12 +7272,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 1312]
     vmovdqu      ymm7, [rdi + 1568]
     vmovdqu      ymm8, [rdi + 1824]
-    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm9, ymm1, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm9
-    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -7286,7 +7288,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 11680]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm2, ymm3, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm2, ymm2, [rel pw_2048]
     vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
@@ -7297,12 +7299,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm2, ymm2, [rel kg_newhope12289_ntt_inverse_twiddles + 11744]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm4, ymm5, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
     vpsubw       ymm4, ymm5, ymm4
-    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm6, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -7313,7 +7315,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, [rel kg_newhope12289_ntt_inverse_twiddles + 11808]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; reduce before layer 2
+    vpmulhw      ymm5, ymm7, [rel pw_21844]          ; barrett: before layer 2
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -7324,7 +7326,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm5, ymm5, [rel kg_newhope12289_ntt_inverse_twiddles + 11872]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm5, ymm5, ymm8
-    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -7341,7 +7343,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 11936]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm7, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm2, ymm7, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm2, ymm2, [rel pw_2048]
     vpsraw       ymm2, ymm2, 12
     vpmullw      ymm2, ymm2, [rel pw_12289]
@@ -7358,7 +7360,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm4, ymm4, [rel kg_newhope12289_ntt_inverse_twiddles + 12000]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm5, ymm8, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm5, ymm5, [rel pw_2048]
     vpsraw       ymm5, ymm5, 12
     vpmullw      ymm5, ymm5, [rel pw_12289]
@@ -7427,12 +7429,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm7, ymm7, [rel kg_newhope12289_ntt_inverse_twiddles + 11872]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhw      ymm8, ymm9, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm8, ymm9, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
     vpsubw       ymm8, ymm9, ymm8
-    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm9, ymm2, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm9, ymm9, [rel pw_2048]
     vpsraw       ymm9, ymm9, 12
     vpmullw      ymm9, ymm9, [rel pw_12289]
@@ -7449,12 +7451,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 11936]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhw      ymm3, ymm4, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm3, ymm4, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
     vpsubw       ymm3, ymm4, ymm3
-    vpmulhw      ymm4, ymm6, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm4, ymm6, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm4, ymm4, [rel pw_2048]
     vpsraw       ymm4, ymm4, 12
     vpmullw      ymm4, ymm4, [rel pw_12289]
@@ -7535,7 +7537,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm7, ymm7, [rel kg_newhope12289_ntt_inverse_twiddles + 11872]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
-    vpmulhw      ymm8, ymm2, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm8, ymm2, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -7552,7 +7554,7 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm1, ymm1, [rel kg_newhope12289_ntt_inverse_twiddles + 11936]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vpmulhw      ymm3, ymm4, [rel pw_21844]          ; reduce before layer 1
+    vpmulhw      ymm3, ymm4, [rel pw_21844]          ; barrett: before layer 1
     vpaddw       ymm3, ymm3, [rel pw_2048]
     vpsraw       ymm3, ymm3, 12
     vpmullw      ymm3, ymm3, [rel pw_12289]
@@ -7569,12 +7571,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm5, ymm5, [rel kg_newhope12289_ntt_inverse_twiddles + 12000]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm7, ymm8, ymm7
-    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm8, ymm4, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -7667,12 +7669,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm5, ymm5, [rel kg_newhope12289_ntt_inverse_twiddles + 12000]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm7, ymm8, ymm7
-    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -7765,12 +7767,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm5, ymm5, [rel kg_newhope12289_ntt_inverse_twiddles + 12000]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm7, ymm8, ymm7
-    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -7863,12 +7865,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm5, ymm5, [rel kg_newhope12289_ntt_inverse_twiddles + 12000]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm7, ymm8, ymm7
-    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]
@@ -7961,12 +7963,12 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmulhw      ymm5, ymm5, [rel kg_newhope12289_ntt_inverse_twiddles + 12000]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
-    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm7, ymm8, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm7, ymm7, [rel pw_2048]
     vpsraw       ymm7, ymm7, 12
     vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm7, ymm8, ymm7
-    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; reduce before layer 0
+    vpmulhw      ymm8, ymm3, [rel pw_21844]          ; barrett: before layer 0
     vpaddw       ymm8, ymm8, [rel pw_2048]
     vpsraw       ymm8, ymm8, 12
     vpmullw      ymm8, ymm8, [rel pw_12289]

@@ -11,6 +11,8 @@
 ;   layers = 6
 ;   d = 1
 ;   reduction = "index"
+;   reducer = "auto"
+;   reducer_used = "barrett"
 ;   prefix = "kg_tiny257"
 ;
 ; psi = 9: primitive 2^7-th root of unity mod 257

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from .errors import VerifyError
 from .kernels.ntt_layout import LayerPairs, NttLayout, layer_pairs
-from .kernels.reductions import barrett_idiom, montgomery_bound
+from .kernels.reductions import Reducer, montgomery_bound
 from .lemmas import prove
 from .numtheory import NttMath
 
@@ -61,8 +61,8 @@ class ReductionSchedule:
         lines.append("worst |value| after each layer: " + ", ".join(str(b) for b in self.max_bound))
         return tuple(lines)
 
-def _reduce(bound: int, q: int) -> int:
-    lo, hi = prove(barrett_idiom(q)).range_for(-bound, bound)
+def _reduce(bound: int, reducer: Reducer) -> int:
+    lo, hi = prove(reducer.idiom).range_for(-bound, bound)
     return max(-lo, hi)
 
 def _twiddle_magnitudes(math: NttMath, lp: LayerPairs, inverse: bool, factor: int) -> list[list[int]]:
@@ -77,18 +77,20 @@ def _twiddle_magnitudes(math: NttMath, lp: LayerPairs, inverse: bool, factor: in
         out.append(row)
     return out
 
-def schedule(math: NttMath, layout: NttLayout, policy: str, direction: str, input_bound: int) -> ReductionSchedule:
+def schedule(math: NttMath, layout: NttLayout, policy: str, direction: str, input_bound: int,
+             reducer: Reducer) -> ReductionSchedule:
     """The policy's schedule; `index` never inserts more reductions than `layer`,
     whose whole-layer placements are also register placements."""
     if policy == "index":
-        greedy = _schedule(math, layout, "index", direction, input_bound)
-        by_layer = _schedule(math, layout, "layer", direction, input_bound)
+        greedy = _schedule(math, layout, "index", direction, input_bound, reducer)
+        by_layer = _schedule(math, layout, "layer", direction, input_bound, reducer)
         if by_layer.count < greedy.count:
             return dataclasses.replace(by_layer, policy="index")
         return greedy
-    return _schedule(math, layout, policy, direction, input_bound)
+    return _schedule(math, layout, policy, direction, input_bound, reducer)
 
-def _schedule(math: NttMath, layout: NttLayout, policy: str, direction: str, input_bound: int) -> ReductionSchedule:
+def _schedule(math: NttMath, layout: NttLayout, policy: str, direction: str, input_bound: int,
+              reducer: Reducer) -> ReductionSchedule:
     q, n = math.q, math.n
     layers = layer_pairs(layout)
     if direction == "inverse":
@@ -112,7 +114,7 @@ def _schedule(math: NttMath, layout: NttLayout, policy: str, direction: str, inp
         def reduce_reg(reg) -> None:
             reduced.add(reg[0])
             for i in reg:
-                b[i] = _reduce(b[i], q)
+                b[i] = _reduce(b[i], reducer)
 
         if policy == "eager" and step > 0:
             for lo, hi in lp.pairs:
@@ -150,6 +152,6 @@ def _schedule(math: NttMath, layout: NttLayout, policy: str, direction: str, inp
         per_index.append(tuple(b))
     at_end = policy == "eager"
     if at_end:
-        b = [_reduce(x, q) for x in b]
-    return ReductionSchedule(policy, "barrett", direction, tuple(before), at_end, tuple(max_bound),
+        b = [_reduce(x, reducer) for x in b]
+    return ReductionSchedule(policy, reducer.kind, direction, tuple(before), at_end, tuple(max_bound),
                              input_bound, max(b), tuple(per_index))

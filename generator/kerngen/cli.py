@@ -11,7 +11,7 @@ from pathlib import Path
 from . import __version__, emit
 from .errors import KerngenError, ParamError
 from .families import build, checks_module
-from .params import POLICIES, load
+from .params import POLICIES, REDUCERS, load
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,7 +34,8 @@ def _display_path(path: str) -> str:
 def _load_all(paths, args) -> list:
     loaded = []
     for path in paths:
-        p = load(path, policy=getattr(args, "policy", None), prefix=getattr(args, "prefix", None))
+        p = load(path, policy=getattr(args, "policy", None), prefix=getattr(args, "prefix", None),
+                 reducer=getattr(args, "reducer", None))
         isa = getattr(args, "isa", None)
         if isa is not None and isa != p.isa:
             if p.family == "ntt" and isa != "avx2":
@@ -51,11 +52,11 @@ def cmd_emit(args) -> int:
     for path, p in zip(args.params, params):  # build and verify everything before writing anything
         out = Path(args.out) / p.name if several else Path(args.out or p.name)
         command = f"kerngen emit {_display_path(path)} --out {_display_path(str(out))}"
-        for flag in ("isa", "policy", "prefix"):
+        for flag in ("isa", "policy", "reducer", "prefix"):
             if getattr(args, flag) is not None:
                 command += f" --{flag} {getattr(args, flag)}"
         _say(f"{p.name}: building and verifying kernels")
-        staged.append((out, emit.render(build(p, args.policy), command)))
+        staged.append((out, emit.render(build(p), command)))
     for out, files in staged:
         for written in emit.write(files, out):
             print(written)
@@ -66,7 +67,7 @@ def cmd_test(args) -> int:
     from .testing import test_params
     passed = failed = 0
     for p in _load_all(args.params, args):
-        outcome = test_params(p, args.seed, _say, args.policy)
+        outcome = test_params(p, args.seed, _say)
         passed += outcome.passed
         failed += outcome.failed
         for f in outcome.failures:
@@ -82,10 +83,15 @@ def cmd_bench(args) -> int:
     with tempfile.TemporaryDirectory(prefix="kerngen-bench-") as tmp:
         work = Path(tmp)
         for p in _load_all(args.params, args):
-            bundle, lib = bundle_library(p, work, args.policy)
-            items = checks_module(p.family).bench_items(bundle, work)
+            bundle, lib = bundle_library(p, work)
+            module = checks_module(p.family)
+            items = module.bench_items(bundle, work)
             _say(f"{p.name}: timing {len(items)} kernels ({args.batches} batches each, interleaved)")
             rows += bench_bundle(bundle, lib, items, work, args.batches)
+            extra = getattr(module, "extra_bench_rows", None)
+            if extra is not None:
+                _say(f"{p.name}: timing whole-algorithm demonstrators")
+                rows += extra(bundle, lib, work, args.batches)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -109,7 +115,7 @@ def cmd_list(args) -> int:
     for path in sorted((REPO / "params").glob("*.toml")):
         p = load(path)
         if p.family == "ntt":
-            what = f"ntt   n={p.n:<5} q={p.q:<6} width={p.width} layers={p.layers} d={p.d} isa={p.isa} reduction={p.policy}"
+            what = f"ntt   n={p.n:<5} q={p.q:<6} width={p.width} layers={p.layers} d={p.d} isa={p.isa} reduction={p.policy} reducer={p.reducer}"
         else:
             what = f"gf2m  m={p.m:<4} poly={list(p.poly)} isa={p.isa}"
         print(f"{p.name:<16} {what}   params/{path.name}")
@@ -128,6 +134,9 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("params", nargs="+", metavar="PARAMS.toml", help="parameter file(s), e.g. params/kyber-3329.toml")
         p.add_argument("--isa", choices=("avx2", "sse"), help="override the file's isa")
         p.add_argument("--policy", choices=POLICIES, help="reduction policy for NTT kernels (default: the file's, else index)")
+        p.add_argument("--reducer", choices=REDUCERS,
+                       help="reduction used by NTT schedules: barrett, special (shifts and adds, for q of sparse "
+                            "signed-binary shape such as 7681 = 2^13 - 2^9 + 1) or auto (cheapest by the cost model)")
         p.add_argument("--prefix", help="symbol prefix (default: kg_ and the name without dashes)")
 
     e = sub.add_parser("emit", help="write the bundle (.asm, .h, manifest.json) of each parameter set",

@@ -8,9 +8,9 @@ from .family import Bundle
 from .params import Params
 
 
-def build(p: Params, policy: str | None = None) -> Bundle:
+def build(p: Params, policy: str | None = None, reducer: str | None = None) -> Bundle:
     if p.family == "ntt":
-        return ntt.build(p, policy)
+        return ntt.build(p, policy, reducer)
     return gf2m.build(p)
 
 

@@ -255,3 +255,9 @@ def bench_items(bundle: Bundle, workdir: Path) -> list[BenchItem]:
         comps = (Comparison("openssl", so, f"kg_ossl_{short}"), Comparison("osslconv", so, "kg_ossl_copy"))
         items.append(BenchItem(fn.kind, fn.kernel.symbol, case, comps))
     return items
+
+
+def extra_bench_rows(bundle: Bundle, kernel_lib, workdir, batches: int) -> list[dict]:
+    """The López–Dahab ladders on this field's NIST curves beside OpenSSL's EC_POINT_mul."""
+    from . import gf2m_ladder
+    return gf2m_ladder.bench_rows(bundle, kernel_lib, workdir, batches=max(11, batches // 5))

@@ -11,7 +11,7 @@ from .isa.ir import ArgSpec, Builder, Kernel
 from .isa.pipeline import compile_kernel
 from .kernels.ntt16 import build_basemul, build_ntt
 from .kernels.ntt_layout import NttLayout, plan
-from .kernels.reductions import montgomery_bound
+from .kernels.reductions import Reducer, montgomery_bound, reducers
 from .numtheory import R, NttMath
 from .params import NttParams
 from .verify import Proof, verify_kernel
@@ -41,19 +41,35 @@ def _compile_verify(b: Builder, symbol: str, args, inputs, q) -> tuple[Kernel, P
     return kernel, verify_kernel(kernel, inputs, q)
 
 
-def build(p: NttParams, policy: str | None = None) -> Bundle:
+def choose_reducer(math: NttMath, layout: NttLayout, policy: str, kind: str) -> Reducer:
+    """The named reducer, or for "auto" the cheapest by the cost model: every
+    multiplication counts twice (the NTTs are bound by the multiplier ports)."""
+    available = reducers(math.q)
+    if kind != "auto":
+        return available[kind]
+
+    def cost(r: Reducer) -> int:
+        count = sum(schedule(math, layout, policy, d, bound, r).count
+                    for d, bound in (("forward", math.q - 1), ("inverse", INVERSE_INPUT[1])))
+        return count * (r.instructions + 2 * r.multiplications)
+
+    return min(available.values(), key=lambda r: (cost(r), r.kind != "barrett"))
+
+
+def build(p: NttParams, policy: str | None = None, reducer: str | None = None) -> Bundle:
     policy = policy or p.policy
     math = NttMath(p.n, p.q, p.layers)
     layout = plan(p.n, p.layers)
+    red = choose_reducer(math, layout, policy, reducer or p.reducer)
     lay = layout_manifest(math, layout)
     q, n = p.q, p.n
     common = {"n": n, "q": q}
     fns = []
 
     in_fwd = (-(q - 1), q - 1)
-    sf = schedule(math, layout, policy, "forward", q - 1)
+    sf = schedule(math, layout, policy, "forward", q - 1, red)
     b = Builder()
-    build_ntt(b, math, layout, sf, f"{p.prefix}_ntt_forward_twiddles")
+    build_ntt(b, math, layout, sf, red, f"{p.prefix}_ntt_forward_twiddles")
     sym = f"{p.prefix}_ntt_forward_avx2"
     kf, proof_f = _compile_verify(b, sym, (_arg("a", "inout", n),), {0: in_fwd}, q)
     out_f = proof_f.hull(0)
@@ -93,9 +109,9 @@ def build(p: NttParams, policy: str | None = None) -> Bundle:
     )))
 
     in_inv = INVERSE_INPUT
-    si = schedule(math, layout, policy, "inverse", in_inv[1])
+    si = schedule(math, layout, policy, "inverse", in_inv[1], red)
     b = Builder()
-    build_ntt(b, math, layout, si, f"{p.prefix}_ntt_inverse_twiddles")
+    build_ntt(b, math, layout, si, red, f"{p.prefix}_ntt_inverse_twiddles")
     sym = f"{p.prefix}_ntt_inverse_avx2"
     ki, proof_i = _compile_verify(b, sym, (_arg("a", "inout", n),), {0: in_inv}, q)
     out_i = proof_i.hull(0)
@@ -111,7 +127,8 @@ def build(p: NttParams, policy: str | None = None) -> Bundle:
     ), si.describe()))
 
     params_manifest = {"name": p.name, "family": "ntt", "n": n, "q": q, "width": p.width, "isa": p.isa,
-                       "layers": p.layers, "d": math.d, "reduction": policy, "prefix": p.prefix}
+                       "layers": p.layers, "d": math.d, "reduction": policy, "reducer": p.reducer,
+                       "reducer_used": red.kind, "prefix": p.prefix}
     notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {q}",
              f"Montgomery R = 2^16, q^-1 mod 2^16 = {math.qinv}; inverse scale constant = {math.inverse_scale()}")
     return Bundle(p.name, p, params_manifest, tuple(fns), notes)

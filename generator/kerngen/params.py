@@ -17,6 +17,7 @@ from .errors import ParamError
 from .gf2x import is_irreducible
 
 POLICIES = ("eager", "layer", "index")
+REDUCERS = ("auto", "barrett", "special")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -32,6 +33,7 @@ class NttParams:
     isa: str
     layers: int  # NTT layers L; block degree d = n >> L
     policy: str
+    reducer: str  # "auto", "barrett" or "special"
     prefix: str
     source: str  # the file (or text) these came from, for messages
 
@@ -63,7 +65,7 @@ class Gf2mParams:
 Params = NttParams | Gf2mParams
 
 _COMMON_KEYS = {"name", "family", "isa", "prefix", "description"}
-_NTT_KEYS = _COMMON_KEYS | {"n", "q", "width", "layers", "reduction"}
+_NTT_KEYS = _COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer"}
 _GF2M_KEYS = _COMMON_KEYS | {"m", "poly"}
 
 
@@ -88,7 +90,8 @@ def default_prefix(name: str) -> str:
     return "kg_" + re.sub(r"[^a-z0-9]", "", name)
 
 
-def from_mapping(table: dict, source: str, policy: str | None = None, prefix: str | None = None) -> Params:
+def from_mapping(table: dict, source: str, policy: str | None = None, prefix: str | None = None,
+                 reducer: str | None = None) -> Params:
     """Validate a parsed parameter table; `policy`/`prefix` override the file's."""
     src = source
     name = _require(src, table, "name", str, "a lower-case name of letters, digits and dashes")
@@ -110,11 +113,11 @@ def from_mapping(table: dict, source: str, policy: str | None = None, prefix: st
     if not isinstance(pre, str) or not _PREFIX.match(pre):
         raise ParamError(src, "prefix", f"must be a C identifier, got {pre!r}")
     if family == "ntt":
-        return _ntt(table, src, name, pre, policy)
+        return _ntt(table, src, name, pre, policy, reducer)
     return _gf2m(table, src, name, pre)
 
 
-def _ntt(table: dict, src: str, name: str, prefix: str, policy: str | None) -> NttParams:
+def _ntt(table: dict, src: str, name: str, prefix: str, policy: str | None, reducer: str | None) -> NttParams:
     width = table.get("width", 16)
     if isinstance(width, bool) or not isinstance(width, int):
         raise ParamError(src, "width", f"must be an integer, got {width!r}")
@@ -152,7 +155,15 @@ def _ntt(table: dict, src: str, name: str, prefix: str, policy: str | None) -> N
     pol = policy if policy is not None else table.get("reduction", "index")
     if pol not in POLICIES:
         raise ParamError(src, "reduction", f"must be one of {', '.join(POLICIES)}, got {pol!r}")
-    return NttParams(name, n, q, width, isa, layers, pol, prefix, src)
+    red = reducer if reducer is not None else table.get("reducer", "auto")
+    if red not in REDUCERS:
+        raise ParamError(src, "reducer", f"must be one of {', '.join(REDUCERS)}, got {red!r}")
+    if red == "special":
+        from .kernels.reductions import reducers
+        if "special" not in reducers(q):
+            raise ParamError(src, "reducer", f"q = {q} has no special form: no 2^a mod q with at most three signed "
+                                             "binary digits gives a reduction below 2^14; use barrett or auto")
+    return NttParams(name, n, q, width, isa, layers, pol, red, prefix, src)
 
 
 def _gf2m(table: dict, src: str, name: str, prefix: str) -> Gf2mParams:
@@ -185,7 +196,8 @@ def _poly_text(poly) -> str:
     return " + ".join("1" if e == 0 else "x" if e == 1 else f"x^{e}" for e in poly)
 
 
-def load(path: str | Path, policy: str | None = None, prefix: str | None = None) -> Params:
+def load(path: str | Path, policy: str | None = None, prefix: str | None = None,
+         reducer: str | None = None) -> Params:
     path = Path(path)
     src = str(path)
     try:
@@ -196,4 +208,4 @@ def load(path: str | Path, policy: str | None = None, prefix: str | None = None)
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ParamError(src, "file", f"is not valid TOML: {e}") from None
-    return from_mapping(table, src, policy=policy, prefix=prefix)
+    return from_mapping(table, src, policy=policy, prefix=prefix, reducer=reducer)

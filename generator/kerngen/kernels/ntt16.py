@@ -13,7 +13,8 @@ from __future__ import annotations
 from ..bounds import ReductionSchedule
 from ..isa.ir import ArgBase, Builder, Imm, Mem, TableBase, VReg
 from .ntt_layout import LANES, Butterflies, NttLayout, Swap, pairs, swap_lanes
-from .reductions import barrett_idiom, broadcast_const, emit_idiom, montgomery_by_constant, montgomery_product
+from .reductions import (Reducer, barrett_idiom, broadcast_const, emit_idiom, montgomery_by_constant,
+                         montgomery_product)
 from ..numtheory import NttMath
 
 
@@ -69,7 +70,12 @@ def _barrett(b: Builder, x: VReg, q: int, why: str) -> VReg:
     return emit_idiom(b, barrett_idiom(q), x, comment=why)
 
 
-def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSchedule, table_label: str) -> None:
+def _reduce(b: Builder, x: VReg, reducer: Reducer, why: str) -> VReg:
+    return emit_idiom(b, reducer.idiom, x, comment=f"{reducer.kind}: {why}")
+
+
+def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSchedule, reducer: Reducer,
+              table_label: str) -> None:
     """Forward (sched.direction == "forward") or inverse NTT on argument 0, in place."""
     inverse = sched.direction == "inverse"
     q = math.q
@@ -97,7 +103,7 @@ def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSche
                     due = sched.reduced_before(st.layer)
                     for s in (lo, hi):
                         if idx[s][0] in due:
-                            regs[s] = _barrett(b, regs[s], q, f"reduce before layer {st.layer}")
+                            regs[s] = _reduce(b, regs[s], reducer, f"before layer {st.layer}")
                     scaled = st.layer == first_layer
                     w, wq = _twiddle_rows(math, st.layer, st.bit, idx[lo], inverse, scale if scaled else 1)
                     wm, wqm = table.vector(w), table.vector(wq)
@@ -115,7 +121,7 @@ def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSche
                         regs[lo] = b.op("vpaddw", x, m, comment=f"layer {st.layer}")
                         regs[hi] = b.op("vpsubw", x, m)
             if sched.at_end and pass_no == len(passes) - 1:
-                regs = [_barrett(b, r, q, "eager: reduce after the last layer") for r in regs]
+                regs = [_reduce(b, r, reducer, "eager, after the last layer") for r in regs]
             for v, r, ix in zip(group, regs, idx):
                 b.emit("store", _vector(v), r)
                 memory[v] = ix

@@ -8,9 +8,10 @@ broadcast tables named by type and value (pw_3329, pw_m3327).
 
 from __future__ import annotations
 
-from ..isa.ir import Builder, IdiomTag, Mem, VReg
-from ..lemmas import ScalarIdiom
-from ..isa.ir import Imm
+from dataclasses import dataclass
+
+from ..isa.ir import Builder, IdiomTag, Imm, Mem, VReg
+from ..lemmas import LemmaError, ScalarIdiom, prove
 from ..numtheory import barrett_constant
 
 
@@ -38,6 +39,83 @@ def barrett_idiom(q: int) -> ScalarIdiom:
     ))
 
 
+def signed_digits(value: int) -> tuple[tuple[int, int], ...]:
+    """Non-adjacent form of `value`: (sign, exponent) pairs, fewest non-zero digits."""
+    out, e = [], 0
+    while value:
+        if value & 1:
+            digit = 2 - (value & 3)
+            out.append((digit, e))
+            value -= digit
+        value >>= 1
+        e += 1
+    return tuple(out)
+
+
+def special_form_candidates(q: int, max_terms: int = 3) -> list[ScalarIdiom]:
+    """Reductions by shifts and adds for q of sparse signed-binary shape.
+
+    Split x = h*2^a + l (h = x >> a arithmetic, l = x & (2^a - 1)); since
+    2^a = sum of s_i 2^(e_i) mod q with few terms (7681: 2^13 = 2^9 - 1), x is
+    congruent to l + sum of s_i (h << e_i): no multiplication at all. Every
+    split a whose residue 2^a mod q (or 2^a mod q - q) has at most `max_terms`
+    signed digits is a candidate; `lemmas.prove` rejects any that can wrap.
+    """
+    out = []
+    for a in range(2, 15):
+        r = pow(2, a, q)
+        for residue in (r, r - q):
+            digits = signed_digits(residue)
+            if not digits or len(digits) > max_terms or max(e for _, e in digits) >= a:
+                continue
+            steps = [("vpsraw", "h", "x", a), ("vpand", "l", "x", (1 << a) - 1)]
+            acc = "l"
+            for k, (sign, e) in enumerate(digits):
+                term = "h"
+                if e:
+                    steps.append(("vpsllw", f"t{k}", "h", e))
+                    term = f"t{k}"
+                steps.append(("vpaddw" if sign > 0 else "vpsubw", f"r{k}", acc, term))
+                acc = f"r{k}"
+            out.append(ScalarIdiom("special", q, tuple(steps)))
+    return out
+
+
+@dataclass(frozen=True)
+class Reducer:
+    """A reduction kind usable by the NTT schedules, with its proven facts."""
+
+    kind: str  # "barrett" or "special"
+    idiom: ScalarIdiom
+    out_abs: int  # largest |output| over all int16 inputs
+    multiplications: int
+    instructions: int
+
+
+def reducers(q: int) -> dict[str, Reducer]:
+    """The reductions that apply to q; "special" only if q has a shape that gives
+    a real reduction (output below 2^14 in absolute value for every int16 input)."""
+    found = {"barrett": _reducer("barrett", barrett_idiom(q))}
+    best = None
+    for idiom in special_form_candidates(q):
+        try:
+            r = _reducer("special", idiom)
+        except LemmaError:
+            continue
+        if r.out_abs < 1 << 14 and (best is None or (r.out_abs, r.instructions) < (best.out_abs, best.instructions)):
+            best = r
+    if best is not None:
+        found["special"] = best
+    return found
+
+
+def _reducer(kind: str, idiom: ScalarIdiom) -> Reducer:
+    lemma = prove(idiom)
+    lo, hi = min(lemma.outputs), max(lemma.outputs)
+    muls = sum(1 for op, *_ in idiom.steps if op.startswith("vpmul"))
+    return Reducer(kind, idiom, max(-lo, hi), muls, len(idiom.steps))
+
+
 def emit_idiom(b: Builder, idiom: ScalarIdiom, x: VReg, comment: str = "") -> VReg:
     """Emit an idiom on vector `x`; its instructions are tagged for the verifier."""
     group = b.new_group()
@@ -50,7 +128,7 @@ def emit_idiom(b: Builder, idiom: ScalarIdiom, x: VReg, comment: str = "") -> VR
         src1 = env[s1] if isinstance(s1, str) else b.op("load", broadcast_const(b, s1))
         if isinstance(s2, str):
             src2 = env[s2]
-        elif op in ("vpsraw", "vpsrlw", "vpsllw"):
+        elif op in ("vpsraw", "vpsrlw", "vpsllw"):  # shift counts are immediates
             src2 = s2
         else:
             src2 = broadcast_const(b, s2)
