@@ -8,7 +8,8 @@ every bound from the final instructions; this stage only decides.
 
 Policies: `eager` reduces every register after every layer; `layer` reduces a
 whole layer when any index could overflow; `index` reduces only the registers
-whose lanes could overflow (for the inverse, the larger of the pair first).
+whose lanes could overflow (for the inverse, the larger of the pair first);
+`minimal` searches the per-layer choices for the fewest reductions.
 """
 
 from __future__ import annotations
@@ -79,79 +80,119 @@ def _twiddle_magnitudes(math: NttMath, lp: LayerPairs, inverse: bool, factor: in
 
 def schedule(math: NttMath, layout: NttLayout, policy: str, direction: str, input_bound: int,
              reducer: Reducer) -> ReductionSchedule:
-    """The policy's schedule; `index` never inserts more reductions than `layer`,
-    whose whole-layer placements are also register placements."""
-    if policy == "index":
-        greedy = _schedule(math, layout, "index", direction, input_bound, reducer)
-        by_layer = _schedule(math, layout, "layer", direction, input_bound, reducer)
-        if by_layer.count < greedy.count:
-            return dataclasses.replace(by_layer, policy="index")
-        return greedy
+    """The policy's schedule. `index` never inserts more reductions than `layer`,
+    whose whole-layer placements are also register placements; `minimal`
+    searches (a beam over per-layer choices) and never inserts more than `index`."""
+    if policy in ("index", "minimal"):
+        options = [_schedule(math, layout, "larger", direction, input_bound, reducer),
+                   _schedule(math, layout, "layer", direction, input_bound, reducer)]
+        if policy == "minimal":  # the search, never worse than what index would do
+            options.insert(0, _schedule(math, layout, "minimal", direction, input_bound, reducer))
+        best = min(options, key=lambda s: s.count)
+        return dataclasses.replace(best, policy=policy)
     return _schedule(math, layout, policy, direction, input_bound, reducer)
+
+_STRATEGIES = ("larger", "lo", "hi", "both")
+_BEAM = 16
+
 
 def _schedule(math: NttMath, layout: NttLayout, policy: str, direction: str, input_bound: int,
               reducer: Reducer) -> ReductionSchedule:
-    q, n = math.q, math.n
     layers = layer_pairs(layout)
     if direction == "inverse":
         layers = layers[::-1]
-    b = [input_bound] * n
+    start = _State(0, tuple([input_bound] * math.n), (), (), ())
+    if policy == "minimal":
+        beam = [start]
+        for step, lp in enumerate(layers):
+            grown: dict[tuple[int, ...], _State] = {}
+            for state in beam:
+                for strategy in _STRATEGIES:
+                    nxt = _layer(math, direction, reducer, step, lp, state, strategy)
+                    if nxt is not None and (nxt.bounds not in grown or nxt.count < grown[nxt.bounds].count):
+                        grown[nxt.bounds] = nxt
+            if not grown:
+                raise VerifyError(f"{direction} layer {lp.layer}: no reduction keeps every index inside int16")
+            beam = sorted(grown.values(), key=lambda st: (st.count, sum(st.bounds)))[:_BEAM]
+        final = beam[0]
+    else:
+        final = start
+        for step, lp in enumerate(layers):
+            nxt = _layer(math, direction, reducer, step, lp, final, policy)
+            if nxt is None:
+                raise VerifyError(f"{direction} layer {lp.layer}: no reduction keeps every index inside int16")
+            final = nxt
+    at_end = policy == "eager"
+    out = [_reduce(x, reducer) for x in final.bounds] if at_end else final.bounds
+    return ReductionSchedule(policy, reducer.kind, direction, final.before, at_end, final.max_bound,
+                             input_bound, max(out), final.per_index)
+
+
+@dataclass(frozen=True)
+class _State:
+    count: int
+    bounds: tuple[int, ...]
+    before: tuple[tuple[int, frozenset[int]], ...]
+    max_bound: tuple[int, ...]
+    per_index: tuple[tuple[int, ...], ...]
+
+
+def _layer(math: NttMath, direction: str, reducer: Reducer, step: int, lp: LayerPairs, state: _State,
+           strategy: str) -> _State | None:
+    """One layer under `strategy` ("eager", "layer", or how to pick within an
+    overflowing pair: "larger", "lo", "hi", "both"); None if it cannot be kept safe."""
+    q = math.q
+    b = list(state.bounds)
     scale = math.inverse_scale()
-    before, max_bound, per_index = [], [], []
-    for step, lp in enumerate(layers):
-        first_inverse = direction == "inverse" and step == 0  # carries the inverse's scaling
-        w = _twiddle_magnitudes(math, lp, direction == "inverse", scale if first_inverse else 1)
-        reduced: set[int] = set()
+    first_inverse = direction == "inverse" and step == 0  # carries the inverse's scaling
+    w = _twiddle_magnitudes(math, lp, direction == "inverse", scale if first_inverse else 1)
+    reduced: set[int] = set()
 
-        def overflow(pair, row) -> tuple[bool, bool]:
-            lo, hi = pair
-            if direction == "forward":
-                bad = any(b[x] + montgomery_bound(b[y], wl, q) > INT16_MAX for x, y, wl in zip(lo, hi, row))
-                return bad, False
-            bad = any(b[x] + b[y] > INT16_MAX for x, y in zip(lo, hi))
-            return bad, bad
+    def overflow(lo, hi, row) -> bool:
+        if direction == "forward":
+            return any(b[x] + montgomery_bound(b[y], wl, q) > INT16_MAX for x, y, wl in zip(lo, hi, row))
+        return any(b[x] + b[y] > INT16_MAX for x, y in zip(lo, hi))
 
-        def reduce_reg(reg) -> None:
-            reduced.add(reg[0])
-            for i in reg:
-                b[i] = _reduce(b[i], reducer)
+    def reduce_reg(reg) -> None:
+        reduced.add(reg[0])
+        for i in reg:
+            b[i] = _reduce(b[i], reducer)
 
-        if policy == "eager" and step > 0:
+    if strategy == "eager":
+        if step > 0:
             for lo, hi in lp.pairs:
                 reduce_reg(lo)
                 reduce_reg(hi)
-        elif policy == "layer":
-            if any(overflow(p, r)[0] for p, r in zip(lp.pairs, w)):
-                for lo, hi in lp.pairs:
-                    reduce_reg(lo)
-                    reduce_reg(hi)
-        elif policy == "index":
-            for (lo, hi), row in zip(lp.pairs, w):
-                if not overflow((lo, hi), row)[0]:
-                    continue
-                if direction == "forward":
-                    reduce_reg(lo)
-                    continue
-                first, second = (lo, hi) if max(b[i] for i in lo) >= max(b[i] for i in hi) else (hi, lo)
-                reduce_reg(first)
-                if overflow((lo, hi), row)[0]:
-                    reduce_reg(second)
+    elif strategy == "layer":
+        if any(overflow(lo, hi, row) for (lo, hi), row in zip(lp.pairs, w)):
+            for lo, hi in lp.pairs:
+                reduce_reg(lo)
+                reduce_reg(hi)
+    else:
         for (lo, hi), row in zip(lp.pairs, w):
-            if overflow((lo, hi), row)[0]:
-                raise VerifyError(f"{direction} layer {lp.layer}: no reduction keeps indices {lo[0]}.. inside int16")
-            for x, y, wl in zip(lo, hi, row):
-                if direction == "forward":
-                    m = montgomery_bound(b[y], wl, q)
-                    b[x] = b[y] = b[x] + m
-                else:
-                    s = b[x] + b[y]
-                    sx = montgomery_bound(s, abs(math.montgomery(scale).w), q) if first_inverse else s
-                    b[x], b[y] = sx, montgomery_bound(s, wl, q)
-        before.append((lp.layer, frozenset(reduced)))
-        max_bound.append(max(b))
-        per_index.append(tuple(b))
-    at_end = policy == "eager"
-    if at_end:
-        b = [_reduce(x, reducer) for x in b]
-    return ReductionSchedule(policy, reducer.kind, direction, tuple(before), at_end, tuple(max_bound),
-                             input_bound, max(b), tuple(per_index))
+            if not overflow(lo, hi, row):
+                continue
+            if strategy == "both":
+                order = (lo, hi)
+            elif strategy == "hi":
+                order = (hi, lo)
+            elif strategy == "lo" or direction == "forward":
+                order = (lo, hi)
+            else:  # larger first: the register that has been accumulating sums
+                order = (lo, hi) if max(b[i] for i in lo) >= max(b[i] for i in hi) else (hi, lo)
+            reduce_reg(order[0])
+            if strategy == "both" or overflow(lo, hi, row):
+                reduce_reg(order[1])
+    scale_w = abs(math.montgomery(scale).w)
+    for (lo, hi), row in zip(lp.pairs, w):
+        if overflow(lo, hi, row):
+            return None
+        for x, y, wl in zip(lo, hi, row):
+            if direction == "forward":
+                m = montgomery_bound(b[y], wl, q)
+                b[x] = b[y] = b[x] + m
+            else:
+                s_ = b[x] + b[y]
+                b[x], b[y] = (montgomery_bound(s_, scale_w, q) if first_inverse else s_), montgomery_bound(s_, wl, q)
+    return _State(state.count + len(reduced), tuple(b), state.before + ((lp.layer, frozenset(reduced)),),
+                  state.max_bound + (max(b),), state.per_index + (tuple(b),))

@@ -16,7 +16,7 @@ import sympy
 from .errors import ParamError
 from .gf2x import is_irreducible
 
-POLICIES = ("eager", "layer", "index")
+POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
