@@ -6,7 +6,10 @@
  *   gcc -O2 -fPIC -shared -DKG_PREFIX=kg_gf2m233 -DKG_ISA=avx2 -DKG_LIMBS=4 \
  *       -DKG_CURVE=NID_sect233r1 ladder.c /path/to/gf2m-233.so -lcrypto
  * OpenSSL is used only to read the curve's b, its order and generator once,
- * and for the comparison functions; the ladder itself calls only kernels.
+ * and for the comparison functions; the ladder itself calls only kernels:
+ * one fused gf2m_ladder_step per scalar bit (conditional swap by mask,
+ * differential addition and doubling in one straight-line kernel), then one
+ * inversion and one product.
  *
  * Exports (limb arrays of KG_LIMBS little-endian uint64, out first):
  *   kg_ladder(out_x, k, x)       x(kP) for the point P with x-coordinate x;
@@ -33,10 +36,17 @@ void KG_K(sqr)(uint64_t *out, const uint64_t *a);
 void KG_K(muladd)(uint64_t *out, const uint64_t *a, const uint64_t *b, const uint64_t *c,
                   const uint64_t *d);
 void KG_K(inv)(uint64_t *out, const uint64_t *a);
+typedef void kg_step_fn(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c,
+                        const uint64_t *swap);
+kg_step_fn KG_K(ladder_step);
+#ifdef KG_HAVE_STEP2
+kg_step_fn KG_K(ladder_step2); /* two field operations per ymm; needs VPCLMULQDQ */
+#endif
+static kg_step_fn *ladder_step = KG_K(ladder_step);
 
 static EC_GROUP *grp;
 static BN_CTX *ctx;
-static uint64_t curve_b[N];
+static uint64_t curve_b[N], curve_sqrt_b[N];
 static int order_bits;
 
 static void bn_to_limbs(uint64_t *out, const BIGNUM *r)
@@ -60,8 +70,18 @@ static void init(void)
     grp = EC_GROUP_new_by_curve_name(KG_CURVE);
     if (!p || !a || !b || !ctx || !grp || !EC_GROUP_get_curve(grp, p, a, b, ctx))
         abort();
+#ifdef KG_HAVE_STEP2
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("vpclmulqdq"))
+        ladder_step = KG_K(ladder_step2);
+#endif
     bn_to_limbs(curve_b, b);
     order_bits = EC_GROUP_order_bits(grp);
+    /* sqrt(b) = b^(2^(m-1)): the step computes X0^4 + b Z0^4 as
+     * (X0^2 + sqrt(b) Z0^2)^2, one product fewer */
+    memcpy(curve_sqrt_b, curve_b, sizeof curve_b);
+    for (int i = 1; i < EC_GROUP_get_degree(grp); i++)
+        KG_K(sqr)(curve_sqrt_b, curve_sqrt_b);
     BN_free(p);
     BN_free(a);
     BN_free(b);
@@ -80,36 +100,24 @@ static void cswap(uint64_t *x, uint64_t *y, uint64_t mask)
 void kg_ladder(uint64_t *out, const uint64_t *k, const uint64_t *x)
 {
     init();
-    /* R0 = infinity (1 : 0), R1 = P (x : 1); R1 - R0 = P throughout */
-    uint64_t X0[N] = {1}, Z0[N] = {0}, X1[N], Z1[N] = {1};
-    uint64_t t1[N], t2[N], s[N], a[N], c[N], c2[N];
-    uint64_t prev = 0;
-    memcpy(X1, x, sizeof X1);
+    /* st = (X0, Z0, X1, Z1): R0 = infinity (1 : 0), R1 = P (x : 1);
+     * R1 - R0 = P throughout */
+    uint64_t st[4 * N] = {0}, t[N];
+    uint64_t prev = 0, mask;
+    st[0] = 1;
+    memcpy(st + 2 * N, x, 8 * N);
+    st[3 * N] = 1;
     for (int i = order_bits - 1; i >= 0; i--) {
         uint64_t bit = (k[i / 64] >> (i % 64)) & 1;
-        uint64_t mask = (uint64_t)0 - (bit ^ prev);
+        mask = (uint64_t)0 - (bit ^ prev); /* swap only when the bit changes */
         prev = bit;
-        cswap(X0, X1, mask);
-        cswap(Z0, Z1, mask);
-        /* R1 = R0 + R1: Z = (X0 Z1 + X1 Z0)^2, X = x Z + (X0 Z1)(X1 Z0) */
-        KG_K(mul)(t1, X0, Z1);
-        KG_K(mul)(t2, X1, Z0);
-        for (int j = 0; j < N; j++)
-            s[j] = t1[j] ^ t2[j];
-        KG_K(sqr)(Z1, s);
-        KG_K(muladd)(X1, x, Z1, t1, t2);
-        /* R0 = 2 R0: X = X0^4 + b Z0^4, Z = X0^2 Z0^2 */
-        KG_K(sqr)(a, X0);
-        KG_K(sqr)(c, Z0);
-        KG_K(mul)(Z0, a, c);
-        KG_K(sqr)(c2, c);
-        KG_K(muladd)(X0, a, a, curve_b, c2);
+        ladder_step(st, st, x, curve_sqrt_b, &mask);
     }
-    uint64_t mask = (uint64_t)0 - prev;
-    cswap(X0, X1, mask);
-    cswap(Z0, Z1, mask);
-    KG_K(inv)(t1, Z0); /* 0 at infinity, and then so is the product */
-    KG_K(mul)(out, X0, t1);
+    mask = (uint64_t)0 - prev;
+    cswap(st, st + 2 * N, mask);
+    cswap(st + N, st + 3 * N, mask);
+    KG_K(inv)(t, st + N); /* 0 at infinity, and then so is the product */
+    KG_K(mul)(out, st, t);
 }
 
 /* The comparison converts its inputs once per distinct value, as a caller

@@ -4,9 +4,19 @@
  *   gcc -O2 -fPIC -shared -DKG_M=233 -DKG_LIMBS=4 -DKG_POLY=233,74,0 \
  *       openssl_gf2m.c -o openssl_gf2m-233.so -lcrypto
  * Every function takes little-endian uint64 limb arrays like the kernels
- * (out first); see to_bn for what the figures include. kg_ossl_copy does only
- * the compare and the result conversion: the part of every other figure that
- * is not OpenSSL's arithmetic.
+ * (out first) and writes the same answer.
+ *
+ * What is timed. OpenSSL's callers keep their operands as BIGNUMs, so the
+ * byte <-> BIGNUM conversions are not part of the operation and must not be
+ * charged to it. Each function keeps a cache keyed on its input bytes: when a
+ * call sees the same bytes as the previous call (what the bench does, many
+ * times in a row), the operands are the BIGNUMs already prepared, the
+ * BN_GF2m_* operation runs on them into a result BIGNUM as usual, and the
+ * result is not converted again: out receives the limbs converted when those
+ * inputs were first seen (the operation is deterministic, so they are the
+ * same). The timed path is therefore the OpenSSL operation plus a memcmp of
+ * the inputs and a memcpy of at most 2 * KG_LIMBS words (a few ticks).
+ * Calls with new inputs (every correctness check) convert both ways.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,101 +31,120 @@
 static const int kg_poly[] = {KG_POLY, -1};
 
 static BN_CTX *ctx;
-static BIGNUM *ba, *bb, *bc, *bd, *br, *bt, *bp;
+static BIGNUM *bp;
+
+/* One function's operands, result and the inputs they were made from. */
+struct kg_slot {
+    BIGNUM *in[8], *r, *t, *res[4];
+    uint64_t words[8][2 * KG_LIMBS]; /* input bytes last converted */
+    uint64_t out[4 * KG_LIMBS];      /* the result, as limbs */
+    int valid;
+};
 
 static void kg_init(void)
 {
     if (ctx)
         return;
     ctx = BN_CTX_new();
-    ba = BN_new();
-    bb = BN_new();
-    bc = BN_new();
-    bd = BN_new();
-    br = BN_new();
-    bt = BN_new();
     bp = BN_new();
-    if (!ctx || !ba || !bb || !bc || !bd || !br || !bt || !bp || !BN_GF2m_arr2poly(kg_poly, bp))
+    if (!ctx || !bp || !BN_GF2m_arr2poly(kg_poly, bp))
         abort();
 }
 
-/* The bench calls a function many times on the same inputs; converting them
- * again each time would charge OpenSSL for work its callers do not repeat
- * (their operands stay BIGNUMs). So inputs are converted only when their
- * bytes change: the figures are OpenSSL's arithmetic plus a compare and the
- * conversion of the result, which kg_ossl_copy measures alone. */
-static struct {
-    const BIGNUM *bn;
-    uint64_t words[2 * KG_LIMBS];
-    int limbs;
-} kg_seen[4];
-
-static void to_bn(BIGNUM *r, const uint64_t *x, int limbs)
+static void slot_init(struct kg_slot *s)
 {
-    int slot = r == ba ? 0 : r == bb ? 1 : r == bc ? 2 : r == bd ? 3 : -1;
-    if (slot >= 0 && kg_seen[slot].bn == r && kg_seen[slot].limbs == limbs &&
-        memcmp(kg_seen[slot].words, x, 8 * (size_t)limbs) == 0)
+    kg_init();
+    if (s->r)
         return;
-    if (!BN_lebin2bn((const unsigned char *)x, 8 * limbs, r))
+    for (int i = 0; i < 8; i++)
+        if (!(s->in[i] = BN_new()))
+            abort();
+    for (int i = 0; i < 4; i++)
+        if (!(s->res[i] = BN_new()))
+            abort();
+    if (!(s->r = BN_new()) || !(s->t = BN_new()))
         abort();
-    if (slot >= 0) {
-        kg_seen[slot].bn = r;
-        kg_seen[slot].limbs = limbs;
-        memcpy(kg_seen[slot].words, x, 8 * (size_t)limbs);
-    }
 }
 
-static void from_bn(uint64_t *out, const BIGNUM *r, int limbs)
+/* Returns 1 when the inputs differ from the cached ones (and converts them). */
+static int prepare_n(struct kg_slot *s, const uint64_t *const *x, const int *limbs, int count)
 {
-    /* BN_bn2lebinpad runs a constant-time loop that costs more than most of
-     * the arithmetic timed here; BN_bn2bin and a byte reversal are cheaper */
-    unsigned char be[16 * KG_LIMBS];
+    slot_init(s);
+    int same = s->valid;
+    for (int i = 0; i < count && same; i++)
+        same = memcmp(s->words[i], x[i], 8 * (size_t)limbs[i]) == 0;
+    if (same)
+        return 0;
+    for (int i = 0; i < count; i++) {
+        if (!BN_lebin2bn((const unsigned char *)x[i], 8 * limbs[i], s->in[i]))
+            abort();
+        memcpy(s->words[i], x[i], 8 * (size_t)limbs[i]);
+    }
+    return 1;
+}
+
+static int prepare(struct kg_slot *s, const uint64_t *const *x, int count, int limbs)
+{
+    const int l[8] = {limbs, limbs, limbs, limbs, limbs, limbs, limbs, limbs};
+    return prepare_n(s, x, l, count);
+}
+
+static void from_bn(uint64_t *out, const BIGNUM *r)
+{
+    /* BN_bn2lebinpad runs a constant-time loop; BN_bn2bin and a byte
+     * reversal are cheaper (only paid for new inputs anyway) */
+    unsigned char be[8 * KG_LIMBS];
     int len = BN_num_bytes(r);
     unsigned char *o = (unsigned char *)out;
-    if (len > 8 * limbs || BN_bn2bin(r, be) != len)
+    if (len > 8 * KG_LIMBS || BN_bn2bin(r, be) != len)
         abort();
     for (int i = 0; i < len; i++)
         o[i] = be[len - 1 - i];
-    memset(o + len, 0, (size_t)(8 * limbs - len));
+    memset(o + len, 0, (size_t)(8 * KG_LIMBS - len));
 }
 
-void kg_ossl_copy(uint64_t *out, const uint64_t *a)
+/* After the operation: the result as limbs, converted only for new inputs. */
+static void finish(struct kg_slot *s, int fresh, uint64_t *out)
 {
-    kg_init();
-    to_bn(ba, a, KG_LIMBS);
-    from_bn(out, ba, KG_LIMBS);
+    if (fresh) {
+        from_bn(s->out, s->r);
+        s->valid = 1;
+    }
+    memcpy(out, s->out, 8 * KG_LIMBS);
 }
 
 void kg_ossl_mul(uint64_t *out, const uint64_t *a, const uint64_t *b)
 {
-    kg_init();
-    to_bn(ba, a, KG_LIMBS);
-    to_bn(bb, b, KG_LIMBS);
-    if (!BN_GF2m_mod_mul_arr(br, ba, bb, kg_poly, ctx))
+    static struct kg_slot s;
+    const uint64_t *x[] = {a, b};
+    int fresh = prepare(&s, x, 2, KG_LIMBS);
+    if (!BN_GF2m_mod_mul_arr(s.r, s.in[0], s.in[1], kg_poly, ctx))
         abort();
-    from_bn(out, br, KG_LIMBS);
+    finish(&s, fresh, out);
 }
 
 void kg_ossl_sqr(uint64_t *out, const uint64_t *a)
 {
-    kg_init();
-    to_bn(ba, a, KG_LIMBS);
-    if (!BN_GF2m_mod_sqr_arr(br, ba, kg_poly, ctx))
+    static struct kg_slot s;
+    const uint64_t *x[] = {a};
+    int fresh = prepare(&s, x, 1, KG_LIMBS);
+    if (!BN_GF2m_mod_sqr_arr(s.r, s.in[0], kg_poly, ctx))
         abort();
-    from_bn(out, br, KG_LIMBS);
+    finish(&s, fresh, out);
 }
 
 #define KG_MSQR(k)                                                    \
     void kg_ossl_msqr##k(uint64_t *out, const uint64_t *a)            \
     {                                                                 \
-        kg_init();                                                    \
-        to_bn(ba, a, KG_LIMBS);                                       \
-        if (!BN_copy(br, ba))                                         \
+        static struct kg_slot s;                                      \
+        const uint64_t *x[] = {a};                                    \
+        int fresh = prepare(&s, x, 1, KG_LIMBS);                      \
+        if (!BN_GF2m_mod_sqr_arr(s.r, s.in[0], kg_poly, ctx))         \
             abort();                                                  \
-        for (int i = 0; i < (k); i++)                                 \
-            if (!BN_GF2m_mod_sqr_arr(br, br, kg_poly, ctx))           \
+        for (int i = 1; i < (k); i++)                                 \
+            if (!BN_GF2m_mod_sqr_arr(s.r, s.r, kg_poly, ctx))         \
                 abort();                                              \
-        from_bn(out, br, KG_LIMBS);                                   \
+        finish(&s, fresh, out);                                       \
     }
 KG_MSQR(2)
 KG_MSQR(4)
@@ -124,45 +153,104 @@ KG_MSQR(16)
 
 void kg_ossl_reduce(uint64_t *out, const uint64_t *c)
 {
-    kg_init();
-    to_bn(ba, c, 2 * KG_LIMBS);
-    if (!BN_GF2m_mod_arr(br, ba, kg_poly))
+    static struct kg_slot s;
+    const uint64_t *x[] = {c};
+    int fresh = prepare(&s, x, 1, 2 * KG_LIMBS);
+    if (!BN_GF2m_mod_arr(s.r, s.in[0], kg_poly))
         abort();
-    from_bn(out, br, KG_LIMBS);
+    finish(&s, fresh, out);
 }
 
 void kg_ossl_mulwide(uint64_t *out, const uint64_t *a, const uint64_t *b)
 {
     /* OpenSSL has no public unreduced product; the nearest is the reduced one */
-    uint64_t r[KG_LIMBS];
-    kg_ossl_mul(r, a, b);
-    memset(out, 0, 16 * KG_LIMBS);
-    memcpy(out, r, sizeof r);
+    static struct kg_slot s;
+    const uint64_t *x[] = {a, b};
+    int fresh = prepare(&s, x, 2, KG_LIMBS);
+    if (!BN_GF2m_mod_mul_arr(s.r, s.in[0], s.in[1], kg_poly, ctx))
+        abort();
+    finish(&s, fresh, out);
+    memset(out + KG_LIMBS, 0, 8 * KG_LIMBS);
 }
 
 void kg_ossl_muladd(uint64_t *out, const uint64_t *a, const uint64_t *b, const uint64_t *c,
                     const uint64_t *d)
 {
-    kg_init();
-    to_bn(ba, a, KG_LIMBS);
-    to_bn(bb, b, KG_LIMBS);
-    to_bn(bc, c, KG_LIMBS);
-    to_bn(bd, d, KG_LIMBS);
-    if (!BN_GF2m_mod_mul_arr(br, ba, bb, kg_poly, ctx) ||
-        !BN_GF2m_mod_mul_arr(bt, bc, bd, kg_poly, ctx) || !BN_GF2m_add(br, br, bt))
+    static struct kg_slot s;
+    const uint64_t *x[] = {a, b, c, d};
+    int fresh = prepare(&s, x, 4, KG_LIMBS);
+    if (!BN_GF2m_mod_mul_arr(s.r, s.in[0], s.in[1], kg_poly, ctx) ||
+        !BN_GF2m_mod_mul_arr(s.t, s.in[2], s.in[3], kg_poly, ctx) || !BN_GF2m_add(s.r, s.r, s.t))
         abort();
-    from_bn(out, br, KG_LIMBS);
+    finish(&s, fresh, out);
 }
 
 void kg_ossl_inv(uint64_t *out, const uint64_t *a)
 {
-    kg_init();
-    to_bn(ba, a, KG_LIMBS);
-    if (BN_is_zero(ba)) {
-        memset(out, 0, 8 * KG_LIMBS);
-        return;
-    }
-    if (!BN_GF2m_mod_inv(br, ba, bp, ctx))
+    static struct kg_slot s;
+    const uint64_t *x[] = {a};
+    int fresh = prepare(&s, x, 1, KG_LIMBS);
+    if (BN_is_zero(s.in[0]))
+        BN_zero(s.r); /* the kernel's convention: 0 maps to 0 */
+    else if (!BN_GF2m_mod_inv(s.r, s.in[0], bp, ctx))
         abort();
-    from_bn(out, br, KG_LIMBS);
+    finish(&s, fresh, out);
+}
+
+/* One López–Dahab ladder step with the same formulas and signature as the
+ * kernel gf2m_ladder_step (6 products, 4 squarings; c = sqrt(b)). The swap
+ * picks BIGNUM pointers, which is cheaper than OpenSSL's own constant-time
+ * swap, so it can only favour OpenSSL. kg_ossl_ladder_step2 is the same
+ * operation with its own cache, the comparison for the two-lane kernel (the
+ * bench gives the two kernels different inputs). */
+static void ladder_step(struct kg_slot *sp, uint64_t *out, const uint64_t *st, const uint64_t *x,
+                        const uint64_t *c, const uint64_t *swap)
+{
+#define s (*sp)
+    const uint64_t *in[] = {st, st + KG_LIMBS, st + 2 * KG_LIMBS, st + 3 * KG_LIMBS, x, c, swap};
+    const int limbs[] = {KG_LIMBS, KG_LIMBS, KG_LIMBS, KG_LIMBS, KG_LIMBS, KG_LIMBS, 1};
+    int fresh = prepare_n(&s, in, limbs, 7);
+    int sw = swap[0] != 0;
+    BIGNUM *X0 = s.in[sw ? 2 : 0], *Z0 = s.in[sw ? 3 : 1];
+    BIGNUM *X1 = s.in[sw ? 0 : 2], *Z1 = s.in[sw ? 1 : 3];
+    BIGNUM **r = s.res;
+    /* r[0..3] = new X0, Z0, X1, Z1; s.r, s.t scratch */
+    if (!BN_GF2m_mod_mul_arr(s.r, X0, Z1, kg_poly, ctx) ||       /* t1 */
+        !BN_GF2m_mod_mul_arr(s.t, X1, Z0, kg_poly, ctx) ||       /* t2 */
+        !BN_GF2m_add(r[3], s.r, s.t) ||
+        !BN_GF2m_mod_sqr_arr(r[3], r[3], kg_poly, ctx) ||        /* Z1' */
+        !BN_GF2m_mod_mul_arr(s.r, s.r, s.t, kg_poly, ctx) ||     /* t1 t2 */
+        !BN_GF2m_mod_mul_arr(r[2], s.in[4], r[3], kg_poly, ctx) ||
+        !BN_GF2m_add(r[2], r[2], s.r) ||                          /* X1' */
+        !BN_GF2m_mod_sqr_arr(s.r, X0, kg_poly, ctx) ||           /* X0^2 */
+        !BN_GF2m_mod_sqr_arr(s.t, Z0, kg_poly, ctx) ||           /* Z0^2 */
+        !BN_GF2m_mod_mul_arr(r[1], s.r, s.t, kg_poly, ctx) ||    /* Z0' */
+        !BN_GF2m_mod_mul_arr(s.t, s.in[5], s.t, kg_poly, ctx) ||
+        !BN_GF2m_add(r[0], s.r, s.t) ||
+        !BN_GF2m_mod_sqr_arr(r[0], r[0], kg_poly, ctx))          /* X0' */
+        abort();
+    if (fresh) {
+        for (int i = 0; i < 4; i++) {
+            uint64_t w[KG_LIMBS];
+            from_bn(w, r[i]);
+            memcpy(s.out + i * KG_LIMBS, w, sizeof w);
+        }
+        s.valid = 1;
+    }
+    memcpy(out, s.out, 4 * 8 * KG_LIMBS);
+}
+#undef s
+
+void kg_ossl_ladder_step(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c,
+                         const uint64_t *swap)
+{
+    static struct kg_slot s;
+    ladder_step(&s, out, st, x, c, swap);
+}
+
+void kg_ossl_ladder_step2(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c,
+                          const uint64_t *swap)
+{
+    static struct kg_slot s;
+    ladder_step(&s, out, st, x, c, swap);
 }

@@ -60,7 +60,7 @@ def test_shipped_field_passes_all_checks(path, work):
     bundle = gf2m.build(p)
     kinds = {f.kind for f in bundle.functions}
     assert kinds == {"gf2m_mul", "gf2m_sqr", "gf2m_reduce", "gf2m_mulwide", "gf2m_muladd",
-                     "gf2m_msqr", "gf2m_inv"}
+                     "gf2m_msqr", "gf2m_inv", "gf2m_ladder_step"}
     for f in bundle.functions:
         assert f.kernel.symbol.startswith(p.prefix + "_") and f.kernel.symbol.endswith("_avx2")
         assert f.manifest["m"] == p.m and f.manifest["poly"] == list(p.poly)
@@ -150,7 +150,7 @@ def _irreducible(m: int, terms: int, rng: random.Random):
 
 @needs_tools
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(m=st.integers(min_value=5, max_value=300), pentanomial=st.booleans(),
+@given(m=st.integers(min_value=16, max_value=300), pentanomial=st.booleans(),
        seed=st.integers(min_value=0, max_value=2**32))
 def test_random_field_polynomials(m, pentanomial, seed, work):
     rng = random.Random(seed)
@@ -278,3 +278,26 @@ def test_ladder_matches_openssl(field, work):
                 pytest.skip(str(e))
             raise
         assert failures == []
+
+
+# ---------------------------------------------------------------------------
+# multi-squaring as a precomputed linear map, and the fused ladder step
+
+
+@needs_tools
+@pytest.mark.parametrize("m, poly", [(233, (233, 74, 0)), (129, (129, 5, 0)), (283, (283, 12, 7, 5, 0))])
+def test_msqr_linear_map_matches_sympy(m, poly, work):
+    bundle = gf2m.build(_params(m, poly, name=f"map{m}"), msqr_steps=(60,))
+    by_kind = {f.kind: f for f in bundle.functions}
+    assert "linear map" in by_kind["gf2m_msqr"].summary
+    assert by_kind["gf2m_inv"].manifest["msqr_maps"]
+    assert _run_checks(bundle, work) == []
+
+
+def test_ladder_step_kernels_present():
+    p = params.load(ROOT / "params/gf2m-233.toml")
+    steps = [f for f in gf2m.build(p, msqr_steps=()).functions if f.kind == "gf2m_ladder_step"]
+    assert [f.kernel.symbol for f in steps] == ["kg_gf2m233_ladder_step_avx2", "kg_gf2m233_ladder_step2_avx2"]
+    assert steps[1].manifest["cpu"] == ["avx2", "vpclmulqdq"]
+    # the two-lane step does the same work in fewer instructions
+    assert len(steps[1].kernel.body) < 0.7 * len(steps[0].kernel.body)

@@ -108,7 +108,7 @@ void kg_gf2m163_msqr4_avx2(uint64_t out[3], const uint64_t a[3]);
 void kg_gf2m163_msqr8_avx2(uint64_t out[3], const uint64_t a[3]);
 
 
-/* out = a^(2^16) mod f in GF(2^163) (16 squarings)
+/* out = a^(2^16) mod f in GF(2^163) (one precomputed linear map, applied under masks)
  *   requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
  *   ensures: out = a^(2^16) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
@@ -119,7 +119,38 @@ void kg_gf2m163_msqr8_avx2(uint64_t out[3], const uint64_t a[3]);
 void kg_gf2m163_msqr16_avx2(uint64_t out[3], const uint64_t a[3]);
 
 
-/* out = a^-1 mod f in GF(2^163) (Itoh-Tsujii: 162 squarings, 9 multiplications)
+/* one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^163)
+ *   requires: st = (X0, Z0, X1, Z1), four elements of 3 limbs each, degree < 163 (fully reduced mod f)
+ *   requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 163 (fully reduced mod f)); swap[0] = 0 or all ones
+ *   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 163 (fully reduced mod f)
+ *   out may be the same buffer as st (all inputs are read before out is written)
+ *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+ *   out: 12 x uint64_t, out, 8-byte aligned
+ *   st: 12 x uint64_t, in, 8-byte aligned
+ *   x: 3 x uint64_t, in, 8-byte aligned
+ *   c: 3 x uint64_t, in, 8-byte aligned
+ *   swap: 1 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m163_ladder_step_avx2(uint64_t out[12], const uint64_t st[12], const uint64_t x[3], const uint64_t c[3], const uint64_t swap[1]);
+
+
+/* one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^163) (two operations per ymm lane pair; needs VPCLMULQDQ)
+ *   requires: st = (X0, Z0, X1, Z1), four elements of 3 limbs each, degree < 163 (fully reduced mod f)
+ *   requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 163 (fully reduced mod f)); swap[0] = 0 or all ones
+ *   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 163 (fully reduced mod f)
+ *   out may be the same buffer as st (all inputs are read before out is written)
+ *   needs AVX2 and VPCLMULQDQ (check CPUID before calling)
+ *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+ *   out: 12 x uint64_t, out, 8-byte aligned
+ *   st: 12 x uint64_t, in, 8-byte aligned
+ *   x: 3 x uint64_t, in, 8-byte aligned
+ *   c: 3 x uint64_t, in, 8-byte aligned
+ *   swap: 1 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m163_ladder_step2_avx2(uint64_t out[12], const uint64_t st[12], const uint64_t x[3], const uint64_t c[3], const uint64_t swap[1]);
+
+
+/* out = a^-1 mod f in GF(2^163) (Itoh-Tsujii: 9 multiplications; a^(2^k) as a linear map for k in [20, 40, 81], squarings otherwise)
  *   requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
  *   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)

@@ -119,7 +119,38 @@ void kg_gf2m283_msqr8_avx2(uint64_t out[5], const uint64_t a[5]);
 void kg_gf2m283_msqr16_avx2(uint64_t out[5], const uint64_t a[5]);
 
 
-/* out = a^-1 mod f in GF(2^283) (Itoh-Tsujii: 282 squarings, 11 multiplications)
+/* one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^283)
+ *   requires: st = (X0, Z0, X1, Z1), four elements of 5 limbs each, degree < 283 (fully reduced mod f)
+ *   requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 283 (fully reduced mod f)); swap[0] = 0 or all ones
+ *   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as st (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   out: 20 x uint64_t, out, 8-byte aligned
+ *   st: 20 x uint64_t, in, 8-byte aligned
+ *   x: 5 x uint64_t, in, 8-byte aligned
+ *   c: 5 x uint64_t, in, 8-byte aligned
+ *   swap: 1 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m283_ladder_step_avx2(uint64_t out[20], const uint64_t st[20], const uint64_t x[5], const uint64_t c[5], const uint64_t swap[1]);
+
+
+/* one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^283) (two operations per ymm lane pair; needs VPCLMULQDQ)
+ *   requires: st = (X0, Z0, X1, Z1), four elements of 5 limbs each, degree < 283 (fully reduced mod f)
+ *   requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 283 (fully reduced mod f)); swap[0] = 0 or all ones
+ *   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as st (all inputs are read before out is written)
+ *   needs AVX2 and VPCLMULQDQ (check CPUID before calling)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   out: 20 x uint64_t, out, 8-byte aligned
+ *   st: 20 x uint64_t, in, 8-byte aligned
+ *   x: 5 x uint64_t, in, 8-byte aligned
+ *   c: 5 x uint64_t, in, 8-byte aligned
+ *   swap: 1 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m283_ladder_step2_avx2(uint64_t out[20], const uint64_t st[20], const uint64_t x[5], const uint64_t c[5], const uint64_t swap[1]);
+
+
+/* out = a^-1 mod f in GF(2^283) (Itoh-Tsujii: 11 multiplications; a^(2^k) as a linear map for k in [70, 141], squarings otherwise)
  *   requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
  *   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)

@@ -107,6 +107,18 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_explore(args) -> int:
+    from .explore import explore, format_table, load_ntt
+    p = load_ntt(args.params)  # refuse other families before any work
+    png = Path(args.png) if args.png else Path(f"explore-{p.name}.png")
+    rows, failures = explore(args.params, args.batches, png, _say, check=args.check, seed=args.seed)
+    print(json.dumps(rows, indent=2) if args.json else format_table(rows))
+    _say(f"{p.name}: heatmap written to {png}")
+    for f in failures:
+        print(f"FAIL {f}", file=sys.stderr)
+    return 1 if failures else 0
+
+
 def _fmt(v) -> str:
     return "-" if v is None else str(v)
 
@@ -157,6 +169,21 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="print rows as JSON")
     b.add_argument("--batches", type=int, default=101, help="batches per kernel (median taken; default 101)")
     b.set_defaults(func=cmd_bench)
+
+    x = sub.add_parser("explore", help="reduction policies and reductions side by side, with a PNG of the bounds",
+                       description="Build and verify every reduction policy with every reduction that applies to "
+                                   "q (NTT parameter sets only); print reductions inserted, instructions, "
+                                   "multiplications, llvm-mca throughput, ticks (all variants timed in one "
+                                   "interleaved run) and the worst bound after each layer; write a PNG heatmap of "
+                                   "the bound of every coefficient index through the layers, reductions outlined.")
+    x.add_argument("params", metavar="PARAMS.toml", help="an NTT parameter file, e.g. params/kyber-r1-7681.toml")
+    x.add_argument("--json", action="store_true", help="print rows as JSON")
+    x.add_argument("--png", metavar="FILE", help="heatmap file (default: ./explore-NAME.png)")
+    x.add_argument("--batches", type=int, default=101, help="batches per kernel (median taken; default 101)")
+    x.add_argument("--check", action="store_true",
+                   help="also run every variant against SymPy references (as `kerngen test` does)")
+    x.add_argument("--seed", type=int, default=1, help="seed of the --check inputs (default 1)")
+    x.set_defaults(func=cmd_explore)
 
     ls = sub.add_parser("list", help="the shipped parameter sets")
     ls.set_defaults(func=cmd_list)

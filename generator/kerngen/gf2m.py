@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from .family import Bundle, Function
-from .gf2m_plan import FieldPlan, field_plan, folds, itoh_tsujii_chain
+from .gf2m_plan import FieldPlan, field_plan, folds, itoh_tsujii_chain, map_pays, msqr_columns
 from .isa.abi import SYSV
 from .isa.ir import ArgBase, ArgSpec, Builder, Imm, Mem, TableBase, VReg
 from .isa.pipeline import compile_kernel
@@ -75,14 +75,25 @@ MSQR_STEPS = (2, 4, 8, 16)
 
 
 class _Vec:
-    def __init__(self, b: Builder, sse: bool):
+    def __init__(self, b: Builder, sse: bool, bits: int = 128):
+        """bits = 256: every value is two independent 128-bit pairs, one per
+        ymm lane; all operations below act lane by lane (VEX.256 forms,
+        VPCLMULQDQ for the products), so one instruction stream does two
+        field operations at once."""
         self.b = b
         self.sse = sse
-        self._zero: VReg | None = None
+        self.bits = bits
+        assert bits == 128 or not sse
+
+    def const(self, label: str, pair: tuple[int, int], comment: str) -> Mem:
+        """A constant pair (repeated in both lanes for bits = 256)."""
+        t = self.b.table(label + ("_x2" if self.bits == 256 else ""), 8,
+                         pair * (self.bits // 128), comment=comment)
+        return Mem(t, 0, self.bits // 8)
 
     def _two(self, vex: str, leg: str, a, *rest) -> VReg:
         if not self.sse:
-            return self.b.op(vex, a, *rest, bits=128)
+            return self.b.op(vex, a, *rest, bits=self.bits)
         d = self.b.op("sse_copy", a, bits=128)
         self.b.emit(leg, d, *rest)
         return d
@@ -115,7 +126,7 @@ class _Vec:
         return self._two("vpalignr", "sse_palignr", hi, lo, Imm(8))
 
     def swap(self, a) -> VReg:
-        return self.b.op("sse_pshufd" if self.sse else "vpshufd", a, Imm(0x4E), bits=128)
+        return self.b.op("sse_pshufd" if self.sse else "vpshufd", a, Imm(0x4E), bits=self.bits)
 
     def load(self, mem: Mem) -> VReg:
         op = {16: ("load", "sse_load"), 8: ("load64", "sse_load64")}[mem.size][self.sse]
@@ -126,8 +137,8 @@ class _Vec:
         self.b.emit(op, mem, reg)
 
     def zero(self) -> VReg:
-        t = self.b.table("gf2m_zero", 8, (0, 0), comment="zero pair")
-        return self.load(Mem(t, 0, 16))
+        mem = self.const("gf2m_zero", (0, 0), comment="zero pair")
+        return self.b.op("sse_load" if self.sse else "load", mem, bits=self.bits)
 
     def tree(self, regs: list) -> VReg | None:
         """Xor of all `regs`, as a balanced tree (short dependency chains)."""
@@ -297,9 +308,8 @@ def _reduce(v: _Vec, plan: FieldPlan, pairs: list[VReg], bound: int, cfg: MulCon
             r = p[k]
             if k == nlo - 1 and (s or n % 2):
                 mask = (((1 << 64) - 1, plan.low_mask) if n % 2 == 0 else (plan.low_mask, 0))
-                t = v.b.table(f"gf2m_mask_{mask[0]:x}_{mask[1]:x}", 8, mask,
-                              comment=f"limbs of x^{plan.m} - 1 in pair {k}")
-                r = v.and_(r, Mem(t, 0, 16))
+                r = v.and_(r, v.const(f"gf2m_mask_{mask[0]:x}_{mask[1]:x}", mask,
+                                      comment=f"limbs of x^{plan.m} - 1 in pair {k}"))
             terms[2 * k].append(r)
         for ch in plan.chunks:
             r_ = ch.single_shift
@@ -311,10 +321,10 @@ def _reduce(v: _Vec, plan: FieldPlan, pairs: list[VReg], bound: int, cfg: MulCon
                     terms[j + ch.q].append(v.sll(r, r_))
                     terms[j + ch.q + 1].append(v.srl(r, 64 - r_))
             else:
-                t = v.b.table(f"gf2m_g_{ch.bits:x}", 8, (ch.bits, 0),
-                              comment=f"terms x^{64 * ch.q}*(...) of f - x^{plan.m}, chunk {ch.q}")
+                g = v.const(f"gf2m_g_{ch.bits:x}", (ch.bits, 0),
+                            comment=f"terms x^{64 * ch.q}*(...) of f - x^{plan.m}, chunk {ch.q}")
                 for j, (r, lane) in enumerate(words):
-                    terms[j + ch.q].append(v.clmul(r, Mem(t, 0, 16), lane))
+                    terms[j + ch.q].append(v.clmul(r, g, lane))
         pairs = _to_pairs(v, _normalize(v, terms), min(fd.bound_out // 64 + 1, 2 * n))
     while len(pairs) < (n + 1) // 2:
         pairs.append(v.zero())
@@ -322,21 +332,109 @@ def _reduce(v: _Vec, plan: FieldPlan, pairs: list[VReg], bound: int, cfg: MulCon
 
 
 # ---------------------------------------------------------------------------
-# memory
+# multi-squaring as a linear map (avx2)
 
 
-def _load(v: _Vec, arg: int, nwords: int) -> list[VReg]:
+def _msqr_map(v: _Vec, plan: FieldPlan, pairs: list[VReg], k: int) -> list[VReg]:
+    """a^(2^k) mod f as the product of a precomputed GF(2) matrix with a.
+
+    Constant time without table lookups: the matrix is applied column by
+    column under masks. The input sits in ymm chunks of 4 limbs; for bit b,
+    `vpsllq` by 63 - b and `vpcmpgtq` against zero turn bit b of every lane
+    into an all-ones or all-zero lane mask, so lane l selects column
+    64 l + b. Instead of broadcasting each lane's mask, the columns are
+    stored pre-rotated: accumulator s holds, in lane l, output limb
+    (l + s) mod 4 of the selected columns, and one `vpermq` per accumulator
+    puts the limbs in place at the end. Per bit: 2 + 2 * 4 * (output chunks)
+    instructions for up to 4 * (input chunks) columns.
+    """
+    b = v.b
+    m, n = plan.m, plan.limbs
+    nc = (n + 3) // 4
+    cols = msqr_columns(m, plan.poly, k)
+    z256 = b.table("gf2m_zero4", 8, (0, 0, 0, 0), comment="zero ymm")
+
+    def zero():
+        return b.op("load", Mem(z256, 0, 32), bits=256)
+
+    lanes = []
+    for l in range(n):
+        p = pairs[l // 2]
+        lanes.append(b.op("vpbroadcastq_x", p if l % 2 == 0 else v.down64(p), bits=256))
+    xs = []
+    for c in range(nc):
+        x = lanes[4 * c]
+        for j in range(1, 4):
+            src = lanes[4 * c + j] if 4 * c + j < n else zero()
+            x = b.op("vpblendd", x, src, Imm(0x3 << (2 * j)), bits=256)
+        xs.append(x)
+    values: list[int] = []
+    plan_ops = []  # (c, bit, [(d, s, offset)])
+    for c in range(nc):
+        for bit in range(64):
+            live = [l for l in range(4) if 4 * c + l < n and 64 * (4 * c + l) + bit < m]
+            if not live:
+                continue
+            uses = []
+            for d in range(nc):
+                for s in range(4):
+                    row = []
+                    for l in range(4):
+                        limb = 4 * d + (l + s) % 4
+                        j = 64 * (4 * c + l) + bit
+                        row.append((cols[j] >> (64 * limb)) & ((1 << 64) - 1) if l in live else 0)
+                    if any(row):
+                        uses.append((d, s, 8 * len(values)))
+                        values += row
+            plan_ops.append((c, bit, uses))
+    tab = b.table(f"gf2m_sq{k}_map", 8, values,
+                  comment=f"a -> a^(2^{k}) mod f: columns x^j -> x^(j 2^{k}), pre-rotated by lane")
+    zero_m = zero()
+    acc: dict[tuple[int, int], VReg] = {}
+    for c, bit, uses in plan_ops:
+        sh = b.op("vpsllq", xs[c], Imm(63 - bit), bits=256) if bit != 63 else xs[c]
+        mask = b.op("vpcmpgtq", zero_m, sh, bits=256)
+        for d, s, off in uses:
+            t = b.op("vpand", mask, Mem(tab, off, 32), bits=256)
+            acc[(d, s)] = b.op("vpxor", acc[(d, s)], t, bits=256) if (d, s) in acc else t
     out = []
-    for k in range((nwords + 1) // 2):
-        size = 16 if 2 * k + 1 < nwords else 8
-        out.append(v.load(Mem(ArgBase(arg), 16 * k, size)))
+    for d in range(nc):
+        parts = []
+        for s in range(4):
+            if (d, s) not in acc:
+                continue
+            a = acc[(d, s)]
+            if s:
+                imm = sum(((j - s) % 4) << (2 * j) for j in range(4))
+                a = b.op("vpermq", a, Imm(imm), bits=256)
+            parts.append(a)
+        r = parts[0]
+        for p in parts[1:]:
+            r = b.op("vpxor", r, p, bits=256)
+        for h in range(2):
+            if 2 * (2 * d + h) < n:
+                out.append(b.op("vextracti128", r, Imm(h), bits=128))
     return out
 
 
-def _store(v: _Vec, arg: int, pairs: list[VReg], nwords: int) -> None:
+# ---------------------------------------------------------------------------
+# memory
+
+
+def _load(v: _Vec, arg: int, nwords: int, at: int = 0) -> list[VReg]:
+    """Limbs at..at+nwords-1 of buffer `arg` as pairs (an odd count ends with
+    an 8-byte load, so nothing past the element is read)."""
+    out = []
     for k in range((nwords + 1) // 2):
         size = 16 if 2 * k + 1 < nwords else 8
-        v.store(Mem(ArgBase(arg), 16 * k, size), pairs[k])
+        out.append(v.load(Mem(ArgBase(arg), 8 * at + 16 * k, size)))
+    return out
+
+
+def _store(v: _Vec, arg: int, pairs: list[VReg], nwords: int, at: int = 0) -> None:
+    for k in range((nwords + 1) // 2):
+        size = 16 if 2 * k + 1 < nwords else 8
+        v.store(Mem(ArgBase(arg), 8 * at + 16 * k, size), pairs[k])
 
 
 # ---------------------------------------------------------------------------
@@ -397,21 +495,111 @@ class _Field:
         wide = _to_pairs(v, _normalize(v, terms), 2 * self.n)
         _store(v, 0, self.reduce(v, wide, 2 * self.p.m - 2), self.n)
 
-    def k_msqr(self, v, k: int):
-        x = _load(v, 1, self.n)
+    def uses_map(self, k: int) -> bool:
+        return not self.sse and map_pays(self.p.m, k)
+
+    def msqr(self, v: _Vec, x: list[VReg], k: int) -> list[VReg]:
+        if self.uses_map(k):
+            return _msqr_map(v, self.plan, x, k)
         for _ in range(k):
             x = self.sqrmod(v, x)
-        _store(v, 0, x, self.n)
+        return x
+
+    def k_msqr(self, v, k: int):
+        _store(v, 0, self.msqr(v, _load(v, 1, self.n), k), self.n)
+
+    def k_ladder_step(self, v):
+        """One Montgomery-ladder step in López–Dahab x-only coordinates.
+
+        State (X0, Z0, X1, Z1) with R1 - R0 = P, P = (x, .). After the
+        conditional swap by mask: R1 <- R0 + R1 (Z = (X0 Z1 + X1 Z0)^2,
+        X = x Z + (X0 Z1)(X1 Z0)) and R0 <- 2 R0 (Z = X0^2 Z0^2,
+        X = X0^4 + b Z0^4 = (X0^2 + sqrt(b) Z0^2)^2, so the curve enters as
+        c = sqrt(b), one product). 6 products, 4 squarings, 9 reductions;
+        the two halves are independent, which the core overlaps.
+        """
+        n = self.n
+        st = [_load(v, 1, n, i * n) for i in range(4)]
+        x, c = _load(v, 2, n), _load(v, 3, n)
+        if self.sse:
+            mask = v.b.op("sse_pshufd", v.load(Mem(ArgBase(4), 0, 8)), Imm(0x44), bits=128)
+        else:
+            mask = v.b.op("vpbroadcastq", Mem(ArgBase(4), 0, 8), bits=128)
+        for a, b in ((0, 2), (1, 3)):
+            for k in range(len(st[a])):
+                t = v.and_(v.xor(st[a][k], st[b][k]), mask)
+                st[a][k], st[b][k] = v.xor(st[a][k], t), v.xor(st[b][k], t)
+        X0, Z0, X1, Z1 = st
+        t1 = self.mulmod(v, X0, Z1)
+        t2 = self.mulmod(v, X1, Z0)
+        a = self.sqrmod(v, X0)
+        cc = self.sqrmod(v, Z0)
+        nZ1 = self.sqrmod(v, [v.xor(p, q) for p, q in zip(t1, t2)])
+        nZ0 = self.mulmod(v, a, cc)
+        bc = self.mulmod(v, c, cc)
+        nX0 = self.sqrmod(v, [v.xor(p, q) for p, q in zip(a, bc)])
+        terms: Terms = defaultdict(list)
+        for prod in (self.mul_pairs(v, x, nZ1), self.mul_pairs(v, t1, t2)):
+            for o, r in prod.items():
+                terms[o].append(r)
+        nX1 = self.reduce(v, _to_pairs(v, _normalize(v, terms), 2 * n), 2 * self.p.m - 2)
+        for i, e in enumerate((nX0, nZ0, nX1, nZ1)):
+            _store(v, 0, e, n, i * n)
+
+    def k_ladder_step2(self, v):
+        """The step of `k_ladder_step` with its independent operations done
+        two at a time, one per ymm lane (VPCLMULQDQ): (X0 Z1, X1 Z0) and
+        (X0^2, Z0^2), then (X0^2 Z0^2, sqrt(b) Z0^2), then the squarings
+        ((t1 + t2)^2, (X0^2 + sqrt(b) Z0^2)^2), then the two products of
+        X(R0 + R1) added lane to lane before its single 128-bit reduction:
+        4 paired products, 2 paired squarings and 6 reductions in place of
+        6 products, 4 squarings and 9 reductions.
+        """
+        n, b = self.n, v.b
+        w = _Vec(b, False, 256)
+        X0, Z0, X1, Z1 = [_load(v, 1, n, i * n) for i in range(4)]
+        x, c = _load(v, 2, n), _load(v, 3, n)
+        zy = w.zero()
+
+        def ins(y, lo, h):
+            return b.op("vinserti128", y, lo, Imm(h), bits=256)
+
+        def perm(p, q, imm):
+            return b.op("vperm2i128", p, q, Imm(imm), bits=256)
+
+        def ext(y, h):
+            return b.op("vextracti128", y, Imm(h), bits=128)
+
+        U = [ins(ins(zy, p, 0), q, 1) for p, q in zip(X0, Z0)]  # [X0 | Z0]
+        V = [ins(ins(zy, p, 0), q, 1) for p, q in zip(X1, Z1)]  # [X1 | Z1]
+        mask = b.op("vpbroadcastq", Mem(ArgBase(4), 0, 8), bits=256)
+        for k in range(len(U)):
+            t = w.and_(w.xor(U[k], V[k]), mask)
+            U[k], V[k] = w.xor(U[k], t), w.xor(V[k], t)
+        P1 = [perm(u, q, 0x20) for u, q in zip(U, V)]  # [X0 | X1]
+        P2 = [perm(u, q, 0x13) for u, q in zip(U, V)]  # [Z1 | Z0]
+        T = self.mulmod(w, P1, P2)  # [t1 | t2]
+        Q = self.sqrmod(w, U)  # [X0^2 | Z0^2]
+        B1 = [ins(q, ck, 1) for q, ck in zip(Q, c)]  # [X0^2 | c]
+        B2 = [perm(q, q, 0x11) for q in Q]  # [Z0^2 | Z0^2]
+        R = self.mulmod(w, B1, B2)  # [Z(2 R0) | c Z0^2]
+        W = [w.xor(perm(t, r, 0x30), perm(t, q, 0x21)) for t, r, q in zip(T, R, Q)]  # [t1 + t2 | X0^2 + c Z0^2]
+        Q2 = self.sqrmod(w, W)  # [Z(R0 + R1) | X(2 R0)]
+        D1 = [ins(t, xk, 1) for t, xk in zip(T, x)]  # [t1 | x]
+        D2 = [perm(t, q, 0x21) for t, q in zip(T, Q2)]  # [t2 | Z(R0 + R1)]
+        prod = self.mul_pairs(w, D1, D2)
+        terms = {o: v.xor(ext(r, 0), ext(r, 1)) for o, r in prod.items()}
+        nX1 = self.reduce(v, _to_pairs(v, terms, 2 * n), 2 * self.p.m - 2)
+        out = ([ext(r, 1) for r in Q2], [ext(r, 0) for r in R], nX1, [ext(r, 0) for r in Q2])
+        for i, e in enumerate(out):
+            _store(v, 0, e, n, i * n)
 
     def k_inv(self, v):
         a = _load(v, 1, self.n)
         b = a
         for step, k in itoh_tsujii_chain(self.p.m):
             if step == "double":
-                t = b
-                for _ in range(k):
-                    t = self.sqrmod(v, t)
-                b = self.mulmod(v, t, b)
+                b = self.mulmod(v, self.msqr(v, b, k), b)
             else:
                 b = self.mulmod(v, self.sqrmod(v, b), a)
         _store(v, 0, self.sqrmod(v, b), self.n)
@@ -475,20 +663,42 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
          {"input": elem, "output": elem}),
     ]
     for k in msqr_steps:
+        how = "one precomputed linear map, applied under masks" if f.uses_map(k) else f"{k} squarings"
         specs.append((
             "gf2m_msqr", f"msqr{k}", (lambda v, k=k: f.k_msqr(v, k)), (_arg("out", "out", n), _arg("a", "in", n)),
-            f"out = a^(2^{k}) mod f in GF(2^{m}) ({k} squarings)",
+            f"out = a^(2^{k}) mod f in GF(2^{m}) ({how})",
             ["requires: a: " + red[0], f"ensures: out = a^(2^{k}) mod f: " + red[0], alias],
             {"input": elem, "output": elem, "k": k}))
+    specs.append((
+        "gf2m_ladder_step", "ladder_step", f.k_ladder_step,
+        (_arg("out", "out", 4 * n), _arg("st", "in", 4 * n), _arg("x", "in", n), _arg("c", "in", n),
+         _arg("swap", "in", 1)),
+        f"one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^{m})",
+        [f"requires: st = (X0, Z0, X1, Z1), four elements of {n} limbs each, " + red[0].split(", ", 1)[1],
+         "requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b "
+         "(both " + red[0].split(", ", 1)[1] + "); swap[0] = 0 or all ones",
+         "ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), "
+         "X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, "
+         "Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all " + red[0].split(", ", 1)[1],
+         "out may be the same buffer as st (all inputs are read before out is written)"],
+        {"input": elem, "output": elem}))
+    if not f.sse:
+        step = specs[-1]
+        specs.append(step[:1] + ("ladder_step2", f.k_ladder_step2) + step[3:4]
+                     + (step[4] + " (two operations per ymm lane pair; needs VPCLMULQDQ)",
+                        step[5] + ["needs AVX2 and VPCLMULQDQ (check CPUID before calling)"],
+                        {**step[6], "cpu": ["avx2", "vpclmulqdq"]}))
     chain = itoh_tsujii_chain(m)
     nmul = len(chain)
+    maps = sorted({k for s_, k in chain if s_ == "double" and f.uses_map(k)})
     specs.append((
         "gf2m_inv", "inv", f.k_inv, (_arg("out", "out", n), _arg("a", "in", n)),
-        f"out = a^-1 mod f in GF(2^{m}) (Itoh-Tsujii: {m - 1} squarings, {nmul} multiplications)",
+        f"out = a^-1 mod f in GF(2^{m}) (Itoh-Tsujii: {nmul} multiplications; "
+        + (f"a^(2^k) as a linear map for k in {maps}, squarings otherwise)" if maps else f"{m - 1} squarings)"),
         ["requires: a: " + red[0], "ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, "
          "and 0 when a = 0: " + red[0], alias],
         {"input": elem, "output": elem,
-         "chain": [f"{s} {k}" for s, k in chain]}))
+         "chain": [f"{s} {k}" for s, k in chain], "msqr_maps": maps}))
     functions = []
     for kind, short, body, args, summary, contract, extra in specs:
         v = f._new()

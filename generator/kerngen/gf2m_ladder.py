@@ -46,6 +46,8 @@ def build_ladder(curve: Curve, bundle: Bundle, kernel_lib: Path, workdir: Path) 
     kernel_lib = Path(kernel_lib).resolve()
     flags = ["-O2", "-fPIC", "-shared", f"-DKG_PREFIX={p.prefix}", f"-DKG_ISA={p.isa}",
              f"-DKG_LIMBS={p.limbs}", f"-DKG_CURVE={curve.nid}"]
+    if any(f.kernel.symbol.endswith(f"_ladder_step2_{p.isa}") for f in bundle.functions):
+        flags.append("-DKG_HAVE_STEP2=1")
     key = hashlib.sha256(src.read_bytes() + " ".join(flags).encode() + str(kernel_lib).encode()
                          ).hexdigest()[:16]
     so = Path(workdir) / f"ladder-{curve.name}-{key}.so"

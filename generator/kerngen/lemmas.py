@@ -92,3 +92,41 @@ def prove(idiom: ScalarIdiom) -> Lemma:
             raise LemmaError(f"{idiom.kind} mod {idiom.q}: output {y} for input {x} is not congruent")
         outs.append(y)
     return Lemma(idiom.kind, idiom.q, tuple(outs))
+
+
+@dataclass(frozen=True)
+class MontgomeryLemma:
+    """For every int16 a, b, with t = lo16(a * lo16(b * q^-1)) and r =
+    hi16(a*b) - hi16(t*q) computed in 16 bits:
+      (1) lo16(t*q) = lo16(a*b), and
+      (2) the subtraction of the high halves never wraps.
+    Writing a*b = H1*2^16 + L and t*q = H2*2^16 + L (same L by (1)) gives
+    r * 2^16 = a*b - t*q exactly (by (2)), hence r = a*b*2^-16 mod q: the
+    Montgomery product, with a variable or a constant b. Both facts are proven
+    by an SMT solver over all 2^32 input pairs (too many to run), once per q.
+    The range of r is not part of the lemma: the verifier derives it."""
+
+    q: int
+    qinv: int
+
+
+@lru_cache(maxsize=None)
+def prove_montgomery(q: int, qinv: int | None = None) -> MontgomeryLemma:
+    """`qinv` defaults to q^-1 mod 2^16; passing another value lets tests watch a false lemma fail."""
+    import z3
+
+    qinv = signed_word(pow(q, -1, 1 << 16)) if qinv is None else qinv
+    a, b = z3.BitVec("a", 16), z3.BitVec("b", 16)
+    t = a * (b * z3.BitVecVal(qinv & 0xFFFF, 16))  # vpmullw twice: low halves
+    q16 = z3.BitVecVal(q, 16)
+    wide = lambda v: z3.SignExt(16, v)
+    prod, tq = wide(a) * wide(b), wide(t) * z3.BitVecVal(q, 32)
+    diff = wide(z3.Extract(31, 16, prod)) - wide(z3.Extract(31, 16, tq))
+    for what, counter in (("low halves differ", t * q16 != a * b),
+                          ("high-half subtraction wraps", z3.Or(diff > 32767, diff < -32768))):
+        solver = z3.Solver()
+        solver.add(counter)
+        if solver.check() != z3.unsat:
+            m = solver.model()
+            raise LemmaError(f"Montgomery product mod {q}: {what} for a = {m[a]}, b = {m[b]}")
+    return MontgomeryLemma(q, qinv)

@@ -14,6 +14,7 @@ from .kernels.ntt_layout import NttLayout, plan
 from .kernels.reductions import Reducer, montgomery_bound, reducers
 from .numtheory import R, NttMath
 from .params import NttParams
+from .lemmas import prove_montgomery
 from .verify import Proof, verify_kernel
 
 # the inverse adds pairs before its first multiplication (which carries the scaling)
@@ -61,6 +62,7 @@ def build(p: NttParams, policy: str | None = None, reducer: str | None = None) -
     math = NttMath(p.n, p.q, p.layers)
     layout = plan(p.n, p.layers)
     red = choose_reducer(math, layout, policy, reducer or p.reducer)
+    prove_montgomery(p.q)  # every butterfly and product relies on it; the verifier checks ranges only
     lay = layout_manifest(math, layout)
     q, n = p.q, p.n
     common = {"n": n, "q": q}

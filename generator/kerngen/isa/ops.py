@@ -61,6 +61,7 @@ _ROWS: list[tuple[str, str, str, str, str | None]] = [
     ("vpbroadcastw", "vpbroadcastw", "w:v,r:m", "load", None),
     ("vpbroadcastd", "vpbroadcastd", "w:v,r:m", "load", None),
     ("vpbroadcastq", "vpbroadcastq", "w:v,r:m", "load", None),
+    ("vpbroadcastq_x", "vpbroadcastq", "w:v,r:v", "shuffle", None),  # ymm <- lane 0 of an xmm
     ("vpaddw", "vpaddw", _VEX3, "alu", "paddw"),
     ("vpsubw", "vpsubw", _VEX3, "alu", "psubw"),
     ("vpaddd", "vpaddd", _VEX3, "alu", "paddd"),
@@ -75,6 +76,7 @@ _ROWS: list[tuple[str, str, str, str, str | None]] = [
     ("vpmuldq", "vpmuldq", _VEX3, "mul", "pmuldq"),
     ("vpmuludq", "vpmuludq", _VEX3, "mul", "pmuludq"),
     ("vpand", "vpand", _VEX3, "alu", "pand"),
+    ("vpcmpgtq", "vpcmpgtq", _VEX3, "alu", "pcmpgtq"),
     ("vpandn", "vpandn", _VEX3, "alu", "pandn"),
     ("vpor", "vpor", _VEX3, "alu", "por"),
     ("vpxor", "vpxor", _VEX3, "alu", "pxor"),

@@ -1,0 +1,108 @@
+"""`kerngen explore`: rows for every (policy, reduction), the heatmap, refusals."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kerngen import cli
+from kerngen import explore as explore_mod
+from kerngen.bounds import INT16_MAX, schedule
+from kerngen.explore import _register_members, format_table, input_bound, panel_data
+from kerngen.kernels.ntt_layout import plan
+from kerngen.kernels.reductions import reducers
+from kerngen.numtheory import NttMath
+from kerngen.params import POLICIES, load
+
+from conftest import REPO
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def kerngen(*args, cwd=REPO):
+    return subprocess.run([sys.executable, "-m", "kerngen.cli", *args], cwd=cwd, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def kyber_r1(tmp_path_factory):
+    """One JSON run on kyber-r1-7681 (few batches: the ticks only need to exist here)."""
+    png = tmp_path_factory.mktemp("explore") / "sub" / "kyber.png"
+    r = kerngen("explore", "params/kyber-r1-7681.toml", "--json", "--batches", "3", "--png", str(png))
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout), png, r.stderr
+
+
+def test_rows_cover_every_policy_and_both_reductions(kyber_r1):
+    rows, _, _ = kyber_r1
+    assert {(r["policy"], r["reduction"]) for r in rows} == {(p, k) for p in POLICIES for k in ("barrett", "special")}
+    for r in rows:
+        for key in ("policy", "reduction", "reductions", "instructions", "ticks", "max_bound", "multiplications",
+                    "mca_rthroughput"):
+            assert key in r, key
+        assert r["reductions"] == r["reductions_forward"] + r["reductions_inverse"]
+        assert r["ticks"] > 0 and r["instructions"] > 0
+        assert len(r["max_bound"]["forward"]) == len(r["max_bound"]["inverse"]) == 8  # 7681: 8 layers at n = 256
+
+
+def test_index_never_beats_layer_and_bounds_stay_in_int16(kyber_r1):
+    rows, _, _ = kyber_r1
+    by = {(r["policy"], r["reduction"]): r for r in rows}
+    for kind in ("barrett", "special"):
+        for d in ("forward", "inverse"):
+            assert by["index", kind][f"reductions_{d}"] <= by["layer", kind][f"reductions_{d}"]
+            if "minimal" in POLICIES:
+                assert by["minimal", kind][f"reductions_{d}"] <= by["index", kind][f"reductions_{d}"]
+    for r in rows:
+        assert all(b <= INT16_MAX for d in ("forward", "inverse") for b in r["max_bound"][d])
+
+
+def test_png_is_written(kyber_r1):
+    _, png, stderr = kyber_r1
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    assert str(png) in stderr
+
+
+def test_png_goes_to_the_working_directory_by_default(monkeypatch, tmp_path):
+    seen = {}
+
+    def fake(path, batches, png, say, check=False, seed=1):
+        seen["png"] = png
+        return [], []
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(explore_mod, "explore", fake)
+    monkeypatch.setattr(explore_mod, "format_table", lambda rows: "")
+    assert cli.main(["explore", str(REPO / "params" / "tiny-257.toml")]) == 0
+    assert seen["png"] == Path("explore-tiny-257.png")
+
+
+def test_table_names_every_row(kyber_r1):
+    rows, _, _ = kyber_r1
+    text = format_table(rows)
+    for r in rows:
+        assert f"{r['reductions_forward']}+{r['reductions_inverse']}" in text
+    assert "special" in text and "worst |value| after each layer" in text
+    assert text.splitlines()[1].split()[:3] == ["policy", "reduction", "reductions"]
+
+
+def test_heatmap_marks_exactly_the_reduced_registers():
+    """Every reduction the schedule counts is one outlined register (16 cells) in the heatmap data."""
+    p = load(REPO / "params" / "tiny-257.toml")
+    math, layout = NttMath(p.n, p.q, p.layers), plan(p.n, p.layers)
+    members = _register_members(layout)
+    for policy in POLICIES:
+        for reducer in reducers(p.q).values():
+            for d in ("forward", "inverse"):
+                s = schedule(math, layout, policy, d, input_bound(math, d), reducer)
+                bounds, reduced, labels = panel_data(s, members, p.n)
+                assert len(bounds) == len(labels) == len(s.per_index) + 1
+                assert sum(map(sum, reduced)) == 16 * s.count
+
+
+def test_gf2m_is_refused(tmp_path):
+    r = kerngen("explore", str(REPO / "params" / "gf2m-163.toml"), "--png", str(tmp_path / "x.png"))
+    assert r.returncode == 2
+    assert "family" in r.stderr and "ntt" in r.stderr
+    assert not (tmp_path / "x.png").exists()
