@@ -129,13 +129,15 @@ def plan(n: int, layers: int) -> NttLayout:
     if steps:
         passes.append(Pass(groups, tuple(steps)))
 
-    order = _simulate_order(n, passes, slots)
+    order = _simulate_order(n, passes)
     return NttLayout(n, layers, tuple(passes), order)
 
 
-def _simulate_order(n: int, passes: list[Pass], slots: int) -> tuple[int, ...]:
-    """Run the plan on coefficient indices; check every butterfly pairs partners."""
+def _walk(n: int, passes) -> tuple[list[tuple[Butterflies, tuple[int, ...], tuple[int, ...]]], tuple[int, ...]]:
+    """Run the plan on coefficient indices: every butterfly with the indices of its
+    lower and upper register, and the final order of the array."""
     memory = [list(range(v * LANES, (v + 1) * LANES)) for v in range(n // LANES)]
+    events = []
     for p in passes:
         for group in p.groups:
             regs = [memory[v] for v in group]
@@ -144,12 +146,20 @@ def _simulate_order(n: int, passes: list[Pass], slots: int) -> tuple[int, ...]:
                     if isinstance(st, Swap):
                         regs[lo], regs[hi] = swap_lanes(regs[lo], regs[hi], st.lane_bit)
                     else:
-                        bad = [l for l in range(LANES) if regs[hi][l] != regs[lo][l] + (1 << st.bit)]
-                        if bad:
-                            raise AssertionError(f"layout plan: layer {st.layer} pairs non-partners in lanes {bad}")
+                        events.append((st, tuple(regs[lo]), tuple(regs[hi])))
             for v, r in zip(group, regs):
                 memory[v] = r
-    return tuple(i for reg in memory for i in reg)
+    return events, tuple(i for reg in memory for i in reg)
+
+
+def _simulate_order(n: int, passes: list[Pass]) -> tuple[int, ...]:
+    """The forward output order; checks that every butterfly pairs partners."""
+    events, order = _walk(n, passes)
+    for st, lo, hi in events:
+        bad = [l for l in range(LANES) if hi[l] != lo[l] + (1 << st.bit)]
+        if bad:
+            raise AssertionError(f"layout plan: layer {st.layer} pairs non-partners in lanes {bad}")
+    return order
 
 
 @dataclass(frozen=True)
@@ -163,19 +173,9 @@ class LayerPairs:
 
 def layer_pairs(layout: NttLayout) -> tuple[LayerPairs, ...]:
     """Which indices share a register at each layer (the same in forward and inverse)."""
-    memory = [list(range(v * LANES, (v + 1) * LANES)) for v in range(layout.n // LANES)]
     found: dict[int, list] = {}
     bits: dict[int, int] = {}
-    for p in layout.passes:
-        for group in p.groups:
-            regs = [memory[v] for v in group]
-            for st in p.steps:
-                for lo, hi in pairs(len(regs), st.slot_bit):
-                    if isinstance(st, Swap):
-                        regs[lo], regs[hi] = swap_lanes(regs[lo], regs[hi], st.lane_bit)
-                    else:
-                        found.setdefault(st.layer, []).append((tuple(regs[lo]), tuple(regs[hi])))
-                        bits[st.layer] = st.bit
-            for v, r in zip(group, regs):
-                memory[v] = r
+    for st, lo, hi in _walk(layout.n, layout.passes)[0]:
+        found.setdefault(st.layer, []).append((lo, hi))
+        bits[st.layer] = st.bit
     return tuple(LayerPairs(l, bits[l], tuple(found[l])) for l in sorted(found))
