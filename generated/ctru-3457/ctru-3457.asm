@@ -185,6 +185,10 @@ pw_3457:
     dw 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457
 
 align 32
+pw_4095:
+    dw 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095
+
+align 32
 pw_512:
     dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
 
@@ -1736,6 +1740,292 @@ kg_ctru3457_ntt_inverse_avx2:
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 224], ymm3
+    vmovdqu      [rdi + 480], ymm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_ctru3457_reduce_barrett_avx2: reduce a[256] in place mod 3457 (centred Barrett, two multiplications)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-1729, 1729] (proven over all 2^16 inputs), congruent to the input mod 3457
+;   clobbers: ymm{0-1}, flags
+; ---------------------------------------------------------------------------
+global kg_ctru3457_reduce_barrett_avx2:function (kg_ctru3457_reduce_barrett_avx2.end - kg_ctru3457_reduce_barrett_avx2)
+align 32
+kg_ctru3457_reduce_barrett_avx2:
+    vmovdqu      ymm0, [rdi]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi], ymm0
+    vmovdqu      ymm0, [rdi + 32]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 32], ymm0
+    vmovdqu      ymm0, [rdi + 64]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 64], ymm0
+    vmovdqu      ymm0, [rdi + 96]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 96], ymm0
+    vmovdqu      ymm0, [rdi + 128]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 128], ymm0
+    vmovdqu      ymm0, [rdi + 160]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 160], ymm0
+    vmovdqu      ymm0, [rdi + 192]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 192], ymm0
+    vmovdqu      ymm0, [rdi + 224]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 224], ymm0
+    vmovdqu      ymm0, [rdi + 256]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 256], ymm0
+    vmovdqu      ymm0, [rdi + 288]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 288], ymm0
+    vmovdqu      ymm0, [rdi + 320]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 320], ymm0
+    vmovdqu      ymm0, [rdi + 352]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 352], ymm0
+    vmovdqu      ymm0, [rdi + 384]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 384], ymm0
+    vmovdqu      ymm0, [rdi + 416]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 416], ymm0
+    vmovdqu      ymm0, [rdi + 448]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 448], ymm0
+    vmovdqu      ymm0, [rdi + 480]
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_512]
+    vpsraw       ymm1, ymm1, 10
+    vpmullw      ymm1, ymm1, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 480], ymm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_ctru3457_reduce_special_avx2: reduce a[256] in place mod 3457 (shifts, masks and adds: x = h*2^12 + l, x = l - h + (h << 7) + (h << 9) mod q)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-5112, 8568] (proven over all 2^16 inputs), congruent to the input mod 3457
+;   clobbers: ymm{0-2}, flags
+; ---------------------------------------------------------------------------
+global kg_ctru3457_reduce_special_avx2:function (kg_ctru3457_reduce_special_avx2.end - kg_ctru3457_reduce_special_avx2)
+align 32
+kg_ctru3457_reduce_special_avx2:
+    vmovdqu      ymm0, [rdi]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi], ymm0
+    vmovdqu      ymm0, [rdi + 32]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 32], ymm0
+    vmovdqu      ymm0, [rdi + 64]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 64], ymm0
+    vmovdqu      ymm0, [rdi + 96]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 96], ymm0
+    vmovdqu      ymm0, [rdi + 128]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 128], ymm0
+    vmovdqu      ymm0, [rdi + 160]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 160], ymm0
+    vmovdqu      ymm0, [rdi + 192]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 192], ymm0
+    vmovdqu      ymm0, [rdi + 224]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 224], ymm0
+    vmovdqu      ymm0, [rdi + 256]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 256], ymm0
+    vmovdqu      ymm0, [rdi + 288]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 288], ymm0
+    vmovdqu      ymm0, [rdi + 320]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 320], ymm0
+    vmovdqu      ymm0, [rdi + 352]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 352], ymm0
+    vmovdqu      ymm0, [rdi + 384]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 384], ymm0
+    vmovdqu      ymm0, [rdi + 416]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 416], ymm0
+    vmovdqu      ymm0, [rdi + 448]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 448], ymm0
+    vmovdqu      ymm0, [rdi + 480]
+    vpsraw       ymm1, ymm0, 12                      ; special
+    vpand        ymm0, ymm0, [rel pw_4095]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm2, ymm1, 7
+    vpaddw       ymm0, ymm0, ymm2
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
     ret

@@ -44,6 +44,22 @@ void kg_ctru3457_basemul_avx2(int16_t r[256], const int16_t a[256], const int16_
 void kg_ctru3457_ntt_inverse_avx2(int16_t a[256]);
 
 
+/* reduce a[256] in place mod 3457 (centred Barrett, two multiplications)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-1729, 1729] (proven over all 2^16 inputs), congruent to the input mod 3457
+ *   a: 256 x int16_t, inout, 32-byte aligned
+ */
+void kg_ctru3457_reduce_barrett_avx2(int16_t a[256]);
+
+
+/* reduce a[256] in place mod 3457 (shifts, masks and adds: x = h*2^12 + l, x = l - h + (h << 7) + (h << 9) mod q)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-5112, 8568] (proven over all 2^16 inputs), congruent to the input mod 3457
+ *   a: 256 x int16_t, inout, 32-byte aligned
+ */
+void kg_ctru3457_reduce_special_avx2(int16_t a[256]);
+
+
 #ifdef __cplusplus
 }
 #endif

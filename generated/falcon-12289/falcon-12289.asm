@@ -3909,4 +3909,243 @@ kg_falcon12289_ntt_inverse_avx2:
 .end:
 
 
+; ---------------------------------------------------------------------------
+; kg_falcon12289_reduce_barrett_avx2: reduce a[512] in place mod 12289 (centred Barrett, two multiplications)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-6145, 6145] (proven over all 2^16 inputs), congruent to the input mod 12289
+;   clobbers: ymm{0-1}, flags
+; ---------------------------------------------------------------------------
+global kg_falcon12289_reduce_barrett_avx2:function (kg_falcon12289_reduce_barrett_avx2.end - kg_falcon12289_reduce_barrett_avx2)
+align 32
+kg_falcon12289_reduce_barrett_avx2:
+    vmovdqu      ymm0, [rdi]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi], ymm0
+    vmovdqu      ymm0, [rdi + 32]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 32], ymm0
+    vmovdqu      ymm0, [rdi + 64]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 64], ymm0
+    vmovdqu      ymm0, [rdi + 96]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 96], ymm0
+    vmovdqu      ymm0, [rdi + 128]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 128], ymm0
+    vmovdqu      ymm0, [rdi + 160]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 160], ymm0
+    vmovdqu      ymm0, [rdi + 192]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 192], ymm0
+    vmovdqu      ymm0, [rdi + 224]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 224], ymm0
+    vmovdqu      ymm0, [rdi + 256]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 256], ymm0
+    vmovdqu      ymm0, [rdi + 288]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 288], ymm0
+    vmovdqu      ymm0, [rdi + 320]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 320], ymm0
+    vmovdqu      ymm0, [rdi + 352]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 352], ymm0
+    vmovdqu      ymm0, [rdi + 384]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 384], ymm0
+    vmovdqu      ymm0, [rdi + 416]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 416], ymm0
+    vmovdqu      ymm0, [rdi + 448]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 448], ymm0
+    vmovdqu      ymm0, [rdi + 480]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 480], ymm0
+    vmovdqu      ymm0, [rdi + 512]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 512], ymm0
+    vmovdqu      ymm0, [rdi + 544]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 544], ymm0
+    vmovdqu      ymm0, [rdi + 576]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 576], ymm0
+    vmovdqu      ymm0, [rdi + 608]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 608], ymm0
+    vmovdqu      ymm0, [rdi + 640]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 640], ymm0
+    vmovdqu      ymm0, [rdi + 672]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 672], ymm0
+    vmovdqu      ymm0, [rdi + 704]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 704], ymm0
+    vmovdqu      ymm0, [rdi + 736]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 736], ymm0
+    vmovdqu      ymm0, [rdi + 768]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 768], ymm0
+    vmovdqu      ymm0, [rdi + 800]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 800], ymm0
+    vmovdqu      ymm0, [rdi + 832]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 832], ymm0
+    vmovdqu      ymm0, [rdi + 864]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 864], ymm0
+    vmovdqu      ymm0, [rdi + 896]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 896], ymm0
+    vmovdqu      ymm0, [rdi + 928]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 928], ymm0
+    vmovdqu      ymm0, [rdi + 960]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 960], ymm0
+    vmovdqu      ymm0, [rdi + 992]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 992], ymm0
+    vzeroupper
+    ret
+.end:
+
+
 section .note.GNU-stack noalloc noexec nowrite progbits

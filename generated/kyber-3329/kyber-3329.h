@@ -44,6 +44,22 @@ void kg_kyber3329_basemul_avx2(int16_t r[256], const int16_t a[256], const int16
 void kg_kyber3329_ntt_inverse_avx2(int16_t a[256]);
 
 
+/* reduce a[256] in place mod 3329 (centred Barrett, two multiplications)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
+ *   a: 256 x int16_t, inout, 32-byte aligned
+ */
+void kg_kyber3329_reduce_barrett_avx2(int16_t a[256]);
+
+
+/* reduce a[256] in place mod 3329 (shifts, masks and adds: x = h*2^12 + l, x = l - h - (h << 8) + (h << 10) mod q)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
+ *   a: 256 x int16_t, inout, 32-byte aligned
+ */
+void kg_kyber3329_reduce_special_avx2(int16_t a[256]);
+
+
 #ifdef __cplusplus
 }
 #endif

@@ -257,6 +257,14 @@ kg_kyberr17681_ntt_inverse_twiddles:
     dw -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865
 
 align 32
+pw_1024:
+    dw 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024
+
+align 32
+pw_17474:
+    dw 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474
+
+align 32
 pw_1912:
     dw 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912
 
@@ -1797,6 +1805,260 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 224], ymm3
+    vmovdqu      [rdi + 480], ymm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_kyberr17681_reduce_barrett_avx2: reduce a[256] in place mod 7681 (centred Barrett, two multiplications)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-3840, 3840] (proven over all 2^16 inputs), congruent to the input mod 7681
+;   clobbers: ymm{0-1}, flags
+; ---------------------------------------------------------------------------
+global kg_kyberr17681_reduce_barrett_avx2:function (kg_kyberr17681_reduce_barrett_avx2.end - kg_kyberr17681_reduce_barrett_avx2)
+align 32
+kg_kyberr17681_reduce_barrett_avx2:
+    vmovdqu      ymm0, [rdi]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi], ymm0
+    vmovdqu      ymm0, [rdi + 32]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 32], ymm0
+    vmovdqu      ymm0, [rdi + 64]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 64], ymm0
+    vmovdqu      ymm0, [rdi + 96]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 96], ymm0
+    vmovdqu      ymm0, [rdi + 128]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 128], ymm0
+    vmovdqu      ymm0, [rdi + 160]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 160], ymm0
+    vmovdqu      ymm0, [rdi + 192]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 192], ymm0
+    vmovdqu      ymm0, [rdi + 224]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 224], ymm0
+    vmovdqu      ymm0, [rdi + 256]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 256], ymm0
+    vmovdqu      ymm0, [rdi + 288]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 288], ymm0
+    vmovdqu      ymm0, [rdi + 320]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 320], ymm0
+    vmovdqu      ymm0, [rdi + 352]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 352], ymm0
+    vmovdqu      ymm0, [rdi + 384]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 384], ymm0
+    vmovdqu      ymm0, [rdi + 416]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 416], ymm0
+    vmovdqu      ymm0, [rdi + 448]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 448], ymm0
+    vmovdqu      ymm0, [rdi + 480]
+    vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_1024]
+    vpsraw       ymm1, ymm1, 11
+    vpmullw      ymm1, ymm1, [rel pw_7681]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 480], ymm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_kyberr17681_reduce_special_avx2: reduce a[256] in place mod 7681 (shifts, masks and adds: x = h*2^13 + l, x = l - h + (h << 9) mod q)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-2044, 9724] (proven over all 2^16 inputs), congruent to the input mod 7681
+;   clobbers: ymm{0-1}, flags
+; ---------------------------------------------------------------------------
+global kg_kyberr17681_reduce_special_avx2:function (kg_kyberr17681_reduce_special_avx2.end - kg_kyberr17681_reduce_special_avx2)
+align 32
+kg_kyberr17681_reduce_special_avx2:
+    vmovdqu      ymm0, [rdi]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi], ymm0
+    vmovdqu      ymm0, [rdi + 32]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 32], ymm0
+    vmovdqu      ymm0, [rdi + 64]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 64], ymm0
+    vmovdqu      ymm0, [rdi + 96]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 96], ymm0
+    vmovdqu      ymm0, [rdi + 128]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 128], ymm0
+    vmovdqu      ymm0, [rdi + 160]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 160], ymm0
+    vmovdqu      ymm0, [rdi + 192]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 192], ymm0
+    vmovdqu      ymm0, [rdi + 224]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 224], ymm0
+    vmovdqu      ymm0, [rdi + 256]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 256], ymm0
+    vmovdqu      ymm0, [rdi + 288]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 288], ymm0
+    vmovdqu      ymm0, [rdi + 320]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 320], ymm0
+    vmovdqu      ymm0, [rdi + 352]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 352], ymm0
+    vmovdqu      ymm0, [rdi + 384]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 384], ymm0
+    vmovdqu      ymm0, [rdi + 416]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 416], ymm0
+    vmovdqu      ymm0, [rdi + 448]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 448], ymm0
+    vmovdqu      ymm0, [rdi + 480]
+    vpsraw       ymm1, ymm0, 13                      ; special
+    vpand        ymm0, ymm0, [rel pw_8191]
+    vpsubw       ymm0, ymm0, ymm1
+    vpsllw       ymm1, ymm1, 9
+    vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
     ret

@@ -44,6 +44,22 @@ void kg_kyberr17681_basemul_avx2(int16_t r[256], const int16_t a[256], const int
 void kg_kyberr17681_ntt_inverse_avx2(int16_t a[256]);
 
 
+/* reduce a[256] in place mod 7681 (centred Barrett, two multiplications)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-3840, 3840] (proven over all 2^16 inputs), congruent to the input mod 7681
+ *   a: 256 x int16_t, inout, 32-byte aligned
+ */
+void kg_kyberr17681_reduce_barrett_avx2(int16_t a[256]);
+
+
+/* reduce a[256] in place mod 7681 (shifts, masks and adds: x = h*2^13 + l, x = l - h + (h << 9) mod q)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-2044, 9724] (proven over all 2^16 inputs), congruent to the input mod 7681
+ *   a: 256 x int16_t, inout, 32-byte aligned
+ */
+void kg_kyberr17681_reduce_special_avx2(int16_t a[256]);
+
+
 #ifdef __cplusplus
 }
 #endif

@@ -8010,4 +8010,467 @@ kg_newhope12289_ntt_inverse_avx2:
 .end:
 
 
+; ---------------------------------------------------------------------------
+; kg_newhope12289_reduce_barrett_avx2: reduce a[1024] in place mod 12289 (centred Barrett, two multiplications)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-6145, 6145] (proven over all 2^16 inputs), congruent to the input mod 12289
+;   clobbers: ymm{0-1}, flags
+; ---------------------------------------------------------------------------
+global kg_newhope12289_reduce_barrett_avx2:function (kg_newhope12289_reduce_barrett_avx2.end - kg_newhope12289_reduce_barrett_avx2)
+align 32
+kg_newhope12289_reduce_barrett_avx2:
+    vmovdqu      ymm0, [rdi]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi], ymm0
+    vmovdqu      ymm0, [rdi + 32]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 32], ymm0
+    vmovdqu      ymm0, [rdi + 64]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 64], ymm0
+    vmovdqu      ymm0, [rdi + 96]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 96], ymm0
+    vmovdqu      ymm0, [rdi + 128]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 128], ymm0
+    vmovdqu      ymm0, [rdi + 160]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 160], ymm0
+    vmovdqu      ymm0, [rdi + 192]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 192], ymm0
+    vmovdqu      ymm0, [rdi + 224]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 224], ymm0
+    vmovdqu      ymm0, [rdi + 256]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 256], ymm0
+    vmovdqu      ymm0, [rdi + 288]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 288], ymm0
+    vmovdqu      ymm0, [rdi + 320]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 320], ymm0
+    vmovdqu      ymm0, [rdi + 352]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 352], ymm0
+    vmovdqu      ymm0, [rdi + 384]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 384], ymm0
+    vmovdqu      ymm0, [rdi + 416]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 416], ymm0
+    vmovdqu      ymm0, [rdi + 448]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 448], ymm0
+    vmovdqu      ymm0, [rdi + 480]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 480], ymm0
+    vmovdqu      ymm0, [rdi + 512]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 512], ymm0
+    vmovdqu      ymm0, [rdi + 544]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 544], ymm0
+    vmovdqu      ymm0, [rdi + 576]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 576], ymm0
+    vmovdqu      ymm0, [rdi + 608]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 608], ymm0
+    vmovdqu      ymm0, [rdi + 640]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 640], ymm0
+    vmovdqu      ymm0, [rdi + 672]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 672], ymm0
+    vmovdqu      ymm0, [rdi + 704]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 704], ymm0
+    vmovdqu      ymm0, [rdi + 736]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 736], ymm0
+    vmovdqu      ymm0, [rdi + 768]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 768], ymm0
+    vmovdqu      ymm0, [rdi + 800]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 800], ymm0
+    vmovdqu      ymm0, [rdi + 832]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 832], ymm0
+    vmovdqu      ymm0, [rdi + 864]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 864], ymm0
+    vmovdqu      ymm0, [rdi + 896]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 896], ymm0
+    vmovdqu      ymm0, [rdi + 928]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 928], ymm0
+    vmovdqu      ymm0, [rdi + 960]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 960], ymm0
+    vmovdqu      ymm0, [rdi + 992]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 992], ymm0
+    vmovdqu      ymm0, [rdi + 1024]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1024], ymm0
+    vmovdqu      ymm0, [rdi + 1056]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1056], ymm0
+    vmovdqu      ymm0, [rdi + 1088]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1088], ymm0
+    vmovdqu      ymm0, [rdi + 1120]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1120], ymm0
+    vmovdqu      ymm0, [rdi + 1152]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1152], ymm0
+    vmovdqu      ymm0, [rdi + 1184]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1184], ymm0
+    vmovdqu      ymm0, [rdi + 1216]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1216], ymm0
+    vmovdqu      ymm0, [rdi + 1248]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1248], ymm0
+    vmovdqu      ymm0, [rdi + 1280]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1280], ymm0
+    vmovdqu      ymm0, [rdi + 1312]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1312], ymm0
+    vmovdqu      ymm0, [rdi + 1344]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1344], ymm0
+    vmovdqu      ymm0, [rdi + 1376]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1376], ymm0
+    vmovdqu      ymm0, [rdi + 1408]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1408], ymm0
+    vmovdqu      ymm0, [rdi + 1440]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1440], ymm0
+    vmovdqu      ymm0, [rdi + 1472]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1472], ymm0
+    vmovdqu      ymm0, [rdi + 1504]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1504], ymm0
+    vmovdqu      ymm0, [rdi + 1536]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1536], ymm0
+    vmovdqu      ymm0, [rdi + 1568]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1568], ymm0
+    vmovdqu      ymm0, [rdi + 1600]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1600], ymm0
+    vmovdqu      ymm0, [rdi + 1632]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1632], ymm0
+    vmovdqu      ymm0, [rdi + 1664]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1664], ymm0
+    vmovdqu      ymm0, [rdi + 1696]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1696], ymm0
+    vmovdqu      ymm0, [rdi + 1728]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1728], ymm0
+    vmovdqu      ymm0, [rdi + 1760]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1760], ymm0
+    vmovdqu      ymm0, [rdi + 1792]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1792], ymm0
+    vmovdqu      ymm0, [rdi + 1824]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1824], ymm0
+    vmovdqu      ymm0, [rdi + 1856]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1856], ymm0
+    vmovdqu      ymm0, [rdi + 1888]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1888], ymm0
+    vmovdqu      ymm0, [rdi + 1920]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1920], ymm0
+    vmovdqu      ymm0, [rdi + 1952]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1952], ymm0
+    vmovdqu      ymm0, [rdi + 1984]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 1984], ymm0
+    vmovdqu      ymm0, [rdi + 2016]
+    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_2048]
+    vpsraw       ymm1, ymm1, 12
+    vpmullw      ymm1, ymm1, [rel pw_12289]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 2016], ymm0
+    vzeroupper
+    ret
+.end:
+
+
 section .note.GNU-stack noalloc noexec nowrite progbits

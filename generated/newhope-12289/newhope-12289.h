@@ -44,6 +44,14 @@ void kg_newhope12289_basemul_avx2(int16_t r[1024], const int16_t a[1024], const 
 void kg_newhope12289_ntt_inverse_avx2(int16_t a[1024]);
 
 
+/* reduce a[1024] in place mod 12289 (centred Barrett, two multiplications)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-6145, 6145] (proven over all 2^16 inputs), congruent to the input mod 12289
+ *   a: 1024 x int16_t, inout, 32-byte aligned
+ */
+void kg_newhope12289_reduce_barrett_avx2(int16_t a[1024]);
+
+
 #ifdef __cplusplus
 }
 #endif

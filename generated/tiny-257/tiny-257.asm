@@ -93,8 +93,20 @@ pw_1020:
     dw 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020
 
 align 32
+pw_255:
+    dw 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255
+
+align 32
 pw_257:
     dw 257, 257, 257, 257, 257, 257, 257, 257, 257, 257, 257, 257, 257, 257, 257, 257
+
+align 32
+pw_32640:
+    dw 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640
+
+align 32
+pw_64:
+    dw 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64
 
 align 32
 pw_m255:
@@ -409,6 +421,84 @@ kg_tiny257_ntt_inverse_avx2:
     vmovdqu      [rdi], ymm3
     vmovdqu      [rdi + 32], ymm5
     vmovdqu      [rdi + 64], ymm4
+    vmovdqu      [rdi + 96], ymm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_tiny257_reduce_barrett_avx2: reduce a[64] in place mod 257 (centred Barrett, two multiplications)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
+;   clobbers: ymm{0-1}, flags
+; ---------------------------------------------------------------------------
+global kg_tiny257_reduce_barrett_avx2:function (kg_tiny257_reduce_barrett_avx2.end - kg_tiny257_reduce_barrett_avx2)
+align 32
+kg_tiny257_reduce_barrett_avx2:
+    vmovdqu      ymm0, [rdi]
+    vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_64]
+    vpsraw       ymm1, ymm1, 7
+    vpmullw      ymm1, ymm1, [rel pw_257]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi], ymm0
+    vmovdqu      ymm0, [rdi + 32]
+    vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_64]
+    vpsraw       ymm1, ymm1, 7
+    vpmullw      ymm1, ymm1, [rel pw_257]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 32], ymm0
+    vmovdqu      ymm0, [rdi + 64]
+    vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_64]
+    vpsraw       ymm1, ymm1, 7
+    vpmullw      ymm1, ymm1, [rel pw_257]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 64], ymm0
+    vmovdqu      ymm0, [rdi + 96]
+    vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
+    vpaddw       ymm1, ymm1, [rel pw_64]
+    vpsraw       ymm1, ymm1, 7
+    vpmullw      ymm1, ymm1, [rel pw_257]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 96], ymm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_tiny257_reduce_special_avx2: reduce a[64] in place mod 257 (shifts, masks and adds: x = h*2^8 + l, x = l - h mod q)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-127, 383] (proven over all 2^16 inputs), congruent to the input mod 257
+;   clobbers: ymm{0-1}, flags
+; ---------------------------------------------------------------------------
+global kg_tiny257_reduce_special_avx2:function (kg_tiny257_reduce_special_avx2.end - kg_tiny257_reduce_special_avx2)
+align 32
+kg_tiny257_reduce_special_avx2:
+    vmovdqu      ymm0, [rdi]
+    vpsraw       ymm1, ymm0, 8                       ; special
+    vpand        ymm0, ymm0, [rel pw_255]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi], ymm0
+    vmovdqu      ymm0, [rdi + 32]
+    vpsraw       ymm1, ymm0, 8                       ; special
+    vpand        ymm0, ymm0, [rel pw_255]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 32], ymm0
+    vmovdqu      ymm0, [rdi + 64]
+    vpsraw       ymm1, ymm0, 8                       ; special
+    vpand        ymm0, ymm0, [rel pw_255]
+    vpsubw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 64], ymm0
+    vmovdqu      ymm0, [rdi + 96]
+    vpsraw       ymm1, ymm0, 8                       ; special
+    vpand        ymm0, ymm0, [rel pw_255]
+    vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
     ret

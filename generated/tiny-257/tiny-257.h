@@ -44,6 +44,22 @@ void kg_tiny257_basemul_avx2(int16_t r[64], const int16_t a[64], const int16_t b
 void kg_tiny257_ntt_inverse_avx2(int16_t a[64]);
 
 
+/* reduce a[64] in place mod 257 (centred Barrett, two multiplications)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
+ *   a: 64 x int16_t, inout, 32-byte aligned
+ */
+void kg_tiny257_reduce_barrett_avx2(int16_t a[64]);
+
+
+/* reduce a[64] in place mod 257 (shifts, masks and adds: x = h*2^8 + l, x = l - h mod q)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-127, 383] (proven over all 2^16 inputs), congruent to the input mod 257
+ *   a: 64 x int16_t, inout, 32-byte aligned
+ */
+void kg_tiny257_reduce_special_avx2(int16_t a[64]);
+
+
 #ifdef __cplusplus
 }
 #endif

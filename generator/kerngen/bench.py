@@ -75,10 +75,11 @@ def bench_bundle(bundle: Bundle, lib: Path, items: list[BenchItem], workdir: Pat
     for item in items:
         cases.append(item.case)
         for cmp in item.comparisons:
-            if cmp.library not in libs:
-                libs.append(cmp.library)
+            library = cmp.library or lib
+            if library not in libs:
+                libs.append(library)
             cases.append(dataclasses.replace(item.case, case_id=f"{cmp.label}-{item.case.case_id}",
-                                             symbol=cmp.symbol, lib=libs.index(cmp.library)))
+                                             symbol=cmp.symbol, lib=libs.index(library)))
     results = {r.case_id: r for r in harness.run_bench(libs, cases, batches, workdir=workdir)}
     sizes = symbol_sizes(lib)
     by_symbol = {f.kernel.symbol: f for f in bundle.functions}

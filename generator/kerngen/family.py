@@ -52,7 +52,7 @@ class Comparison:
     """A function measured beside a kernel in the same run (`<label>_ticks`)."""
 
     label: str  # "baseline", "openssl", ...
-    library: Any  # Path of a shared object
+    library: Any  # Path of a shared object; None: the kernel's own bundle
     symbol: str
 
 

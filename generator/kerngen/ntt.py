@@ -9,7 +9,7 @@ from .family import Bundle, Function
 from .isa.abi import SYSV
 from .isa.ir import ArgSpec, Builder, Kernel
 from .isa.pipeline import compile_kernel
-from .kernels.ntt16 import build_basemul, build_ntt
+from .kernels.ntt16 import build_basemul, build_ntt, build_reduce
 from .kernels.ntt_layout import NttLayout, plan
 from .kernels.reductions import Reducer, montgomery_bound, reducers
 from .numtheory import R, NttMath
@@ -128,12 +128,42 @@ def build(p: NttParams, policy: str | None = None, reducer: str | None = None) -
         f"          a = 2^16 * INTT(a) mod {q}: forward, basemul, inverse give a*b mod (x^{n}+1, {q})",
     ), si.describe()))
 
+    for kind, r in reducers(q).items():
+        b = Builder()
+        build_reduce(b, n, r)
+        sym = f"{p.prefix}_reduce_{kind}_avx2"
+        kr, proof_r = _compile_verify(b, sym, (_arg("a", "inout", n),), {0: (-32768, 32767)}, q)
+        out_r = proof_r.hull(0)
+        how = ("shifts, masks and adds: " + _special_text(r) if kind == "special"
+               else "centred Barrett, two multiplications")
+        fns.append(Function(kr, "reduce", "avx2", "int16", {
+            **common,
+            "reduction": kind,
+            "input": {"bound": [-32768, 32767]},
+            "output": {"bound": list(out_r), "scale": 1, "layout": "natural"},
+        }, f"reduce a[{n}] in place mod {q} ({how})", (
+            "requires: any int16 a[i]",
+            f"ensures:  every a[i] in {_bound_text(out_r)} (proven over all 2^16 inputs), congruent to the input mod {q}",
+        )))
+
     params_manifest = {"name": p.name, "family": "ntt", "n": n, "q": q, "width": p.width, "isa": p.isa,
                        "layers": p.layers, "d": math.d, "reduction": policy, "reducer": p.reducer,
                        "reducer_used": red.kind, "prefix": p.prefix}
     notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {q}",
              f"Montgomery R = 2^16, q^-1 mod 2^16 = {math.qinv}; inverse scale constant = {math.inverse_scale()}")
     return Bundle(p.name, p, params_manifest, tuple(fns), notes)
+
+
+def _special_text(r: Reducer) -> str:
+    """The special-form identity in words, from the idiom's own steps."""
+    split = next(step for step in r.idiom.steps if step[0] == "vpsraw")[3]
+    terms = []
+    for op, dst, a, b in r.idiom.steps:
+        if op in ("vpaddw", "vpsubw"):
+            term = b if isinstance(b, str) else a
+            shift = next((s[3] for s in r.idiom.steps if s[1] == term and s[0] == "vpsllw"), 0)
+            terms.append(("+ " if op == "vpaddw" else "- ") + (f"(h << {shift})" if shift else "h"))
+    return f"x = h*2^{split} + l, x = l {' '.join(terms)} mod q"
 
 
 def _schedule_manifest(s: ReductionSchedule) -> dict:

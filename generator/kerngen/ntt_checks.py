@@ -18,10 +18,10 @@ from .harness import Arg, Case, CaseResult
 Runner = Callable[[list[Case]], list[CaseResult]]
 
 
-def _fn(bundle: Bundle, kind: str) -> dict:
+def _fn(bundle: Bundle, kind: str, symbol: str | None = None) -> dict:
     from .emit import _manifest_entry
     for f in bundle.functions:
-        if f.kind == kind:
+        if f.kind == kind and symbol in (None, f.kernel.symbol):
             return _manifest_entry(f)
     raise KeyError(kind)
 
@@ -105,6 +105,27 @@ def checks(bundle: Bundle, seed: int, randoms: int = 3) -> list[Check]:
             return None
         return judge
 
+    for f in bundle.functions:
+        if f.kind != "reduce":
+            continue
+        red = _fn(bundle, f.kind, f.kernel.symbol)
+
+        def reduce_judge(x: list[int], red=red):
+            def judge(outputs: dict[int, list[int]]) -> str | None:
+                got = outputs[0]
+                bad = _in_bound(got, red["output"]["bound"])
+                if bad:
+                    return bad
+                wrong = next((i for i in range(n) if (got[i] - x[i]) % q), None)
+                return None if wrong is None else f"element {wrong}: {got[wrong]} is not congruent to {x[wrong]}"
+            return judge
+
+        every = list(range(-32768, 32768))
+        sweep = [("sweep", every[k:k + n]) for k in range(0, 65536, n)][:: max(1, 65536 // n // 8)]
+        for name, x in edge_inputs(-32768, 32767, n, rng, randoms) + sweep:
+            out.append(Check(Case(f"{red['symbol']}-{name}-{x[0]}", red["symbol"],
+                                  (Arg("inout", 2, n, 32, tuple(x)),)), reduce_judge(x)))
+
     lo, hi = bm["input"]["bound"]
     ins = edge_inputs(lo, hi, n, rng, randoms)
     for k, ((na, a), (_, b)) in enumerate(zip(ins, ins[1:] + ins[:1])):
@@ -171,4 +192,12 @@ def bench_items(bundle: Bundle, workdir) -> list:
                      for a in fn["args"])
         items.append(BenchItem(kind, fn["symbol"], Case(kind, fn["symbol"], args),
                                (Comparison("baseline", base, base_sym),)))
+    # standalone reductions: each other form timed beside Barrett, in the same library and run
+    reduces = {f.manifest["reduction"]: f.kernel.symbol for f in bundle.functions if f.kind == "reduce"}
+    for kind, symbol in reduces.items():
+        if kind == "barrett":
+            continue
+        args = (Arg("inout", 2, p.n, 32, tuple(rng.randint(-32768, 32767) for _ in range(p.n))),)
+        items.append(BenchItem(f"reduce_{kind}", symbol, Case(f"reduce_{kind}", symbol, args),
+                               (Comparison("barrett", None, reduces["barrett"]),)))
     return items

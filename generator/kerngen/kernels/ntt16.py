@@ -71,7 +71,7 @@ def _barrett(b: Builder, x: VReg, q: int, why: str) -> VReg:
 
 
 def _reduce(b: Builder, x: VReg, reducer: Reducer, why: str) -> VReg:
-    return emit_idiom(b, reducer.idiom, x, comment=f"{reducer.kind}: {why}")
+    return emit_idiom(b, reducer.idiom, x, comment=f"{reducer.kind}: {why}" if why else reducer.kind)
 
 
 def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSchedule, reducer: Reducer,
@@ -182,3 +182,10 @@ def _sum(b: Builder, terms: list[VReg]) -> VReg:
     for t in terms[1:]:
         acc = b.op("vpaddw", acc, t)
     return acc
+
+
+def build_reduce(b: Builder, n: int, reducer: Reducer) -> None:
+    """Reduce every element of argument 0 (n int16) in place with `reducer`."""
+    for v in range(n // LANES):
+        x = b.op("load", _vector(v))
+        b.emit("store", _vector(v), _reduce(b, x, reducer, ""))
