@@ -72,10 +72,6 @@ class NttMath:
             exps = [c for e in exps for c in (e // 2, e // 2 + (1 << self.layers))]
         return tuple(exps)
 
-    def twiddle_exponent(self, layer: int, block: int) -> int:
-        """Exponent of the CT twiddle s for block `block` of layer `layer`."""
-        return self.block_exponents(layer)[block] // 2
-
     @cached_property
     def final_zetas(self) -> tuple[int, ...]:
         """zeta_j of the output blocks x^d - zeta_j, j in natural block order."""

@@ -17,7 +17,6 @@ class Abi:
     name: str
     arg_registers: tuple[int, ...]  # GPR numbers, in C argument order
     callee_saved_gprs: tuple[int, ...]
-    callee_saved_vectors: tuple[int, ...]  # xmm registers whose low 128 bits survive calls
 
     def arg_register(self, index: int) -> str:
         if index >= len(self.arg_registers):
@@ -31,7 +30,4 @@ class Abi:
         return tuple(caller_saved)
 
 
-SYSV = Abi("sysv", (7, 6, 2, 1, 8, 9), (3, 5, 12, 13, 14, 15), ())
-WIN64 = Abi("win64", (1, 2, 8, 9), (3, 5, 6, 7, 12, 13, 14, 15), tuple(range(6, 16)))
-
-ABIS = {a.name: a for a in (SYSV, WIN64)}
+SYSV = Abi("sysv", (7, 6, 2, 1, 8, 9), (3, 5, 12, 13, 14, 15))
