@@ -23,7 +23,7 @@ def kerngen(*args, cwd=REPO):
 def test_generated_bundle_is_current(path):
     """generated/NAME is exactly what `make generated` emits now."""
     name = path.stem
-    command = f"kerngen emit params/{path.name} --out generated/{name}"
+    command = f"kerngen emit params/{path.name}"
     files = emit.render(build(load(path)), command)
     folder = REPO / "generated" / name
     assert folder.is_dir(), f"generated/{name} is missing: run `make generated`"
@@ -31,6 +31,14 @@ def test_generated_bundle_is_current(path):
     assert set(on_disk) == set(files), "run `make generated`"
     for fname, text in files.items():
         assert on_disk[fname] == text, f"generated/{name}/{fname} is stale: run `make generated`"
+
+
+def test_bundle_does_not_depend_on_the_output_directory(tmp_path):
+    for out in ("a", "b/c"):
+        r = kerngen("emit", "params/tiny-257.toml", "--out", str(tmp_path / out))
+        assert r.returncode == 0, r.stderr
+    for name in ("tiny-257.asm", "tiny-257.h", "manifest.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b/c" / name).read_bytes()
 
 
 def test_emit_writes_a_consistent_bundle(tmp_path):

@@ -51,7 +51,8 @@ def cmd_emit(args) -> int:
     staged = []
     for path, p in zip(args.params, params):  # build and verify everything before writing anything
         out = Path(args.out) / p.name if several else Path(args.out or p.name)
-        command = f"kerngen emit {_display_path(path)} --out {_display_path(str(out))}"
+        # the output directory changes nothing in the files, so it is not part of the command
+        command = f"kerngen emit {_display_path(path)}"
         for flag in ("isa", "policy", "reducer", "prefix"):
             if getattr(args, flag) is not None:
                 command += f" --{flag} {getattr(args, flag)}"
