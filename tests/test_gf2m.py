@@ -301,3 +301,17 @@ def test_ladder_step_kernels_present():
     assert steps[1].manifest["cpu"] == ["avx2", "vpclmulqdq"]
     # the two-lane step does the same work in fewer instructions
     assert len(steps[1].kernel.body) < 0.7 * len(steps[0].kernel.body)
+
+
+def test_reduce_has_xmm_and_gpr_forms():
+    # both forms of the reduction ship so that bench can measure them side by side;
+    # the checks pick up the GPR one by kind like every other function
+    for field in ("233", "409"):
+        p = params.load(ROOT / f"params/gf2m-{field}.toml")
+        bundle = gf2m.build(p, msqr_steps=())
+        red = {f.manifest["registers"]: f for f in bundle.functions if f.kind == "gf2m_reduce"}
+        assert set(red) == {"xmm", "gpr"}
+        assert red["gpr"].kernel.symbol == f"{p.prefix}_reduce_gpr_avx2"
+        assert not any(getattr(op, "kind", None) == "vec" for ins in red["gpr"].kernel.body for op in ins.operands)
+        cases = gf2m_checks.checks(bundle, seed=1)
+        assert any(c.case.symbol == red["gpr"].kernel.symbol for c in cases)

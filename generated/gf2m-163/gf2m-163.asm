@@ -32,6 +32,11 @@ align 32
 gf2m_g_c9_x2:
     dq 0x00000000000000c9, 0x0000000000000000, 0x00000000000000c9, 0x0000000000000000
 
+; bits of limb 2 below x^163
+align 32
+gf2m_mask64_7ffffffff:
+    dq 0x00000007ffffffff
+
 ; limbs of x^163 - 1 in pair 1
 align 32
 gf2m_mask_7ffffffff_0:
@@ -1407,6 +1412,98 @@ kg_gf2m163_muladd_avx2:
     vmovdqu      [rdi], xmm1
     vmovq        qword [rdi + 16], xmm0
     vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_reduce_gpr_avx2: out = c mod f for an unreduced c of degree <= 324 (64-bit general registers, one pass from the top word down)
+;
+;   requires: c: 6 little-endian uint64 limbs, degree <= 324 (below 2^325); limbs above 5 are not read
+;   ensures: out = c mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   clobbers: rax, rcx, rdx, r8, r9, flags
+;
+; reduction schedule:
+;   products: s4 blocks of 128 bits, schoolbook over blocks
+;   f - x^163 chunk 0: 0xc9 (one carry-less product per word)
+;   fold 1: degree <= 324 -> <= 168 (3 words above x^163 times f - x^163)
+;   fold 2: degree <= 168 -> <= 162 (1 words above x^163 times f - x^163)
+; ---------------------------------------------------------------------------
+global kg_gf2m163_reduce_gpr_avx2:function (kg_gf2m163_reduce_gpr_avx2.end - kg_gf2m163_reduce_gpr_avx2)
+align 32
+kg_gf2m163_reduce_gpr_avx2:
+    mov          rax, qword [rsi + 40]
+    mov          rcx, qword [rsi + 32]
+    shld         rax, rcx, 29
+    mov          rdx, qword [rsi + 16]
+    xor          rdx, rax
+    mov          r8, rax
+    shl          r8, 3
+    xor          rdx, r8
+    mov          r8, rax
+    shr          r8, 61
+    mov          r9, qword [rsi + 24]
+    xor          r9, r8
+    mov          r8, rax
+    shl          r8, 6
+    xor          rdx, r8
+    mov          r8, rax
+    shr          r8, 58
+    xor          r9, r8
+    mov          r8, rax
+    shl          r8, 7
+    xor          rdx, r8
+    mov          rax, rax
+    shr          rax, 57
+    xor          r9, rax
+    shld         rcx, r9, 29
+    mov          rax, qword [rsi + 8]
+    xor          rax, rcx
+    mov          r8, rcx
+    shl          r8, 3
+    xor          rax, r8
+    mov          r8, rcx
+    shr          r8, 61
+    xor          rdx, r8
+    mov          r8, rcx
+    shl          r8, 6
+    xor          rax, r8
+    mov          r8, rcx
+    shr          r8, 58
+    xor          rdx, r8
+    mov          r8, rcx
+    shl          r8, 7
+    xor          rax, r8
+    mov          rcx, rcx
+    shr          rcx, 57
+    xor          rdx, rcx
+    shld         r9, rdx, 29
+    mov          rcx, qword [rsi]
+    xor          rcx, r9
+    mov          r8, r9
+    shl          r8, 3
+    xor          rcx, r8
+    mov          r8, r9
+    shr          r8, 61
+    xor          rax, r8
+    mov          r8, r9
+    shl          r8, 6
+    xor          rcx, r8
+    mov          r8, r9
+    shr          r8, 58
+    xor          rax, r8
+    mov          r8, r9
+    shl          r8, 7
+    xor          rcx, r8
+    mov          r8, r9
+    shr          r8, 57
+    xor          rax, r8
+    mov          qword [rdi + 8], rax
+    and          rdx, qword [rel gf2m_mask64_7ffffffff]
+    mov          qword [rdi + 16], rdx
+    mov          qword [rdi], rcx
     ret
 .end:
 

@@ -75,6 +75,17 @@ void kg_gf2m163_mulwide_avx2(uint64_t out[6], const uint64_t a[3], const uint64_
 void kg_gf2m163_muladd_avx2(uint64_t out[3], const uint64_t a[3], const uint64_t b[3], const uint64_t c[3], const uint64_t d[3]);
 
 
+/* out = c mod f for an unreduced c of degree <= 324 (64-bit general registers, one pass from the top word down)
+ *   requires: c: 6 little-endian uint64 limbs, degree <= 324 (below 2^325); limbs above 5 are not read
+ *   ensures: out = c mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+ *   out: 3 x uint64_t, out, 8-byte aligned
+ *   c: 6 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m163_reduce_gpr_avx2(uint64_t out[3], const uint64_t c[6]);
+
+
 /* out = a^(2^2) mod f in GF(2^163) (2 squarings)
  *   requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
  *   ensures: out = a^(2^2) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)

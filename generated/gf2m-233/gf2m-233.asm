@@ -23,6 +23,11 @@ default rel
 
 section .rodata align=32
 
+; bits of limb 3 below x^233
+align 32
+gf2m_mask64_1ffffffffff:
+    dq 0x000001ffffffffff
+
 ; limbs of x^233 - 1 in pair 1
 align 32
 gf2m_mask_ffffffffffffffff_1ffffffffff:
@@ -1793,6 +1798,74 @@ kg_gf2m233_muladd_avx2:
     mov rsp, rbp
     pop rbp
     vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_reduce_gpr_avx2: out = c mod f for an unreduced c of degree <= 464 (64-bit general registers, one pass from the top word down)
+;
+;   requires: c: 8 little-endian uint64 limbs, degree <= 464 (below 2^465); limbs above 7 are not read
+;   ensures: out = c mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   clobbers: rax, rcx, rdx, r8, r9, r10, flags
+;
+; reduction schedule:
+;   products: s4 blocks of 128 bits, schoolbook over blocks
+;   f - x^233 chunk 0: 0x1 (plain xor)
+;   f - x^233 chunk 1: 0x400 (two shifts per pair)
+;   fold 1: degree <= 464 -> <= 305 (4 words above x^233 times f - x^233)
+;   fold 2: degree <= 305 -> <= 232 (2 words above x^233 times f - x^233)
+; ---------------------------------------------------------------------------
+global kg_gf2m233_reduce_gpr_avx2:function (kg_gf2m233_reduce_gpr_avx2.end - kg_gf2m233_reduce_gpr_avx2)
+align 32
+kg_gf2m233_reduce_gpr_avx2:
+    mov          rax, qword [rsi + 56]
+    mov          rcx, qword [rsi + 48]
+    shld         rax, rcx, 23
+    mov          rdx, qword [rsi + 24]
+    xor          rdx, rax
+    mov          r8, qword [rsi + 32]
+    mov          r9, rax
+    shl          r9, 10
+    xor          r8, r9
+    mov          rax, rax
+    shr          rax, 54
+    mov          r9, qword [rsi + 40]
+    xor          r9, rax
+    shld         rcx, r9, 23
+    mov          rax, qword [rsi + 16]
+    xor          rax, rcx
+    mov          r10, rcx
+    shl          r10, 10
+    xor          rdx, r10
+    mov          rcx, rcx
+    shr          rcx, 54
+    xor          r8, rcx
+    shld         r9, r8, 23
+    mov          rcx, qword [rsi + 8]
+    xor          rcx, r9
+    mov          r10, r9
+    shl          r10, 10
+    xor          rax, r10
+    mov          r9, r9
+    shr          r9, 54
+    xor          rdx, r9
+    shld         r8, rdx, 23
+    mov          r9, qword [rsi]
+    xor          r9, r8
+    mov          r10, r8
+    shl          r10, 10
+    xor          rcx, r10
+    mov          r8, r8
+    shr          r8, 54
+    xor          rax, r8
+    mov          qword [rdi + 16], rax
+    and          rdx, qword [rel gf2m_mask64_1ffffffffff]
+    mov          qword [rdi + 24], rdx
+    mov          qword [rdi + 8], rcx
+    mov          qword [rdi], r9
     ret
 .end:
 

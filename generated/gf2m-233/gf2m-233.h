@@ -75,6 +75,17 @@ void kg_gf2m233_mulwide_avx2(uint64_t out[8], const uint64_t a[4], const uint64_
 void kg_gf2m233_muladd_avx2(uint64_t out[4], const uint64_t a[4], const uint64_t b[4], const uint64_t c[4], const uint64_t d[4]);
 
 
+/* out = c mod f for an unreduced c of degree <= 464 (64-bit general registers, one pass from the top word down)
+ *   requires: c: 8 little-endian uint64 limbs, degree <= 464 (below 2^465); limbs above 7 are not read
+ *   ensures: out = c mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+ *   out: 4 x uint64_t, out, 8-byte aligned
+ *   c: 8 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m233_reduce_gpr_avx2(uint64_t out[4], const uint64_t c[8]);
+
+
 /* out = a^(2^2) mod f in GF(2^233) (2 squarings)
  *   requires: a: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   ensures: out = a^(2^2) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)

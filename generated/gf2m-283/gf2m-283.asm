@@ -32,6 +32,11 @@ align 32
 gf2m_g_10a1_x2:
     dq 0x00000000000010a1, 0x0000000000000000, 0x00000000000010a1, 0x0000000000000000
 
+; bits of limb 4 below x^283
+align 32
+gf2m_mask64_7ffffff:
+    dq 0x0000000007ffffff
+
 ; limbs of x^283 - 1 in pair 2
 align 32
 gf2m_mask_7ffffff_0:
@@ -1962,6 +1967,144 @@ kg_gf2m283_muladd_avx2:
     mov rsp, rbp
     pop rbp
     vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m283_reduce_gpr_avx2: out = c mod f for an unreduced c of degree <= 564 (64-bit general registers, one pass from the top word down)
+;
+;   requires: c: 10 little-endian uint64 limbs, degree <= 564 (below 2^565); limbs above 8 are not read
+;   ensures: out = c mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+;   clobbers: rax, rcx, rdx, r8, r9, r10, r11, flags
+;
+; reduction schedule:
+;   products: k3 blocks of 128 bits, schoolbook over blocks
+;   f - x^283 chunk 0: 0x10a1 (one carry-less product per word)
+;   fold 1: degree <= 564 -> <= 293 (5 words above x^283 times f - x^283)
+;   fold 2: degree <= 293 -> <= 282 (1 words above x^283 times f - x^283)
+; ---------------------------------------------------------------------------
+global kg_gf2m283_reduce_gpr_avx2:function (kg_gf2m283_reduce_gpr_avx2.end - kg_gf2m283_reduce_gpr_avx2)
+align 32
+kg_gf2m283_reduce_gpr_avx2:
+    mov          rax, qword [rsi + 64]
+    mov          rcx, rax
+    shr          rcx, 27
+    mov          rdx, qword [rsi + 32]
+    xor          rdx, rcx
+    mov          r8, rcx
+    shl          r8, 5
+    xor          rdx, r8
+    mov          r8, rcx
+    shr          r8, 59
+    mov          r9, qword [rsi + 40]
+    xor          r9, r8
+    mov          r8, rcx
+    shl          r8, 7
+    xor          rdx, r8
+    mov          r8, rcx
+    shr          r8, 57
+    xor          r9, r8
+    mov          r8, rcx
+    shl          r8, 12
+    xor          rdx, r8
+    mov          rcx, rcx
+    shr          rcx, 52
+    xor          r9, rcx
+    mov          rcx, qword [rsi + 56]
+    shld         rax, rcx, 37
+    mov          r8, qword [rsi + 24]
+    xor          r8, rax
+    mov          r10, rax
+    shl          r10, 5
+    xor          r8, r10
+    mov          r10, rax
+    shr          r10, 59
+    xor          rdx, r10
+    mov          r10, rax
+    shl          r10, 7
+    xor          r8, r10
+    mov          r10, rax
+    shr          r10, 57
+    xor          rdx, r10
+    mov          r10, rax
+    shl          r10, 12
+    xor          r8, r10
+    mov          rax, rax
+    shr          rax, 52
+    xor          rdx, rax
+    mov          rax, qword [rsi + 48]
+    shld         rcx, rax, 37
+    mov          r10, qword [rsi + 16]
+    xor          r10, rcx
+    mov          r11, rcx
+    shl          r11, 5
+    xor          r10, r11
+    mov          r11, rcx
+    shr          r11, 59
+    xor          r8, r11
+    mov          r11, rcx
+    shl          r11, 7
+    xor          r10, r11
+    mov          r11, rcx
+    shr          r11, 57
+    xor          r8, r11
+    mov          r11, rcx
+    shl          r11, 12
+    xor          r10, r11
+    mov          rcx, rcx
+    shr          rcx, 52
+    xor          r8, rcx
+    mov          qword [rdi + 24], r8
+    shld         rax, r9, 37
+    mov          rcx, qword [rsi + 8]
+    xor          rcx, rax
+    mov          r8, rax
+    shl          r8, 5
+    xor          rcx, r8
+    mov          r8, rax
+    shr          r8, 59
+    xor          r10, r8
+    mov          r8, rax
+    shl          r8, 7
+    xor          rcx, r8
+    mov          r8, rax
+    shr          r8, 57
+    xor          r10, r8
+    mov          r8, rax
+    shl          r8, 12
+    xor          rcx, r8
+    mov          rax, rax
+    shr          rax, 52
+    xor          r10, rax
+    mov          qword [rdi + 16], r10
+    shld         r9, rdx, 37
+    mov          rax, qword [rsi]
+    xor          rax, r9
+    mov          r8, r9
+    shl          r8, 5
+    xor          rax, r8
+    mov          r8, r9
+    shr          r8, 59
+    xor          rcx, r8
+    mov          r8, r9
+    shl          r8, 7
+    xor          rax, r8
+    mov          r8, r9
+    shr          r8, 57
+    xor          rcx, r8
+    mov          r8, r9
+    shl          r8, 12
+    xor          rax, r8
+    mov          r8, r9
+    shr          r8, 52
+    xor          rcx, r8
+    mov          qword [rdi + 8], rcx
+    and          rdx, qword [rel gf2m_mask64_7ffffff]
+    mov          qword [rdi + 32], rdx
+    mov          qword [rdi], rax
     ret
 .end:
 

@@ -75,6 +75,17 @@ void kg_gf2m283_mulwide_avx2(uint64_t out[10], const uint64_t a[5], const uint64
 void kg_gf2m283_muladd_avx2(uint64_t out[5], const uint64_t a[5], const uint64_t b[5], const uint64_t c[5], const uint64_t d[5]);
 
 
+/* out = c mod f for an unreduced c of degree <= 564 (64-bit general registers, one pass from the top word down)
+ *   requires: c: 10 little-endian uint64 limbs, degree <= 564 (below 2^565); limbs above 8 are not read
+ *   ensures: out = c mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   out: 5 x uint64_t, out, 8-byte aligned
+ *   c: 10 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m283_reduce_gpr_avx2(uint64_t out[5], const uint64_t c[10]);
+
+
 /* out = a^(2^2) mod f in GF(2^283) (2 squarings)
  *   requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
  *   ensures: out = a^(2^2) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)

@@ -33,6 +33,11 @@ align 32
 gf2m_g_800000_x2:
     dq 0x0000000000800000, 0x0000000000000000, 0x0000000000800000, 0x0000000000000000
 
+; bits of limb 6 below x^409
+align 32
+gf2m_mask64_1ffffff:
+    dq 0x0000000001ffffff
+
 ; limbs of x^409 - 1 in pair 3
 align 32
 gf2m_mask_1ffffff_0:
@@ -4081,6 +4086,111 @@ kg_gf2m409_muladd_avx2:
     mov rsp, rbp
     pop rbp
     vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_reduce_gpr_avx2: out = c mod f for an unreduced c of degree <= 816 (64-bit general registers, one pass from the top word down)
+;
+;   requires: c: 14 little-endian uint64 limbs, degree <= 816 (below 2^817); limbs above 12 are not read
+;   ensures: out = c mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   clobbers: rax, rcx, rdx, r8, r9, r10, r11, flags
+;
+; reduction schedule:
+;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
+;   f - x^409 chunk 0: 0x1 (plain xor)
+;   f - x^409 chunk 1: 0x800000 (one carry-less product per word)
+;   fold 1: degree <= 816 -> <= 494 (7 words above x^409 times f - x^409)
+;   fold 2: degree <= 494 -> <= 408 (2 words above x^409 times f - x^409)
+; ---------------------------------------------------------------------------
+global kg_gf2m409_reduce_gpr_avx2:function (kg_gf2m409_reduce_gpr_avx2.end - kg_gf2m409_reduce_gpr_avx2)
+align 32
+kg_gf2m409_reduce_gpr_avx2:
+    push rbx
+    push r12
+    mov          rax, qword [rsi + 96]
+    mov          rcx, rax
+    shr          rcx, 25
+    mov          rdx, qword [rsi + 48]
+    xor          rdx, rcx
+    mov          r8, qword [rsi + 56]
+    mov          r9, rcx
+    shl          r9, 23
+    xor          r8, r9
+    mov          rcx, rcx
+    shr          rcx, 41
+    mov          r9, qword [rsi + 64]
+    xor          r9, rcx
+    mov          rcx, qword [rsi + 88]
+    shld         rax, rcx, 39
+    mov          r10, qword [rsi + 40]
+    xor          r10, rax
+    mov          r11, rax
+    shl          r11, 23
+    xor          rdx, r11
+    mov          rax, rax
+    shr          rax, 41
+    xor          r8, rax
+    mov          rax, qword [rsi + 80]
+    shld         rcx, rax, 39
+    mov          r11, qword [rsi + 32]
+    xor          r11, rcx
+    mov          rbx, rcx
+    shl          rbx, 23
+    xor          r10, rbx
+    mov          rcx, rcx
+    shr          rcx, 41
+    xor          rdx, rcx
+    mov          rcx, qword [rsi + 72]
+    shld         rax, rcx, 39
+    mov          rbx, qword [rsi + 24]
+    xor          rbx, rax
+    mov          r12, rax
+    shl          r12, 23
+    xor          r11, r12
+    mov          rax, rax
+    shr          rax, 41
+    xor          r10, rax
+    mov          qword [rdi + 40], r10
+    shld         rcx, r9, 39
+    mov          rax, qword [rsi + 16]
+    xor          rax, rcx
+    mov          r10, rcx
+    shl          r10, 23
+    xor          rbx, r10
+    mov          rcx, rcx
+    shr          rcx, 41
+    xor          r11, rcx
+    mov          qword [rdi + 32], r11
+    shld         r9, r8, 39
+    mov          rcx, qword [rsi + 8]
+    xor          rcx, r9
+    mov          r10, r9
+    shl          r10, 23
+    xor          rax, r10
+    mov          r9, r9
+    shr          r9, 41
+    xor          rbx, r9
+    mov          qword [rdi + 24], rbx
+    shld         r8, rdx, 39
+    mov          r9, qword [rsi]
+    xor          r9, r8
+    mov          r10, r8
+    shl          r10, 23
+    xor          rcx, r10
+    mov          r8, r8
+    shr          r8, 41
+    xor          rax, r8
+    mov          qword [rdi + 16], rax
+    and          rdx, qword [rel gf2m_mask64_1ffffff]
+    mov          qword [rdi + 48], rdx
+    mov          qword [rdi + 8], rcx
+    mov          qword [rdi], r9
+    pop r12
+    pop rbx
     ret
 .end:
 

@@ -75,6 +75,17 @@ void kg_gf2m409_mulwide_avx2(uint64_t out[14], const uint64_t a[7], const uint64
 void kg_gf2m409_muladd_avx2(uint64_t out[7], const uint64_t a[7], const uint64_t b[7], const uint64_t c[7], const uint64_t d[7]);
 
 
+/* out = c mod f for an unreduced c of degree <= 816 (64-bit general registers, one pass from the top word down)
+ *   requires: c: 14 little-endian uint64 limbs, degree <= 816 (below 2^817); limbs above 12 are not read
+ *   ensures: out = c mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+ *   out: 7 x uint64_t, out, 8-byte aligned
+ *   c: 14 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m409_reduce_gpr_avx2(uint64_t out[7], const uint64_t c[14]);
+
+
 /* out = a^(2^2) mod f in GF(2^409) (2 squarings)
  *   requires: a: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
  *   ensures: out = a^(2^2) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)

@@ -32,6 +32,11 @@ align 32
 gf2m_g_425_x2:
     dq 0x0000000000000425, 0x0000000000000000, 0x0000000000000425, 0x0000000000000000
 
+; bits of limb 8 below x^571
+align 32
+gf2m_mask64_7ffffffffffffff:
+    dq 0x07ffffffffffffff
+
 ; limbs of x^571 - 1 in pair 4
 align 32
 gf2m_mask_7ffffffffffffff_0:
@@ -5676,6 +5681,236 @@ kg_gf2m571_muladd_avx2:
     mov rsp, rbp
     pop rbp
     vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m571_reduce_gpr_avx2: out = c mod f for an unreduced c of degree <= 1140 (64-bit general registers, one pass from the top word down)
+;
+;   requires: c: 18 little-endian uint64 limbs, degree <= 1140 (below 2^1141); limbs above 17 are not read
+;   ensures: out = c mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+;   clobbers: rax, rcx, rdx, r8, r9, r10, r11, flags
+;
+; reduction schedule:
+;   products: k3 blocks of 128 bits, schoolbook over blocks
+;   f - x^571 chunk 0: 0x425 (one carry-less product per word)
+;   fold 1: degree <= 1140 -> <= 579 (9 words above x^571 times f - x^571)
+;   fold 2: degree <= 579 -> <= 570 (1 words above x^571 times f - x^571)
+; ---------------------------------------------------------------------------
+global kg_gf2m571_reduce_gpr_avx2:function (kg_gf2m571_reduce_gpr_avx2.end - kg_gf2m571_reduce_gpr_avx2)
+align 32
+kg_gf2m571_reduce_gpr_avx2:
+    mov          rax, qword [rsi + 136]
+    mov          rcx, qword [rsi + 128]
+    shld         rax, rcx, 5
+    mov          rdx, qword [rsi + 64]
+    xor          rdx, rax
+    mov          r8, rax
+    shl          r8, 2
+    xor          rdx, r8
+    mov          r8, rax
+    shr          r8, 62
+    mov          r9, qword [rsi + 72]
+    xor          r9, r8
+    mov          r8, rax
+    shl          r8, 5
+    xor          rdx, r8
+    mov          r8, rax
+    shr          r8, 59
+    xor          r9, r8
+    mov          r8, rax
+    shl          r8, 10
+    xor          rdx, r8
+    mov          rax, rax
+    shr          rax, 54
+    xor          r9, rax
+    mov          rax, qword [rsi + 120]
+    shld         rcx, rax, 5
+    mov          r8, qword [rsi + 56]
+    xor          r8, rcx
+    mov          r10, rcx
+    shl          r10, 2
+    xor          r8, r10
+    mov          r10, rcx
+    shr          r10, 62
+    xor          rdx, r10
+    mov          r10, rcx
+    shl          r10, 5
+    xor          r8, r10
+    mov          r10, rcx
+    shr          r10, 59
+    xor          rdx, r10
+    mov          r10, rcx
+    shl          r10, 10
+    xor          r8, r10
+    mov          rcx, rcx
+    shr          rcx, 54
+    xor          rdx, rcx
+    mov          rcx, qword [rsi + 112]
+    shld         rax, rcx, 5
+    mov          r10, qword [rsi + 48]
+    xor          r10, rax
+    mov          r11, rax
+    shl          r11, 2
+    xor          r10, r11
+    mov          r11, rax
+    shr          r11, 62
+    xor          r8, r11
+    mov          r11, rax
+    shl          r11, 5
+    xor          r10, r11
+    mov          r11, rax
+    shr          r11, 59
+    xor          r8, r11
+    mov          r11, rax
+    shl          r11, 10
+    xor          r10, r11
+    mov          rax, rax
+    shr          rax, 54
+    xor          r8, rax
+    mov          qword [rdi + 56], r8
+    mov          rax, qword [rsi + 104]
+    shld         rcx, rax, 5
+    mov          r8, qword [rsi + 40]
+    xor          r8, rcx
+    mov          r11, rcx
+    shl          r11, 2
+    xor          r8, r11
+    mov          r11, rcx
+    shr          r11, 62
+    xor          r10, r11
+    mov          r11, rcx
+    shl          r11, 5
+    xor          r8, r11
+    mov          r11, rcx
+    shr          r11, 59
+    xor          r10, r11
+    mov          r11, rcx
+    shl          r11, 10
+    xor          r8, r11
+    mov          rcx, rcx
+    shr          rcx, 54
+    xor          r10, rcx
+    mov          qword [rdi + 48], r10
+    mov          rcx, qword [rsi + 96]
+    shld         rax, rcx, 5
+    mov          r10, qword [rsi + 32]
+    xor          r10, rax
+    mov          r11, rax
+    shl          r11, 2
+    xor          r10, r11
+    mov          r11, rax
+    shr          r11, 62
+    xor          r8, r11
+    mov          r11, rax
+    shl          r11, 5
+    xor          r10, r11
+    mov          r11, rax
+    shr          r11, 59
+    xor          r8, r11
+    mov          r11, rax
+    shl          r11, 10
+    xor          r10, r11
+    mov          rax, rax
+    shr          rax, 54
+    xor          r8, rax
+    mov          qword [rdi + 40], r8
+    mov          rax, qword [rsi + 88]
+    shld         rcx, rax, 5
+    mov          r8, qword [rsi + 24]
+    xor          r8, rcx
+    mov          r11, rcx
+    shl          r11, 2
+    xor          r8, r11
+    mov          r11, rcx
+    shr          r11, 62
+    xor          r10, r11
+    mov          r11, rcx
+    shl          r11, 5
+    xor          r8, r11
+    mov          r11, rcx
+    shr          r11, 59
+    xor          r10, r11
+    mov          r11, rcx
+    shl          r11, 10
+    xor          r8, r11
+    mov          rcx, rcx
+    shr          rcx, 54
+    xor          r10, rcx
+    mov          qword [rdi + 32], r10
+    mov          rcx, qword [rsi + 80]
+    shld         rax, rcx, 5
+    mov          r10, qword [rsi + 16]
+    xor          r10, rax
+    mov          r11, rax
+    shl          r11, 2
+    xor          r10, r11
+    mov          r11, rax
+    shr          r11, 62
+    xor          r8, r11
+    mov          r11, rax
+    shl          r11, 5
+    xor          r10, r11
+    mov          r11, rax
+    shr          r11, 59
+    xor          r8, r11
+    mov          r11, rax
+    shl          r11, 10
+    xor          r10, r11
+    mov          rax, rax
+    shr          rax, 54
+    xor          r8, rax
+    mov          qword [rdi + 24], r8
+    shld         rcx, r9, 5
+    mov          rax, qword [rsi + 8]
+    xor          rax, rcx
+    mov          r8, rcx
+    shl          r8, 2
+    xor          rax, r8
+    mov          r8, rcx
+    shr          r8, 62
+    xor          r10, r8
+    mov          r8, rcx
+    shl          r8, 5
+    xor          rax, r8
+    mov          r8, rcx
+    shr          r8, 59
+    xor          r10, r8
+    mov          r8, rcx
+    shl          r8, 10
+    xor          rax, r8
+    mov          rcx, rcx
+    shr          rcx, 54
+    xor          r10, rcx
+    mov          qword [rdi + 16], r10
+    shld         r9, rdx, 5
+    mov          rcx, qword [rsi]
+    xor          rcx, r9
+    mov          r8, r9
+    shl          r8, 2
+    xor          rcx, r8
+    mov          r8, r9
+    shr          r8, 62
+    xor          rax, r8
+    mov          r8, r9
+    shl          r8, 5
+    xor          rcx, r8
+    mov          r8, r9
+    shr          r8, 59
+    xor          rax, r8
+    mov          r8, r9
+    shl          r8, 10
+    xor          rcx, r8
+    mov          r8, r9
+    shr          r8, 54
+    xor          rax, r8
+    mov          qword [rdi + 8], rax
+    and          rdx, qword [rel gf2m_mask64_7ffffffffffffff]
+    mov          qword [rdi + 64], rdx
+    mov          qword [rdi], rcx
     ret
 .end:
 

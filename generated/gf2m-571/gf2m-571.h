@@ -75,6 +75,17 @@ void kg_gf2m571_mulwide_avx2(uint64_t out[18], const uint64_t a[9], const uint64
 void kg_gf2m571_muladd_avx2(uint64_t out[9], const uint64_t a[9], const uint64_t b[9], const uint64_t c[9], const uint64_t d[9]);
 
 
+/* out = c mod f for an unreduced c of degree <= 1140 (64-bit general registers, one pass from the top word down)
+ *   requires: c: 18 little-endian uint64 limbs, degree <= 1140 (below 2^1141); limbs above 17 are not read
+ *   ensures: out = c mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+ *   out: 9 x uint64_t, out, 8-byte aligned
+ *   c: 18 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m571_reduce_gpr_avx2(uint64_t out[9], const uint64_t c[18]);
+
+
 /* out = a^(2^2) mod f in GF(2^571) (2 squarings)
  *   requires: a: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
  *   ensures: out = a^(2^2) mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)

@@ -18,10 +18,11 @@ import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
 
+from .errors import AllocationError
 from .family import Bundle, Function
 from .gf2m_plan import FieldPlan, field_plan, folds, itoh_tsujii_chain, map_pays, msqr_columns
 from .isa.abi import SYSV
-from .isa.ir import ArgBase, ArgSpec, Builder, Imm, Mem, TableBase, VReg
+from .isa.ir import ArgBase, ArgSpec, Builder, GReg, Imm, Mem, TableBase, VReg
 from .isa.pipeline import compile_kernel
 from .params import Gf2mParams
 
@@ -329,6 +330,93 @@ def _reduce(v: _Vec, plan: FieldPlan, pairs: list[VReg], bound: int, cfg: MulCon
     while len(pairs) < (n + 1) // 2:
         pairs.append(v.zero())
     return pairs[: (n + 1) // 2]
+
+
+def gpr_reduce_streams(plan: FieldPlan) -> bool:
+    """Whether the word-streaming GPR reduction applies: the fold of one word
+    of floor(c / x^m) must land wholly below that word's own place above x^m
+    (degree < 64 j + 63 + k1 < m + 64 j, i.e. k1 <= m - 64), so that one pass
+    from the top word down performs every fold of `folds` at once."""
+    return plan.top_middle <= plan.m - 64
+
+
+def _reduce_gpr(b: Builder, plan: FieldPlan, bound: int) -> None:
+    """out = c mod f on 64-bit registers, c of degree <= bound read from
+    argument 1, out written to argument 0.
+
+    The words H_j (bits m + 64 j .. m + 64 j + 63 of c) of the plan's first
+    fold are taken from the top down; each is multiplied by g = f - x^m chunk
+    by chunk (bit r of chunk q: H_j << r into word j + q, H_j >> (64 - r) into
+    word j + q + 1) as soon as it is final, so later folds happen on the way
+    down instead of in separate passes (see `gpr_reduce_streams`). A word is
+    loaded when first touched and a low word stored as soon as no lower H_j
+    can reach it; words above x^m wait in registers from their first
+    contribution until consumed, up to about n of them when g has a chunk
+    above the first (the allocator cannot spill GPRs: `build` falls back to
+    callee-saved registers, then to no GPR kernel). Every word of c is
+    loaded before out's copy of it is written, so out may be c.
+    """
+    n, s = plan.limbs, plan.slack
+    top = bound // 64  # limbs above are not read
+    fd = folds(plan, bound)[0]
+    span = max(ch.q for ch in plan.chunks) + 1  # words j .. j + span one H_j can reach
+    acc: dict[int, GReg] = {}
+    stored: set[int] = set()
+
+    def word(w: int) -> GReg:
+        if w not in acc:
+            acc[w] = b.greg()
+            b.emit("mov", acc[w], Mem(ArgBase(1), 8 * w, 8))
+        return acc[w]
+
+    def flush(above: int) -> None:
+        # words below n-1 that no remaining fold can reach; n-1 waits for its mask
+        for w in sorted(acc, reverse=True):
+            if above < w < n - 1 and w not in stored:
+                b.emit("mov_store", Mem(ArgBase(0), 8 * w, 8), acc.pop(w))
+                stored.add(w)
+
+    for j in reversed(range(fd.hi_words)):
+        lo_w, hi_w = n + j - 1, n + j
+        if s == 0:
+            h = word(hi_w)
+        elif hi_w > top:
+            # the word above is zero: H_j is the top s bits of the one below
+            h = b.greg()
+            b.emit("mov", h, word(lo_w))
+            b.emit("shr", h, Imm(64 - s))
+        else:
+            # word n+j is not needed again once H_j is formed: shift it in place
+            h = word(hi_w)
+            b.emit("shld", h, word(lo_w), Imm(s))
+        acc.pop(hi_w, None)
+        for ch in plan.chunks:
+            for r in range(64):
+                if not (ch.bits >> r) & 1:
+                    continue
+                dst = word(j + ch.q)
+                if r == 0:
+                    b.emit("xor", dst, h)
+                    continue
+                t = b.greg()
+                b.emit("mov", t, h)
+                b.emit("shl", t, Imm(r))
+                b.emit("xor", dst, t)
+                t = b.greg()
+                b.emit("mov", t, h)
+                b.emit("shr", t, Imm(64 - r))
+                b.emit("xor", word(j + ch.q + 1), t)
+        flush(j - 1 + span)
+    if s:
+        # the top s bits of word n-1 went into H_0 (and are the only bits there)
+        # and takes no 64-bit immediate: the mask comes from memory
+        mask = b.table(f"gf2m_mask64_{plan.low_mask:x}", 8, (plan.low_mask,),
+                       comment=f"bits of limb {n - 1} below x^{plan.m}")
+        b.emit("and", word(n - 1), Mem(mask, 0, 8))
+    for w in reversed(range(n)):
+        if w not in stored:
+            b.emit("mov_store", Mem(ArgBase(0), 8 * w, 8), word(w))
+            acc.pop(w)
 
 
 # ---------------------------------------------------------------------------
@@ -650,7 +738,7 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
          [f"requires: c: {2 * n} little-endian uint64 limbs, degree <= {2 * m - 2} (below 2^{2 * m - 1}); "
           f"limbs above {(2 * m - 2) // 64} are not read",
           "ensures: out = c mod f: " + red[0], alias],
-         {"input": wide, "output": elem}),
+         {"input": wide, "output": elem, "registers": "xmm"}),
         ("gf2m_mulwide", "mulwide", f.k_mulwide, (_arg("out", "out", 2 * n), _arg("a", "in", n), _arg("b", "in", n)),
          f"out = a * b in GF(2)[x], not reduced (xor such products, then gf2m_reduce once)",
          ["requires: a, b: " + red[0],
@@ -662,6 +750,12 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
          ["requires: a, b, c, d: " + red[0], "ensures: out = a*b + c*d mod f: " + red[0], alias],
          {"input": elem, "output": elem}),
     ]
+    if gpr_reduce_streams(plan):
+        # the same reduction on 64-bit registers, to measure beside the xmm one
+        red_spec = specs[2]
+        specs.append(("gf2m_reduce", "reduce_gpr", lambda v: _reduce_gpr(v.b, plan, 2 * m - 2))
+                     + (red_spec[3], red_spec[4] + " (64-bit general registers, one pass from the top word down)",
+                        red_spec[5], {**red_spec[6], "registers": "gpr"}))
     for k in msqr_steps:
         how = "one precomputed linear map, applied under masks" if f.uses_map(k) else f"{k} squarings"
         specs.append((
@@ -704,7 +798,20 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
         v = f._new()
         body(v)
         symbol = f"{pre}_{short}_{isa}"
-        kernel = compile_kernel(v.b, symbol, args, SYSV, uses_avx=not f.sse)
+        gpr = extra.get("registers") == "gpr"
+        try:
+            kernel = compile_kernel(v.b, symbol, args, SYSV, uses_avx=not (f.sse or gpr))
+        except AllocationError:
+            if not gpr:
+                raise
+            # GPRs are never spilled: words waiting to be folded (about n of
+            # them for g with a middle chunk above the first) may need the
+            # callee-saved registers too, at the price of their push and pop;
+            # beyond those, the field gets the xmm reduction only
+            try:
+                kernel = compile_kernel(v.b, symbol, args, SYSV, uses_avx=False if gpr else not f.sse, callee_saved=True)
+            except AllocationError:
+                continue
         if f.sse:
             kernel = _legacy_spills(kernel)
         clmuls = sum(1 for ins in kernel.body if "pclmulqdq" in ins.op)

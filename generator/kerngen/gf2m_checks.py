@@ -307,8 +307,11 @@ def bench_items(bundle: Bundle, workdir: Path) -> list[BenchItem]:
     so = build_openssl_shim(p.m, p.poly, workdir)
     rng = random.Random(2024)
     items = []
+    # the GPR reduction has no OpenSSL counterpart of its own: it is timed as
+    # a comparison beside the xmm reduction, on the same inputs, from the same library
+    gpr = {fn.kind: fn.kernel.symbol for fn in bundle.functions if fn.manifest.get("registers") == "gpr"}
     for fn in bundle.functions:
-        if not runnable(fn):
+        if not runnable(fn) or fn.manifest.get("registers") == "gpr":
             continue
         ins = []
         for spec in fn.kernel.args[1:]:
@@ -323,6 +326,8 @@ def bench_items(bundle: Bundle, workdir: Path) -> list[BenchItem]:
         case = _case(fn, "bench", ins, alias=False)
         short = _short(fn, p.prefix)
         comps = (Comparison("openssl", so, f"kg_ossl_{short}"),)
+        if fn.kind in gpr:
+            comps += (Comparison("gpr", None, gpr[fn.kind]),)
         items.append(BenchItem(fn.kind, fn.kernel.symbol, case, comps))
     return items
 

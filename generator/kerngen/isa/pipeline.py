@@ -33,9 +33,14 @@ def check_operands(body: tuple[Instr, ...] | list[Instr], nargs: int, allocated:
                 raise AssertionError(f"{where}: argument {op.base.index} does not exist")
 
 
-def compile_kernel(builder: Builder, symbol: str, args: tuple[ArgSpec, ...], abi: Abi, uses_avx: bool = True) -> Kernel:
+def compile_kernel(builder: Builder, symbol: str, args: tuple[ArgSpec, ...], abi: Abi, uses_avx: bool = True,
+                   callee_saved: bool = False) -> Kernel:
+    """callee_saved: also allocate the ABI's callee-saved GPRs (not rbp, the
+    frame pointer of kernels with spills); the emitted frame pushes and pops
+    those a kernel uses (`emit.frame_of`)."""
     check_operands(builder.instrs, len(args), allocated=False)
-    pools = RegisterPools(vector=tuple(range(16)), gpr=abi.scratch_gprs(len(args)))
+    extra = tuple(r for r in abi.callee_saved_gprs if r != 5) if callee_saved else ()
+    pools = RegisterPools(vector=tuple(range(16)), gpr=abi.scratch_gprs(len(args)) + extra)
     result = allocate(builder.instrs, pools)
     check_operands(result.body, len(args), allocated=True)
     return Kernel(symbol, args, result.body, tuple(builder.tables.values()), result.spill_slots, uses_avx)
