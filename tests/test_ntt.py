@@ -47,13 +47,15 @@ def _usable(n: int, q: int) -> bool:
         return False
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from([32, 64, 128, 256]), st.integers(min_value=3, max_value=32767))
-def test_random_primes_emit_verify_and_pass(n, seed):
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([32, 64, 128, 256]), st.integers(min_value=3, max_value=32767),
+       st.sampled_from(["eager", "layer", "index", "minimal"]), st.sampled_from(["auto", "barrett"]))
+def test_random_primes_emit_verify_and_pass(n, seed, policy, reducer):
     q = sympy.nextprime(seed % 32000)
     while q >= 32768 or not _usable(n, q):
         q = sympy.nextprime(q) if q < 32000 else 257
-    p = from_mapping({"name": f"r{n}-{q}", "family": "ntt", "n": n, "q": q}, "random")
+    p = from_mapping({"name": f"r{n}-{q}", "family": "ntt", "n": n, "q": q, "reduction": policy,
+                      "reducer": reducer}, "random")
     outcome = run_kerngen_test(p, seed=seed, say=lambda s: None)
     assert outcome.failed == 0, outcome.failures
 
@@ -71,10 +73,9 @@ def test_reduction_counts_are_ordered(path):
 
 
 @pytest.mark.parametrize("policy", ["eager", "layer", "minimal"])
-@pytest.mark.parametrize("path", [p for p in NTT_SETS if load(p).n <= 512], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NTT_SETS, ids=lambda p: p.stem)
 def test_every_policy_passes_on_shipped_sets(path, policy):
-    """(index, the default, is covered by test_shipped_set_passes_against_sympy; newhope's
-    n = 1024 is left to that test to keep the suite short)"""
+    """(index, the default, is covered by test_shipped_set_passes_against_sympy)"""
     outcome = run_kerngen_test(load(path, policy=policy), seed=9, say=lambda s: None)
     assert outcome.failed == 0, outcome.failures
 
