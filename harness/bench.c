@@ -122,13 +122,7 @@ static int parse_argspec(const char *spec, struct kg_arg *a)
         return -1;
     memset(a, 0, sizeof *a);
     a->alias_of = -1;
-    if (!strcmp(role, "in"))
-        a->role = KG_IN;
-    else if (!strcmp(role, "out"))
-        a->role = KG_OUT;
-    else if (!strcmp(role, "inout"))
-        a->role = KG_INOUT;
-    else
+    if (kg_parse_role(role, &a->role))
         return -1;
     if ((eb != 1 && eb != 2 && eb != 4 && eb != 8) || count < 1 || count > (1u << 26) || !align ||
         (align & (align - 1)) || align > KG_MAX_ALIGN)

@@ -182,6 +182,19 @@ static int finish_case(const struct parser *p, struct kg_case *c, unsigned seen_
     return 0;
 }
 
+int kg_parse_role(const char *word, enum kg_role *role)
+{
+    if (!strcmp(word, "in"))
+        *role = KG_IN;
+    else if (!strcmp(word, "out"))
+        *role = KG_OUT;
+    else if (!strcmp(word, "inout"))
+        *role = KG_INOUT;
+    else
+        return -1;
+    return 0;
+}
+
 int kg_parse_vectors(const char *path, struct kg_caseset *set)
 {
     struct parser p = {path, 0};
@@ -278,13 +291,7 @@ int kg_parse_vectors(const char *path, struct kg_caseset *set)
                 goto out;
             }
             struct kg_arg *a = &cur->args[seen_args];
-            if (!strcmp(role, "in"))
-                a->role = KG_IN;
-            else if (!strcmp(role, "out"))
-                a->role = KG_OUT;
-            else if (!strcmp(role, "inout"))
-                a->role = KG_INOUT;
-            else {
+            if (kg_parse_role(role, &a->role)) {
                 perr(&p, "unknown role '%s' (in, out, inout)", role);
                 goto out;
             }

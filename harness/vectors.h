@@ -61,6 +61,8 @@ struct kg_caseset {
 
 /* Parses a vector file. On any error prints "PATH:LINE: message" to stderr
  * and returns -1; the caller exits with status 2. */
+/* "in" / "out" / "inout" to a role; 0 on success, -1 for any other word. */
+int kg_parse_role(const char *word, enum kg_role *role);
 int kg_parse_vectors(const char *path, struct kg_caseset *set);
 void kg_free_cases(struct kg_caseset *set);
 
