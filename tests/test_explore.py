@@ -10,7 +10,8 @@ import pytest
 from kerngen import cli
 from kerngen import explore as explore_mod
 from kerngen.bounds import INT16_MAX, schedule
-from kerngen.explore import _register_members, format_table, input_bound, panel_data
+from kerngen.explore import _register_members, format_table, panel_data
+from kerngen.ntt import input_bound
 from kerngen.kernels.ntt_layout import plan
 from kerngen.kernels.reductions import reducers
 from kerngen.numtheory import NttMath

@@ -775,7 +775,7 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm2, ymm13, ymm2
-    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm6, ymm6, [rel pw_512]
     vpsraw       ymm6, ymm6, 10
     vpmullw      ymm6, ymm6, [rel pw_3457]
@@ -789,7 +789,7 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
@@ -803,7 +803,7 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm3, ymm2
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
@@ -813,7 +813,7 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm1, ymm1, [rsp + 128]
     vpaddw       ymm1, ymm1, [rsp + 192]
     vpaddw       ymm1, ymm1, ymm5
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
@@ -909,7 +909,7 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm2, ymm13, ymm2
-    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm6, ymm6, [rel pw_512]
     vpsraw       ymm6, ymm6, 10
     vpmullw      ymm6, ymm6, [rel pw_3457]
@@ -923,7 +923,7 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
@@ -937,7 +937,7 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm3, ymm2
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
@@ -947,7 +947,7 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm1, ymm1, [rsp + 96]
     vpaddw       ymm1, ymm1, [rsp]
     vpaddw       ymm1, ymm1, ymm5
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
@@ -1043,7 +1043,7 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm2, ymm13, ymm2
-    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm6, ymm6, [rel pw_512]
     vpsraw       ymm6, ymm6, 10
     vpmullw      ymm6, ymm6, [rel pw_3457]
@@ -1057,7 +1057,7 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
@@ -1071,7 +1071,7 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm3, ymm2
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
@@ -1081,7 +1081,7 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm1, ymm1, [rsp + 160]
     vpaddw       ymm1, ymm1, [rsp + 192]
     vpaddw       ymm1, ymm1, ymm5
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
@@ -1177,7 +1177,7 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm2, ymm13, ymm2
-    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm6, ymm6, [rel pw_512]
     vpsraw       ymm6, ymm6, 10
     vpmullw      ymm6, ymm6, [rel pw_3457]
@@ -1191,7 +1191,7 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
@@ -1205,7 +1205,7 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm3, ymm0
     vpaddw       ymm0, ymm1, ymm0
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm1, ymm1, [rel pw_512]
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, [rel pw_3457]
@@ -1215,7 +1215,7 @@ kg_ctru3457_basemul_avx2:
     vpaddw       ymm0, ymm0, [rsp + 64]
     vpaddw       ymm0, ymm0, [rsp]
     vpaddw       ymm0, ymm0, ymm5
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; into the inverse NTT's input range
+    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm1, ymm1, [rel pw_512]
     vpsraw       ymm1, ymm1, 10
     vpmullw      ymm1, ymm1, [rel pw_3457]

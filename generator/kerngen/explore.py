@@ -25,7 +25,7 @@ from .harness import Arg, Case
 from .kernels.ntt_layout import NttLayout, layer_pairs, plan
 from .kernels.reductions import reducers
 from .numtheory import NttMath
-from .ntt import INVERSE_INPUT, build
+from .ntt import INVERSE_INPUT, build, input_bound
 from .params import NttParams, load
 
 DIRECTIONS = ("forward", "inverse")
@@ -58,10 +58,6 @@ def load_ntt(path: str | Path) -> NttParams:
         raise ParamError(str(path), "family",
                          f'explore compares NTT reduction schedules and needs family = "ntt", got "{p.family}"')
     return p
-
-
-def input_bound(math: NttMath, direction: str) -> int:
-    return math.q - 1 if direction == "forward" else INVERSE_INPUT[1]
 
 
 def build_variants(path: str | Path, say: Say) -> list[Variant]:

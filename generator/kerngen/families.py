@@ -8,9 +8,10 @@ from .family import Bundle
 from .params import Params
 
 
-def build(p: Params, policy: str | None = None, reducer: str | None = None) -> Bundle:
+def build(p: Params) -> Bundle:
+    """Policy and reducer overrides reach here inside `p` (params.load applies them)."""
     if p.family == "ntt":
-        return ntt.build(p, policy, reducer)
+        return ntt.build(p)
     return gf2m.build(p)
 
 

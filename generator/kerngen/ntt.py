@@ -21,6 +21,11 @@ from .verify import Proof, verify_kernel
 INVERSE_INPUT = (-16383, 16383)
 
 
+def input_bound(math: NttMath, direction: str) -> int:
+    """Largest |input| the forward or inverse NTT accepts (its contract)."""
+    return math.q - 1 if direction == "forward" else INVERSE_INPUT[1]
+
+
 def _arg(name: str, role: str, n: int) -> ArgSpec:
     return ArgSpec(name, role, "int16_t", 2, n, 32)
 
@@ -50,26 +55,26 @@ def choose_reducer(math: NttMath, layout: NttLayout, policy: str, kind: str) -> 
         return available[kind]
 
     def cost(r: Reducer) -> int:
-        count = sum(schedule(math, layout, policy, d, bound, r).count
-                    for d, bound in (("forward", math.q - 1), ("inverse", INVERSE_INPUT[1])))
+        count = sum(schedule(math, layout, policy, d, input_bound(math, d), r).count
+                    for d in ("forward", "inverse"))
         return count * (r.instructions + 2 * r.multiplications)
 
     return min(available.values(), key=lambda r: (cost(r), r.kind != "barrett"))
 
 
-def build(p: NttParams, policy: str | None = None, reducer: str | None = None) -> Bundle:
-    policy = policy or p.policy
+def build(p: NttParams) -> Bundle:
+    policy = p.policy
     math = NttMath(p.n, p.q, p.layers)
     layout = plan(p.n, p.layers)
-    red = choose_reducer(math, layout, policy, reducer or p.reducer)
+    red = choose_reducer(math, layout, policy, p.reducer)
     prove_montgomery(p.q)  # every butterfly and product relies on it; the verifier checks ranges only
     lay = layout_manifest(math, layout)
     q, n = p.q, p.n
     common = {"n": n, "q": q}
     fns = []
 
-    in_fwd = (-(q - 1), q - 1)
-    sf = schedule(math, layout, policy, "forward", q - 1, red)
+    in_fwd = (-input_bound(math, "forward"), input_bound(math, "forward"))
+    sf = schedule(math, layout, policy, "forward", in_fwd[1], red)
     b = Builder()
     build_ntt(b, math, layout, sf, red, f"{p.prefix}_ntt_forward_twiddles")
     sym = f"{p.prefix}_ntt_forward_avx2"
@@ -93,7 +98,8 @@ def build(p: NttParams, policy: str | None = None, reducer: str | None = None) -
     args = (_arg("r", "out", n), _arg("a", "in", n), _arg("b", "in", n))
     for reduce_outputs in (False, True):  # reduce outputs only if they could exceed the inverse's input
         b = Builder()
-        build_basemul(b, math, layout, reduce_inputs, f"{p.prefix}_basemul_zetas", reduce_outputs)
+        build_basemul(b, math, layout, reducers(q)["barrett"], reduce_inputs, f"{p.prefix}_basemul_zetas",
+                      reduce_outputs)
         kb, proof_b = _compile_verify(b, sym, args, {1: in_bm, 2: in_bm}, q)
         out_b = proof_b.hull(0)
         if INVERSE_INPUT[0] <= out_b[0] and out_b[1] <= INVERSE_INPUT[1]:

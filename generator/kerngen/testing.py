@@ -21,21 +21,21 @@ class Outcome:
     failures: tuple[str, ...]
 
 
-def bundle_library(p: Params, workdir: Path, policy: str | None = None):
+def bundle_library(p: Params, workdir: Path):
     """Build, render and assemble one parameter set; returns (bundle, shared object)."""
-    bundle = build(p, policy)
+    bundle = build(p)
     files = emit.render(bundle, f"kerngen emit {p.source}")
     out = workdir / p.name
     emit.write(files, out)
     return bundle, harness.assemble_shared(out / f"{p.name}.asm", workdir)
 
 
-def test_params(p: Params, seed: int, say: Callable[[str], None], policy: str | None = None) -> Outcome:
+def test_params(p: Params, seed: int, say: Callable[[str], None]) -> Outcome:
     failures: list[str] = []
     passed = 0
     with tempfile.TemporaryDirectory(prefix="kerngen-test-") as tmp:
         work = Path(tmp)
-        bundle, lib = bundle_library(p, work, policy)
+        bundle, lib = bundle_library(p, work)
         say(f"{p.name}: emitted, verified and assembled {len(bundle.functions)} kernels")
         module = checks_module(p.family)
 

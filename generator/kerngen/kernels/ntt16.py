@@ -13,8 +13,7 @@ from __future__ import annotations
 from ..bounds import ReductionSchedule
 from ..isa.ir import ArgBase, Builder, Imm, Mem, TableBase, VReg
 from .ntt_layout import LANES, Butterflies, NttLayout, Swap, pairs, swap_lanes
-from .reductions import (Reducer, barrett_idiom, broadcast_const, emit_idiom, montgomery_by_constant,
-                         montgomery_product)
+from .reductions import Reducer, broadcast_const, emit_idiom, montgomery_by_constant
 from ..numtheory import NttMath
 
 
@@ -64,10 +63,6 @@ def _twiddle_rows(math: NttMath, layer: int, bit: int, lanes: list[int], inverse
         s = math.root_power(exps[i >> (bit + 1)] // 2)
         consts.append(math.montgomery((pow(s, -1, math.q) if inverse else s) * factor))
     return [c.w for c in consts], [c.w_qinv for c in consts]
-
-
-def _barrett(b: Builder, x: VReg, q: int, why: str) -> VReg:
-    return emit_idiom(b, barrett_idiom(q), x, comment=why)
 
 
 def _reduce(b: Builder, x: VReg, reducer: Reducer, why: str) -> VReg:
@@ -144,8 +139,8 @@ def block_registers(layout: NttLayout) -> list[tuple[tuple[int, ...], list[int]]
     return [(blocks, [vs[k] for k in range(d)]) for blocks, vs in found.items()]
 
 
-def build_basemul(b: Builder, math: NttMath, layout: NttLayout, reduce_inputs: bool, table_label: str,
-                  reduce_outputs: bool = False) -> None:
+def build_basemul(b: Builder, math: NttMath, layout: NttLayout, barrett: Reducer, reduce_inputs: bool,
+                  table_label: str, reduce_outputs: bool = False) -> None:
     """r = a*b*R^-1 blockwise mod (x^d - zeta_j): args (r, a, b), r may alias a or b."""
     q, d = math.q, layout.d
     table = TwiddleTable(b, table_label)
@@ -155,13 +150,13 @@ def build_basemul(b: Builder, math: NttMath, layout: NttLayout, reduce_inputs: b
         a = [b.op("load", Mem(ArgBase(1), 32 * v, 32)) for v in vecs]
         c = [b.op("load", Mem(ArgBase(2), 32 * v, 32)) for v in vecs]
         if reduce_inputs:
-            a = [_barrett(b, r, q, "bring inputs below q") for r in a]
-            c = [_barrett(b, r, q, "") for r in c]
+            a = [_reduce(b, r, barrett, "bring inputs below q") for r in a]
+            c = [_reduce(b, r, barrett, "") for r in c]
         c_qinv = [b.op("vpmullw", r, qinv) for r in c]
         prod = {}
         for i in range(d):
             for j in range(d):
-                prod[i, j] = montgomery_product(b, a[i], c[j], c_qinv[j], qv)
+                prod[i, j] = montgomery_by_constant(b, a[i], c[j], c_qinv[j], qv)
         zc = [math.montgomery(math.final_zetas[blk]) for blk in blocks]
         zw, zq = table.vector([z.w for z in zc]), table.vector([z.w_qinv for z in zc])
         for k in range(d):
@@ -171,7 +166,7 @@ def build_basemul(b: Builder, math: NttMath, layout: NttLayout, reduce_inputs: b
             if wrap:
                 acc = b.op("vpaddw", acc, montgomery_by_constant(b, _sum(b, wrap), zw, zq, qv))
             if reduce_outputs:
-                acc = _barrett(b, acc, q, "into the inverse NTT's input range")
+                acc = _reduce(b, acc, barrett, "into the inverse NTT's input range")
             b.emit("store", Mem(ArgBase(0), 32 * vecs[k], 32), acc)
     if table.rows:
         table.finish("block zetas (w, w*q^-1 mod 2^16) for base multiplication")

@@ -157,16 +157,12 @@ def emit_idiom(b: Builder, idiom: ScalarIdiom, x: VReg, comment: str = "") -> VR
 
 def montgomery_by_constant(b: Builder, x: VReg, w: Mem | VReg, w_qinv: Mem | VReg, q: Mem | VReg) -> VReg:
     """x*c*R^-1 mod q for a constant c given as (w, w') = (c*R, c*R*q^-1 mod 2^16):
-    result = mulhi(x, w) - mulhi(mullo(x, w'), q), |result| <= |x|*|w|/2^16 + (q+1)/2."""
+    result = mulhi(x, w) - mulhi(mullo(x, w'), q), |result| <= |x|*|w|/2^16 + (q+1)/2.
+    A variable w works the same way (x*w*R^-1), with w' = mullo(w, q^-1) computed first."""
     t = b.op("vpmullw", x, w_qinv)
     hi = b.op("vpmulhw", x, w)
     tq = b.op("vpmulhw", t, q)
     return b.op("vpsubw", hi, tq)
-
-
-def montgomery_product(b: Builder, x: VReg, y: VReg, y_qinv: VReg, q: Mem | VReg) -> VReg:
-    """x*y*R^-1 mod q for two variables, y' = y*q^-1 mod 2^16 computed by the caller."""
-    return montgomery_by_constant(b, x, y, y_qinv, q)
 
 
 def montgomery_bound(x_abs: int, w_abs: int, q: int) -> int:
