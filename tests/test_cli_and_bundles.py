@@ -76,3 +76,14 @@ def test_cli_test_prints_the_summary_line():
     r = kerngen("test", "params/tiny-257.toml")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1].endswith("passed, 0 failed")
+
+
+def test_bench_goes_on_without_a_baseline_the_baseline_cannot_build(tmp_path, write_params):
+    """The C baseline needs q < 2^14; kernels for larger q are still timed, and the user is told."""
+    path = write_params({"name": "big-17921", "family": "ntt", "n": 32, "q": 17921})
+    r = kerngen("bench", str(path), "--json", "--batches", "3")
+    assert r.returncode == 0, r.stderr
+    assert "without the plain-C baseline" in r.stderr
+    rows = json.loads(r.stdout)
+    assert {row["kind"] for row in rows} >= {"ntt_forward", "ntt_inverse", "basemul"}
+    assert all(row["ticks"] > 0 and "baseline_ticks" not in row for row in rows if row["kind"] != "reduce_special")

@@ -8,6 +8,7 @@ base multiplication -> inverse NTT runs as a chain of harness calls.
 from __future__ import annotations
 
 import random
+import sys
 from typing import Callable
 
 from . import reference
@@ -179,8 +180,13 @@ def bench_items(bundle: Bundle, workdir) -> list:
     """Each kernel beside the plain-C baseline (-O3 -march=native) for the same parameters."""
     from .family import BenchItem, Comparison
     p = bundle.params
-    header = harness.render_params_header(harness.baseline_params_sympy(p.n, p.q, p.layers))
-    base = harness.build_baseline(header, workdir)
+    try:
+        header = harness.render_params_header(harness.baseline_params_sympy(p.n, p.q, p.layers))
+    except ValueError as e:  # the baseline's own limits (its lazy int16 arithmetic needs q < 2^14)
+        print(f"{p.name}: timed without the plain-C baseline: {e}", file=sys.stderr)
+        base = None
+    else:
+        base = harness.build_baseline(header, workdir)
     rng = random.Random(7)
     items = []
     for kind, base_sym in (("ntt_forward", "kg_baseline_ntt_forward"), ("ntt_inverse", "kg_baseline_ntt_inverse"),
@@ -191,7 +197,7 @@ def bench_items(bundle: Bundle, workdir) -> list:
                          None if a["role"] == "out" else tuple(rng.randint(lo, hi) for _ in range(a["count"])))
                      for a in fn["args"])
         items.append(BenchItem(kind, fn["symbol"], Case(kind, fn["symbol"], args),
-                               (Comparison("baseline", base, base_sym),)))
+                               (Comparison("baseline", base, base_sym),) if base else ()))
     # standalone reductions: each other form timed beside Barrett, in the same library and run
     reduces = {f.manifest["reduction"]: f.kernel.symbol for f in bundle.functions if f.kind == "reduce"}
     for kind, symbol in reduces.items():
