@@ -1,7 +1,7 @@
 from kerngen.errors import AllocationError
 from kerngen.isa.abi import SYSV
 from kerngen.isa.alloc import RegisterPools, allocate
-from kerngen.isa.ir import ArgBase, Builder, Mem, PhysReg, StackBase
+from kerngen.isa.ir import ArgBase, Builder, Mem, PhysReg, StackBase, TableBase
 from kerngen.isa.printer import body_text
 
 import pytest
@@ -31,6 +31,24 @@ def test_spills_when_more_values_than_registers_live():
     text = "\n".join(body_text(a.body, SYSV))
     assert "[rsp" in text
     assert all(not isinstance(o, PhysReg) or o.number < 16 for i in a.body for o in i.operands)
+
+
+def test_an_evicted_constant_in_steady_use_comes_back_into_a_register():
+    """A constant evicted while sixteen values are live (its first read is the
+    furthest away) and then read by a run of instructions is reloaded once,
+    not folded into every read."""
+    b = Builder()
+    c = b.op("load", Mem(b.table("c", 2, [7] * 16), 0, 32))
+    vs = [b.op("load", Mem(ArgBase(0), 32 * i, 32)) for i in range(16)]
+    acc = vs[0]
+    for v in vs[1:]:
+        acc = b.op("vpaddw", acc, v)
+    sums = [b.op("vpaddw", v, c) for v in vs]
+    for i, v in enumerate([acc] + sums + vs):
+        b.emit("store", Mem(ArgBase(1), 32 * i, 32), v)
+    body = allocate(b.instrs, RegisterPools()).body
+    reads_of_c = [ins for ins in body if any(isinstance(o, Mem) and o.base == TableBase("c") for o in ins.operands)]
+    assert len(reads_of_c) <= 3, [ins.op for ins in reads_of_c]
 
 
 def test_reading_an_undefined_register_is_an_allocation_error():

@@ -11,7 +11,7 @@ from kerngen.isa.abi import SYSV
 from kerngen.isa.ir import ArgSpec, Builder
 from kerngen.isa.pipeline import compile_kernel
 from kerngen.kernels.ntt16 import build_ntt
-from kerngen.kernels.ntt_layout import plan
+from kerngen.kernels.ntt_layout import final_group_bits, plan
 from kerngen.kernels.reductions import reducers
 from kerngen.numtheory import NttMath
 from kerngen.params import from_mapping, load, max_layers
@@ -103,7 +103,7 @@ def test_verifier_refuses_a_schedule_without_its_reductions():
 
 def test_layout_plan_pairs_partners_for_every_size():
     for n in (32, 64, 128, 256, 512, 1024, 2048, 4096):
-        group_bits = min(3, n.bit_length() - 5)  # registers of a final-pass group: 2^group_bits
+        group_bits = final_group_bits(n)  # registers of a final-pass group: 2^group_bits
         for layers in range(max(1, n.bit_length() - 1 - group_bits), n.bit_length()):
             layout = plan(n, layers)
             assert sorted(layout.output_order) == list(range(n))

@@ -43,10 +43,16 @@ kg_ctru3457_ntt_forward_twiddles:
     dw -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422
     dw -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118
     dw 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834
+    dw 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109
+    dw -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531
     dw 446, 446, 446, 446, 446, 446, 446, 446, 446, 446, 446, 446, 446, 446, 446, 446
     dw -834, -834, -834, -834, -834, -834, -834, -834, -834, -834, -834, -834, -834, -834, -834, -834
     dw 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181
     dw -739, -739, -739, -739, -739, -739, -739, -739, -739, -739, -739, -739, -739, -739, -739, -739
+    dw -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794
+    dw 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526
+    dw 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339
+    dw 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427
     dw 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11
     dw 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147
     dw 874, 874, 874, 874, 874, 874, 874, 874, 874, 874, 874, 874, 874, 874, 874, 874
@@ -55,28 +61,6 @@ kg_ctru3457_ntt_forward_twiddles:
     dw 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242
     dw 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591
     dw -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265
-    dw 790, 790, 790, 790, 790, 790, 790, 790, -714, -714, -714, -714, -714, -714, -714, -714
-    dw -9706, -9706, -9706, -9706, -9706, -9706, -9706, -9706, 9270, 9270, 9270, 9270, 9270, 9270, 9270, 9270
-    dw 1446, 1446, 1446, 1446, 1446, 1446, 1446, 1446, 496, 496, 496, 496, 496, 496, 496, 496
-    dw 17574, 17574, 17574, 17574, 17574, 17574, 17574, 17574, -9744, -9744, -9744, -9744, -9744, -9744, -9744, -9744
-    dw 190, 190, 190, 190, 190, 190, 190, 190, -303, -303, -303, -303, -303, -303, -303, -303
-    dw 31678, 31678, 31678, 31678, 31678, 31678, 31678, 31678, 14673, 14673, 14673, 14673, 14673, 14673, 14673, 14673
-    dw 1398, 1398, 1398, 1398, 1398, 1398, 1398, 1398, 1082, 1082, 1082, 1082, 1082, 1082, 1082, 1082
-    dw -13194, -13194, -13194, -13194, -13194, -13194, -13194, -13194, 30010, 30010, 30010, 30010, 30010, 30010, 30010, 30010
-    dw 1110, 1110, 1110, 1110, 1141, 1141, 1141, 1141, -1294, -1294, -1294, -1294, -47, -47, -47, -47
-    dw -1194, -1194, -1194, -1194, 6389, 6389, 6389, 6389, -18446, -18446, -18446, -18446, -17839, -17839, -17839, -17839
-    dw 442, 442, 442, 442, -1651, -1651, -1651, -1651, -1624, -1624, -1624, -1624, 1389, 1389, 1389, 1389
-    dw 12986, 12986, 12986, 12986, 18957, 18957, 18957, 18957, -25176, -25176, -25176, -25176, 1517, 1517, 1517, 1517
-    dw 693, 693, 693, 693, -250, -250, -250, -250, 332, 332, 332, 332, -20, -20, -20, -20
-    dw -18635, -18635, -18635, -18635, -20986, -20986, -20986, -20986, 32588, 32588, 32588, 32588, 3564, 3564, 3564, 3564
-    dw -621, -621, -621, -621, -629, -629, -629, -629, 780, 780, 780, 780, -880, -880, -880, -880
-    dw 32019, 32019, 32019, 32019, -5877, -5877, -5877, -5877, -7924, -7924, -7924, -7924, 25744, 25744, 25744, 25744
-    dw 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109
-    dw -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531
-    dw -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794
-    dw 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526
-    dw 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339
-    dw 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427
     dw 484, 484, 484, 484, 484, 484, 484, 484, 484, 484, 484, 484, 484, 484, 484, 484
     dw 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716
     dw 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429
@@ -85,6 +69,14 @@ kg_ctru3457_ntt_forward_twiddles:
     dw -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327
     dw 864, 864, 864, 864, 864, 864, 864, 864, 864, 864, 864, 864, 864, 864, 864, 864
     dw 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536
+    dw 790, 790, 790, 790, 790, 790, 790, 790, -714, -714, -714, -714, -714, -714, -714, -714
+    dw -9706, -9706, -9706, -9706, -9706, -9706, -9706, -9706, 9270, 9270, 9270, 9270, 9270, 9270, 9270, 9270
+    dw 1446, 1446, 1446, 1446, 1446, 1446, 1446, 1446, 496, 496, 496, 496, 496, 496, 496, 496
+    dw 17574, 17574, 17574, 17574, 17574, 17574, 17574, 17574, -9744, -9744, -9744, -9744, -9744, -9744, -9744, -9744
+    dw 190, 190, 190, 190, 190, 190, 190, 190, -303, -303, -303, -303, -303, -303, -303, -303
+    dw 31678, 31678, 31678, 31678, 31678, 31678, 31678, 31678, 14673, 14673, 14673, 14673, 14673, 14673, 14673, 14673
+    dw 1398, 1398, 1398, 1398, 1398, 1398, 1398, 1398, 1082, 1082, 1082, 1082, 1082, 1082, 1082, 1082
+    dw -13194, -13194, -13194, -13194, -13194, -13194, -13194, -13194, 30010, 30010, 30010, 30010, 30010, 30010, 30010, 30010
     dw -1282, -1282, -1282, -1282, -1282, -1282, -1282, -1282, 1535, 1535, 1535, 1535, 1535, 1535, 1535, 1535
     dw 5630, 5630, 5630, 5630, 5630, 5630, 5630, 5630, -11393, -11393, -11393, -11393, -11393, -11393, -11393, -11393
     dw 174, 174, 174, 174, 174, 174, 174, 174, -1260, -1260, -1260, -1260, -1260, -1260, -1260, -1260
@@ -93,6 +85,14 @@ kg_ctru3457_ntt_forward_twiddles:
     dw -14408, -14408, -14408, -14408, -14408, -14408, -14408, -14408, 22976, 22976, 22976, 22976, 22976, 22976, 22976, 22976
     dw 742, 742, 742, 742, 742, 742, 742, 742, -128, -128, -128, -128, -128, -128, -128, -128
     dw 25062, 25062, 25062, 25062, 25062, 25062, 25062, 25062, -16512, -16512, -16512, -16512, -16512, -16512, -16512, -16512
+    dw 1110, 1110, 1110, 1110, 1141, 1141, 1141, 1141, -1294, -1294, -1294, -1294, -47, -47, -47, -47
+    dw -1194, -1194, -1194, -1194, 6389, 6389, 6389, 6389, -18446, -18446, -18446, -18446, -17839, -17839, -17839, -17839
+    dw 442, 442, 442, 442, -1651, -1651, -1651, -1651, -1624, -1624, -1624, -1624, 1389, 1389, 1389, 1389
+    dw 12986, 12986, 12986, 12986, 18957, 18957, 18957, 18957, -25176, -25176, -25176, -25176, 1517, 1517, 1517, 1517
+    dw 693, 693, 693, 693, -250, -250, -250, -250, 332, 332, 332, 332, -20, -20, -20, -20
+    dw -18635, -18635, -18635, -18635, -20986, -20986, -20986, -20986, 32588, 32588, 32588, 32588, 3564, 3564, 3564, 3564
+    dw -621, -621, -621, -621, -629, -629, -629, -629, 780, 780, 780, 780, -880, -880, -880, -880
+    dw 32019, 32019, 32019, 32019, -5877, -5877, -5877, -5877, -7924, -7924, -7924, -7924, 25744, 25744, 25744, 25744
     dw 1372, 1372, 1372, 1372, -41, -41, -41, -41, 1216, 1216, 1216, 1216, 135, 135, 135, 135
     dw -21668, -21668, -21668, -21668, -5801, -5801, -5801, -5801, -6976, -6976, -6976, -6976, -24057, -24057, -24057, -24057
     dw 1599, 1599, 1599, 1599, 1653, 1653, 1653, 1653, 1649, 1649, 1649, 1649, -974, -974, -974, -974
@@ -113,28 +113,6 @@ kg_ctru3457_ntt_inverse_twiddles:
     dw 14047, 14047, 14047, 14047, 15848, 15848, 15848, 15848, 11754, 11754, 11754, 11754, 1498, 1498, 1498, 1498
     dw 40, 40, 40, 40, -664, -664, -664, -664, 500, 500, 500, 500, -1386, -1386, -1386, -1386
     dw -7128, -7128, -7128, -7128, 360, 360, 360, 360, -23564, -23564, -23564, -23564, -28266, -28266, -28266, -28266
-    dw 128, 128, 128, 128, 128, 128, 128, 128, -742, -742, -742, -742, -742, -742, -742, -742
-    dw 16512, 16512, 16512, 16512, 16512, 16512, 16512, 16512, -25062, -25062, -25062, -25062, -25062, -25062, -25062, -25062
-    dw 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1096, 1096, 1096, 1096, 1096, 1096, 1096, 1096
-    dw -22976, -22976, -22976, -22976, -22976, -22976, -22976, -22976, 14408, 14408, 14408, 14408, 14408, 14408, 14408, 14408
-    dw 1260, 1260, 1260, 1260, 1260, 1260, 1260, 1260, -174, -174, -174, -174, -174, -174, -174, -174
-    dw -27924, -27924, -27924, -27924, -27924, -27924, -27924, -27924, -21422, -21422, -21422, -21422, -21422, -21422, -21422, -21422
-    dw -1535, -1535, -1535, -1535, -1535, -1535, -1535, -1535, 1282, 1282, 1282, 1282, 1282, 1282, 1282, 1282
-    dw 11393, 11393, 11393, 11393, 11393, 11393, 11393, 11393, -5630, -5630, -5630, -5630, -5630, -5630, -5630, -5630
-    dw -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864
-    dw -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536
-    dw -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177
-    dw 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327
-    dw -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429
-    dw 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019
-    dw -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484
-    dw -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716
-    dw -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339
-    dw -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427
-    dw 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794
-    dw -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526
-    dw -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109
-    dw 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531
     dw -1157, -1157, -1157, -1157, -153, -153, -153, -153, 1094, 1094, 1094, 1094, -184, -184, -184, -184
     dw -16645, -16645, -16645, -16645, -12057, -12057, -12057, -12057, -11450, -11450, -11450, -11450, -19640, -19640, -19640, -19640
     dw -262, -262, -262, -262, -1182, -1182, -1182, -1182, 182, 182, 182, 182, -947, -947, -947, -947
@@ -143,6 +121,14 @@ kg_ctru3457_ntt_inverse_twiddles:
     dw 19867, 19867, 19867, 19867, 24095, 24095, 24095, 24095, -13801, -13801, -13801, -13801, 6275, 6275, 6275, 6275
     dw -270, -270, -270, -270, 1025, 1025, 1025, 1025, 82, 82, 82, 82, 713, 713, 713, 713
     dw -17422, -17422, -17422, -17422, 13953, 13953, 13953, 13953, 11602, 11602, 11602, 11602, -22199, -22199, -22199, -22199
+    dw 128, 128, 128, 128, 128, 128, 128, 128, -742, -742, -742, -742, -742, -742, -742, -742
+    dw 16512, 16512, 16512, 16512, 16512, 16512, 16512, 16512, -25062, -25062, -25062, -25062, -25062, -25062, -25062, -25062
+    dw 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1096, 1096, 1096, 1096, 1096, 1096, 1096, 1096
+    dw -22976, -22976, -22976, -22976, -22976, -22976, -22976, -22976, 14408, 14408, 14408, 14408, 14408, 14408, 14408, 14408
+    dw 1260, 1260, 1260, 1260, 1260, 1260, 1260, 1260, -174, -174, -174, -174, -174, -174, -174, -174
+    dw -27924, -27924, -27924, -27924, -27924, -27924, -27924, -27924, -21422, -21422, -21422, -21422, -21422, -21422, -21422, -21422
+    dw -1535, -1535, -1535, -1535, -1535, -1535, -1535, -1535, 1282, 1282, 1282, 1282, 1282, 1282, 1282, 1282
+    dw 11393, 11393, 11393, 11393, 11393, 11393, 11393, 11393, -5630, -5630, -5630, -5630, -5630, -5630, -5630, -5630
     dw -1082, -1082, -1082, -1082, -1082, -1082, -1082, -1082, -1398, -1398, -1398, -1398, -1398, -1398, -1398, -1398
     dw -30010, -30010, -30010, -30010, -30010, -30010, -30010, -30010, 13194, 13194, 13194, 13194, 13194, 13194, 13194, 13194
     dw 303, 303, 303, 303, 303, 303, 303, 303, -190, -190, -190, -190, -190, -190, -190, -190
@@ -151,6 +137,14 @@ kg_ctru3457_ntt_inverse_twiddles:
     dw 9744, 9744, 9744, 9744, 9744, 9744, 9744, 9744, -17574, -17574, -17574, -17574, -17574, -17574, -17574, -17574
     dw 714, 714, 714, 714, 714, 714, 714, 714, -790, -790, -790, -790, -790, -790, -790, -790
     dw -9270, -9270, -9270, -9270, -9270, -9270, -9270, -9270, 9706, 9706, 9706, 9706, 9706, 9706, 9706, 9706
+    dw -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864
+    dw -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536
+    dw -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177
+    dw 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327
+    dw -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429
+    dw 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019
+    dw -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484
+    dw -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716
     dw -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591
     dw 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265
     dw -554, -554, -554, -554, -554, -554, -554, -554, -554, -554, -554, -554, -554, -554, -554, -554
@@ -159,10 +153,16 @@ kg_ctru3457_ntt_inverse_twiddles:
     dw -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754
     dw -11, -11, -11, -11, -11, -11, -11, -11, -11, -11, -11, -11, -11, -11, -11, -11
     dw -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147
+    dw -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339
+    dw -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427
+    dw 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794
+    dw -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526
     dw -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181
     dw 739, 739, 739, 739, 739, 739, 739, 739, 739, 739, 739, 739, 739, 739, 739, 739
     dw -446, -446, -446, -446, -446, -446, -446, -446, -446, -446, -446, -446, -446, -446, -446, -446
     dw 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834
+    dw -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109
+    dw 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531
     dw 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118
     dw -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834
     dw 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366
@@ -206,7 +206,7 @@ section .text
 ;   requires: every a[i] in [-3456, 3456]
 ;   ensures:  every a[i] in [-14652, 14652] (proven), block j at the positions the manifest lists,
 ;             a[pos_j[k]] = (a mod (x^4 - zeta_j))_k mod 3457 (scale 1)
-;   clobbers: ymm{0-9}, flags
+;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 0 vector reductions
@@ -215,87 +215,11 @@ section .text
 global kg_ctru3457_ntt_forward_avx2:function (kg_ctru3457_ntt_forward_avx2.end - kg_ctru3457_ntt_forward_avx2)
 align 32
 kg_ctru3457_ntt_forward_avx2:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 96
     vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
-    vmovdqu      ymm1, [rdi]
-    vmovdqu      ymm2, [rdi + 256]
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi], ymm3
-    vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rdi + 32]
-    vmovdqu      ymm2, [rdi + 288]
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 32], ymm3
-    vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rdi + 64]
-    vmovdqu      ymm2, [rdi + 320]
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 64], ymm3
-    vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rdi + 96]
-    vmovdqu      ymm2, [rdi + 352]
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 96], ymm3
-    vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rdi + 128]
-    vmovdqu      ymm2, [rdi + 384]
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 128], ymm3
-    vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rdi + 160]
-    vmovdqu      ymm2, [rdi + 416]
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 160], ymm3
-    vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rdi + 192]
-    vmovdqu      ymm2, [rdi + 448]
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 192], ymm3
-    vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rdi + 224]
-    vmovdqu      ymm2, [rdi + 480]
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 224], ymm3
-    vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -304,366 +228,450 @@ kg_ctru3457_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 160]
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
-    vpmullw      ymm9, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 96]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 64]
+    vmovdqu      ymm9, [rdi + 256]
+    vmovdqu      ymm10, [rdi + 288]
+    vmovdqu      ymm11, [rdi + 320]
+    vmovdqu      ymm12, [rdi + 352]
+    vmovdqu      ymm13, [rdi + 384]
+    vmovdqu      ymm14, [rdi + 416]
+    vmovdqu      ymm15, [rdi + 448]
+    vmovdqa      [rsp], ymm8                         ; spill
+    vmovdqu      ymm8, [rdi + 480]
+    vmovdqa      [rsp + 32], ymm8                    ; spill
+    vpmullw      ymm8, ymm9, [rel kg_ctru3457_ntt_forward_twiddles + 32]
+    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm1, ymm8                    ; layer 0
+    vpsubw       ymm1, ymm1, ymm8
+    vpmullw      ymm8, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 32]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm10, ymm8
+    vpaddw       ymm10, ymm2, ymm8                   ; layer 0
+    vpsubw       ymm2, ymm2, ymm8
+    vpmullw      ymm8, ymm11, [rel kg_ctru3457_ntt_forward_twiddles + 32]
+    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm11, ymm8
+    vpaddw       ymm11, ymm3, ymm8                   ; layer 0
+    vpsubw       ymm3, ymm3, ymm8
+    vpmullw      ymm8, ymm12, [rel kg_ctru3457_ntt_forward_twiddles + 32]
+    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm12, ymm8
+    vpaddw       ymm12, ymm4, ymm8                   ; layer 0
+    vpsubw       ymm4, ymm4, ymm8
+    vpmullw      ymm8, ymm13, [rel kg_ctru3457_ntt_forward_twiddles + 32]
+    vpmulhw      ymm13, ymm13, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm13, ymm8
+    vpaddw       ymm13, ymm5, ymm8                   ; layer 0
+    vpsubw       ymm5, ymm5, ymm8
+    vpmullw      ymm8, ymm14, [rel kg_ctru3457_ntt_forward_twiddles + 32]
+    vpmulhw      ymm14, ymm14, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm14, ymm8
+    vpaddw       ymm14, ymm6, ymm8                   ; layer 0
+    vpsubw       ymm6, ymm6, ymm8
+    vpmullw      ymm8, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 32]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm15, ymm8
+    vpaddw       ymm15, ymm7, ymm8                   ; layer 0
+    vpsubw       ymm7, ymm7, ymm8
+    vmovdqa      ymm8, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 64], ymm4                    ; spill
+    vpmullw      ymm4, ymm8, [rel kg_ctru3457_ntt_forward_twiddles + 32]
+    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm4, ymm8, ymm4
+    vmovdqa      ymm8, [rsp]                         ; reload
+    vmovdqa      [rsp + 32], ymm3                    ; spill
+    vpaddw       ymm3, ymm8, ymm4                    ; layer 0
+    vpsubw       ymm4, ymm8, ymm4
+    vpmullw      ymm8, ymm13, [rel kg_ctru3457_ntt_forward_twiddles + 96]
+    vpmulhw      ymm13, ymm13, [rel kg_ctru3457_ntt_forward_twiddles + 64]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm13, ymm8
+    vpaddw       ymm13, ymm9, ymm8                   ; layer 1
+    vpsubw       ymm8, ymm9, ymm8
+    vpmullw      ymm9, ymm14, [rel kg_ctru3457_ntt_forward_twiddles + 96]
+    vpmulhw      ymm14, ymm14, [rel kg_ctru3457_ntt_forward_twiddles + 64]
     vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpaddw       ymm9, ymm1, ymm5                    ; layer 1
+    vpsubw       ymm9, ymm14, ymm9
+    vpaddw       ymm14, ymm10, ymm9                  ; layer 1
+    vpsubw       ymm9, ymm10, ymm9
+    vpmullw      ymm10, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 96]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 64]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm10, ymm15, ymm10
+    vpaddw       ymm15, ymm11, ymm10                 ; layer 1
+    vpsubw       ymm10, ymm11, ymm10
+    vpmullw      ymm11, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 96]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 64]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm3, ymm3, ymm11
+    vpaddw       ymm11, ymm12, ymm3                  ; layer 1
+    vpsubw       ymm3, ymm12, ymm3
+    vpmullw      ymm12, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 160]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 128]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm5, ymm5, ymm12
+    vpaddw       ymm12, ymm1, ymm5                   ; layer 1
     vpsubw       ymm1, ymm1, ymm5
-    vpmullw      ymm5, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 96]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 64]
+    vpmullw      ymm5, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 160]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 1
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_forward_twiddles + 96]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_forward_twiddles + 64]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm3, ymm5                    ; layer 1
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm8, [rel kg_ctru3457_ntt_forward_twiddles + 96]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_forward_twiddles + 64]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm8, ymm5
-    vpaddw       ymm8, ymm4, ymm5                    ; layer 1
-    vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_forward_twiddles + 160]
     vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_forward_twiddles + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm9, ymm5                    ; layer 2
-    vpsubw       ymm5, ymm9, ymm5
-    vpmullw      ymm9, ymm8, [rel kg_ctru3457_ntt_forward_twiddles + 160]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_forward_twiddles + 128]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm6, ymm8                    ; layer 2
-    vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 224]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 192]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm3, ymm3, ymm8
-    vpaddw       ymm8, ymm1, ymm3                    ; layer 2
-    vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 224]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 192]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm4, ymm3
-    vpaddw       ymm4, ymm2, ymm3                    ; layer 2
-    vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm9, [rel kg_ctru3457_ntt_forward_twiddles + 288]
-    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_forward_twiddles + 256]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm9, ymm3
-    vpaddw       ymm9, ymm7, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 352]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 320]
+    vmovdqa      ymm7, [rsp + 32]                    ; reload
+    vmovdqa      [rsp], ymm2                         ; spill
+    vpaddw       ymm2, ymm7, ymm5                    ; layer 1
+    vpsubw       ymm5, ymm7, ymm5
+    vpmullw      ymm7, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 160]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 128]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm6, ymm6, ymm7
-    vpaddw       ymm7, ymm5, ymm6                    ; layer 3
+    vpsubw       ymm4, ymm4, ymm7
+    vmovdqa      ymm7, [rsp + 64]                    ; reload
+    vmovdqa      [rsp + 32], ymm1                    ; spill
+    vpaddw       ymm1, ymm7, ymm4                    ; layer 1
+    vpsubw       ymm4, ymm7, ymm4
+    vpmullw      ymm7, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 224]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 192]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm7, ymm15, ymm7
+    vpaddw       ymm15, ymm13, ymm7                  ; layer 2
+    vpsubw       ymm7, ymm13, ymm7
+    vpmullw      ymm13, ymm11, [rel kg_ctru3457_ntt_forward_twiddles + 224]
+    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_forward_twiddles + 192]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm11, ymm11, ymm13
+    vpaddw       ymm13, ymm14, ymm11                 ; layer 2
+    vpsubw       ymm11, ymm14, ymm11
+    vpmullw      ymm14, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 288]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 256]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm10, ymm10, ymm14
+    vpaddw       ymm14, ymm8, ymm10                  ; layer 2
+    vpsubw       ymm8, ymm8, ymm10
+    vpmullw      ymm10, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 288]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 256]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm3, ymm3, ymm10
+    vpaddw       ymm10, ymm9, ymm3                   ; layer 2
+    vpsubw       ymm3, ymm9, ymm3
+    vpmullw      ymm9, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 352]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 320]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm2, ymm2, ymm9
+    vpaddw       ymm9, ymm12, ymm2                   ; layer 2
+    vpsubw       ymm2, ymm12, ymm2
+    vpmullw      ymm12, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 352]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 320]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm1, ymm1, ymm12
+    vpaddw       ymm12, ymm6, ymm1                   ; layer 2
+    vpsubw       ymm1, ymm6, ymm1
+    vpmullw      ymm6, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 416]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 384]
+    vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
+    vmovdqa      ymm6, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 64], ymm2                    ; spill
+    vpaddw       ymm2, ymm6, ymm5                    ; layer 2
+    vpsubw       ymm5, ymm6, ymm5
     vpmullw      ymm6, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 416]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 384]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm8, ymm4                    ; layer 3
-    vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 480]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 448]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm1, ymm2                    ; layer 3
-    vpsubw       ymm1, ymm1, ymm2
-    vperm2i128   ymm2, ymm9, ymm3, 32
-    vperm2i128   ymm3, ymm9, ymm3, 49
-    vperm2i128   ymm9, ymm7, ymm5, 32
-    vperm2i128   ymm5, ymm7, ymm5, 49
-    vperm2i128   ymm7, ymm6, ymm4, 32
-    vperm2i128   ymm4, ymm6, ymm4, 49
-    vperm2i128   ymm6, ymm8, ymm1, 32
-    vperm2i128   ymm1, ymm8, ymm1, 49
-    vpmullw      ymm8, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 544]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 512]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm3, ymm3, ymm8
-    vpaddw       ymm8, ymm2, ymm3                    ; layer 4
-    vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 608]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 576]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm5, ymm3
-    vpaddw       ymm5, ymm9, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 672]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 640]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpaddw       ymm9, ymm7, ymm4                    ; layer 4
-    vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 736]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 704]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm6, ymm1                    ; layer 4
-    vpsubw       ymm1, ymm6, ymm1
-    vpunpcklqdq  ymm6, ymm8, ymm2
-    vpunpckhqdq  ymm2, ymm8, ymm2
-    vpunpcklqdq  ymm8, ymm5, ymm3
-    vpunpckhqdq  ymm3, ymm5, ymm3
-    vpunpcklqdq  ymm5, ymm9, ymm4
-    vpunpckhqdq  ymm4, ymm9, ymm4
-    vpunpcklqdq  ymm9, ymm7, ymm1
-    vpunpckhqdq  ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 800]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 768]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm6, ymm2                    ; layer 5
-    vpsubw       ymm2, ymm6, ymm2
-    vpmullw      ymm6, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 864]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 832]
+    vmovdqa      ymm6, [rsp]                         ; reload
+    vmovdqa      [rsp + 32], ymm5                    ; spill
+    vpaddw       ymm5, ymm6, ymm4                    ; layer 2
+    vpsubw       ymm4, ymm6, ymm4
+    vpmullw      ymm6, ymm13, [rel kg_ctru3457_ntt_forward_twiddles + 480]
+    vpmulhw      ymm13, ymm13, [rel kg_ctru3457_ntt_forward_twiddles + 448]
     vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm8, ymm3                    ; layer 5
+    vpsubw       ymm6, ymm13, ymm6
+    vpaddw       ymm13, ymm15, ymm6                  ; layer 3
+    vpsubw       ymm6, ymm15, ymm6
+    vpmullw      ymm15, ymm11, [rel kg_ctru3457_ntt_forward_twiddles + 544]
+    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_forward_twiddles + 512]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm11, ymm11, ymm15
+    vpaddw       ymm15, ymm7, ymm11                  ; layer 3
+    vpsubw       ymm7, ymm7, ymm11
+    vpmullw      ymm11, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 608]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 576]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm10, ymm10, ymm11
+    vpaddw       ymm11, ymm14, ymm10                 ; layer 3
+    vpsubw       ymm10, ymm14, ymm10
+    vpmullw      ymm14, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 672]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 640]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm3, ymm3, ymm14
+    vpaddw       ymm14, ymm8, ymm3                   ; layer 3
     vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 928]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 896]
+    vpmullw      ymm8, ymm12, [rel kg_ctru3457_ntt_forward_twiddles + 736]
+    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_forward_twiddles + 704]
     vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm8, ymm5, ymm4                    ; layer 5
-    vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 992]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 960]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm9, ymm1                    ; layer 5
+    vpsubw       ymm8, ymm12, ymm8
+    vpaddw       ymm12, ymm9, ymm8                   ; layer 3
+    vpsubw       ymm8, ymm9, ymm8
+    vpmullw      ymm9, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 800]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 768]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vmovdqa      ymm9, [rsp + 64]                    ; reload
+    vmovdqa      [rsp], ymm8                         ; spill
+    vpaddw       ymm8, ymm9, ymm1                    ; layer 3
     vpsubw       ymm1, ymm9, ymm1
-    vpsllq       ymm9, ymm2, 32
-    vpblendd     ymm9, ymm7, ymm9, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm2, ymm7, ymm2, 170
-    vpsllq       ymm7, ymm3, 32
-    vpblendd     ymm7, ymm6, ymm7, 170
-    vpsrlq       ymm6, ymm6, 32
-    vpblendd     ymm3, ymm6, ymm3, 170
-    vpsllq       ymm6, ymm4, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
-    vpsrlq       ymm8, ymm8, 32
-    vpblendd     ymm4, ymm8, ymm4, 170
-    vpsllq       ymm8, ymm1, 32
-    vpblendd     ymm8, ymm5, ymm8, 170
-    vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm1, ymm5, ymm1, 170
-    vpslld       ymm5, ymm7, 16
-    vpblendw     ymm5, ymm9, ymm5, 170
-    vpsrld       ymm9, ymm9, 16
-    vpblendw     ymm7, ymm9, ymm7, 170
-    vpslld       ymm9, ymm3, 16
-    vpblendw     ymm9, ymm2, ymm9, 170
-    vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm2, ymm2, ymm3, 170
-    vpslld       ymm3, ymm8, 16
-    vpblendw     ymm3, ymm6, ymm3, 170
-    vpsrld       ymm6, ymm6, 16
-    vpblendw     ymm6, ymm6, ymm8, 170
-    vpslld       ymm8, ymm1, 16
-    vpblendw     ymm8, ymm4, ymm8, 170
-    vpsrld       ymm4, ymm4, 16
-    vpblendw     ymm1, ymm4, ymm1, 170
-    vmovdqu      [rdi], ymm5
-    vmovdqu      [rdi + 32], ymm9
-    vmovdqu      [rdi + 64], ymm7
-    vmovdqu      [rdi + 96], ymm2
-    vmovdqu      [rdi + 128], ymm3
-    vmovdqu      [rdi + 160], ymm8
-    vmovdqu      [rdi + 192], ymm6
-    vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rdi + 256]
-    vmovdqu      ymm2, [rdi + 288]
-    vmovdqu      ymm3, [rdi + 320]
-    vmovdqu      ymm4, [rdi + 352]
-    vmovdqu      ymm5, [rdi + 384]
-    vmovdqu      ymm6, [rdi + 416]
-    vmovdqu      ymm7, [rdi + 448]
-    vmovdqu      ymm8, [rdi + 480]
-    vpmullw      ymm9, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 1056]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 1024]
+    vpmullw      ymm9, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 864]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 832]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
-    vpaddw       ymm9, ymm1, ymm5                    ; layer 1
-    vpsubw       ymm1, ymm1, ymm5
-    vpmullw      ymm5, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 1056]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 1024]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm6, ymm5
-    vpaddw       ymm6, ymm2, ymm5                    ; layer 1
+    vpaddw       ymm9, ymm2, ymm5                    ; layer 3
     vpsubw       ymm2, ymm2, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 928]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 896]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vmovdqa      ymm5, [rsp + 32]                    ; reload
+    vpaddw       ymm0, ymm5, ymm4                    ; layer 3
+    vpsubw       ymm4, ymm5, ymm4
+    vperm2i128   ymm5, ymm13, ymm6, 32
+    vperm2i128   ymm6, ymm13, ymm6, 49
+    vperm2i128   ymm13, ymm15, ymm7, 32
+    vperm2i128   ymm7, ymm15, ymm7, 49
+    vperm2i128   ymm15, ymm11, ymm10, 32
+    vperm2i128   ymm10, ymm11, ymm10, 49
+    vperm2i128   ymm11, ymm14, ymm3, 32
+    vperm2i128   ymm3, ymm14, ymm3, 49
+    vperm2i128   ymm14, ymm12, [rsp], 32
+    vperm2i128   ymm12, ymm12, [rsp], 49
+    vmovdqa      [rsp], ymm14                        ; spill
+    vperm2i128   ymm14, ymm8, ymm1, 32
+    vperm2i128   ymm1, ymm8, ymm1, 49
+    vperm2i128   ymm8, ymm9, ymm2, 32
+    vperm2i128   ymm2, ymm9, ymm2, 49
+    vperm2i128   ymm9, ymm0, ymm4, 32
+    vperm2i128   ymm0, ymm0, ymm4, 49
+    vpmullw      ymm4, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 992]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 960]
+    vmovdqa      [rsp + 32], ymm9                    ; spill
+    vmovdqu      ymm9, [rel pw_3457]                 ; reload
+    vpmulhw      ymm4, ymm4, ymm9
+    vpsubw       ymm4, ymm6, ymm4
+    vpaddw       ymm6, ymm5, ymm4                    ; layer 4
+    vpsubw       ymm4, ymm5, ymm4
     vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_forward_twiddles + 1056]
     vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_forward_twiddles + 1024]
-    vpmulhw      ymm5, ymm5, ymm0
+    vpmulhw      ymm5, ymm5, ymm9
     vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm3, ymm5                    ; layer 1
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm8, [rel kg_ctru3457_ntt_forward_twiddles + 1056]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_forward_twiddles + 1024]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm8, ymm5
-    vpaddw       ymm8, ymm4, ymm5                    ; layer 1
-    vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_forward_twiddles + 1120]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_forward_twiddles + 1088]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm9, ymm5                    ; layer 2
-    vpsubw       ymm5, ymm9, ymm5
-    vpmullw      ymm9, ymm8, [rel kg_ctru3457_ntt_forward_twiddles + 1120]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_forward_twiddles + 1088]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm6, ymm8                    ; layer 2
-    vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1184]
+    vpaddw       ymm7, ymm13, ymm5                   ; layer 4
+    vpsubw       ymm5, ymm13, ymm5
+    vpmullw      ymm13, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 1120]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 1088]
+    vpmulhw      ymm13, ymm13, ymm9
+    vpsubw       ymm10, ymm10, ymm13
+    vpaddw       ymm13, ymm15, ymm10                 ; layer 4
+    vpsubw       ymm10, ymm15, ymm10
+    vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1184]
     vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1152]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm3, ymm3, ymm8
-    vpaddw       ymm8, ymm1, ymm3                    ; layer 2
-    vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1184]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1152]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm4, ymm3
-    vpaddw       ymm4, ymm2, ymm3                    ; layer 2
-    vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm9, [rel kg_ctru3457_ntt_forward_twiddles + 1248]
-    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_forward_twiddles + 1216]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm9, ymm3
-    vpaddw       ymm9, ymm7, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 1312]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 1280]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm6, ymm6, ymm7
-    vpaddw       ymm7, ymm5, ymm6                    ; layer 3
-    vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1376]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1344]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm8, ymm4                    ; layer 3
-    vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 1440]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 1408]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm1, ymm2                    ; layer 3
-    vpsubw       ymm1, ymm1, ymm2
-    vperm2i128   ymm2, ymm9, ymm3, 32
-    vperm2i128   ymm3, ymm9, ymm3, 49
-    vperm2i128   ymm9, ymm7, ymm5, 32
-    vperm2i128   ymm5, ymm7, ymm5, 49
-    vperm2i128   ymm7, ymm6, ymm4, 32
-    vperm2i128   ymm4, ymm6, ymm4, 49
-    vperm2i128   ymm6, ymm8, ymm1, 32
-    vperm2i128   ymm1, ymm8, ymm1, 49
-    vpmullw      ymm8, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1504]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1472]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm3, ymm3, ymm8
-    vpaddw       ymm8, ymm2, ymm3                    ; layer 4
-    vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 1568]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 1536]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm5, ymm3
-    vpaddw       ymm5, ymm9, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1632]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1600]
-    vpmulhw      ymm9, ymm9, ymm0
+    vpmulhw      ymm15, ymm15, ymm9
+    vpsubw       ymm3, ymm3, ymm15
+    vpaddw       ymm15, ymm11, ymm3                  ; layer 4
+    vpsubw       ymm3, ymm11, ymm3
+    vpmullw      ymm11, ymm12, [rel kg_ctru3457_ntt_forward_twiddles + 1248]
+    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_forward_twiddles + 1216]
+    vpmulhw      ymm11, ymm11, ymm9
+    vpsubw       ymm11, ymm12, ymm11
+    vmovdqa      ymm12, [rsp]                        ; reload
+    vmovdqa      [rsp + 64], ymm3                    ; spill
+    vpaddw       ymm3, ymm12, ymm11                  ; layer 4
+    vpsubw       ymm11, ymm12, ymm11
+    vpmullw      ymm12, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 1312]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 1280]
+    vpmulhw      ymm12, ymm12, ymm9
+    vpsubw       ymm1, ymm1, ymm12
+    vpaddw       ymm12, ymm14, ymm1                  ; layer 4
+    vpsubw       ymm1, ymm14, ymm1
+    vpmullw      ymm14, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 1376]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 1344]
+    vpmulhw      ymm14, ymm14, ymm9
+    vpsubw       ymm2, ymm2, ymm14
+    vpaddw       ymm14, ymm8, ymm2                   ; layer 4
+    vpsubw       ymm2, ymm8, ymm2
+    vpmullw      ymm8, ymm0, [rel kg_ctru3457_ntt_forward_twiddles + 1440]
+    vpmulhw      ymm0, ymm0, [rel kg_ctru3457_ntt_forward_twiddles + 1408]
+    vpmulhw      ymm8, ymm8, ymm9
+    vpsubw       ymm0, ymm0, ymm8
+    vmovdqa      ymm8, [rsp + 32]                    ; reload
+    vpaddw       ymm9, ymm8, ymm0                    ; layer 4
+    vpsubw       ymm0, ymm8, ymm0
+    vpunpcklqdq  ymm8, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
+    vpunpcklqdq  ymm6, ymm7, ymm5
+    vpunpckhqdq  ymm5, ymm7, ymm5
+    vpunpcklqdq  ymm7, ymm13, ymm10
+    vpunpckhqdq  ymm10, ymm13, ymm10
+    vpunpcklqdq  ymm13, ymm15, [rsp + 64]
+    vpunpckhqdq  ymm15, ymm15, [rsp + 64]
+    vmovdqa      [rsp + 64], ymm13                   ; spill
+    vpunpcklqdq  ymm13, ymm3, ymm11
+    vpunpckhqdq  ymm3, ymm3, ymm11
+    vpunpcklqdq  ymm11, ymm12, ymm1
+    vpunpckhqdq  ymm1, ymm12, ymm1
+    vpunpcklqdq  ymm12, ymm14, ymm2
+    vpunpckhqdq  ymm2, ymm14, ymm2
+    vpunpcklqdq  ymm14, ymm9, ymm0
+    vpunpckhqdq  ymm0, ymm9, ymm0
+    vpmullw      ymm9, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1504]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1472]
+    vmovdqa      [rsp + 32], ymm14                   ; spill
+    vmovdqu      ymm14, [rel pw_3457]                ; reload
+    vpmulhw      ymm9, ymm9, ymm14
     vpsubw       ymm4, ymm4, ymm9
-    vpaddw       ymm9, ymm7, ymm4                    ; layer 4
-    vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 1696]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 1664]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm6, ymm1                    ; layer 4
-    vpsubw       ymm1, ymm6, ymm1
-    vpunpcklqdq  ymm6, ymm8, ymm2
-    vpunpckhqdq  ymm2, ymm8, ymm2
-    vpunpcklqdq  ymm8, ymm5, ymm3
-    vpunpckhqdq  ymm3, ymm5, ymm3
-    vpunpcklqdq  ymm5, ymm9, ymm4
-    vpunpckhqdq  ymm4, ymm9, ymm4
-    vpunpcklqdq  ymm9, ymm7, ymm1
-    vpunpckhqdq  ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 1760]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 1728]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm6, ymm2                    ; layer 5
-    vpsubw       ymm2, ymm6, ymm2
-    vpmullw      ymm6, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1824]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1792]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm8, ymm3                    ; layer 5
-    vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1888]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1856]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm8, ymm5, ymm4                    ; layer 5
-    vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 1952]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 1920]
-    vpmulhw      ymm0, ymm5, ymm0
-    vpsubw       ymm0, ymm1, ymm0
-    vpaddw       ymm1, ymm9, ymm0                    ; layer 5
-    vpsubw       ymm0, ymm9, ymm0
-    vpsllq       ymm5, ymm2, 32
-    vpblendd     ymm5, ymm7, ymm5, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm2, ymm7, ymm2, 170
-    vpsllq       ymm7, ymm3, 32
-    vpblendd     ymm7, ymm6, ymm7, 170
-    vpsrlq       ymm6, ymm6, 32
-    vpblendd     ymm3, ymm6, ymm3, 170
-    vpsllq       ymm6, ymm4, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
+    vpaddw       ymm9, ymm8, ymm4                    ; layer 5
+    vpsubw       ymm4, ymm8, ymm4
+    vpmullw      ymm8, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 1568]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 1536]
+    vpmulhw      ymm8, ymm8, ymm14
+    vpsubw       ymm5, ymm5, ymm8
+    vpaddw       ymm8, ymm6, ymm5                    ; layer 5
+    vpsubw       ymm5, ymm6, ymm5
+    vpmullw      ymm6, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 1632]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 1600]
+    vpmulhw      ymm6, ymm6, ymm14
+    vpsubw       ymm6, ymm10, ymm6
+    vpaddw       ymm10, ymm7, ymm6                   ; layer 5
+    vpsubw       ymm6, ymm7, ymm6
+    vpmullw      ymm7, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 1696]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 1664]
+    vpmulhw      ymm7, ymm7, ymm14
+    vpsubw       ymm7, ymm15, ymm7
+    vmovdqa      ymm15, [rsp + 64]                   ; reload
+    vmovdqa      [rsp], ymm10                        ; spill
+    vpaddw       ymm10, ymm15, ymm7                  ; layer 5
+    vpsubw       ymm7, ymm15, ymm7
+    vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1760]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1728]
+    vpmulhw      ymm15, ymm15, ymm14
+    vpsubw       ymm3, ymm3, ymm15
+    vpaddw       ymm15, ymm13, ymm3                  ; layer 5
+    vpsubw       ymm3, ymm13, ymm3
+    vpmullw      ymm13, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 1824]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 1792]
+    vpmulhw      ymm13, ymm13, ymm14
+    vpsubw       ymm1, ymm1, ymm13
+    vpaddw       ymm13, ymm11, ymm1                  ; layer 5
+    vpsubw       ymm1, ymm11, ymm1
+    vpmullw      ymm11, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 1888]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 1856]
+    vpmulhw      ymm11, ymm11, ymm14
+    vpsubw       ymm2, ymm2, ymm11
+    vpaddw       ymm11, ymm12, ymm2                  ; layer 5
+    vpsubw       ymm2, ymm12, ymm2
+    vpmullw      ymm12, ymm0, [rel kg_ctru3457_ntt_forward_twiddles + 1952]
+    vpmulhw      ymm0, ymm0, [rel kg_ctru3457_ntt_forward_twiddles + 1920]
+    vpmulhw      ymm12, ymm12, ymm14
+    vpsubw       ymm0, ymm0, ymm12
+    vmovdqa      ymm12, [rsp + 32]                   ; reload
+    vpaddw       ymm14, ymm12, ymm0                  ; layer 5
+    vpsubw       ymm0, ymm12, ymm0
+    vpsllq       ymm12, ymm4, 32
+    vpblendd     ymm12, ymm9, ymm12, 170
+    vpsrlq       ymm9, ymm9, 32
+    vpblendd     ymm4, ymm9, ymm4, 170
+    vpsllq       ymm9, ymm5, 32
+    vpblendd     ymm9, ymm8, ymm9, 170
     vpsrlq       ymm8, ymm8, 32
-    vpblendd     ymm4, ymm8, ymm4, 170
-    vpsllq       ymm8, ymm0, 32
-    vpblendd     ymm8, ymm1, ymm8, 170
-    vpsrlq       ymm1, ymm1, 32
-    vpblendd     ymm0, ymm1, ymm0, 170
-    vpslld       ymm1, ymm7, 16
-    vpblendw     ymm1, ymm5, ymm1, 170
-    vpsrld       ymm5, ymm5, 16
-    vpblendw     ymm5, ymm5, ymm7, 170
-    vpslld       ymm7, ymm3, 16
-    vpblendw     ymm7, ymm2, ymm7, 170
-    vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm2, ymm2, ymm3, 170
-    vpslld       ymm3, ymm8, 16
-    vpblendw     ymm3, ymm6, ymm3, 170
-    vpsrld       ymm6, ymm6, 16
-    vpblendw     ymm6, ymm6, ymm8, 170
-    vpslld       ymm8, ymm0, 16
+    vpblendd     ymm5, ymm8, ymm5, 170
+    vpsllq       ymm8, ymm6, 32
+    vmovdqa      [rsp + 32], ymm4                    ; spill
+    vmovdqa      ymm4, [rsp]                         ; reload
+    vpblendd     ymm8, ymm4, ymm8, 170
+    vpsrlq       ymm4, ymm4, 32
+    vpblendd     ymm4, ymm4, ymm6, 170
+    vpsllq       ymm6, ymm7, 32
+    vpblendd     ymm6, ymm10, ymm6, 170
+    vpsrlq       ymm10, ymm10, 32
+    vpblendd     ymm7, ymm10, ymm7, 170
+    vpsllq       ymm10, ymm3, 32
+    vpblendd     ymm10, ymm15, ymm10, 170
+    vpsrlq       ymm15, ymm15, 32
+    vpblendd     ymm3, ymm15, ymm3, 170
+    vpsllq       ymm15, ymm1, 32
+    vpblendd     ymm15, ymm13, ymm15, 170
+    vpsrlq       ymm13, ymm13, 32
+    vpblendd     ymm1, ymm13, ymm1, 170
+    vpsllq       ymm13, ymm2, 32
+    vpblendd     ymm13, ymm11, ymm13, 170
+    vpsrlq       ymm11, ymm11, 32
+    vpblendd     ymm2, ymm11, ymm2, 170
+    vpsllq       ymm11, ymm0, 32
+    vpblendd     ymm11, ymm14, ymm11, 170
+    vpsrlq       ymm14, ymm14, 32
+    vpblendd     ymm0, ymm14, ymm0, 170
+    vpslld       ymm14, ymm9, 16
+    vpblendw     ymm14, ymm12, ymm14, 170
+    vpsrld       ymm12, ymm12, 16
+    vpblendw     ymm9, ymm12, ymm9, 170
+    vpslld       ymm12, ymm5, 16
+    vmovdqa      [rsp], ymm9                         ; spill
+    vmovdqa      ymm9, [rsp + 32]                    ; reload
+    vpblendw     ymm12, ymm9, ymm12, 170
+    vpsrld       ymm9, ymm9, 16
+    vpblendw     ymm5, ymm9, ymm5, 170
+    vpslld       ymm9, ymm6, 16
+    vpblendw     ymm9, ymm8, ymm9, 170
+    vpsrld       ymm8, ymm8, 16
+    vpblendw     ymm6, ymm8, ymm6, 170
+    vpslld       ymm8, ymm7, 16
     vpblendw     ymm8, ymm4, ymm8, 170
     vpsrld       ymm4, ymm4, 16
-    vpblendw     ymm0, ymm4, ymm0, 170
-    vmovdqu      [rdi + 256], ymm1
-    vmovdqu      [rdi + 288], ymm7
-    vmovdqu      [rdi + 320], ymm5
-    vmovdqu      [rdi + 352], ymm2
+    vpblendw     ymm4, ymm4, ymm7, 170
+    vpslld       ymm7, ymm15, 16
+    vpblendw     ymm7, ymm10, ymm7, 170
+    vpsrld       ymm10, ymm10, 16
+    vpblendw     ymm10, ymm10, ymm15, 170
+    vpslld       ymm15, ymm1, 16
+    vpblendw     ymm15, ymm3, ymm15, 170
+    vpsrld       ymm3, ymm3, 16
+    vpblendw     ymm1, ymm3, ymm1, 170
+    vpslld       ymm3, ymm11, 16
+    vpblendw     ymm3, ymm13, ymm3, 170
+    vpsrld       ymm13, ymm13, 16
+    vpblendw     ymm11, ymm13, ymm11, 170
+    vpslld       ymm13, ymm0, 16
+    vpblendw     ymm13, ymm2, ymm13, 170
+    vpsrld       ymm2, ymm2, 16
+    vpblendw     ymm0, ymm2, ymm0, 170
+    vmovdqu      [rdi], ymm14
+    vmovdqu      [rdi + 32], ymm12
+    vmovdqa      ymm2, [rsp]                         ; reload
+    vmovdqu      [rdi + 64], ymm2
+    vmovdqu      [rdi + 96], ymm5
+    vmovdqu      [rdi + 128], ymm9
+    vmovdqu      [rdi + 160], ymm8
+    vmovdqu      [rdi + 192], ymm6
+    vmovdqu      [rdi + 224], ymm4
+    vmovdqu      [rdi + 256], ymm7
+    vmovdqu      [rdi + 288], ymm15
+    vmovdqu      [rdi + 320], ymm10
+    vmovdqu      [rdi + 352], ymm1
     vmovdqu      [rdi + 384], ymm3
-    vmovdqu      [rdi + 416], ymm8
-    vmovdqu      [rdi + 448], ymm6
+    vmovdqu      [rdi + 416], ymm13
+    vmovdqu      [rdi + 448], ymm11
     vmovdqu      [rdi + 480], ymm0
+    mov rsp, rbp
+    pop rbp
     vzeroupper
     ret
 .end:
@@ -1234,7 +1242,7 @@ kg_ctru3457_basemul_avx2:
 ;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
 ;   ensures:  every a[i] in [-23600, 23600] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3457: forward, basemul, inverse give a*b mod (x^256+1, 3457)
-;   clobbers: ymm{0-9}, flags
+;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 3 vector reductions
@@ -1245,6 +1253,10 @@ kg_ctru3457_basemul_avx2:
 global kg_ctru3457_ntt_inverse_avx2:function (kg_ctru3457_ntt_inverse_avx2.end - kg_ctru3457_ntt_inverse_avx2)
 align 32
 kg_ctru3457_ntt_inverse_avx2:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 96
     vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
@@ -1254,8 +1266,17 @@ kg_ctru3457_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 160]
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
-    vpslld       ymm9, ymm3, 16
-    vpblendw     ymm9, ymm1, ymm9, 170
+    vmovdqu      ymm9, [rdi + 256]
+    vmovdqu      ymm10, [rdi + 288]
+    vmovdqu      ymm11, [rdi + 320]
+    vmovdqu      ymm12, [rdi + 352]
+    vmovdqu      ymm13, [rdi + 384]
+    vmovdqu      ymm14, [rdi + 416]
+    vmovdqu      ymm15, [rdi + 448]
+    vmovdqu      ymm0, [rdi + 480]
+    vmovdqa      [rsp], ymm14                        ; spill
+    vpslld       ymm14, ymm3, 16
+    vpblendw     ymm14, ymm1, ymm14, 170
     vpsrld       ymm1, ymm1, 16
     vpblendw     ymm1, ymm1, ymm3, 170
     vpslld       ymm3, ymm4, 16
@@ -1270,12 +1291,30 @@ kg_ctru3457_ntt_inverse_avx2:
     vpblendw     ymm7, ymm6, ymm7, 170
     vpsrld       ymm6, ymm6, 16
     vpblendw     ymm6, ymm6, ymm8, 170
-    vpsllq       ymm8, ymm3, 32
-    vpblendd     ymm8, ymm9, ymm8, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm3, ymm9, ymm3, 170
-    vpsllq       ymm9, ymm2, 32
-    vpblendd     ymm9, ymm1, ymm9, 170
+    vpslld       ymm8, ymm11, 16
+    vpblendw     ymm8, ymm9, ymm8, 170
+    vpsrld       ymm9, ymm9, 16
+    vpblendw     ymm9, ymm9, ymm11, 170
+    vpslld       ymm11, ymm12, 16
+    vpblendw     ymm11, ymm10, ymm11, 170
+    vpsrld       ymm10, ymm10, 16
+    vpblendw     ymm10, ymm10, ymm12, 170
+    vpslld       ymm12, ymm15, 16
+    vpblendw     ymm12, ymm13, ymm12, 170
+    vpsrld       ymm13, ymm13, 16
+    vpblendw     ymm13, ymm13, ymm15, 170
+    vpslld       ymm15, ymm0, 16
+    vmovdqa      [rsp + 32], ymm13                   ; spill
+    vmovdqa      ymm13, [rsp]                        ; reload
+    vpblendw     ymm15, ymm13, ymm15, 170
+    vpsrld       ymm13, ymm13, 16
+    vpblendw     ymm0, ymm13, ymm0, 170
+    vpsllq       ymm13, ymm3, 32
+    vpblendd     ymm13, ymm14, ymm13, 170
+    vpsrlq       ymm14, ymm14, 32
+    vpblendd     ymm3, ymm14, ymm3, 170
+    vpsllq       ymm14, ymm2, 32
+    vpblendd     ymm14, ymm1, ymm14, 170
     vpsrlq       ymm1, ymm1, 32
     vpblendd     ymm1, ymm1, ymm2, 170
     vpsllq       ymm2, ymm7, 32
@@ -1286,461 +1325,440 @@ kg_ctru3457_ntt_inverse_avx2:
     vpblendd     ymm7, ymm5, ymm7, 170
     vpsrlq       ymm5, ymm5, 32
     vpblendd     ymm5, ymm5, ymm6, 170
-    vpaddw       ymm6, ymm8, ymm3                    ; layer 5
-    vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 32]
+    vpsllq       ymm6, ymm11, 32
+    vpblendd     ymm6, ymm8, ymm6, 170
+    vpsrlq       ymm8, ymm8, 32
+    vpblendd     ymm8, ymm8, ymm11, 170
+    vpsllq       ymm11, ymm10, 32
+    vpblendd     ymm11, ymm9, ymm11, 170
+    vpsrlq       ymm9, ymm9, 32
+    vpblendd     ymm9, ymm9, ymm10, 170
+    vpsllq       ymm10, ymm15, 32
+    vpblendd     ymm10, ymm12, ymm10, 170
+    vpsrlq       ymm12, ymm12, 32
+    vpblendd     ymm12, ymm12, ymm15, 170
+    vpsllq       ymm15, ymm0, 32
+    vmovdqa      [rsp], ymm10                        ; spill
+    vmovdqa      ymm10, [rsp + 32]                   ; reload
+    vpblendd     ymm15, ymm10, ymm15, 170
+    vpsrlq       ymm10, ymm10, 32
+    vpblendd     ymm0, ymm10, ymm0, 170
+    vpaddw       ymm10, ymm13, ymm3                  ; layer 5
+    vpsubw       ymm3, ymm13, ymm3
+    vpmullw      ymm13, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 32]
     vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm3, ymm3, ymm8
-    vpmullw      ymm8, ymm6, [rel pw_m19412]
-    vpmulhw      ymm6, ymm6, [rel pw_1580]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm6, ymm6, ymm8
-    vpaddw       ymm8, ymm9, ymm1                    ; layer 5
-    vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 96]
+    vmovdqa      [rsp + 32], ymm0                    ; spill
+    vmovdqu      ymm0, [rel pw_3457]                 ; reload
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm3, ymm3, ymm13
+    vpmullw      ymm13, ymm10, [rel pw_m19412]
+    vpmulhw      ymm10, ymm10, [rel pw_1580]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm10, ymm10, ymm13
+    vpaddw       ymm13, ymm14, ymm1                  ; layer 5
+    vpsubw       ymm1, ymm14, ymm1
+    vpmullw      ymm14, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 96]
     vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 64]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m19412]
-    vpmulhw      ymm8, ymm8, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm2, ymm4                    ; layer 5
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm1, ymm1, ymm14
+    vpmullw      ymm14, ymm13, [rel pw_m19412]
+    vpmulhw      ymm13, ymm13, [rel pw_1580]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm13, ymm13, ymm14
+    vpaddw       ymm14, ymm2, ymm4                   ; layer 5
     vpsubw       ymm2, ymm2, ymm4
     vpmullw      ymm4, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 160]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm9, [rel pw_m19412]
-    vpmulhw      ymm9, ymm9, [rel pw_1580]
+    vpmullw      ymm4, ymm14, [rel pw_m19412]
+    vpmulhw      ymm14, ymm14, [rel pw_1580]
     vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm4, ymm9, ymm4
-    vpaddw       ymm9, ymm7, ymm5                    ; layer 5
+    vpsubw       ymm4, ymm14, ymm4
+    vpaddw       ymm14, ymm7, ymm5                   ; layer 5
     vpsubw       ymm5, ymm7, ymm5
     vpmullw      ymm7, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 224]
     vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 192]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
-    vpmullw      ymm7, ymm9, [rel pw_m19412]
-    vpmulhw      ymm9, ymm9, [rel pw_1580]
+    vpmullw      ymm7, ymm14, [rel pw_m19412]
+    vpmulhw      ymm14, ymm14, [rel pw_1580]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm9, ymm7
-    vpunpcklqdq  ymm9, ymm6, ymm3
-    vpunpckhqdq  ymm3, ymm6, ymm3
-    vpunpcklqdq  ymm6, ymm8, ymm1
-    vpunpckhqdq  ymm1, ymm8, ymm1
-    vpunpcklqdq  ymm8, ymm4, ymm2
-    vpunpckhqdq  ymm2, ymm4, ymm2
-    vpunpcklqdq  ymm4, ymm7, ymm5
-    vpunpckhqdq  ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm9, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 288]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 256]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpaddw       ymm9, ymm6, ymm1                    ; layer 4
-    vpsubw       ymm1, ymm6, ymm1
-    vpmullw      ymm6, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 352]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 320]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm8, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm8, ymm2
-    vpmullw      ymm8, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 416]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 384]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm4, ymm5                    ; layer 4
-    vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 480]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 448]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vperm2i128   ymm5, ymm7, ymm3, 32
-    vperm2i128   ymm3, ymm7, ymm3, 49
-    vperm2i128   ymm7, ymm9, ymm1, 32
-    vperm2i128   ymm1, ymm9, ymm1, 49
-    vperm2i128   ymm9, ymm6, ymm2, 32
-    vperm2i128   ymm2, ymm6, ymm2, 49
-    vperm2i128   ymm6, ymm8, ymm4, 32
-    vperm2i128   ymm4, ymm8, ymm4, 49
-    vpaddw       ymm8, ymm5, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 544]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 512]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpaddw       ymm5, ymm7, ymm1                    ; layer 3
-    vpsubw       ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 608]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 576]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm9, ymm2                    ; layer 3
-    vpsubw       ymm2, ymm9, ymm2
-    vpmullw      ymm9, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 672]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 640]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpaddw       ymm9, ymm6, ymm4                    ; layer 3
-    vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 736]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 704]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm8, ymm5                    ; layer 2
-    vpsubw       ymm5, ymm8, ymm5
-    vpmullw      ymm8, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 800]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 768]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm5, ymm5, ymm8
-    vpaddw       ymm8, ymm3, ymm1                    ; layer 2
-    vpsubw       ymm1, ymm3, ymm1
-    vpmullw      ymm3, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 800]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 768]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm3
-    vpaddw       ymm3, ymm7, ymm9                    ; layer 2
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 864]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 832]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpaddw       ymm9, ymm2, ymm4                    ; layer 2
-    vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 864]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 832]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm6, [rel pw_19412]          ; barrett: before layer 1
-    vpaddw       ymm4, ymm4, [rel pw_512]
-    vpsraw       ymm4, ymm4, 10
-    vpmullw      ymm4, ymm4, [rel pw_3457]
-    vpsubw       ymm4, ymm6, ymm4
-    vpaddw       ymm6, ymm4, ymm3                    ; layer 1
-    vpsubw       ymm3, ymm4, ymm3
-    vpmullw      ymm4, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 896]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm8, ymm9                    ; layer 1
-    vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 896]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm5, ymm7                    ; layer 1
-    vpsubw       ymm5, ymm5, ymm7
-    vpmullw      ymm7, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 896]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm5, ymm5, ymm7
-    vpaddw       ymm7, ymm1, ymm2                    ; layer 1
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 896]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi], ymm6
-    vmovdqu      [rdi + 32], ymm4
-    vmovdqu      [rdi + 64], ymm9
-    vmovdqu      [rdi + 96], ymm7
-    vmovdqu      [rdi + 128], ymm3
-    vmovdqu      [rdi + 160], ymm8
-    vmovdqu      [rdi + 192], ymm5
-    vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rdi + 256]
-    vmovdqu      ymm2, [rdi + 288]
-    vmovdqu      ymm3, [rdi + 320]
-    vmovdqu      ymm4, [rdi + 352]
-    vmovdqu      ymm5, [rdi + 384]
-    vmovdqu      ymm6, [rdi + 416]
-    vmovdqu      ymm7, [rdi + 448]
-    vmovdqu      ymm8, [rdi + 480]
-    vpslld       ymm9, ymm3, 16
-    vpblendw     ymm9, ymm1, ymm9, 170
-    vpsrld       ymm1, ymm1, 16
-    vpblendw     ymm1, ymm1, ymm3, 170
-    vpslld       ymm3, ymm4, 16
-    vpblendw     ymm3, ymm2, ymm3, 170
-    vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm2, ymm2, ymm4, 170
-    vpslld       ymm4, ymm7, 16
-    vpblendw     ymm4, ymm5, ymm4, 170
-    vpsrld       ymm5, ymm5, 16
-    vpblendw     ymm5, ymm5, ymm7, 170
-    vpslld       ymm7, ymm8, 16
-    vpblendw     ymm7, ymm6, ymm7, 170
-    vpsrld       ymm6, ymm6, 16
-    vpblendw     ymm6, ymm6, ymm8, 170
-    vpsllq       ymm8, ymm3, 32
-    vpblendd     ymm8, ymm9, ymm8, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm3, ymm9, ymm3, 170
-    vpsllq       ymm9, ymm2, 32
-    vpblendd     ymm9, ymm1, ymm9, 170
-    vpsrlq       ymm1, ymm1, 32
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsllq       ymm2, ymm7, 32
-    vpblendd     ymm2, ymm4, ymm2, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm4, ymm4, ymm7, 170
-    vpsllq       ymm7, ymm6, 32
-    vpblendd     ymm7, ymm5, ymm7, 170
-    vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm5, ymm5, ymm6, 170
-    vpaddw       ymm6, ymm8, ymm3                    ; layer 5
-    vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 992]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 960]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm3, ymm3, ymm8
-    vpmullw      ymm8, ymm6, [rel pw_m19412]
-    vpmulhw      ymm6, ymm6, [rel pw_1580]
+    vpsubw       ymm7, ymm14, ymm7
+    vpaddw       ymm14, ymm6, ymm8                   ; layer 5
+    vpsubw       ymm6, ymm6, ymm8
+    vpmullw      ymm8, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 288]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 256]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
-    vpaddw       ymm8, ymm9, ymm1                    ; layer 5
-    vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1056]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1024]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m19412]
-    vpmulhw      ymm8, ymm8, [rel pw_1580]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm2, ymm4                    ; layer 5
-    vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1120]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1088]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm9, [rel pw_m19412]
+    vpmullw      ymm8, ymm14, [rel pw_m19412]
+    vpmulhw      ymm14, ymm14, [rel pw_1580]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm14, ymm8
+    vpaddw       ymm14, ymm11, ymm9                  ; layer 5
+    vpsubw       ymm9, ymm11, ymm9
+    vpmullw      ymm11, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles + 352]
+    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles + 320]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm9, ymm9, ymm11
+    vpmullw      ymm11, ymm14, [rel pw_m19412]
+    vpmulhw      ymm14, ymm14, [rel pw_1580]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm11, ymm14, ymm11
+    vmovdqa      ymm14, [rsp]                        ; reload
+    vmovdqa      [rsp + 64], ymm9                    ; spill
+    vpaddw       ymm9, ymm14, ymm12                  ; layer 5
+    vpsubw       ymm12, ymm14, ymm12
+    vpmullw      ymm14, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles + 416]
+    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles + 384]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm12, ymm12, ymm14
+    vpmullw      ymm14, ymm9, [rel pw_m19412]
     vpmulhw      ymm9, ymm9, [rel pw_1580]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm4, ymm9, ymm4
-    vpaddw       ymm9, ymm7, ymm5                    ; layer 5
-    vpsubw       ymm5, ymm7, ymm5
-    vpmullw      ymm7, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1184]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1152]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm5, ymm5, ymm7
-    vpmullw      ymm7, ymm9, [rel pw_m19412]
-    vpmulhw      ymm9, ymm9, [rel pw_1580]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm9, ymm7
-    vpunpcklqdq  ymm9, ymm6, ymm3
-    vpunpckhqdq  ymm3, ymm6, ymm3
-    vpunpcklqdq  ymm6, ymm8, ymm1
-    vpunpckhqdq  ymm1, ymm8, ymm1
-    vpunpcklqdq  ymm8, ymm4, ymm2
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm9, ymm9, ymm14
+    vpaddw       ymm14, ymm15, [rsp + 32]            ; layer 5
+    vpsubw       ymm15, ymm15, [rsp + 32]
+    vmovdqa      [rsp + 32], ymm9                    ; spill
+    vpmullw      ymm9, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles + 480]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles + 448]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm9, ymm15, ymm9
+    vpmullw      ymm15, ymm14, [rel pw_m19412]
+    vpmulhw      ymm14, ymm14, [rel pw_1580]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpunpcklqdq  ymm15, ymm10, ymm3
+    vpunpckhqdq  ymm3, ymm10, ymm3
+    vpunpcklqdq  ymm10, ymm13, ymm1
+    vpunpckhqdq  ymm1, ymm13, ymm1
+    vpunpcklqdq  ymm13, ymm4, ymm2
     vpunpckhqdq  ymm2, ymm4, ymm2
     vpunpcklqdq  ymm4, ymm7, ymm5
     vpunpckhqdq  ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm9, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1248]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1216]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpaddw       ymm9, ymm6, ymm1                    ; layer 4
-    vpsubw       ymm1, ymm6, ymm1
-    vpmullw      ymm6, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1312]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1280]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm8, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm8, ymm2
-    vpmullw      ymm8, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1376]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1344]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm4, ymm5                    ; layer 4
+    vpunpcklqdq  ymm7, ymm8, ymm6
+    vpunpckhqdq  ymm6, ymm8, ymm6
+    vpunpcklqdq  ymm8, ymm11, [rsp + 64]
+    vpunpckhqdq  ymm11, ymm11, [rsp + 64]
+    vmovdqa      [rsp + 64], ymm8                    ; spill
+    vmovdqa      ymm8, [rsp + 32]                    ; reload
+    vmovdqa      [rsp], ymm11                        ; spill
+    vpunpcklqdq  ymm11, ymm8, ymm12
+    vpunpckhqdq  ymm8, ymm8, ymm12
+    vpunpcklqdq  ymm12, ymm14, ymm9
+    vpunpckhqdq  ymm9, ymm14, ymm9
+    vpaddw       ymm14, ymm15, ymm3                  ; layer 4
+    vpsubw       ymm3, ymm15, ymm3
+    vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 544]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 512]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm3, ymm3, ymm15
+    vpaddw       ymm15, ymm10, ymm1                  ; layer 4
+    vpsubw       ymm1, ymm10, ymm1
+    vpmullw      ymm10, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 608]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 576]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm1, ymm1, ymm10
+    vpaddw       ymm10, ymm13, ymm2                  ; layer 4
+    vpsubw       ymm2, ymm13, ymm2
+    vpmullw      ymm13, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 672]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 640]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm2, ymm2, ymm13
+    vpaddw       ymm13, ymm4, ymm5                   ; layer 4
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1440]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1408]
+    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 736]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 704]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vperm2i128   ymm5, ymm7, ymm3, 32
-    vperm2i128   ymm3, ymm7, ymm3, 49
-    vperm2i128   ymm7, ymm9, ymm1, 32
-    vperm2i128   ymm1, ymm9, ymm1, 49
-    vperm2i128   ymm9, ymm6, ymm2, 32
-    vperm2i128   ymm2, ymm6, ymm2, 49
-    vperm2i128   ymm6, ymm8, ymm4, 32
-    vperm2i128   ymm4, ymm8, ymm4, 49
-    vpaddw       ymm8, ymm5, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1504]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1472]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpaddw       ymm5, ymm7, ymm1                    ; layer 3
-    vpsubw       ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1568]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1536]
+    vpaddw       ymm5, ymm7, ymm6                    ; layer 4
+    vpsubw       ymm6, ymm7, ymm6
+    vpmullw      ymm7, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 800]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 768]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm9, ymm2                    ; layer 3
-    vpsubw       ymm2, ymm9, ymm2
-    vpmullw      ymm9, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1632]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1600]
+    vpsubw       ymm6, ymm6, ymm7
+    vmovdqa      ymm7, [rsp + 64]                    ; reload
+    vmovdqa      [rsp + 32], ymm5                    ; spill
+    vpaddw       ymm5, ymm7, [rsp]                   ; layer 4
+    vpsubw       ymm7, ymm7, [rsp]
+    vmovdqa      [rsp], ymm5                         ; spill
+    vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 864]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 832]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm5, ymm7, ymm5
+    vpaddw       ymm7, ymm11, ymm8                   ; layer 4
+    vpsubw       ymm8, ymm11, ymm8
+    vpmullw      ymm11, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
+    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 896]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm8, ymm8, ymm11
+    vpaddw       ymm11, ymm12, ymm9                  ; layer 4
+    vpsubw       ymm9, ymm12, ymm9
+    vpmullw      ymm12, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles + 992]
+    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles + 960]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm9, ymm9, ymm12
+    vperm2i128   ymm12, ymm14, ymm3, 32
+    vperm2i128   ymm3, ymm14, ymm3, 49
+    vperm2i128   ymm14, ymm15, ymm1, 32
+    vperm2i128   ymm1, ymm15, ymm1, 49
+    vperm2i128   ymm15, ymm10, ymm2, 32
+    vperm2i128   ymm2, ymm10, ymm2, 49
+    vperm2i128   ymm10, ymm13, ymm4, 32
+    vperm2i128   ymm4, ymm13, ymm4, 49
+    vmovdqa      ymm13, [rsp + 32]                   ; reload
+    vmovdqa      [rsp + 64], ymm4                    ; spill
+    vperm2i128   ymm4, ymm13, ymm6, 32
+    vperm2i128   ymm6, ymm13, ymm6, 49
+    vmovdqa      ymm13, [rsp]                        ; reload
+    vmovdqa      [rsp + 32], ymm4                    ; spill
+    vperm2i128   ymm4, ymm13, ymm5, 32
+    vperm2i128   ymm5, ymm13, ymm5, 49
+    vperm2i128   ymm13, ymm7, ymm8, 32
+    vperm2i128   ymm7, ymm7, ymm8, 49
+    vperm2i128   ymm8, ymm11, ymm9, 32
+    vperm2i128   ymm9, ymm11, ymm9, 49
+    vpaddw       ymm11, ymm12, ymm3                  ; layer 3
+    vpsubw       ymm3, ymm12, ymm3
+    vpmullw      ymm12, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1056]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1024]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm3, ymm3, ymm12
+    vpaddw       ymm12, ymm14, ymm1                  ; layer 3
+    vpsubw       ymm1, ymm14, ymm1
+    vpmullw      ymm14, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1120]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1088]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm1, ymm1, ymm14
+    vpaddw       ymm14, ymm15, ymm2                  ; layer 3
+    vpsubw       ymm2, ymm15, ymm2
+    vpmullw      ymm15, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1184]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1152]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm2, ymm2, ymm15
+    vpaddw       ymm15, ymm10, [rsp + 64]            ; layer 3
+    vpsubw       ymm10, ymm10, [rsp + 64]
+    vmovdqa      [rsp + 64], ymm2                    ; spill
+    vpmullw      ymm2, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles + 1248]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles + 1216]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm10, ymm2
+    vmovdqa      ymm10, [rsp + 32]                   ; reload
+    vmovdqa      [rsp], ymm2                         ; spill
+    vpaddw       ymm2, ymm10, ymm6                   ; layer 3
+    vpsubw       ymm6, ymm10, ymm6
+    vpmullw      ymm10, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1312]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1280]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm6, ymm6, ymm10
+    vpaddw       ymm10, ymm4, ymm5                   ; layer 3
+    vpsubw       ymm4, ymm4, ymm5
+    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1376]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1344]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm4, ymm4, ymm5
+    vpaddw       ymm5, ymm13, ymm7                   ; layer 3
+    vpsubw       ymm7, ymm13, ymm7
+    vpmullw      ymm13, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1440]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1408]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm7, ymm7, ymm13
+    vpaddw       ymm13, ymm8, ymm9                   ; layer 3
+    vpsubw       ymm8, ymm8, ymm9
+    vpmullw      ymm9, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 1504]
+    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 1472]
     vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
-    vpaddw       ymm9, ymm6, ymm4                    ; layer 3
+    vpsubw       ymm8, ymm8, ymm9
+    vpaddw       ymm9, ymm11, ymm12                  ; layer 2
+    vpsubw       ymm11, ymm11, ymm12
+    vpmullw      ymm12, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles + 1568]
+    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles + 1536]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm11, ymm11, ymm12
+    vpaddw       ymm12, ymm3, ymm1                   ; layer 2
+    vpsubw       ymm1, ymm3, ymm1
+    vpmullw      ymm3, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1568]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1536]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpaddw       ymm3, ymm14, ymm15                  ; layer 2
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm14, [rel kg_ctru3457_ntt_inverse_twiddles + 1632]
+    vpmulhw      ymm14, ymm14, [rel kg_ctru3457_ntt_inverse_twiddles + 1600]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vmovdqa      ymm15, [rsp + 64]                   ; reload
+    vmovdqa      [rsp + 32], ymm1                    ; spill
+    vpaddw       ymm1, ymm15, [rsp]                  ; layer 2
+    vpsubw       ymm15, ymm15, [rsp]
+    vmovdqa      [rsp], ymm11                        ; spill
+    vpmullw      ymm11, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles + 1632]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles + 1600]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm11, ymm15, ymm11
+    vpaddw       ymm15, ymm2, ymm10                  ; layer 2
+    vpsubw       ymm2, ymm2, ymm10
+    vpmullw      ymm10, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1696]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1664]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm2, ymm2, ymm10
+    vpaddw       ymm10, ymm6, ymm4                   ; layer 2
     vpsubw       ymm4, ymm6, ymm4
     vpmullw      ymm6, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1696]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1664]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm8, ymm5                    ; layer 2
-    vpsubw       ymm5, ymm8, ymm5
-    vpmullw      ymm8, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1760]
+    vpaddw       ymm6, ymm5, ymm13                   ; layer 2
+    vpsubw       ymm5, ymm5, ymm13
+    vpmullw      ymm13, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1760]
     vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1728]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm5, ymm5, ymm13
+    vpaddw       ymm13, ymm7, ymm8                   ; layer 2
+    vpsubw       ymm7, ymm7, ymm8
+    vpmullw      ymm8, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1760]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1728]
     vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm5, ymm5, ymm8
-    vpaddw       ymm8, ymm3, ymm1                    ; layer 2
-    vpsubw       ymm1, ymm3, ymm1
-    vpmullw      ymm3, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1760]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1728]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm3
-    vpaddw       ymm3, ymm7, ymm9                    ; layer 2
-    vpsubw       ymm7, ymm7, ymm9
-    vpmullw      ymm9, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm7, ymm7, ymm9
-    vpaddw       ymm9, ymm2, ymm4                    ; layer 2
-    vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm6, [rel pw_19412]          ; barrett: before layer 1
-    vpaddw       ymm4, ymm4, [rel pw_512]
-    vpsraw       ymm4, ymm4, 10
-    vpmullw      ymm4, ymm4, [rel pw_3457]
-    vpsubw       ymm4, ymm6, ymm4
-    vpaddw       ymm6, ymm4, ymm3                    ; layer 1
-    vpsubw       ymm3, ymm4, ymm3
-    vpmullw      ymm4, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm8, ymm9                    ; layer 1
-    vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm5, ymm7                    ; layer 1
-    vpsubw       ymm5, ymm5, ymm7
-    vpmullw      ymm7, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
+    vpsubw       ymm7, ymm7, ymm8
+    vpmulhw      ymm8, ymm9, [rel pw_19412]          ; barrett: before layer 1
+    vpaddw       ymm8, ymm8, [rel pw_512]
+    vpsraw       ymm8, ymm8, 10
+    vpmullw      ymm8, ymm8, [rel pw_3457]
+    vpsubw       ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm8, ymm3                    ; layer 1
+    vpsubw       ymm3, ymm8, ymm3
+    vpmullw      ymm8, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm3, ymm3, ymm8
+    vpaddw       ymm8, ymm12, ymm1                   ; layer 1
+    vpsubw       ymm1, ymm12, ymm1
+    vpmullw      ymm12, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm1, ymm1, ymm12
+    vmovdqa      ymm12, [rsp]                        ; reload
+    vmovdqa      [rsp + 64], ymm1                    ; spill
+    vpaddw       ymm1, ymm12, ymm14                  ; layer 1
+    vpsubw       ymm12, ymm12, ymm14
+    vpmullw      ymm14, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
+    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm12, ymm12, ymm14
+    vmovdqa      ymm14, [rsp + 32]                   ; reload
+    vmovdqa      [rsp], ymm12                        ; spill
+    vpaddw       ymm12, ymm14, ymm11                 ; layer 1
+    vpsubw       ymm11, ymm14, ymm11
+    vpmullw      ymm14, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
+    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm11, ymm11, ymm14
+    vpmulhw      ymm14, ymm15, [rel pw_19412]        ; barrett: before layer 1
+    vpaddw       ymm14, ymm14, [rel pw_512]
+    vpsraw       ymm14, ymm14, 10
+    vpmullw      ymm14, ymm14, [rel pw_3457]
+    vpsubw       ymm14, ymm15, ymm14
+    vpaddw       ymm15, ymm14, ymm6                  ; layer 1
+    vpsubw       ymm6, ymm14, ymm6
+    vpmullw      ymm14, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm6, ymm6, ymm14
+    vpaddw       ymm14, ymm10, ymm13                 ; layer 1
+    vpsubw       ymm10, ymm10, ymm13
+    vpmullw      ymm13, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm10, ymm10, ymm13
+    vpaddw       ymm13, ymm2, ymm5                   ; layer 1
+    vpsubw       ymm2, ymm2, ymm5
+    vpmullw      ymm5, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpaddw       ymm5, ymm4, ymm7                    ; layer 1
+    vpsubw       ymm4, ymm4, ymm7
+    vpmullw      ymm7, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm5, ymm5, ymm7
-    vpaddw       ymm7, ymm1, ymm2                    ; layer 1
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 256], ymm6
-    vmovdqu      [rdi + 288], ymm4
-    vmovdqu      [rdi + 320], ymm9
-    vmovdqu      [rdi + 352], ymm7
-    vmovdqu      [rdi + 384], ymm3
-    vmovdqu      [rdi + 416], ymm8
-    vmovdqu      [rdi + 448], ymm5
-    vmovdqu      [rdi + 480], ymm1
-    vmovdqu      ymm1, [rdi]
-    vmovdqu      ymm2, [rdi + 256]
-    vpmulhw      ymm3, ymm1, [rel pw_19412]          ; barrett: before layer 0
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3457]
-    vpsubw       ymm1, ymm1, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
+    vpsubw       ymm4, ymm4, ymm7
+    vpmulhw      ymm7, ymm9, [rel pw_19412]          ; barrett: before layer 0
+    vpaddw       ymm7, ymm7, [rel pw_512]
+    vpsraw       ymm7, ymm7, 10
+    vpmullw      ymm7, ymm7, [rel pw_3457]
+    vpsubw       ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm7, ymm15                   ; layer 0
+    vpsubw       ymm7, ymm7, ymm15
+    vpmullw      ymm15, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm7, ymm7, ymm15
+    vpaddw       ymm15, ymm8, ymm14                  ; layer 0
+    vpsubw       ymm8, ymm8, ymm14
+    vpmullw      ymm14, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
+    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm8, ymm8, ymm14
+    vpaddw       ymm14, ymm1, ymm13                  ; layer 0
+    vpsubw       ymm1, ymm1, ymm13
+    vpmullw      ymm13, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
     vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi], ymm3
-    vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rdi + 32]
-    vmovdqu      ymm2, [rdi + 288]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 32], ymm3
-    vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rdi + 64]
-    vmovdqu      ymm2, [rdi + 320]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 64], ymm3
-    vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rdi + 96]
-    vmovdqu      ymm2, [rdi + 352]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 96], ymm3
-    vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rdi + 128]
-    vmovdqu      ymm2, [rdi + 384]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 128], ymm3
-    vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rdi + 160]
-    vmovdqu      ymm2, [rdi + 416]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm1, ymm1, ymm13
+    vpaddw       ymm13, ymm12, ymm5                  ; layer 0
+    vpsubw       ymm5, ymm12, ymm5
+    vpmullw      ymm12, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm5, ymm5, ymm12
+    vpaddw       ymm12, ymm3, ymm6                   ; layer 0
+    vpsubw       ymm3, ymm3, ymm6
+    vpmullw      ymm6, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm3, ymm3, ymm6
+    vmovdqa      ymm6, [rsp + 64]                    ; reload
+    vmovdqa      [rsp + 32], ymm3                    ; spill
+    vpaddw       ymm3, ymm6, ymm10                   ; layer 0
+    vpsubw       ymm6, ymm6, ymm10
+    vpmullw      ymm10, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm6, ymm6, ymm10
+    vmovdqa      ymm10, [rsp]                        ; reload
+    vmovdqa      [rsp + 64], ymm6                    ; spill
+    vpaddw       ymm6, ymm10, ymm2                   ; layer 0
+    vpsubw       ymm2, ymm10, ymm2
+    vpmullw      ymm10, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm2, ymm2, ymm10
+    vpaddw       ymm10, ymm11, ymm4                  ; layer 0
+    vpsubw       ymm4, ymm11, ymm4
+    vpmullw      ymm11, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmulhw      ymm0, ymm11, ymm0
+    vpsubw       ymm0, ymm4, ymm0
+    vmovdqu      [rdi], ymm9
+    vmovdqu      [rdi + 32], ymm15
+    vmovdqu      [rdi + 64], ymm14
+    vmovdqu      [rdi + 96], ymm13
+    vmovdqu      [rdi + 128], ymm12
     vmovdqu      [rdi + 160], ymm3
+    vmovdqu      [rdi + 192], ymm6
+    vmovdqu      [rdi + 224], ymm10
+    vmovdqu      [rdi + 256], ymm7
+    vmovdqu      [rdi + 288], ymm8
+    vmovdqu      [rdi + 320], ymm1
+    vmovdqu      [rdi + 352], ymm5
+    vmovdqa      ymm1, [rsp + 32]                    ; reload
+    vmovdqu      [rdi + 384], ymm1
+    vmovdqa      ymm1, [rsp + 64]                    ; reload
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rdi + 192]
-    vmovdqu      ymm2, [rdi + 448]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 192], ymm3
-    vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rdi + 224]
-    vmovdqu      ymm2, [rdi + 480]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
-    vpmulhw      ymm0, ymm2, ymm0
-    vpsubw       ymm0, ymm1, ymm0
-    vmovdqu      [rdi + 224], ymm3
+    vmovdqu      [rdi + 448], ymm2
     vmovdqu      [rdi + 480], ymm0
+    mov rsp, rbp
+    pop rbp
     vzeroupper
     ret
 .end:

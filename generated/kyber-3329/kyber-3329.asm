@@ -51,10 +51,16 @@ kg_kyber3329_ntt_forward_twiddles:
     dw 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498
     dw -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359
     dw 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745
+    dw -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517
+    dw 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787
     dw 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493
     dw 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525
     dw 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422
     dw -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402
+    dw 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287
+    dw 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191
+    dw 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202
+    dw -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694
     dw -171, -171, -171, -171, -171, -171, -171, -171, -171, -171, -171, -171, -171, -171, -171, -171
     dw -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907
     dw 622, 622, 622, 622, 622, 622, 622, 622, 622, 622, 622, 622, 622, 622, 622, 622
@@ -63,36 +69,6 @@ kg_kyber3329_ntt_forward_twiddles:
     dw -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799
     dw 182, 182, 182, 182, 182, 182, 182, 182, 182, 182, 182, 182, 182, 182, 182, 182
     dw -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690
-    dw 573, 573, 573, 573, 573, 573, 573, 573, -1325, -1325, -1325, -1325, -1325, -1325, -1325, -1325
-    dw -5827, -5827, -5827, -5827, -5827, -5827, -5827, -5827, 17363, 17363, 17363, 17363, 17363, 17363, 17363, 17363
-    dw 264, 264, 264, 264, 264, 264, 264, 264, 383, 383, 383, 383, 383, 383, 383, 383
-    dw -26360, -26360, -26360, -26360, -26360, -26360, -26360, -26360, -29057, -29057, -29057, -29057, -29057, -29057, -29057, -29057
-    dw -829, -829, -829, -829, -829, -829, -829, -829, 1458, 1458, 1458, 1458, 1458, 1458, 1458, 1458
-    dw 5571, 5571, 5571, 5571, 5571, 5571, 5571, 5571, -1102, -1102, -1102, -1102, -1102, -1102, -1102, -1102
-    dw -1602, -1602, -1602, -1602, -1602, -1602, -1602, -1602, -130, -130, -130, -130, -130, -130, -130, -130
-    dw 21438, 21438, 21438, 21438, 21438, 21438, 21438, 21438, -26242, -26242, -26242, -26242, -26242, -26242, -26242, -26242
-    dw 1223, 1223, 1223, 1223, 652, 652, 652, 652, -552, -552, -552, -552, 1015, 1015, 1015, 1015
-    dw -5689, -5689, -5689, -5689, -6516, -6516, -6516, -6516, 1496, 1496, 1496, 1496, 30967, 30967, 30967, 30967
-    dw -1293, -1293, -1293, -1293, 1491, 1491, 1491, 1491, -282, -282, -282, -282, -1544, -1544, -1544, -1544
-    dw -23565, -23565, -23565, -23565, 20179, 20179, 20179, 20179, 20710, 20710, 20710, 20710, 25080, 25080, 25080, 25080
-    dw 516, 516, 516, 516, -8, -8, -8, -8, -320, -320, -320, -320, -666, -666, -666, -666
-    dw -12796, -12796, -12796, -12796, 26616, 26616, 26616, 26616, 16064, 16064, 16064, 16064, -12442, -12442, -12442, -12442
-    dw -1618, -1618, -1618, -1618, -1162, -1162, -1162, -1162, 126, 126, 126, 126, 1469, 1469, 1469, 1469
-    dw 9134, 9134, 9134, 9134, -650, -650, -650, -650, -25986, -25986, -25986, -25986, 27837, 27837, 27837, 27837
-    dw -1103, -1103, 430, 430, 555, 555, 843, 843, -1251, -1251, 871, 871, 1550, 1550, 105, 105
-    dw -335, -335, 11182, 11182, -11477, -11477, 13387, 13387, -32227, -32227, -14233, -14233, 20494, 20494, -21655, -21655
-    dw 422, 422, 587, 587, 177, 177, -235, -235, -291, -291, -460, -460, 1574, 1574, 1653, 1653
-    dw -27738, -27738, 13131, 13131, 945, 945, -4587, -4587, -14883, -14883, 23092, 23092, 6182, 6182, 5493, 5493
-    dw -246, -246, 778, 778, 1159, 1159, -147, -147, -777, -777, 1483, 1483, -602, -602, 1119, 1119
-    dw 32010, 32010, -32502, -32502, 10631, 10631, 30317, 30317, 29175, 29175, -18741, -18741, -28762, -28762, 12639, 12639
-    dw -1590, -1590, 644, 644, -872, -872, 349, 349, 418, 418, 329, 329, -156, -156, -75, -75
-    dw -18486, -18486, 20100, 20100, 17560, 17560, 18525, 18525, -14430, -14430, 19529, 19529, -5276, -5276, -12619, -12619
-    dw -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517
-    dw 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787
-    dw 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287
-    dw 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191
-    dw 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202
-    dw -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694
     dw 962, 962, 962, 962, 962, 962, 962, 962, 962, 962, 962, 962, 962, 962, 962, 962
     dw 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690
     dw -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202
@@ -101,6 +77,14 @@ kg_kyber3329_ntt_forward_twiddles:
     dw -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202
     dw 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468
     dw 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164
+    dw 573, 573, 573, 573, 573, 573, 573, 573, -1325, -1325, -1325, -1325, -1325, -1325, -1325, -1325
+    dw -5827, -5827, -5827, -5827, -5827, -5827, -5827, -5827, 17363, 17363, 17363, 17363, 17363, 17363, 17363, 17363
+    dw 264, 264, 264, 264, 264, 264, 264, 264, 383, 383, 383, 383, 383, 383, 383, 383
+    dw -26360, -26360, -26360, -26360, -26360, -26360, -26360, -26360, -29057, -29057, -29057, -29057, -29057, -29057, -29057, -29057
+    dw -829, -829, -829, -829, -829, -829, -829, -829, 1458, 1458, 1458, 1458, 1458, 1458, 1458, 1458
+    dw 5571, 5571, 5571, 5571, 5571, 5571, 5571, 5571, -1102, -1102, -1102, -1102, -1102, -1102, -1102, -1102
+    dw -1602, -1602, -1602, -1602, -1602, -1602, -1602, -1602, -130, -130, -130, -130, -130, -130, -130, -130
+    dw 21438, 21438, 21438, 21438, 21438, 21438, 21438, 21438, -26242, -26242, -26242, -26242, -26242, -26242, -26242, -26242
     dw -681, -681, -681, -681, -681, -681, -681, -681, 1017, 1017, 1017, 1017, 1017, 1017, 1017, 1017
     dw -28073, -28073, -28073, -28073, -28073, -28073, -28073, -28073, 24313, 24313, 24313, 24313, 24313, 24313, 24313, 24313
     dw 732, 732, 732, 732, 732, 732, 732, 732, 608, 608, 608, 608, 608, 608, 608, 608
@@ -109,6 +93,14 @@ kg_kyber3329_ntt_forward_twiddles:
     dw 18426, 18426, 18426, 18426, 18426, 18426, 18426, 18426, 8859, 8859, 8859, 8859, 8859, 8859, 8859, 8859
     dw -205, -205, -205, -205, -205, -205, -205, -205, -1571, -1571, -1571, -1571, -1571, -1571, -1571, -1571
     dw 26675, 26675, 26675, 26675, 26675, 26675, 26675, 26675, -16163, -16163, -16163, -16163, -16163, -16163, -16163, -16163
+    dw 1223, 1223, 1223, 1223, 652, 652, 652, 652, -552, -552, -552, -552, 1015, 1015, 1015, 1015
+    dw -5689, -5689, -5689, -5689, -6516, -6516, -6516, -6516, 1496, 1496, 1496, 1496, 30967, 30967, 30967, 30967
+    dw -1293, -1293, -1293, -1293, 1491, 1491, 1491, 1491, -282, -282, -282, -282, -1544, -1544, -1544, -1544
+    dw -23565, -23565, -23565, -23565, 20179, 20179, 20179, 20179, 20710, 20710, 20710, 20710, 25080, 25080, 25080, 25080
+    dw 516, 516, 516, 516, -8, -8, -8, -8, -320, -320, -320, -320, -666, -666, -666, -666
+    dw -12796, -12796, -12796, -12796, 26616, 26616, 26616, 26616, 16064, 16064, 16064, 16064, -12442, -12442, -12442, -12442
+    dw -1618, -1618, -1618, -1618, -1162, -1162, -1162, -1162, 126, 126, 126, 126, 1469, 1469, 1469, 1469
+    dw 9134, 9134, 9134, 9134, -650, -650, -650, -650, -25986, -25986, -25986, -25986, 27837, 27837, 27837, 27837
     dw -853, -853, -853, -853, -90, -90, -90, -90, -271, -271, -271, -271, 830, 830, 830, 830
     dw 19883, 19883, 19883, 19883, -28250, -28250, -28250, -28250, -15887, -15887, -15887, -15887, -8898, -8898, -8898, -8898
     dw 107, 107, 107, 107, -1421, -1421, -1421, -1421, -247, -247, -247, -247, -951, -951, -951, -951
@@ -117,6 +109,14 @@ kg_kyber3329_ntt_forward_twiddles:
     dw 13426, 13426, 13426, 13426, 14017, 14017, 14017, 14017, -29156, -29156, -29156, -29156, -12757, -12757, -12757, -12757
     dw 448, 448, 448, 448, -1065, -1065, -1065, -1065, 677, 677, 677, 677, -1275, -1275, -1275, -1275
     dw 16832, 16832, 16832, 16832, 4311, 4311, 4311, 4311, -24155, -24155, -24155, -24155, -17915, -17915, -17915, -17915
+    dw -1103, -1103, 430, 430, 555, 555, 843, 843, -1251, -1251, 871, 871, 1550, 1550, 105, 105
+    dw -335, -335, 11182, 11182, -11477, -11477, 13387, 13387, -32227, -32227, -14233, -14233, 20494, 20494, -21655, -21655
+    dw 422, 422, 587, 587, 177, 177, -235, -235, -291, -291, -460, -460, 1574, 1574, 1653, 1653
+    dw -27738, -27738, 13131, 13131, 945, 945, -4587, -4587, -14883, -14883, 23092, 23092, 6182, 6182, 5493, 5493
+    dw -246, -246, 778, 778, 1159, 1159, -147, -147, -777, -777, 1483, 1483, -602, -602, 1119, 1119
+    dw 32010, 32010, -32502, -32502, 10631, 10631, 30317, 30317, 29175, 29175, -18741, -18741, -28762, -28762, 12639, 12639
+    dw -1590, -1590, 644, 644, -872, -872, 349, 349, 418, 418, 329, 329, -156, -156, -75, -75
+    dw -18486, -18486, 20100, 20100, 17560, 17560, 18525, 18525, -14430, -14430, 19529, 19529, -5276, -5276, -12619, -12619
     dw 817, 817, 1097, 1097, 603, 603, 610, 610, 1322, 1322, -1285, -1285, -1465, -1465, 384, 384
     dw -31183, -31183, 20297, 20297, 25435, 25435, 2146, 2146, -7382, -7382, 15355, 15355, 24391, 24391, -32384, -32384
     dw -1215, -1215, -136, -136, 1218, 1218, -1335, -1335, -874, -874, 220, 220, -1187, -1187, -1659, -1659
@@ -137,36 +137,6 @@ kg_kyber3329_ntt_inverse_twiddles:
     dw -2815, -2815, 17737, 17737, 18466, 18466, -11398, -11398, 27955, 27955, 31931, 31931, 4075, 4075, 32069, 32069
     dw -197, -197, 1055, 1055, -1222, -1222, -1077, -1077, 606, 606, 861, 861, 937, 937, 1150, 1150
     dw 59, 59, 28959, 28959, 2362, 2362, -21301, -21301, 15454, 15454, 19037, 19037, 28329, 28329, -24962, -24962
-    dw 1275, 1275, 1275, 1275, -677, -677, -677, -677, 1065, 1065, 1065, 1065, -448, -448, -448, -448
-    dw 17915, 17915, 17915, 17915, 24155, 24155, 24155, 24155, -4311, -4311, -4311, -4311, -16832, -16832, -16832, -16832
-    dw 725, 725, 725, 725, 1508, 1508, 1508, 1508, -961, -961, -961, -961, 398, 398, 398, 398
-    dw 12757, 12757, 12757, 12757, 29156, 29156, 29156, 29156, -14017, -14017, -14017, -14017, -13426, -13426, -13426, -13426
-    dw 951, 951, 951, 951, 247, 247, 247, 247, 1421, 1421, 1421, 1421, -107, -107, -107, -107
-    dw -18249, -18249, -18249, -18249, 30199, 30199, 30199, 30199, -9075, -9075, -9075, -9075, 28309, 28309, 28309, 28309
-    dw -830, -830, -830, -830, 271, 271, 271, 271, 90, 90, 90, 90, 853, 853, 853, 853
-    dw 8898, 8898, 8898, 8898, 15887, 15887, 15887, 15887, 28250, 28250, 28250, 28250, -19883, -19883, -19883, -19883
-    dw 1571, 1571, 1571, 1571, 1571, 1571, 1571, 1571, 205, 205, 205, 205, 205, 205, 205, 205
-    dw 16163, 16163, 16163, 16163, 16163, 16163, 16163, 16163, -26675, -26675, -26675, -26675, -26675, -26675, -26675, -26675
-    dw -411, -411, -411, -411, -411, -411, -411, -411, 1542, 1542, 1542, 1542, 1542, 1542, 1542, 1542
-    dw -8859, -8859, -8859, -8859, -8859, -8859, -8859, -8859, -18426, -18426, -18426, -18426, -18426, -18426, -18426, -18426
-    dw -608, -608, -608, -608, -608, -608, -608, -608, -732, -732, -732, -732, -732, -732, -732, -732
-    dw -8800, -8800, -8800, -8800, -8800, -8800, -8800, -8800, 10532, 10532, 10532, 10532, 10532, 10532, 10532, 10532
-    dw -1017, -1017, -1017, -1017, -1017, -1017, -1017, -1017, 681, 681, 681, 681, 681, 681, 681, 681
-    dw -24313, -24313, -24313, -24313, -24313, -24313, -24313, -24313, 28073, 28073, 28073, 28073, 28073, 28073, 28073, 28073
-    dw -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468
-    dw -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164
-    dw 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474
-    dw 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202
-    dw 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202
-    dw -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358
-    dw -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962
-    dw -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690
-    dw -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202
-    dw 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694
-    dw -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287
-    dw -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191
-    dw 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517
-    dw -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787
     dw -1548, -1548, -24, -24, 1331, 1331, -960, -960, 1078, 1078, 378, 378, -157, -157, -1525, -1525
     dw -27148, -27148, 14312, 14312, 28211, 28211, -17344, -17344, 17974, 17974, -12422, -12422, -1949, -1949, 27403, 27403
     dw -340, -340, -1373, -1373, -284, -284, -1656, -1656, -1303, -1303, -846, -846, 1144, 1144, -550, -550
@@ -175,6 +145,14 @@ kg_kyber3329_ntt_inverse_twiddles:
     dw 5886, 5886, -19214, -19214, -26695, -26695, 17875, 17875, -10788, -10788, -25061, -25061, 27226, 27226, -19391, -19391
     dw -496, -496, -1298, -1298, 134, 134, 1344, 1344, 1154, 1154, -1195, -1195, -446, -446, -1194, -1194
     dw 11792, 11792, -6930, -6930, 12934, 12934, -15040, -15040, 27266, 27266, -21931, -21931, -23486, -23486, -25258, -25258
+    dw 1275, 1275, 1275, 1275, -677, -677, -677, -677, 1065, 1065, 1065, 1065, -448, -448, -448, -448
+    dw 17915, 17915, 17915, 17915, 24155, 24155, 24155, 24155, -4311, -4311, -4311, -4311, -16832, -16832, -16832, -16832
+    dw 725, 725, 725, 725, 1508, 1508, 1508, 1508, -961, -961, -961, -961, 398, 398, 398, 398
+    dw 12757, 12757, 12757, 12757, 29156, 29156, 29156, 29156, -14017, -14017, -14017, -14017, -13426, -13426, -13426, -13426
+    dw 951, 951, 951, 951, 247, 247, 247, 247, 1421, 1421, 1421, 1421, -107, -107, -107, -107
+    dw -18249, -18249, -18249, -18249, 30199, 30199, 30199, 30199, -9075, -9075, -9075, -9075, 28309, 28309, 28309, 28309
+    dw -830, -830, -830, -830, 271, 271, 271, 271, 90, 90, 90, 90, 853, 853, 853, 853
+    dw 8898, 8898, 8898, 8898, 15887, 15887, 15887, 15887, 28250, 28250, 28250, 28250, -19883, -19883, -19883, -19883
     dw -1469, -1469, -1469, -1469, -126, -126, -126, -126, 1162, 1162, 1162, 1162, 1618, 1618, 1618, 1618
     dw -27837, -27837, -27837, -27837, 25986, 25986, 25986, 25986, 650, 650, 650, 650, -9134, -9134, -9134, -9134
     dw 666, 666, 666, 666, 320, 320, 320, 320, 8, 8, 8, 8, -516, -516, -516, -516
@@ -183,6 +161,14 @@ kg_kyber3329_ntt_inverse_twiddles:
     dw -25080, -25080, -25080, -25080, -20710, -20710, -20710, -20710, -20179, -20179, -20179, -20179, 23565, 23565, 23565, 23565
     dw -1015, -1015, -1015, -1015, 552, 552, 552, 552, -652, -652, -652, -652, -1223, -1223, -1223, -1223
     dw -30967, -30967, -30967, -30967, -1496, -1496, -1496, -1496, 6516, 6516, 6516, 6516, 5689, 5689, 5689, 5689
+    dw 1571, 1571, 1571, 1571, 1571, 1571, 1571, 1571, 205, 205, 205, 205, 205, 205, 205, 205
+    dw 16163, 16163, 16163, 16163, 16163, 16163, 16163, 16163, -26675, -26675, -26675, -26675, -26675, -26675, -26675, -26675
+    dw -411, -411, -411, -411, -411, -411, -411, -411, 1542, 1542, 1542, 1542, 1542, 1542, 1542, 1542
+    dw -8859, -8859, -8859, -8859, -8859, -8859, -8859, -8859, -18426, -18426, -18426, -18426, -18426, -18426, -18426, -18426
+    dw -608, -608, -608, -608, -608, -608, -608, -608, -732, -732, -732, -732, -732, -732, -732, -732
+    dw -8800, -8800, -8800, -8800, -8800, -8800, -8800, -8800, 10532, 10532, 10532, 10532, 10532, 10532, 10532, 10532
+    dw -1017, -1017, -1017, -1017, -1017, -1017, -1017, -1017, 681, 681, 681, 681, 681, 681, 681, 681
+    dw -24313, -24313, -24313, -24313, -24313, -24313, -24313, -24313, 28073, 28073, 28073, 28073, 28073, 28073, 28073, 28073
     dw 130, 130, 130, 130, 130, 130, 130, 130, 1602, 1602, 1602, 1602, 1602, 1602, 1602, 1602
     dw 26242, 26242, 26242, 26242, 26242, 26242, 26242, 26242, -21438, -21438, -21438, -21438, -21438, -21438, -21438, -21438
     dw -1458, -1458, -1458, -1458, -1458, -1458, -1458, -1458, 829, 829, 829, 829, 829, 829, 829, 829
@@ -191,6 +177,14 @@ kg_kyber3329_ntt_inverse_twiddles:
     dw 29057, 29057, 29057, 29057, 29057, 29057, 29057, 29057, 26360, 26360, 26360, 26360, 26360, 26360, 26360, 26360
     dw 1325, 1325, 1325, 1325, 1325, 1325, 1325, 1325, -573, -573, -573, -573, -573, -573, -573, -573
     dw -17363, -17363, -17363, -17363, -17363, -17363, -17363, -17363, 5827, 5827, 5827, 5827, 5827, 5827, 5827, 5827
+    dw -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468
+    dw -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164
+    dw 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474
+    dw 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202
+    dw 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202
+    dw -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358
+    dw -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962
+    dw -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690
     dw -182, -182, -182, -182, -182, -182, -182, -182, -182, -182, -182, -182, -182, -182, -182, -182
     dw 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690
     dw -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577
@@ -199,10 +193,16 @@ kg_kyber3329_ntt_inverse_twiddles:
     dw -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758
     dw 171, 171, 171, 171, 171, 171, 171, 171, 171, 171, 171, 171, 171, 171, 171, 171
     dw 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907
+    dw -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202
+    dw 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694
+    dw -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287
+    dw -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191
     dw -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422
     dw 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402
     dw -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493
     dw -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525
+    dw 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517
+    dw -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787
     dw 359, 359, 359, 359, 359, 359, 359, 359, 359, 359, 359, 359, 359, 359, 359, 359
     dw -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745
     dw 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758
@@ -246,7 +246,7 @@ section .text
 ;   requires: every a[i] in [-3328, 3328]
 ;   ensures:  every a[i] in [-16184, 16184] (proven), block j at the positions the manifest lists,
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
-;   clobbers: ymm{0-9}, flags
+;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 0 vector reductions
@@ -255,87 +255,11 @@ section .text
 global kg_kyber3329_ntt_forward_avx2:function (kg_kyber3329_ntt_forward_avx2.end - kg_kyber3329_ntt_forward_avx2)
 align 32
 kg_kyber3329_ntt_forward_avx2:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 96
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
-    vmovdqu      ymm1, [rdi]
-    vmovdqu      ymm2, [rdi + 256]
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi], ymm3
-    vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rdi + 32]
-    vmovdqu      ymm2, [rdi + 288]
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 32], ymm3
-    vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rdi + 64]
-    vmovdqu      ymm2, [rdi + 320]
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 64], ymm3
-    vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rdi + 96]
-    vmovdqu      ymm2, [rdi + 352]
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 96], ymm3
-    vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rdi + 128]
-    vmovdqu      ymm2, [rdi + 384]
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 128], ymm3
-    vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rdi + 160]
-    vmovdqu      ymm2, [rdi + 416]
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 160], ymm3
-    vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rdi + 192]
-    vmovdqu      ymm2, [rdi + 448]
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 192], ymm3
-    vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rdi + 224]
-    vmovdqu      ymm2, [rdi + 480]
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 224], ymm3
-    vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -344,414 +268,505 @@ kg_kyber3329_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 160]
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
-    vpmullw      ymm9, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 96]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 64]
+    vmovdqu      ymm9, [rdi + 256]
+    vmovdqu      ymm10, [rdi + 288]
+    vmovdqu      ymm11, [rdi + 320]
+    vmovdqu      ymm12, [rdi + 352]
+    vmovdqu      ymm13, [rdi + 384]
+    vmovdqu      ymm14, [rdi + 416]
+    vmovdqu      ymm15, [rdi + 448]
+    vmovdqa      [rsp], ymm8                         ; spill
+    vmovdqu      ymm8, [rdi + 480]
+    vmovdqa      [rsp + 32], ymm8                    ; spill
+    vpmullw      ymm8, ymm9, [rel kg_kyber3329_ntt_forward_twiddles + 32]
+    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm1, ymm8                    ; layer 0
+    vpsubw       ymm1, ymm1, ymm8
+    vpmullw      ymm8, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 32]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm10, ymm8
+    vpaddw       ymm10, ymm2, ymm8                   ; layer 0
+    vpsubw       ymm2, ymm2, ymm8
+    vpmullw      ymm8, ymm11, [rel kg_kyber3329_ntt_forward_twiddles + 32]
+    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm11, ymm8
+    vpaddw       ymm11, ymm3, ymm8                   ; layer 0
+    vpsubw       ymm3, ymm3, ymm8
+    vpmullw      ymm8, ymm12, [rel kg_kyber3329_ntt_forward_twiddles + 32]
+    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm12, ymm8
+    vpaddw       ymm12, ymm4, ymm8                   ; layer 0
+    vpsubw       ymm4, ymm4, ymm8
+    vpmullw      ymm8, ymm13, [rel kg_kyber3329_ntt_forward_twiddles + 32]
+    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm13, ymm8
+    vpaddw       ymm13, ymm5, ymm8                   ; layer 0
+    vpsubw       ymm5, ymm5, ymm8
+    vpmullw      ymm8, ymm14, [rel kg_kyber3329_ntt_forward_twiddles + 32]
+    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm14, ymm8
+    vpaddw       ymm14, ymm6, ymm8                   ; layer 0
+    vpsubw       ymm6, ymm6, ymm8
+    vpmullw      ymm8, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 32]
+    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm15, ymm8
+    vpaddw       ymm15, ymm7, ymm8                   ; layer 0
+    vpsubw       ymm7, ymm7, ymm8
+    vmovdqa      ymm8, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 64], ymm4                    ; spill
+    vpmullw      ymm4, ymm8, [rel kg_kyber3329_ntt_forward_twiddles + 32]
+    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm4, ymm8, ymm4
+    vmovdqa      ymm8, [rsp]                         ; reload
+    vmovdqa      [rsp + 32], ymm3                    ; spill
+    vpaddw       ymm3, ymm8, ymm4                    ; layer 0
+    vpsubw       ymm4, ymm8, ymm4
+    vpmullw      ymm8, ymm13, [rel kg_kyber3329_ntt_forward_twiddles + 96]
+    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_forward_twiddles + 64]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm13, ymm8
+    vpaddw       ymm13, ymm9, ymm8                   ; layer 1
+    vpsubw       ymm8, ymm9, ymm8
+    vpmullw      ymm9, ymm14, [rel kg_kyber3329_ntt_forward_twiddles + 96]
+    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_forward_twiddles + 64]
     vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm5, ymm5, ymm9
-    vpaddw       ymm9, ymm1, ymm5                    ; layer 1
+    vpsubw       ymm9, ymm14, ymm9
+    vpaddw       ymm14, ymm10, ymm9                  ; layer 1
+    vpsubw       ymm9, ymm10, ymm9
+    vpmullw      ymm10, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 96]
+    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 64]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm10, ymm15, ymm10
+    vpaddw       ymm15, ymm11, ymm10                 ; layer 1
+    vpsubw       ymm10, ymm11, ymm10
+    vpmullw      ymm11, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 96]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 64]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm3, ymm3, ymm11
+    vpaddw       ymm11, ymm12, ymm3                  ; layer 1
+    vpsubw       ymm3, ymm12, ymm3
+    vpmullw      ymm12, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 160]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 128]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm5, ymm5, ymm12
+    vpaddw       ymm12, ymm1, ymm5                   ; layer 1
     vpsubw       ymm1, ymm1, ymm5
-    vpmullw      ymm5, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 96]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 64]
+    vpmullw      ymm5, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 160]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 1
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 96]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 64]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm3, ymm5                    ; layer 1
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm8, [rel kg_kyber3329_ntt_forward_twiddles + 96]
-    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_forward_twiddles + 64]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm8, ymm5
-    vpaddw       ymm8, ymm4, ymm5                    ; layer 1
-    vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 160]
     vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm9, ymm5                    ; layer 2
-    vpsubw       ymm5, ymm9, ymm5
-    vpmullw      ymm9, ymm8, [rel kg_kyber3329_ntt_forward_twiddles + 160]
-    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_forward_twiddles + 128]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm6, ymm8                    ; layer 2
-    vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 224]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 192]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm3, ymm3, ymm8
-    vpaddw       ymm8, ymm1, ymm3                    ; layer 2
-    vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 224]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 192]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm4, ymm3
-    vpaddw       ymm4, ymm2, ymm3                    ; layer 2
-    vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm9, [rel kg_kyber3329_ntt_forward_twiddles + 288]
-    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_forward_twiddles + 256]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm9, ymm3
-    vpaddw       ymm9, ymm7, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 352]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 320]
+    vmovdqa      ymm7, [rsp + 32]                    ; reload
+    vmovdqa      [rsp], ymm2                         ; spill
+    vpaddw       ymm2, ymm7, ymm5                    ; layer 1
+    vpsubw       ymm5, ymm7, ymm5
+    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 160]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 128]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm6, ymm6, ymm7
-    vpaddw       ymm7, ymm5, ymm6                    ; layer 3
+    vpsubw       ymm4, ymm4, ymm7
+    vmovdqa      ymm7, [rsp + 64]                    ; reload
+    vmovdqa      [rsp + 32], ymm1                    ; spill
+    vpaddw       ymm1, ymm7, ymm4                    ; layer 1
+    vpsubw       ymm4, ymm7, ymm4
+    vpmullw      ymm7, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 224]
+    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 192]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm7, ymm15, ymm7
+    vpaddw       ymm15, ymm13, ymm7                  ; layer 2
+    vpsubw       ymm7, ymm13, ymm7
+    vpmullw      ymm13, ymm11, [rel kg_kyber3329_ntt_forward_twiddles + 224]
+    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_forward_twiddles + 192]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm11, ymm11, ymm13
+    vpaddw       ymm13, ymm14, ymm11                 ; layer 2
+    vpsubw       ymm11, ymm14, ymm11
+    vpmullw      ymm14, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 288]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 256]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm10, ymm10, ymm14
+    vpaddw       ymm14, ymm8, ymm10                  ; layer 2
+    vpsubw       ymm8, ymm8, ymm10
+    vpmullw      ymm10, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 288]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 256]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm3, ymm3, ymm10
+    vpaddw       ymm10, ymm9, ymm3                   ; layer 2
+    vpsubw       ymm3, ymm9, ymm3
+    vpmullw      ymm9, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 352]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 320]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm2, ymm2, ymm9
+    vpaddw       ymm9, ymm12, ymm2                   ; layer 2
+    vpsubw       ymm2, ymm12, ymm2
+    vpmullw      ymm12, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 352]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 320]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm1, ymm1, ymm12
+    vpaddw       ymm12, ymm6, ymm1                   ; layer 2
+    vpsubw       ymm1, ymm6, ymm1
+    vpmullw      ymm6, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 416]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 384]
+    vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
+    vmovdqa      ymm6, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 64], ymm2                    ; spill
+    vpaddw       ymm2, ymm6, ymm5                    ; layer 2
+    vpsubw       ymm5, ymm6, ymm5
     vpmullw      ymm6, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 416]
     vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 384]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm8, ymm4                    ; layer 3
-    vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 480]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 448]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm1, ymm2                    ; layer 3
-    vpsubw       ymm1, ymm1, ymm2
-    vperm2i128   ymm2, ymm9, ymm3, 32
-    vperm2i128   ymm3, ymm9, ymm3, 49
-    vperm2i128   ymm9, ymm7, ymm5, 32
-    vperm2i128   ymm5, ymm7, ymm5, 49
-    vperm2i128   ymm7, ymm6, ymm4, 32
-    vperm2i128   ymm4, ymm6, ymm4, 49
-    vperm2i128   ymm6, ymm8, ymm1, 32
-    vperm2i128   ymm1, ymm8, ymm1, 49
-    vpmullw      ymm8, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 544]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 512]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm3, ymm3, ymm8
-    vpaddw       ymm8, ymm2, ymm3                    ; layer 4
-    vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 608]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 576]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm5, ymm3
-    vpaddw       ymm5, ymm9, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 672]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 640]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpaddw       ymm9, ymm7, ymm4                    ; layer 4
-    vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 736]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 704]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm6, ymm1                    ; layer 4
-    vpsubw       ymm1, ymm6, ymm1
-    vpunpcklqdq  ymm6, ymm8, ymm2
-    vpunpckhqdq  ymm2, ymm8, ymm2
-    vpunpcklqdq  ymm8, ymm5, ymm3
-    vpunpckhqdq  ymm3, ymm5, ymm3
-    vpunpcklqdq  ymm5, ymm9, ymm4
-    vpunpckhqdq  ymm4, ymm9, ymm4
-    vpunpcklqdq  ymm9, ymm7, ymm1
-    vpunpckhqdq  ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 800]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 768]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm6, ymm2                    ; layer 5
-    vpsubw       ymm2, ymm6, ymm2
-    vpmullw      ymm6, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 864]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 832]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm8, ymm3                    ; layer 5
-    vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 928]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 896]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm8, ymm5, ymm4                    ; layer 5
-    vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 992]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 960]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm9, ymm1                    ; layer 5
-    vpsubw       ymm1, ymm9, ymm1
-    vpsllq       ymm9, ymm2, 32
-    vpblendd     ymm9, ymm7, ymm9, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm2, ymm7, ymm2, 170
-    vpsllq       ymm7, ymm3, 32
-    vpblendd     ymm7, ymm6, ymm7, 170
-    vpsrlq       ymm6, ymm6, 32
-    vpblendd     ymm3, ymm6, ymm3, 170
-    vpsllq       ymm6, ymm4, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
-    vpsrlq       ymm8, ymm8, 32
-    vpblendd     ymm4, ymm8, ymm4, 170
-    vpsllq       ymm8, ymm1, 32
-    vpblendd     ymm8, ymm5, ymm8, 170
-    vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm1, ymm5, ymm1, 170
-    vpmullw      ymm5, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1056]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1024]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm9, ymm2                    ; layer 6
-    vpsubw       ymm2, ymm9, ymm2
-    vpmullw      ymm9, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1120]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1088]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpaddw       ymm9, ymm7, ymm3                    ; layer 6
-    vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1184]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1152]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm6, ymm4                    ; layer 6
+    vmovdqa      ymm6, [rsp]                         ; reload
+    vmovdqa      [rsp + 32], ymm5                    ; spill
+    vpaddw       ymm5, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 1248]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 1216]
+    vpmullw      ymm6, ymm13, [rel kg_kyber3329_ntt_forward_twiddles + 480]
+    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_forward_twiddles + 448]
     vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm8, ymm1                    ; layer 6
-    vpsubw       ymm1, ymm8, ymm1
-    vpslld       ymm8, ymm2, 16
-    vpblendw     ymm8, ymm5, ymm8, 170
-    vpsrld       ymm5, ymm5, 16
-    vpblendw     ymm2, ymm5, ymm2, 170
-    vpslld       ymm5, ymm3, 16
-    vpblendw     ymm5, ymm9, ymm5, 170
-    vpsrld       ymm9, ymm9, 16
-    vpblendw     ymm3, ymm9, ymm3, 170
-    vpslld       ymm9, ymm4, 16
-    vpblendw     ymm9, ymm7, ymm9, 170
-    vpsrld       ymm7, ymm7, 16
-    vpblendw     ymm4, ymm7, ymm4, 170
-    vpslld       ymm7, ymm1, 16
-    vpblendw     ymm7, ymm6, ymm7, 170
-    vpsrld       ymm6, ymm6, 16
-    vpblendw     ymm1, ymm6, ymm1, 170
-    vmovdqu      [rdi], ymm8
-    vmovdqu      [rdi + 32], ymm2
-    vmovdqu      [rdi + 64], ymm5
-    vmovdqu      [rdi + 96], ymm3
-    vmovdqu      [rdi + 128], ymm9
-    vmovdqu      [rdi + 160], ymm4
-    vmovdqu      [rdi + 192], ymm7
-    vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rdi + 256]
-    vmovdqu      ymm2, [rdi + 288]
-    vmovdqu      ymm3, [rdi + 320]
-    vmovdqu      ymm4, [rdi + 352]
-    vmovdqu      ymm5, [rdi + 384]
-    vmovdqu      ymm6, [rdi + 416]
-    vmovdqu      ymm7, [rdi + 448]
-    vmovdqu      ymm8, [rdi + 480]
-    vpmullw      ymm9, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 1312]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 1280]
+    vpsubw       ymm6, ymm13, ymm6
+    vpaddw       ymm13, ymm15, ymm6                  ; layer 3
+    vpsubw       ymm6, ymm15, ymm6
+    vpmullw      ymm15, ymm11, [rel kg_kyber3329_ntt_forward_twiddles + 544]
+    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_forward_twiddles + 512]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm11, ymm11, ymm15
+    vpaddw       ymm15, ymm7, ymm11                  ; layer 3
+    vpsubw       ymm7, ymm7, ymm11
+    vpmullw      ymm11, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 608]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 576]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm10, ymm10, ymm11
+    vpaddw       ymm11, ymm14, ymm10                 ; layer 3
+    vpsubw       ymm10, ymm14, ymm10
+    vpmullw      ymm14, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 672]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 640]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm3, ymm3, ymm14
+    vpaddw       ymm14, ymm8, ymm3                   ; layer 3
+    vpsubw       ymm3, ymm8, ymm3
+    vpmullw      ymm8, ymm12, [rel kg_kyber3329_ntt_forward_twiddles + 736]
+    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_forward_twiddles + 704]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm12, ymm8
+    vpaddw       ymm12, ymm9, ymm8                   ; layer 3
+    vpsubw       ymm8, ymm9, ymm8
+    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 800]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 768]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vmovdqa      ymm9, [rsp + 64]                    ; reload
+    vmovdqa      [rsp], ymm8                         ; spill
+    vpaddw       ymm8, ymm9, ymm1                    ; layer 3
+    vpsubw       ymm1, ymm9, ymm1
+    vpmullw      ymm9, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 864]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 832]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
-    vpaddw       ymm9, ymm1, ymm5                    ; layer 1
-    vpsubw       ymm1, ymm1, ymm5
-    vpmullw      ymm5, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 1312]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 1280]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm6, ymm5
-    vpaddw       ymm6, ymm2, ymm5                    ; layer 1
+    vpaddw       ymm9, ymm2, ymm5                    ; layer 3
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 1312]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 1280]
+    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 928]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 896]
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm3, ymm5                    ; layer 1
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm8, [rel kg_kyber3329_ntt_forward_twiddles + 1312]
-    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_forward_twiddles + 1280]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm8, ymm5
-    vpaddw       ymm8, ymm4, ymm5                    ; layer 1
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 1376]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 1344]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm7, ymm5
-    vpaddw       ymm7, ymm9, ymm5                    ; layer 2
-    vpsubw       ymm5, ymm9, ymm5
-    vpmullw      ymm9, ymm8, [rel kg_kyber3329_ntt_forward_twiddles + 1376]
-    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_forward_twiddles + 1344]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm6, ymm8                    ; layer 2
-    vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1440]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1408]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm3, ymm3, ymm8
-    vpaddw       ymm8, ymm1, ymm3                    ; layer 2
-    vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1440]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1408]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm4, ymm3
-    vpaddw       ymm4, ymm2, ymm3                    ; layer 2
-    vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm9, [rel kg_kyber3329_ntt_forward_twiddles + 1504]
-    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_forward_twiddles + 1472]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm9, ymm3
-    vpaddw       ymm9, ymm7, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 1568]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 1536]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm6, ymm6, ymm7
-    vpaddw       ymm7, ymm5, ymm6                    ; layer 3
-    vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1632]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1600]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm8, ymm4                    ; layer 3
-    vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1696]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1664]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm1, ymm2                    ; layer 3
-    vpsubw       ymm1, ymm1, ymm2
-    vperm2i128   ymm2, ymm9, ymm3, 32
-    vperm2i128   ymm3, ymm9, ymm3, 49
-    vperm2i128   ymm9, ymm7, ymm5, 32
-    vperm2i128   ymm5, ymm7, ymm5, 49
-    vperm2i128   ymm7, ymm6, ymm4, 32
-    vperm2i128   ymm4, ymm6, ymm4, 49
-    vperm2i128   ymm6, ymm8, ymm1, 32
-    vperm2i128   ymm1, ymm8, ymm1, 49
-    vpmullw      ymm8, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1760]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1728]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm3, ymm3, ymm8
-    vpaddw       ymm8, ymm2, ymm3                    ; layer 4
-    vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 1824]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 1792]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm5, ymm3
-    vpaddw       ymm5, ymm9, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1888]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1856]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm4, ymm4, ymm9
-    vpaddw       ymm9, ymm7, ymm4                    ; layer 4
-    vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 1952]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 1920]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm6, ymm1                    ; layer 4
-    vpsubw       ymm1, ymm6, ymm1
-    vpunpcklqdq  ymm6, ymm8, ymm2
-    vpunpckhqdq  ymm2, ymm8, ymm2
-    vpunpcklqdq  ymm8, ymm5, ymm3
-    vpunpckhqdq  ymm3, ymm5, ymm3
-    vpunpcklqdq  ymm5, ymm9, ymm4
-    vpunpckhqdq  ymm4, ymm9, ymm4
-    vpunpcklqdq  ymm9, ymm7, ymm1
-    vpunpckhqdq  ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 2016]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1984]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm6, ymm2                    ; layer 5
-    vpsubw       ymm2, ymm6, ymm2
-    vpmullw      ymm6, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 2080]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 2048]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm8, ymm3                    ; layer 5
-    vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 2144]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 2112]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm8, ymm5, ymm4                    ; layer 5
+    vmovdqa      ymm5, [rsp + 32]                    ; reload
+    vpaddw       ymm0, ymm5, ymm4                    ; layer 3
     vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 2208]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 2176]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpaddw       ymm5, ymm9, ymm1                    ; layer 5
-    vpsubw       ymm1, ymm9, ymm1
-    vpsllq       ymm9, ymm2, 32
-    vpblendd     ymm9, ymm7, ymm9, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm2, ymm7, ymm2, 170
-    vpsllq       ymm7, ymm3, 32
-    vpblendd     ymm7, ymm6, ymm7, 170
-    vpsrlq       ymm6, ymm6, 32
-    vpblendd     ymm3, ymm6, ymm3, 170
-    vpsllq       ymm6, ymm4, 32
-    vpblendd     ymm6, ymm8, ymm6, 170
-    vpsrlq       ymm8, ymm8, 32
-    vpblendd     ymm4, ymm8, ymm4, 170
-    vpsllq       ymm8, ymm1, 32
-    vpblendd     ymm8, ymm5, ymm8, 170
-    vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm1, ymm5, ymm1, 170
-    vpmullw      ymm5, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 2272]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 2240]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm9, ymm2                    ; layer 6
-    vpsubw       ymm2, ymm9, ymm2
-    vpmullw      ymm9, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 2336]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 2304]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpaddw       ymm9, ymm7, ymm3                    ; layer 6
-    vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 2400]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 2368]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm6, ymm4                    ; layer 6
+    vperm2i128   ymm5, ymm13, ymm6, 32
+    vperm2i128   ymm6, ymm13, ymm6, 49
+    vperm2i128   ymm13, ymm15, ymm7, 32
+    vperm2i128   ymm7, ymm15, ymm7, 49
+    vperm2i128   ymm15, ymm11, ymm10, 32
+    vperm2i128   ymm10, ymm11, ymm10, 49
+    vperm2i128   ymm11, ymm14, ymm3, 32
+    vperm2i128   ymm3, ymm14, ymm3, 49
+    vperm2i128   ymm14, ymm12, [rsp], 32
+    vperm2i128   ymm12, ymm12, [rsp], 49
+    vmovdqa      [rsp], ymm14                        ; spill
+    vperm2i128   ymm14, ymm8, ymm1, 32
+    vperm2i128   ymm1, ymm8, ymm1, 49
+    vperm2i128   ymm8, ymm9, ymm2, 32
+    vperm2i128   ymm2, ymm9, ymm2, 49
+    vperm2i128   ymm9, ymm0, ymm4, 32
+    vperm2i128   ymm0, ymm0, ymm4, 49
+    vpmullw      ymm4, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 992]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 960]
+    vmovdqa      [rsp + 32], ymm9                    ; spill
+    vmovdqu      ymm9, [rel pw_3329]                 ; reload
+    vpmulhw      ymm4, ymm4, ymm9
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 2464]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 2432]
-    vpmulhw      ymm0, ymm6, ymm0
-    vpsubw       ymm0, ymm1, ymm0
-    vpaddw       ymm1, ymm8, ymm0                    ; layer 6
+    vpaddw       ymm6, ymm5, ymm4                    ; layer 4
+    vpsubw       ymm4, ymm5, ymm4
+    vpmullw      ymm5, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 1056]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 1024]
+    vpmulhw      ymm5, ymm5, ymm9
+    vpsubw       ymm5, ymm7, ymm5
+    vpaddw       ymm7, ymm13, ymm5                   ; layer 4
+    vpsubw       ymm5, ymm13, ymm5
+    vpmullw      ymm13, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 1120]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 1088]
+    vpmulhw      ymm13, ymm13, ymm9
+    vpsubw       ymm10, ymm10, ymm13
+    vpaddw       ymm13, ymm15, ymm10                 ; layer 4
+    vpsubw       ymm10, ymm15, ymm10
+    vpmullw      ymm15, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1184]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1152]
+    vpmulhw      ymm15, ymm15, ymm9
+    vpsubw       ymm3, ymm3, ymm15
+    vpaddw       ymm15, ymm11, ymm3                  ; layer 4
+    vpsubw       ymm3, ymm11, ymm3
+    vpmullw      ymm11, ymm12, [rel kg_kyber3329_ntt_forward_twiddles + 1248]
+    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_forward_twiddles + 1216]
+    vpmulhw      ymm11, ymm11, ymm9
+    vpsubw       ymm11, ymm12, ymm11
+    vmovdqa      ymm12, [rsp]                        ; reload
+    vmovdqa      [rsp + 64], ymm3                    ; spill
+    vpaddw       ymm3, ymm12, ymm11                  ; layer 4
+    vpsubw       ymm11, ymm12, ymm11
+    vpmullw      ymm12, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 1312]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 1280]
+    vpmulhw      ymm12, ymm12, ymm9
+    vpsubw       ymm1, ymm1, ymm12
+    vpaddw       ymm12, ymm14, ymm1                  ; layer 4
+    vpsubw       ymm1, ymm14, ymm1
+    vpmullw      ymm14, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1376]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1344]
+    vpmulhw      ymm14, ymm14, ymm9
+    vpsubw       ymm2, ymm2, ymm14
+    vpaddw       ymm14, ymm8, ymm2                   ; layer 4
+    vpsubw       ymm2, ymm8, ymm2
+    vpmullw      ymm8, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 1440]
+    vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 1408]
+    vpmulhw      ymm8, ymm8, ymm9
+    vpsubw       ymm0, ymm0, ymm8
+    vmovdqa      ymm8, [rsp + 32]                    ; reload
+    vpaddw       ymm9, ymm8, ymm0                    ; layer 4
     vpsubw       ymm0, ymm8, ymm0
-    vpslld       ymm6, ymm2, 16
-    vpblendw     ymm6, ymm5, ymm6, 170
-    vpsrld       ymm5, ymm5, 16
-    vpblendw     ymm2, ymm5, ymm2, 170
-    vpslld       ymm5, ymm3, 16
-    vpblendw     ymm5, ymm9, ymm5, 170
-    vpsrld       ymm8, ymm9, 16
-    vpblendw     ymm3, ymm8, ymm3, 170
-    vpslld       ymm8, ymm4, 16
-    vpblendw     ymm8, ymm7, ymm8, 170
-    vpsrld       ymm7, ymm7, 16
-    vpblendw     ymm4, ymm7, ymm4, 170
-    vpslld       ymm7, ymm0, 16
-    vpblendw     ymm7, ymm1, ymm7, 170
-    vpsrld       ymm1, ymm1, 16
-    vpblendw     ymm0, ymm1, ymm0, 170
-    vmovdqu      [rdi + 256], ymm6
-    vmovdqu      [rdi + 288], ymm2
-    vmovdqu      [rdi + 320], ymm5
-    vmovdqu      [rdi + 352], ymm3
-    vmovdqu      [rdi + 384], ymm8
-    vmovdqu      [rdi + 416], ymm4
-    vmovdqu      [rdi + 448], ymm7
+    vpunpcklqdq  ymm8, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
+    vpunpcklqdq  ymm6, ymm7, ymm5
+    vpunpckhqdq  ymm5, ymm7, ymm5
+    vpunpcklqdq  ymm7, ymm13, ymm10
+    vpunpckhqdq  ymm10, ymm13, ymm10
+    vpunpcklqdq  ymm13, ymm15, [rsp + 64]
+    vpunpckhqdq  ymm15, ymm15, [rsp + 64]
+    vmovdqa      [rsp + 64], ymm13                   ; spill
+    vpunpcklqdq  ymm13, ymm3, ymm11
+    vpunpckhqdq  ymm3, ymm3, ymm11
+    vpunpcklqdq  ymm11, ymm12, ymm1
+    vpunpckhqdq  ymm1, ymm12, ymm1
+    vpunpcklqdq  ymm12, ymm14, ymm2
+    vpunpckhqdq  ymm2, ymm14, ymm2
+    vpunpcklqdq  ymm14, ymm9, ymm0
+    vpunpckhqdq  ymm0, ymm9, ymm0
+    vpmullw      ymm9, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1504]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1472]
+    vmovdqa      [rsp + 32], ymm14                   ; spill
+    vmovdqu      ymm14, [rel pw_3329]                ; reload
+    vpmulhw      ymm9, ymm9, ymm14
+    vpsubw       ymm4, ymm4, ymm9
+    vpaddw       ymm9, ymm8, ymm4                    ; layer 5
+    vpsubw       ymm4, ymm8, ymm4
+    vpmullw      ymm8, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 1568]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 1536]
+    vpmulhw      ymm8, ymm8, ymm14
+    vpsubw       ymm5, ymm5, ymm8
+    vpaddw       ymm8, ymm6, ymm5                    ; layer 5
+    vpsubw       ymm5, ymm6, ymm5
+    vpmullw      ymm6, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 1632]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 1600]
+    vpmulhw      ymm6, ymm6, ymm14
+    vpsubw       ymm6, ymm10, ymm6
+    vpaddw       ymm10, ymm7, ymm6                   ; layer 5
+    vpsubw       ymm6, ymm7, ymm6
+    vpmullw      ymm7, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 1696]
+    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 1664]
+    vpmulhw      ymm7, ymm7, ymm14
+    vpsubw       ymm7, ymm15, ymm7
+    vmovdqa      ymm15, [rsp + 64]                   ; reload
+    vmovdqa      [rsp], ymm10                        ; spill
+    vpaddw       ymm10, ymm15, ymm7                  ; layer 5
+    vpsubw       ymm7, ymm15, ymm7
+    vpmullw      ymm15, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1760]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1728]
+    vpmulhw      ymm15, ymm15, ymm14
+    vpsubw       ymm3, ymm3, ymm15
+    vpaddw       ymm15, ymm13, ymm3                  ; layer 5
+    vpsubw       ymm3, ymm13, ymm3
+    vpmullw      ymm13, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 1824]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 1792]
+    vpmulhw      ymm13, ymm13, ymm14
+    vpsubw       ymm1, ymm1, ymm13
+    vpaddw       ymm13, ymm11, ymm1                  ; layer 5
+    vpsubw       ymm1, ymm11, ymm1
+    vpmullw      ymm11, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1888]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1856]
+    vpmulhw      ymm11, ymm11, ymm14
+    vpsubw       ymm2, ymm2, ymm11
+    vpaddw       ymm11, ymm12, ymm2                  ; layer 5
+    vpsubw       ymm2, ymm12, ymm2
+    vpmullw      ymm12, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 1952]
+    vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 1920]
+    vpmulhw      ymm12, ymm12, ymm14
+    vpsubw       ymm0, ymm0, ymm12
+    vmovdqa      ymm12, [rsp + 32]                   ; reload
+    vpaddw       ymm14, ymm12, ymm0                  ; layer 5
+    vpsubw       ymm0, ymm12, ymm0
+    vpsllq       ymm12, ymm4, 32
+    vpblendd     ymm12, ymm9, ymm12, 170
+    vpsrlq       ymm9, ymm9, 32
+    vpblendd     ymm4, ymm9, ymm4, 170
+    vpsllq       ymm9, ymm5, 32
+    vpblendd     ymm9, ymm8, ymm9, 170
+    vpsrlq       ymm8, ymm8, 32
+    vpblendd     ymm5, ymm8, ymm5, 170
+    vpsllq       ymm8, ymm6, 32
+    vmovdqa      [rsp + 32], ymm9                    ; spill
+    vmovdqa      ymm9, [rsp]                         ; reload
+    vpblendd     ymm8, ymm9, ymm8, 170
+    vpsrlq       ymm9, ymm9, 32
+    vpblendd     ymm6, ymm9, ymm6, 170
+    vpsllq       ymm9, ymm7, 32
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpsrlq       ymm10, ymm10, 32
+    vpblendd     ymm7, ymm10, ymm7, 170
+    vpsllq       ymm10, ymm3, 32
+    vpblendd     ymm10, ymm15, ymm10, 170
+    vpsrlq       ymm15, ymm15, 32
+    vpblendd     ymm3, ymm15, ymm3, 170
+    vpsllq       ymm15, ymm1, 32
+    vpblendd     ymm15, ymm13, ymm15, 170
+    vpsrlq       ymm13, ymm13, 32
+    vpblendd     ymm1, ymm13, ymm1, 170
+    vpsllq       ymm13, ymm2, 32
+    vpblendd     ymm13, ymm11, ymm13, 170
+    vpsrlq       ymm11, ymm11, 32
+    vpblendd     ymm2, ymm11, ymm2, 170
+    vpsllq       ymm11, ymm0, 32
+    vpblendd     ymm11, ymm14, ymm11, 170
+    vpsrlq       ymm14, ymm14, 32
+    vpblendd     ymm0, ymm14, ymm0, 170
+    vpmullw      ymm14, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 2016]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1984]
+    vmovdqa      [rsp], ymm11                        ; spill
+    vmovdqu      ymm11, [rel pw_3329]                ; reload
+    vpmulhw      ymm14, ymm14, ymm11
+    vpsubw       ymm4, ymm4, ymm14
+    vpaddw       ymm14, ymm12, ymm4                  ; layer 6
+    vpsubw       ymm4, ymm12, ymm4
+    vpmullw      ymm12, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 2080]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 2048]
+    vpmulhw      ymm12, ymm12, ymm11
+    vpsubw       ymm5, ymm5, ymm12
+    vmovdqa      ymm12, [rsp + 32]                   ; reload
+    vmovdqa      [rsp + 64], ymm14                   ; spill
+    vpaddw       ymm14, ymm12, ymm5                  ; layer 6
+    vpsubw       ymm5, ymm12, ymm5
+    vpmullw      ymm12, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 2144]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 2112]
+    vpmulhw      ymm12, ymm12, ymm11
+    vpsubw       ymm6, ymm6, ymm12
+    vpaddw       ymm12, ymm8, ymm6                   ; layer 6
+    vpsubw       ymm6, ymm8, ymm6
+    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 2208]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 2176]
+    vpmulhw      ymm8, ymm8, ymm11
+    vpsubw       ymm7, ymm7, ymm8
+    vpaddw       ymm8, ymm9, ymm7                    ; layer 6
+    vpsubw       ymm7, ymm9, ymm7
+    vpmullw      ymm9, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 2272]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 2240]
+    vpmulhw      ymm9, ymm9, ymm11
+    vpsubw       ymm3, ymm3, ymm9
+    vpaddw       ymm9, ymm10, ymm3                   ; layer 6
+    vpsubw       ymm3, ymm10, ymm3
+    vpmullw      ymm10, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 2336]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 2304]
+    vpmulhw      ymm10, ymm10, ymm11
+    vpsubw       ymm1, ymm1, ymm10
+    vpaddw       ymm10, ymm15, ymm1                  ; layer 6
+    vpsubw       ymm1, ymm15, ymm1
+    vpmullw      ymm15, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 2400]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 2368]
+    vpmulhw      ymm15, ymm15, ymm11
+    vpsubw       ymm2, ymm2, ymm15
+    vpaddw       ymm15, ymm13, ymm2                  ; layer 6
+    vpsubw       ymm2, ymm13, ymm2
+    vpmullw      ymm13, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 2464]
+    vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 2432]
+    vpmulhw      ymm11, ymm13, ymm11
+    vpsubw       ymm0, ymm0, ymm11
+    vmovdqa      ymm11, [rsp]                        ; reload
+    vpaddw       ymm13, ymm11, ymm0                  ; layer 6
+    vpsubw       ymm0, ymm11, ymm0
+    vpslld       ymm11, ymm4, 16
+    vmovdqa      [rsp], ymm13                        ; spill
+    vmovdqa      ymm13, [rsp + 64]                   ; reload
+    vpblendw     ymm11, ymm13, ymm11, 170
+    vpsrld       ymm13, ymm13, 16
+    vpblendw     ymm4, ymm13, ymm4, 170
+    vpslld       ymm13, ymm5, 16
+    vpblendw     ymm13, ymm14, ymm13, 170
+    vpsrld       ymm14, ymm14, 16
+    vpblendw     ymm5, ymm14, ymm5, 170
+    vpslld       ymm14, ymm6, 16
+    vpblendw     ymm14, ymm12, ymm14, 170
+    vpsrld       ymm12, ymm12, 16
+    vpblendw     ymm6, ymm12, ymm6, 170
+    vpslld       ymm12, ymm7, 16
+    vpblendw     ymm12, ymm8, ymm12, 170
+    vpsrld       ymm8, ymm8, 16
+    vpblendw     ymm7, ymm8, ymm7, 170
+    vpslld       ymm8, ymm3, 16
+    vpblendw     ymm8, ymm9, ymm8, 170
+    vpsrld       ymm9, ymm9, 16
+    vpblendw     ymm3, ymm9, ymm3, 170
+    vpslld       ymm9, ymm1, 16
+    vpblendw     ymm9, ymm10, ymm9, 170
+    vpsrld       ymm10, ymm10, 16
+    vpblendw     ymm1, ymm10, ymm1, 170
+    vpslld       ymm10, ymm2, 16
+    vpblendw     ymm10, ymm15, ymm10, 170
+    vpsrld       ymm15, ymm15, 16
+    vpblendw     ymm2, ymm15, ymm2, 170
+    vpslld       ymm15, ymm0, 16
+    vmovdqa      [rsp + 64], ymm2                    ; spill
+    vmovdqa      ymm2, [rsp]                         ; reload
+    vpblendw     ymm15, ymm2, ymm15, 170
+    vpsrld       ymm2, ymm2, 16
+    vpblendw     ymm0, ymm2, ymm0, 170
+    vmovdqu      [rdi], ymm11
+    vmovdqu      [rdi + 32], ymm4
+    vmovdqu      [rdi + 64], ymm13
+    vmovdqu      [rdi + 96], ymm5
+    vmovdqu      [rdi + 128], ymm14
+    vmovdqu      [rdi + 160], ymm6
+    vmovdqu      [rdi + 192], ymm12
+    vmovdqu      [rdi + 224], ymm7
+    vmovdqu      [rdi + 256], ymm8
+    vmovdqu      [rdi + 288], ymm3
+    vmovdqu      [rdi + 320], ymm9
+    vmovdqu      [rdi + 352], ymm1
+    vmovdqu      [rdi + 384], ymm10
+    vmovdqa      ymm1, [rsp + 64]                    ; reload
+    vmovdqu      [rdi + 416], ymm1
+    vmovdqu      [rdi + 448], ymm15
     vmovdqu      [rdi + 480], ymm0
+    mov rsp, rbp
+    pop rbp
     vzeroupper
     ret
 .end:
@@ -1020,7 +1035,7 @@ kg_kyber3329_basemul_avx2:
 ;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
 ;   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
-;   clobbers: ymm{0-10}, flags
+;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 8 vector reductions
@@ -1031,6 +1046,10 @@ kg_kyber3329_basemul_avx2:
 global kg_kyber3329_ntt_inverse_avx2:function (kg_kyber3329_ntt_inverse_avx2.end - kg_kyber3329_ntt_inverse_avx2)
 align 32
 kg_kyber3329_ntt_inverse_avx2:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 96
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
@@ -1040,8 +1059,17 @@ kg_kyber3329_ntt_inverse_avx2:
     vmovdqu      ymm6, [rdi + 160]
     vmovdqu      ymm7, [rdi + 192]
     vmovdqu      ymm8, [rdi + 224]
-    vpslld       ymm9, ymm2, 16
-    vpblendw     ymm9, ymm1, ymm9, 170
+    vmovdqu      ymm9, [rdi + 256]
+    vmovdqu      ymm10, [rdi + 288]
+    vmovdqu      ymm11, [rdi + 320]
+    vmovdqu      ymm12, [rdi + 352]
+    vmovdqu      ymm13, [rdi + 384]
+    vmovdqu      ymm14, [rdi + 416]
+    vmovdqu      ymm15, [rdi + 448]
+    vmovdqu      ymm0, [rdi + 480]
+    vmovdqa      [rsp], ymm15                        ; spill
+    vpslld       ymm15, ymm2, 16
+    vpblendw     ymm15, ymm1, ymm15, 170
     vpsrld       ymm1, ymm1, 16
     vpblendw     ymm1, ymm1, ymm2, 170
     vpslld       ymm2, ymm4, 16
@@ -1056,304 +1084,115 @@ kg_kyber3329_ntt_inverse_avx2:
     vpblendw     ymm6, ymm7, ymm6, 170
     vpsrld       ymm7, ymm7, 16
     vpblendw     ymm7, ymm7, ymm8, 170
-    vpaddw       ymm8, ymm9, ymm1                    ; layer 6
-    vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 32]
+    vpslld       ymm8, ymm10, 16
+    vpblendw     ymm8, ymm9, ymm8, 170
+    vpsrld       ymm9, ymm9, 16
+    vpblendw     ymm9, ymm9, ymm10, 170
+    vpslld       ymm10, ymm12, 16
+    vpblendw     ymm10, ymm11, ymm10, 170
+    vpsrld       ymm11, ymm11, 16
+    vpblendw     ymm11, ymm11, ymm12, 170
+    vpslld       ymm12, ymm14, 16
+    vpblendw     ymm12, ymm13, ymm12, 170
+    vpsrld       ymm13, ymm13, 16
+    vpblendw     ymm13, ymm13, ymm14, 170
+    vpslld       ymm14, ymm0, 16
+    vmovdqa      [rsp + 32], ymm12                   ; spill
+    vmovdqa      ymm12, [rsp]                        ; reload
+    vpblendw     ymm14, ymm12, ymm14, 170
+    vpsrld       ymm12, ymm12, 16
+    vpblendw     ymm0, ymm12, ymm0, 170
+    vpaddw       ymm12, ymm15, ymm1                  ; layer 6
+    vpsubw       ymm1, ymm15, ymm1
+    vpmullw      ymm15, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 32]
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m10079]
-    vpmulhw      ymm8, ymm8, [rel pw_1441]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm2, ymm3                    ; layer 6
+    vmovdqa      [rsp], ymm0                         ; spill
+    vmovdqu      ymm0, [rel pw_3329]                 ; reload
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm1, ymm1, ymm15
+    vpmullw      ymm15, ymm12, [rel pw_m10079]
+    vpmulhw      ymm12, ymm12, [rel pw_1441]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm12, ymm12, ymm15
+    vpaddw       ymm15, ymm2, ymm3                   ; layer 6
     vpsubw       ymm2, ymm2, ymm3
     vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 96]
     vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm9, [rel pw_m10079]
-    vpmulhw      ymm9, ymm9, [rel pw_1441]
+    vpmullw      ymm3, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm9, ymm3
-    vpaddw       ymm9, ymm4, ymm5                    ; layer 6
+    vpsubw       ymm3, ymm15, ymm3
+    vpaddw       ymm15, ymm4, ymm5                   ; layer 6
     vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 160]
     vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm9, [rel pw_m10079]
-    vpmulhw      ymm9, ymm9, [rel pw_1441]
+    vpmullw      ymm5, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm9, ymm5
-    vpaddw       ymm9, ymm6, ymm7                    ; layer 6
+    vpsubw       ymm5, ymm15, ymm5
+    vpaddw       ymm15, ymm6, ymm7                   ; layer 6
     vpsubw       ymm6, ymm6, ymm7
     vpmullw      ymm7, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 224]
     vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 192]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm9, [rel pw_m10079]
-    vpmulhw      ymm9, ymm9, [rel pw_1441]
+    vpmullw      ymm7, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
     vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm9, ymm7
-    vpsllq       ymm9, ymm1, 32
-    vpblendd     ymm9, ymm8, ymm9, 170
-    vpsrlq       ymm8, ymm8, 32
-    vpblendd     ymm1, ymm8, ymm1, 170
-    vpsllq       ymm8, ymm2, 32
-    vpblendd     ymm8, ymm3, ymm8, 170
-    vpsrlq       ymm3, ymm3, 32
-    vpblendd     ymm2, ymm3, ymm2, 170
-    vpsllq       ymm3, ymm4, 32
-    vpblendd     ymm3, ymm5, ymm3, 170
-    vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm4, ymm5, ymm4, 170
-    vpsllq       ymm5, ymm6, 32
-    vpblendd     ymm5, ymm7, ymm5, 170
-    vpsrlq       ymm7, ymm7, 32
-    vpblendd     ymm6, ymm7, ymm6, 170
-    vpaddw       ymm7, ymm9, ymm1                    ; layer 5
-    vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 288]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 256]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpaddw       ymm9, ymm8, ymm2                    ; layer 5
-    vpsubw       ymm2, ymm8, ymm2
-    vpmullw      ymm8, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 320]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm3, ymm4                    ; layer 5
-    vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 416]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 384]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpaddw       ymm4, ymm5, ymm6                    ; layer 5
-    vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 480]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 448]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    vpunpcklqdq  ymm6, ymm7, ymm1
-    vpunpckhqdq  ymm1, ymm7, ymm1
-    vpunpcklqdq  ymm7, ymm9, ymm2
-    vpunpckhqdq  ymm2, ymm9, ymm2
-    vpunpcklqdq  ymm9, ymm8, ymm3
-    vpunpckhqdq  ymm3, ymm8, ymm3
-    vpunpcklqdq  ymm8, ymm4, ymm5
-    vpunpckhqdq  ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm6, ymm1                    ; layer 4
-    vpsubw       ymm1, ymm6, ymm1
-    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 544]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 512]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm7, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 608]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 576]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm9, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 672]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 640]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpaddw       ymm9, ymm8, ymm4                    ; layer 4
-    vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 736]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 704]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vperm2i128   ymm8, ymm5, ymm1, 32
-    vperm2i128   ymm1, ymm5, ymm1, 49
-    vperm2i128   ymm5, ymm6, ymm2, 32
-    vperm2i128   ymm2, ymm6, ymm2, 49
-    vperm2i128   ymm6, ymm7, ymm3, 32
-    vperm2i128   ymm3, ymm7, ymm3, 49
-    vperm2i128   ymm7, ymm9, ymm4, 32
-    vperm2i128   ymm4, ymm9, ymm4, 49
-    vpaddw       ymm9, ymm8, ymm1                    ; layer 3
-    vpsubw       ymm1, ymm8, ymm1
-    vpmullw      ymm8, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 800]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 768]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpaddw       ymm8, ymm5, ymm2                    ; layer 3
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 864]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 832]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm6, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm6, ymm3
-    vpmullw      ymm6, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 928]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 896]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm7, ymm4                    ; layer 3
-    vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 992]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 960]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpsraw       ymm7, ymm9, 12                      ; special: before layer 2
-    vpand        ymm9, ymm9, [rel pw_4095]
-    vpsubw       ymm9, ymm9, ymm7
-    vpsllw       ymm10, ymm7, 8
-    vpsubw       ymm9, ymm9, ymm10
-    vpsllw       ymm7, ymm7, 10
-    vpaddw       ymm7, ymm9, ymm7
-    vpaddw       ymm9, ymm7, ymm8                    ; layer 2
-    vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 1056]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 1024]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm7, ymm7, ymm8
-    vpaddw       ymm8, ymm1, ymm2                    ; layer 2
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1056]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1024]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm5, 12                      ; special: before layer 2
-    vpand        ymm5, ymm5, [rel pw_4095]
-    vpsubw       ymm5, ymm5, ymm2
-    vpsllw       ymm10, ymm2, 8
-    vpsubw       ymm5, ymm5, ymm10
-    vpsllw       ymm2, ymm2, 10
-    vpaddw       ymm2, ymm5, ymm2
-    vpaddw       ymm5, ymm2, ymm6                    ; layer 2
-    vpsubw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1120]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1088]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm3, ymm4                    ; layer 2
-    vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1120]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1088]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpsraw       ymm4, ymm9, 12                      ; special: before layer 1
-    vpand        ymm9, ymm9, [rel pw_4095]
-    vpsubw       ymm9, ymm9, ymm4
-    vpsllw       ymm10, ymm4, 8
-    vpsubw       ymm9, ymm9, ymm10
-    vpsllw       ymm4, ymm4, 10
-    vpaddw       ymm4, ymm9, ymm4
-    vpsraw       ymm9, ymm5, 12                      ; special: before layer 1
-    vpand        ymm5, ymm5, [rel pw_4095]
-    vpsubw       ymm5, ymm5, ymm9
-    vpsllw       ymm10, ymm9, 8
-    vpsubw       ymm5, ymm5, ymm10
-    vpsllw       ymm9, ymm9, 10
-    vpaddw       ymm5, ymm5, ymm9
-    vpaddw       ymm9, ymm4, ymm5                    ; layer 1
-    vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1152]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm8, ymm6                    ; layer 1
-    vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1152]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm6, ymm6, ymm8
-    vpaddw       ymm8, ymm7, ymm2                    ; layer 1
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1152]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm1, ymm3                    ; layer 1
-    vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1152]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi], ymm9
-    vmovdqu      [rdi + 32], ymm5
-    vmovdqu      [rdi + 64], ymm8
-    vmovdqu      [rdi + 96], ymm7
-    vmovdqu      [rdi + 128], ymm4
-    vmovdqu      [rdi + 160], ymm6
-    vmovdqu      [rdi + 192], ymm2
-    vmovdqu      [rdi + 224], ymm1
-    vmovdqu      ymm1, [rdi + 256]
-    vmovdqu      ymm2, [rdi + 288]
-    vmovdqu      ymm3, [rdi + 320]
-    vmovdqu      ymm4, [rdi + 352]
-    vmovdqu      ymm5, [rdi + 384]
-    vmovdqu      ymm6, [rdi + 416]
-    vmovdqu      ymm7, [rdi + 448]
-    vmovdqu      ymm8, [rdi + 480]
-    vpslld       ymm9, ymm2, 16
-    vpblendw     ymm9, ymm1, ymm9, 170
-    vpsrld       ymm1, ymm1, 16
-    vpblendw     ymm1, ymm1, ymm2, 170
-    vpslld       ymm2, ymm4, 16
-    vpblendw     ymm2, ymm3, ymm2, 170
-    vpsrld       ymm3, ymm3, 16
-    vpblendw     ymm3, ymm3, ymm4, 170
-    vpslld       ymm4, ymm6, 16
-    vpblendw     ymm4, ymm5, ymm4, 170
-    vpsrld       ymm5, ymm5, 16
-    vpblendw     ymm5, ymm5, ymm6, 170
-    vpslld       ymm6, ymm8, 16
-    vpblendw     ymm6, ymm7, ymm6, 170
-    vpsrld       ymm7, ymm7, 16
-    vpblendw     ymm7, ymm7, ymm8, 170
-    vpaddw       ymm8, ymm9, ymm1                    ; layer 6
-    vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1248]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1216]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpmullw      ymm9, ymm8, [rel pw_m10079]
-    vpmulhw      ymm8, ymm8, [rel pw_1441]
+    vpsubw       ymm7, ymm15, ymm7
+    vpaddw       ymm15, ymm8, ymm9                   ; layer 6
+    vpsubw       ymm8, ymm8, ymm9
+    vpmullw      ymm9, ymm8, [rel kg_kyber3329_ntt_inverse_twiddles + 288]
+    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_inverse_twiddles + 256]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm2, ymm3                    ; layer 6
-    vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1312]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1280]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm9, [rel pw_m10079]
-    vpmulhw      ymm9, ymm9, [rel pw_1441]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm3, ymm9, ymm3
-    vpaddw       ymm9, ymm4, ymm5                    ; layer 6
-    vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1376]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1344]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm9, [rel pw_m10079]
-    vpmulhw      ymm9, ymm9, [rel pw_1441]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm9, ymm5
-    vpaddw       ymm9, ymm6, ymm7                    ; layer 6
-    vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1440]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1408]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm9, [rel pw_m10079]
-    vpmulhw      ymm9, ymm9, [rel pw_1441]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm9, ymm7
-    vpsllq       ymm9, ymm1, 32
-    vpblendd     ymm9, ymm8, ymm9, 170
-    vpsrlq       ymm8, ymm8, 32
-    vpblendd     ymm1, ymm8, ymm1, 170
-    vpsllq       ymm8, ymm2, 32
-    vpblendd     ymm8, ymm3, ymm8, 170
+    vpmullw      ymm9, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm9, ymm15, ymm9
+    vpaddw       ymm15, ymm10, ymm11                 ; layer 6
+    vpsubw       ymm10, ymm10, ymm11
+    vpmullw      ymm11, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles + 352]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles + 320]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm10, ymm10, ymm11
+    vpmullw      ymm11, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm11, ymm15, ymm11
+    vmovdqa      ymm15, [rsp + 32]                   ; reload
+    vmovdqa      [rsp + 64], ymm11                   ; spill
+    vpaddw       ymm11, ymm15, ymm13                 ; layer 6
+    vpsubw       ymm13, ymm15, ymm13
+    vpmullw      ymm15, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles + 416]
+    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles + 384]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm13, ymm13, ymm15
+    vpmullw      ymm15, ymm11, [rel pw_m10079]
+    vpmulhw      ymm11, ymm11, [rel pw_1441]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm11, ymm11, ymm15
+    vpaddw       ymm15, ymm14, [rsp]                 ; layer 6
+    vpsubw       ymm14, ymm14, [rsp]
+    vmovdqa      [rsp], ymm11                        ; spill
+    vpmullw      ymm11, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles + 480]
+    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles + 448]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm11, ymm14, ymm11
+    vpmullw      ymm14, ymm15, [rel pw_m10079]
+    vpmulhw      ymm15, ymm15, [rel pw_1441]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm14, ymm15, ymm14
+    vpsllq       ymm15, ymm1, 32
+    vpblendd     ymm15, ymm12, ymm15, 170
+    vpsrlq       ymm12, ymm12, 32
+    vpblendd     ymm1, ymm12, ymm1, 170
+    vpsllq       ymm12, ymm2, 32
+    vpblendd     ymm12, ymm3, ymm12, 170
     vpsrlq       ymm3, ymm3, 32
     vpblendd     ymm2, ymm3, ymm2, 170
     vpsllq       ymm3, ymm4, 32
@@ -1364,258 +1203,452 @@ kg_kyber3329_ntt_inverse_avx2:
     vpblendd     ymm5, ymm7, ymm5, 170
     vpsrlq       ymm7, ymm7, 32
     vpblendd     ymm6, ymm7, ymm6, 170
-    vpaddw       ymm7, ymm9, ymm1                    ; layer 5
-    vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1504]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1472]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm1, ymm1, ymm9
-    vpaddw       ymm9, ymm8, ymm2                    ; layer 5
-    vpsubw       ymm2, ymm8, ymm2
-    vpmullw      ymm8, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1568]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1536]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm2, ymm2, ymm8
-    vpaddw       ymm8, ymm3, ymm4                    ; layer 5
+    vpsllq       ymm7, ymm8, 32
+    vpblendd     ymm7, ymm9, ymm7, 170
+    vpsrlq       ymm9, ymm9, 32
+    vpblendd     ymm8, ymm9, ymm8, 170
+    vpsllq       ymm9, ymm10, 32
+    vmovdqa      [rsp + 32], ymm7                    ; spill
+    vmovdqa      ymm7, [rsp + 64]                    ; reload
+    vpblendd     ymm9, ymm7, ymm9, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm7, ymm7, ymm10, 170
+    vpsllq       ymm10, ymm13, 32
+    vmovdqa      [rsp + 64], ymm7                    ; spill
+    vmovdqa      ymm7, [rsp]                         ; reload
+    vpblendd     ymm10, ymm7, ymm10, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm7, ymm7, ymm13, 170
+    vpsllq       ymm13, ymm11, 32
+    vpblendd     ymm13, ymm14, ymm13, 170
+    vpsrlq       ymm14, ymm14, 32
+    vpblendd     ymm11, ymm14, ymm11, 170
+    vpaddw       ymm14, ymm15, ymm1                  ; layer 5
+    vpsubw       ymm1, ymm15, ymm1
+    vpmullw      ymm15, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 544]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 512]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm1, ymm1, ymm15
+    vpaddw       ymm15, ymm12, ymm2                  ; layer 5
+    vpsubw       ymm2, ymm12, ymm2
+    vpmullw      ymm12, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 608]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 576]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm2, ymm2, ymm12
+    vpaddw       ymm12, ymm3, ymm4                   ; layer 5
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1632]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1600]
+    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 672]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 640]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm5, ymm6                    ; layer 5
     vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 1696]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 1664]
+    vpmullw      ymm6, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 736]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 704]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
-    vpunpcklqdq  ymm6, ymm7, ymm1
-    vpunpckhqdq  ymm1, ymm7, ymm1
-    vpunpcklqdq  ymm7, ymm9, ymm2
-    vpunpckhqdq  ymm2, ymm9, ymm2
-    vpunpcklqdq  ymm9, ymm8, ymm3
-    vpunpckhqdq  ymm3, ymm8, ymm3
-    vpunpcklqdq  ymm8, ymm4, ymm5
-    vpunpckhqdq  ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm6, ymm1                    ; layer 4
-    vpsubw       ymm1, ymm6, ymm1
-    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1760]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1728]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm7, ymm2                    ; layer 4
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1824]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1792]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm9, ymm3                    ; layer 4
-    vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1856]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm3, ymm3, ymm9
-    vpaddw       ymm9, ymm8, ymm4                    ; layer 4
-    vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1920]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
-    vperm2i128   ymm8, ymm5, ymm1, 32
-    vperm2i128   ymm1, ymm5, ymm1, 49
-    vperm2i128   ymm5, ymm6, ymm2, 32
-    vperm2i128   ymm2, ymm6, ymm2, 49
-    vperm2i128   ymm6, ymm7, ymm3, 32
-    vperm2i128   ymm3, ymm7, ymm3, 49
-    vperm2i128   ymm7, ymm9, ymm4, 32
-    vperm2i128   ymm4, ymm9, ymm4, 49
-    vpaddw       ymm9, ymm8, ymm1                    ; layer 3
-    vpsubw       ymm1, ymm8, ymm1
-    vpmullw      ymm8, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2016]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1984]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpaddw       ymm8, ymm5, ymm2                    ; layer 3
-    vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2080]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2048]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm6, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm6, ymm3
-    vpmullw      ymm6, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2144]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2112]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm7, ymm4                    ; layer 3
-    vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2208]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2176]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpsraw       ymm7, ymm9, 12                      ; special: before layer 2
-    vpand        ymm9, ymm9, [rel pw_4095]
-    vpsubw       ymm9, ymm9, ymm7
-    vpsllw       ymm10, ymm7, 8
-    vpsubw       ymm9, ymm9, ymm10
-    vpsllw       ymm7, ymm7, 10
-    vpaddw       ymm7, ymm9, ymm7
-    vpaddw       ymm9, ymm7, ymm8                    ; layer 2
-    vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 2272]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 2240]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm7, ymm7, ymm8
-    vpaddw       ymm8, ymm1, ymm2                    ; layer 2
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2272]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2240]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm5, 12                      ; special: before layer 2
-    vpand        ymm5, ymm5, [rel pw_4095]
-    vpsubw       ymm5, ymm5, ymm2
-    vpsllw       ymm10, ymm2, 8
-    vpsubw       ymm5, ymm5, ymm10
-    vpsllw       ymm2, ymm2, 10
-    vpaddw       ymm2, ymm5, ymm2
-    vpaddw       ymm5, ymm2, ymm6                    ; layer 2
-    vpsubw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2336]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm3, ymm4                    ; layer 2
-    vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2336]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm3, ymm3, ymm4
-    vpsraw       ymm4, ymm9, 12                      ; special: before layer 1
-    vpand        ymm9, ymm9, [rel pw_4095]
-    vpsubw       ymm9, ymm9, ymm4
-    vpsllw       ymm10, ymm4, 8
-    vpsubw       ymm9, ymm9, ymm10
-    vpsllw       ymm4, ymm4, 10
-    vpaddw       ymm4, ymm9, ymm4
-    vpsraw       ymm9, ymm5, 12                      ; special: before layer 1
-    vpand        ymm5, ymm5, [rel pw_4095]
-    vpsubw       ymm5, ymm5, ymm9
-    vpsllw       ymm10, ymm9, 8
-    vpsubw       ymm5, ymm5, ymm10
-    vpsllw       ymm9, ymm9, 10
-    vpaddw       ymm5, ymm5, ymm9
-    vpaddw       ymm9, ymm4, ymm5                    ; layer 1
-    vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpaddw       ymm5, ymm8, ymm6                    ; layer 1
-    vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
+    vmovdqa      ymm6, [rsp + 32]                    ; reload
+    vmovdqa      [rsp], ymm4                         ; spill
+    vpaddw       ymm4, ymm6, ymm8                    ; layer 5
+    vpsubw       ymm6, ymm6, ymm8
+    vpmullw      ymm8, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 800]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 768]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
-    vpaddw       ymm8, ymm7, ymm2                    ; layer 1
-    vpsubw       ymm2, ymm7, ymm2
-    vpmullw      ymm7, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm1, ymm3                    ; layer 1
-    vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
+    vpaddw       ymm8, ymm9, [rsp + 64]              ; layer 5
+    vpsubw       ymm9, ymm9, [rsp + 64]
+    vmovdqa      [rsp + 64], ymm8                    ; spill
+    vpmullw      ymm8, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles + 864]
+    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles + 832]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm10, ymm7                   ; layer 5
+    vpsubw       ymm7, ymm10, ymm7
+    vpmullw      ymm10, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 928]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 896]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm7, ymm7, ymm10
+    vpaddw       ymm10, ymm13, ymm11                 ; layer 5
+    vpsubw       ymm11, ymm13, ymm11
+    vpmullw      ymm13, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles + 992]
+    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles + 960]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm11, ymm11, ymm13
+    vpunpcklqdq  ymm13, ymm14, ymm1
+    vpunpckhqdq  ymm1, ymm14, ymm1
+    vpunpcklqdq  ymm14, ymm15, ymm2
+    vpunpckhqdq  ymm2, ymm15, ymm2
+    vpunpcklqdq  ymm15, ymm12, ymm3
+    vpunpckhqdq  ymm3, ymm12, ymm3
+    vmovdqa      ymm12, [rsp]                        ; reload
+    vmovdqa      [rsp + 32], ymm3                    ; spill
+    vpunpcklqdq  ymm3, ymm12, ymm5
+    vpunpckhqdq  ymm5, ymm12, ymm5
+    vpunpcklqdq  ymm12, ymm4, ymm6
+    vpunpckhqdq  ymm4, ymm4, ymm6
+    vmovdqa      ymm6, [rsp + 64]                    ; reload
+    vmovdqa      [rsp], ymm4                         ; spill
+    vpunpcklqdq  ymm4, ymm6, ymm8
+    vpunpckhqdq  ymm6, ymm6, ymm8
+    vpunpcklqdq  ymm8, ymm9, ymm7
+    vpunpckhqdq  ymm7, ymm9, ymm7
+    vpunpcklqdq  ymm9, ymm10, ymm11
+    vpunpckhqdq  ymm10, ymm10, ymm11
+    vpaddw       ymm11, ymm13, ymm1                  ; layer 4
+    vpsubw       ymm1, ymm13, ymm1
+    vpmullw      ymm13, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1056]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1024]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm1, ymm1, ymm13
+    vpaddw       ymm13, ymm14, ymm2                  ; layer 4
+    vpsubw       ymm2, ymm14, ymm2
+    vpmullw      ymm14, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1120]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1088]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm2, ymm2, ymm14
+    vpaddw       ymm14, ymm15, [rsp + 32]            ; layer 4
+    vpsubw       ymm15, ymm15, [rsp + 32]
+    vmovdqa      [rsp + 32], ymm14                   ; spill
+    vpmullw      ymm14, ymm15, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
+    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_inverse_twiddles + 1152]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm14, ymm15, ymm14
+    vpaddw       ymm15, ymm3, ymm5                   ; layer 4
+    vpsubw       ymm3, ymm3, ymm5
+    vpmullw      ymm5, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1248]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1216]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm3, ymm3, ymm5
+    vpaddw       ymm5, ymm12, [rsp]                  ; layer 4
+    vpsubw       ymm12, ymm12, [rsp]
+    vmovdqa      [rsp], ymm5                         ; spill
+    vpmullw      ymm5, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles + 1312]
+    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles + 1280]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm5, ymm12, ymm5
+    vpaddw       ymm12, ymm4, ymm6                   ; layer 4
+    vpsubw       ymm4, ymm4, ymm6
+    vpmullw      ymm6, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1376]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1344]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm4, ymm4, ymm6
+    vpaddw       ymm6, ymm8, ymm7                    ; layer 4
+    vpsubw       ymm7, ymm8, ymm7
+    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 1440]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 1408]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm7, ymm7, ymm8
+    vpaddw       ymm8, ymm9, ymm10                   ; layer 4
+    vpsubw       ymm9, ymm9, ymm10
+    vpmullw      ymm10, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles + 1504]
+    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles + 1472]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm9, ymm9, ymm10
+    vperm2i128   ymm10, ymm11, ymm1, 32
+    vperm2i128   ymm1, ymm11, ymm1, 49
+    vperm2i128   ymm11, ymm13, ymm2, 32
+    vperm2i128   ymm2, ymm13, ymm2, 49
+    vmovdqa      ymm13, [rsp + 32]                   ; reload
+    vmovdqa      [rsp + 64], ymm2                    ; spill
+    vperm2i128   ymm2, ymm13, ymm14, 32
+    vperm2i128   ymm13, ymm13, ymm14, 49
+    vperm2i128   ymm14, ymm15, ymm3, 32
+    vperm2i128   ymm3, ymm15, ymm3, 49
+    vmovdqa      ymm15, [rsp]                        ; reload
+    vmovdqa      [rsp + 32], ymm3                    ; spill
+    vperm2i128   ymm3, ymm15, ymm5, 32
+    vperm2i128   ymm5, ymm15, ymm5, 49
+    vperm2i128   ymm15, ymm12, ymm4, 32
+    vperm2i128   ymm4, ymm12, ymm4, 49
+    vperm2i128   ymm12, ymm6, ymm7, 32
+    vperm2i128   ymm6, ymm6, ymm7, 49
+    vperm2i128   ymm7, ymm8, ymm9, 32
+    vperm2i128   ymm8, ymm8, ymm9, 49
+    vpaddw       ymm9, ymm10, ymm1                   ; layer 3
+    vpsubw       ymm1, ymm10, ymm1
+    vpmullw      ymm10, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1568]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1536]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm1, ymm1, ymm10
+    vpaddw       ymm10, ymm11, [rsp + 64]            ; layer 3
+    vpsubw       ymm11, ymm11, [rsp + 64]
+    vmovdqa      [rsp + 64], ymm1                    ; spill
+    vpmullw      ymm1, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles + 1632]
+    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles + 1600]
+    vpmulhw      ymm1, ymm1, ymm0
+    vpsubw       ymm1, ymm11, ymm1
+    vpaddw       ymm11, ymm2, ymm13                  ; layer 3
+    vpsubw       ymm2, ymm2, ymm13
+    vpmullw      ymm13, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1696]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1664]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm2, ymm2, ymm13
+    vpaddw       ymm13, ymm14, [rsp + 32]            ; layer 3
+    vpsubw       ymm14, ymm14, [rsp + 32]
+    vmovdqa      [rsp + 32], ymm2                    ; spill
+    vpmullw      ymm2, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles + 1760]
+    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles + 1728]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm14, ymm2
+    vpaddw       ymm14, ymm3, ymm5                   ; layer 3
+    vpsubw       ymm3, ymm3, ymm5
+    vpmullw      ymm5, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1824]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1792]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm3, ymm3, ymm5
+    vpaddw       ymm5, ymm15, ymm4                   ; layer 3
+    vpsubw       ymm4, ymm15, ymm4
+    vpmullw      ymm15, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1888]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1856]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm4, ymm4, ymm15
+    vpaddw       ymm15, ymm12, ymm6                  ; layer 3
+    vpsubw       ymm6, ymm12, ymm6
+    vpmullw      ymm12, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1952]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1920]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm6, ymm6, ymm12
+    vpaddw       ymm12, ymm7, ymm8                   ; layer 3
+    vpsubw       ymm7, ymm7, ymm8
+    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 2016]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 1984]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm7, ymm7, ymm8
+    vpsraw       ymm8, ymm9, 12                      ; special: before layer 2
+    vpand        ymm9, ymm9, [rel pw_4095]
+    vpsubw       ymm9, ymm9, ymm8
+    vmovdqa      [rsp], ymm6                         ; spill
+    vpsllw       ymm6, ymm8, 8
+    vpsubw       ymm6, ymm9, ymm6
+    vpsllw       ymm8, ymm8, 10
+    vpaddw       ymm6, ymm6, ymm8
+    vpaddw       ymm8, ymm6, ymm10                   ; layer 2
+    vpsubw       ymm6, ymm6, ymm10
+    vpmullw      ymm9, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2080]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2048]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm6, ymm6, ymm9
+    vmovdqa      ymm9, [rsp + 64]                    ; reload
+    vpaddw       ymm10, ymm9, ymm1                   ; layer 2
+    vpsubw       ymm1, ymm9, ymm1
+    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2080]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2048]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpsraw       ymm9, ymm11, 12                     ; special: before layer 2
+    vpand        ymm11, ymm11, [rel pw_4095]
+    vpsubw       ymm11, ymm11, ymm9
+    vmovdqa      [rsp + 64], ymm1                    ; spill
+    vpsllw       ymm1, ymm9, 8
+    vpsubw       ymm1, ymm11, ymm1
+    vpsllw       ymm9, ymm9, 10
+    vpaddw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm1, ymm13                   ; layer 2
+    vpsubw       ymm1, ymm1, ymm13
+    vpmullw      ymm11, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2144]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2112]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm1, ymm1, ymm11
+    vmovdqa      ymm11, [rsp + 32]                   ; reload
+    vpaddw       ymm13, ymm11, ymm2                  ; layer 2
+    vpsubw       ymm2, ymm11, ymm2
+    vpmullw      ymm11, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2144]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2112]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm2, ymm2, ymm11
+    vpsraw       ymm11, ymm14, 12                    ; special: before layer 2
+    vpand        ymm14, ymm14, [rel pw_4095]
+    vpsubw       ymm14, ymm14, ymm11
+    vmovdqa      [rsp + 32], ymm2                    ; spill
+    vpsllw       ymm2, ymm11, 8
+    vpsubw       ymm2, ymm14, ymm2
+    vpsllw       ymm11, ymm11, 10
+    vpaddw       ymm2, ymm2, ymm11
+    vpaddw       ymm11, ymm2, ymm5                   ; layer 2
+    vpsubw       ymm2, ymm2, ymm5
+    vpmullw      ymm5, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2208]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2176]
+    vpmulhw      ymm5, ymm5, ymm0
+    vpsubw       ymm2, ymm2, ymm5
+    vpaddw       ymm5, ymm3, ymm4                    ; layer 2
+    vpsubw       ymm3, ymm3, ymm4
+    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2208]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2176]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm3, ymm3, ymm4
+    vpsraw       ymm4, ymm15, 12                     ; special: before layer 2
+    vpand        ymm14, ymm15, [rel pw_4095]
+    vpsubw       ymm14, ymm14, ymm4
+    vpsllw       ymm15, ymm4, 8
+    vpsubw       ymm14, ymm14, ymm15
+    vpsllw       ymm4, ymm4, 10
+    vpaddw       ymm4, ymm14, ymm4
+    vpaddw       ymm14, ymm4, ymm12                  ; layer 2
+    vpsubw       ymm4, ymm4, ymm12
+    vpmullw      ymm12, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2272]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2240]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm4, ymm4, ymm12
+    vmovdqa      ymm12, [rsp]                        ; reload
+    vpaddw       ymm15, ymm12, ymm7                  ; layer 2
+    vpsubw       ymm7, ymm12, ymm7
+    vpmullw      ymm12, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 2272]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 2240]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm7, ymm7, ymm12
+    vpsraw       ymm12, ymm8, 12                     ; special: before layer 1
+    vpand        ymm8, ymm8, [rel pw_4095]
+    vpsubw       ymm8, ymm8, ymm12
+    vmovdqa      [rsp], ymm3                         ; spill
+    vpsllw       ymm3, ymm12, 8
+    vpsubw       ymm3, ymm8, ymm3
+    vpsllw       ymm8, ymm12, 10
+    vpaddw       ymm3, ymm3, ymm8
+    vpsraw       ymm8, ymm9, 12                      ; special: before layer 1
+    vpand        ymm9, ymm9, [rel pw_4095]
+    vpsubw       ymm9, ymm9, ymm8
+    vpsllw       ymm12, ymm8, 8
+    vpsubw       ymm9, ymm9, ymm12
+    vpsllw       ymm8, ymm8, 10
+    vpaddw       ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm3, ymm8                    ; layer 1
+    vpsubw       ymm3, ymm3, ymm8
+    vpmullw      ymm8, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2336]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm3, ymm3, ymm8
+    vpaddw       ymm8, ymm10, ymm13                  ; layer 1
+    vpsubw       ymm10, ymm10, ymm13
+    vpmullw      ymm12, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles + 2336]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm10, ymm10, ymm12
+    vpaddw       ymm12, ymm6, ymm1                   ; layer 1
+    vpsubw       ymm1, ymm6, ymm1
+    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2336]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm6
+    vmovdqa      ymm6, [rsp + 64]                    ; reload
+    vpaddw       ymm13, ymm6, [rsp + 32]             ; layer 1
+    vpsubw       ymm6, ymm6, [rsp + 32]
+    vmovdqa      [rsp + 32], ymm1                    ; spill
+    vpmullw      ymm1, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2336]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
+    vpmulhw      ymm1, ymm1, ymm0
+    vpsubw       ymm1, ymm6, ymm1
+    vpsraw       ymm6, ymm11, 12                     ; special: before layer 1
+    vpand        ymm11, ymm11, [rel pw_4095]
+    vpsubw       ymm11, ymm11, ymm6
+    vmovdqa      [rsp + 64], ymm1                    ; spill
+    vpsllw       ymm1, ymm6, 8
+    vpsubw       ymm1, ymm11, ymm1
+    vpsllw       ymm6, ymm6, 10
+    vpaddw       ymm1, ymm1, ymm6
+    vpsraw       ymm6, ymm14, 12                     ; special: before layer 1
+    vpand        ymm11, ymm14, [rel pw_4095]
+    vpsubw       ymm11, ymm11, ymm6
+    vpsllw       ymm14, ymm6, 8
+    vpsubw       ymm11, ymm11, ymm14
+    vpsllw       ymm6, ymm6, 10
+    vpaddw       ymm6, ymm11, ymm6
+    vpaddw       ymm11, ymm1, ymm6                   ; layer 1
+    vpsubw       ymm1, ymm1, ymm6
+    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
     vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm6
+    vpaddw       ymm6, ymm5, ymm15                   ; layer 1
+    vpsubw       ymm5, ymm5, ymm15
+    vpmullw      ymm14, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm5, ymm5, ymm14
+    vpaddw       ymm14, ymm2, ymm4                   ; layer 1
+    vpsubw       ymm2, ymm2, ymm4
+    vpmullw      ymm4, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm2, ymm2, ymm4
+    vmovdqa      ymm4, [rsp]                         ; reload
+    vpaddw       ymm15, ymm4, ymm7                   ; layer 1
+    vpsubw       ymm4, ymm4, ymm7
+    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm4, ymm4, ymm7
+    vpaddw       ymm7, ymm9, ymm11                   ; layer 0
+    vpsubw       ymm9, ymm9, ymm11
+    vpmullw      ymm11, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
+    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm9, ymm9, ymm11
+    vpaddw       ymm11, ymm8, ymm6                   ; layer 0
+    vpsubw       ymm6, ymm8, ymm6
+    vpmullw      ymm8, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm6, ymm6, ymm8
+    vpaddw       ymm8, ymm12, ymm14                  ; layer 0
+    vpsubw       ymm12, ymm12, ymm14
+    vpmullw      ymm14, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
+    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm12, ymm12, ymm14
+    vpaddw       ymm14, ymm13, ymm15                 ; layer 0
+    vpsubw       ymm13, ymm13, ymm15
+    vpmullw      ymm15, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
+    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm13, ymm13, ymm15
+    vpaddw       ymm15, ymm3, ymm1                   ; layer 0
+    vpsubw       ymm1, ymm3, ymm1
+    vpmullw      ymm3, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 256], ymm9
-    vmovdqu      [rdi + 288], ymm5
-    vmovdqu      [rdi + 320], ymm8
-    vmovdqu      [rdi + 352], ymm7
-    vmovdqu      [rdi + 384], ymm4
-    vmovdqu      [rdi + 416], ymm6
-    vmovdqu      [rdi + 448], ymm2
-    vmovdqu      [rdi + 480], ymm1
-    vmovdqu      ymm1, [rdi]
-    vmovdqu      ymm2, [rdi + 256]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi], ymm3
-    vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rdi + 32]
-    vmovdqu      ymm2, [rdi + 288]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 32], ymm3
-    vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rdi + 64]
-    vmovdqu      ymm2, [rdi + 320]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 64], ymm3
-    vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rdi + 96]
-    vmovdqu      ymm2, [rdi + 352]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 96], ymm3
-    vmovdqu      [rdi + 352], ymm1
-    vmovdqu      ymm1, [rdi + 128]
-    vmovdqu      ymm2, [rdi + 384]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 128], ymm3
-    vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rdi + 160]
-    vmovdqu      ymm2, [rdi + 416]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vpaddw       ymm3, ymm10, ymm5                   ; layer 0
+    vpsubw       ymm5, ymm10, ymm5
+    vpmullw      ymm10, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm5, ymm5, ymm10
+    vmovdqa      ymm10, [rsp + 32]                   ; reload
+    vmovdqa      [rsp], ymm5                         ; spill
+    vpaddw       ymm5, ymm10, ymm2                   ; layer 0
+    vpsubw       ymm2, ymm10, ymm2
+    vpmullw      ymm10, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm2, ymm2, ymm10
+    vmovdqa      ymm10, [rsp + 64]                   ; reload
+    vmovdqa      [rsp + 32], ymm2                    ; spill
+    vpaddw       ymm2, ymm10, ymm4                   ; layer 0
+    vpsubw       ymm4, ymm10, ymm4
+    vpmullw      ymm10, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmulhw      ymm0, ymm10, ymm0
+    vpsubw       ymm0, ymm4, ymm0
+    vmovdqu      [rdi], ymm7
+    vmovdqu      [rdi + 32], ymm11
+    vmovdqu      [rdi + 64], ymm8
+    vmovdqu      [rdi + 96], ymm14
+    vmovdqu      [rdi + 128], ymm15
     vmovdqu      [rdi + 160], ymm3
+    vmovdqu      [rdi + 192], ymm5
+    vmovdqu      [rdi + 224], ymm2
+    vmovdqu      [rdi + 256], ymm9
+    vmovdqu      [rdi + 288], ymm6
+    vmovdqu      [rdi + 320], ymm12
+    vmovdqu      [rdi + 352], ymm13
+    vmovdqu      [rdi + 384], ymm1
+    vmovdqa      ymm1, [rsp]                         ; reload
     vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rdi + 192]
-    vmovdqu      ymm2, [rdi + 448]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 192], ymm3
+    vmovdqa      ymm1, [rsp + 32]                    ; reload
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rdi + 224]
-    vmovdqu      ymm2, [rdi + 480]
-    vpaddw       ymm3, ymm1, ymm2                    ; layer 0
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
-    vpmulhw      ymm0, ymm2, ymm0
-    vpsubw       ymm0, ymm1, ymm0
-    vmovdqu      [rdi + 224], ymm3
     vmovdqu      [rdi + 480], ymm0
+    mov rsp, rbp
+    pop rbp
     vzeroupper
     ret
 .end:

@@ -4,7 +4,8 @@ Kernels are fully unrolled, so the whole future is known: when a register is
 needed and none is free, the value whose next use is furthest away is evicted
 (Belady's rule). Values that are copies of constant memory are rematerialised
 by reloading them instead of being spilled; others go to 32-byte stack slots.
-Reads from a slot that accepts memory are folded into the instruction.
+Reads from a slot that accepts memory are folded into the instruction, except
+a constant that is read again soon.
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ from .ir import GReg, Instr, Mem, Operand, PhysReg, StackBase, TableBase, VReg
 from .ops import spec
 
 _REMAT_OPS = {"load", "load_aligned", "vpbroadcastw", "vpbroadcastd", "vpbroadcastq"}
+# An evicted constant read again within this many instructions is reloaded
+# into a register instead of folded: once folded it is never resident again
+# and costs a load at every use (the modulus in a run of butterflies is read
+# every few instructions); a reload costs one load and, at worst, the spill
+# of a value needed later. Spilled values are always folded where they can be.
+_FOLD_DISTANCE = 8
 
 
 @dataclass(frozen=True)
@@ -134,7 +141,8 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
                 raise AllocationError(f"instruction {i} ({ins.op}) reads {v} before it is defined")
             reload_op, mem = home[v]
             foldable = s.slots[idx].kind in ("vm", "gm") and "w" not in s.slots[idx].access
-            if foldable and reload_op in ("load", "load_aligned") and not _read_twice(ins, v):
+            soon = mem.base != StackBase() and next_use(v, i + 1) - i < _FOLD_DISTANCE
+            if foldable and not soon and reload_op in ("load", "load_aligned") and not _read_twice(ins, v):
                 new_ops[idx] = mem
                 continue
             take(v, i, pinned)

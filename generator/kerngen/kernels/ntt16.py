@@ -103,18 +103,8 @@ def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSche
                     w, wq = _twiddle_rows(math, st.layer, st.bit, idx[lo], inverse, scale if scaled else 1)
                     wm, wqm = table.vector(w), table.vector(wq)
                     x, y = regs[lo], regs[hi]
-                    if inverse:
-                        regs[lo] = b.op("vpaddw", x, y, comment=f"layer {st.layer}")
-                        diff = b.op("vpsubw", x, y)
-                        regs[hi] = montgomery_by_constant(b, diff, wm, wqm, qv)
-                        if scaled:
-                            c = math.montgomery(scale)
-                            regs[lo] = montgomery_by_constant(b, regs[lo], broadcast_const(b, c.w),
-                                                              broadcast_const(b, c.w_qinv), qv)
-                    else:
-                        m = montgomery_by_constant(b, y, wm, wqm, qv)
-                        regs[lo] = b.op("vpaddw", x, m, comment=f"layer {st.layer}")
-                        regs[hi] = b.op("vpsubw", x, m)
+                    regs[lo], regs[hi] = _butterfly(b, math, st.layer, x, y, wm, wqm, qv, inverse,
+                                                    scale if scaled else None)
             if sched.at_end and pass_no == len(passes) - 1:
                 regs = [_reduce(b, r, reducer, "eager, after the last layer") for r in regs]
             for v, r, ix in zip(group, regs, idx):
@@ -124,6 +114,22 @@ def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSche
     if [i for reg in memory for i in reg] != expect:
         raise AssertionError("NTT builder left coefficients where the layout does not say")
     table.finish(f"{sched.direction} NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order")
+
+
+def _butterfly(b: Builder, math: NttMath, layer: int, x: VReg, y: VReg, wm: Mem, wqm: Mem, qv: VReg, inverse: bool,
+               scale: int | None) -> tuple[VReg, VReg]:
+    """Cooley–Tukey (x + w*y, x - w*y) or Gentleman–Sande (x + y, w*(x - y)),
+    the products Montgomery multiplications by a twiddle from the table; the
+    inverse's first layer also multiplies the sum by `scale`."""
+    if not inverse:
+        m = montgomery_by_constant(b, y, wm, wqm, qv)
+        return b.op("vpaddw", x, m, comment=f"layer {layer}"), b.op("vpsubw", x, m)
+    total = b.op("vpaddw", x, y, comment=f"layer {layer}")
+    diff = montgomery_by_constant(b, b.op("vpsubw", x, y), wm, wqm, qv)
+    if scale is not None:
+        c = math.montgomery(scale)
+        total = montgomery_by_constant(b, total, broadcast_const(b, c.w), broadcast_const(b, c.w_qinv), qv)
+    return total, diff
 
 
 def block_registers(layout: NttLayout) -> list[tuple[tuple[int, ...], list[int]]]:

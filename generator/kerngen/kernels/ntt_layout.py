@@ -4,7 +4,7 @@ Coefficient index bits split into lane bits (the low 4: 16 int16 lanes) and
 vector bits. A butterfly layer on index bit k needs k to be a *slot* bit: the
 two partners must sit in the same lane of two registers. Layers on high bits
 run in top passes over groups of up to 8 registers; the final pass holds
-8 consecutive vectors and brings each low bit in turn into a slot bit with an
+8 consecutive vectors (the whole array when it is at most 16 vectors) and brings each low bit in turn into a slot bit with an
 in-register shuffle (`Swap`) that exchanges a lane bit with a slot bit whose
 layer is done. Bits inside a base block (below log2 d) are swapped out of the
 lanes too, so base multiplication sees coefficient k of 16 blocks in one
@@ -75,10 +75,24 @@ def pairs(slots: int, slot_bit: int) -> list[tuple[int, int]]:
     return [(s, s | (1 << slot_bit)) for s in range(slots) if not s & (1 << slot_bit)]
 
 
+def final_group_bits(n: int) -> int:
+    """log2 of the number of vectors the final pass holds at once.
+
+    An array of at most 16 vectors is transformed in one pass with every
+    vector live: the allocator spills a few values, but each layer's eight
+    butterflies are independent chains the core overlaps, where two 8-vector
+    halves would run one after the other, each one long dependency chain
+    (kyber-3329 forward: 143 against 177 ticks). Larger arrays keep 8-vector
+    groups: 16-vector groups there cost more passes and spills than the
+    overlap gains."""
+    vbits = n.bit_length() - 1 - LANE_BITS
+    return vbits if vbits <= 4 else 3
+
+
 def plan(n: int, layers: int) -> NttLayout:
     log_n = n.bit_length() - 1
     vbits = log_n - LANE_BITS
-    group_bits = min(3, vbits)
+    group_bits = final_group_bits(n)
     d_bits = log_n - layers
     layer_bits = [log_n - 1 - l for l in range(layers)]  # coefficient bit of each layer
     passes: list[Pass] = []
