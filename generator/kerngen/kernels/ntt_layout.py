@@ -6,9 +6,9 @@ two partners must sit in the same lane of two registers. Layers on high bits
 run in top passes over groups of up to 8 registers; the final pass holds
 8 consecutive vectors (the whole array when it is at most 16 vectors) and
 brings each low bit in turn into a slot bit with an in-register shuffle
-(`Swap`) that exchanges a lane bit with a slot bit whose layer is done. Bits inside a base block (below log2 d) are swapped out of the
-lanes too, so base multiplication sees coefficient k of 16 blocks in one
-register. The forward output order is whatever this leaves; the manifest
+(`Swap`) that exchanges a lane bit with a slot bit whose layer is done. Bits
+inside a base block (below log2 d) are swapped out of the lanes too, so base
+multiplication sees coefficient k of 16 blocks in one register. The forward output order is whatever this leaves; the manifest
 records it exactly.
 """
 
