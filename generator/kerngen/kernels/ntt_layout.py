@@ -8,8 +8,8 @@ run in top passes over groups of up to 8 registers; the final pass holds
 brings each low bit in turn into a slot bit with an in-register shuffle
 (`Swap`) that exchanges a lane bit with a slot bit whose layer is done. Bits
 inside a base block (below log2 d) are swapped out of the lanes too, so base
-multiplication sees coefficient k of 16 blocks in one register. The forward output order is whatever this leaves; the manifest
-records it exactly.
+multiplication sees coefficient k of 16 blocks in one register. The forward
+output order is whatever this leaves; the manifest records it exactly.
 """
 
 from __future__ import annotations
