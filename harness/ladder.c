@@ -26,6 +26,8 @@
 #include <openssl/ec.h>
 #include <openssl/obj_mac.h>
 
+#include "bn_limbs.h"
+
 #define N KG_LIMBS
 #define KG_CAT3_(a, b, c) a##_##b##_##c
 #define KG_CAT3(a, b, c) KG_CAT3_(a, b, c)
@@ -49,18 +51,6 @@ static BN_CTX *ctx;
 static uint64_t curve_b[N], curve_sqrt_b[N];
 static int order_bits;
 
-static void bn_to_limbs(uint64_t *out, const BIGNUM *r)
-{
-    unsigned char be[8 * N];
-    int len = BN_num_bytes(r);
-    unsigned char *o = (unsigned char *)out;
-    if (len > 8 * N || BN_bn2bin(r, be) != len)
-        abort();
-    for (int i = 0; i < len; i++)
-        o[i] = be[len - 1 - i];
-    memset(o + len, 0, (size_t)(8 * N - len));
-}
-
 static void init(void)
 {
     if (grp)
@@ -75,7 +65,7 @@ static void init(void)
     if (__builtin_cpu_supports("vpclmulqdq"))
         ladder_step = KG_K(ladder_step2);
 #endif
-    bn_to_limbs(curve_b, b);
+    kg_bn_to_limbs(curve_b, N, b);
     order_bits = EC_GROUP_order_bits(grp);
     /* sqrt(b) = b^(2^(m-1)): the step computes X0^4 + b Z0^4 as
      * (X0^2 + sqrt(b) Z0^2)^2, one product fewer */
@@ -157,7 +147,7 @@ void kg_ossl_ladder(uint64_t *out, const uint64_t *k, const uint64_t *x)
     }
     if (!EC_POINT_get_affine_coordinates(grp, res, rx, ry, ctx))
         abort();
-    bn_to_limbs(out, rx);
+    kg_bn_to_limbs(out, N, rx);
 }
 
 void kg_ladder_gen(uint64_t *out)
@@ -166,7 +156,7 @@ void kg_ladder_gen(uint64_t *out)
     BIGNUM *gx = BN_new(), *gy = BN_new();
     if (!gx || !gy || !EC_POINT_get_affine_coordinates(grp, EC_GROUP_get0_generator(grp), gx, gy, ctx))
         abort();
-    bn_to_limbs(out, gx);
+    kg_bn_to_limbs(out, N, gx);
     BN_free(gx);
     BN_free(gy);
 }

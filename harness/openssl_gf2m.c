@@ -24,6 +24,8 @@
 
 #include <openssl/bn.h>
 
+#include "bn_limbs.h"
+
 #ifndef KG_M
 #error "define KG_M, KG_LIMBS and KG_POLY"
 #endif
@@ -89,25 +91,11 @@ static int prepare(struct kg_slot *s, const uint64_t *const *x, int count, int l
     return prepare_n(s, x, l, count);
 }
 
-static void from_bn(uint64_t *out, const BIGNUM *r)
-{
-    /* BN_bn2lebinpad runs a constant-time loop; BN_bn2bin and a byte
-     * reversal are cheaper (only paid for new inputs anyway) */
-    unsigned char be[8 * KG_LIMBS];
-    int len = BN_num_bytes(r);
-    unsigned char *o = (unsigned char *)out;
-    if (len > 8 * KG_LIMBS || BN_bn2bin(r, be) != len)
-        abort();
-    for (int i = 0; i < len; i++)
-        o[i] = be[len - 1 - i];
-    memset(o + len, 0, (size_t)(8 * KG_LIMBS - len));
-}
-
 /* After the operation: the result as limbs, converted only for new inputs. */
 static void finish(struct kg_slot *s, int fresh, uint64_t *out)
 {
     if (fresh) {
-        from_bn(s->out, s->r);
+        kg_bn_to_limbs(s->out, KG_LIMBS, s->r);
         s->valid = 1;
     }
     memcpy(out, s->out, 8 * KG_LIMBS);
@@ -230,11 +218,8 @@ static void ladder_step(struct kg_slot *sp, uint64_t *out, const uint64_t *st, c
         !BN_GF2m_mod_sqr_arr(r[0], r[0], kg_poly, ctx))          /* X0' */
         abort();
     if (fresh) {
-        for (int i = 0; i < 4; i++) {
-            uint64_t w[KG_LIMBS];
-            from_bn(w, r[i]);
-            memcpy(s.out + i * KG_LIMBS, w, sizeof w);
-        }
+        for (int i = 0; i < 4; i++)
+            kg_bn_to_limbs(s.out + i * KG_LIMBS, KG_LIMBS, r[i]);
         s.valid = 1;
     }
     memcpy(out, s.out, 4 * 8 * KG_LIMBS);

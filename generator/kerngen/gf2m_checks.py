@@ -8,10 +8,7 @@ cannot hide behind a reference computed the same way.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import random
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +16,7 @@ from sympy.polys.domains import ZZ
 from sympy.polys.galoistools import gf_add, gf_gcdex, gf_mul, gf_rem
 
 from .family import BenchItem, Bundle, Check, Comparison, Function
-from .harness import HARNESS_DIR, Arg, Case, HarnessError
+from .harness import Arg, Case
 from . import harness
 
 # ---------------------------------------------------------------------------
@@ -276,23 +273,9 @@ def checks(bundle: Bundle, seed: int) -> list[Check]:
 
 def build_openssl_shim(m: int, poly, workdir: Path) -> Path:
     """`harness/openssl_gf2m.c` compiled for one field (cached by content)."""
-    src = harness.HARNESS_DIR / "openssl_gf2m.c"
-    limbs = (m + 63) // 64
-    flags = ["-O2", "-fPIC", "-shared", f"-DKG_M={m}", f"-DKG_LIMBS={limbs}",
-             "-DKG_POLY=" + ",".join(map(str, poly))]
-    key = hashlib.sha256(src.read_bytes() + " ".join(flags).encode()).hexdigest()[:16]
-    so = Path(workdir) / f"openssl_gf2m-{m}-{key}.so"
-    if so.is_file():
-        return so
-    so.parent.mkdir(parents=True, exist_ok=True)
-    tmp = so.with_suffix(f".tmp{os.getpid()}")
-    proc = subprocess.run(["gcc", *flags, "-o", str(tmp), str(src), "-lcrypto"],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise HarnessError(f"building the OpenSSL comparison failed (is libssl-dev installed?):\n"
-                           f"{proc.stderr.strip()}")
-    os.replace(tmp, so)
-    return so
+    flags = ["-O2", f"-DKG_M={m}", f"-DKG_LIMBS={(m + 63) // 64}", "-DKG_POLY=" + ",".join(map(str, poly))]
+    return harness.build_shared_c("openssl_gf2m.c", f"openssl_gf2m-{m}", flags, workdir,
+                                  "building the OpenSSL comparison (it needs libssl-dev)", link=["-lcrypto"])
 
 
 def _short(fn: Function, prefix: str) -> str:

@@ -5,10 +5,7 @@ beside it."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 import random
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,26 +39,14 @@ def curves_for(bundle: Bundle) -> list[Curve]:
 def build_ladder(curve: Curve, bundle: Bundle, kernel_lib: Path, workdir: Path) -> Path:
     """ladder.c for `curve`, linked against the assembled bundle (cached)."""
     p = bundle.params
-    src = harness.HARNESS_DIR / "ladder.c"
     kernel_lib = Path(kernel_lib).resolve()
-    flags = ["-O2", "-fPIC", "-shared", f"-DKG_PREFIX={p.prefix}", f"-DKG_ISA={p.isa}",
+    flags = ["-O2", f"-DKG_PREFIX={p.prefix}", f"-DKG_ISA={p.isa}",
              f"-DKG_LIMBS={p.limbs}", f"-DKG_CURVE={curve.nid}"]
     if any(f.kernel.symbol.endswith(f"_ladder_step2_{p.isa}") for f in bundle.functions):
         flags.append("-DKG_HAVE_STEP2=1")
-    key = hashlib.sha256(src.read_bytes() + " ".join(flags).encode() + str(kernel_lib).encode()
-                         ).hexdigest()[:16]
-    so = Path(workdir) / f"ladder-{curve.name}-{key}.so"
-    if so.is_file():
-        return so
-    so.parent.mkdir(parents=True, exist_ok=True)
-    tmp = so.with_suffix(f".tmp{os.getpid()}")
-    proc = subprocess.run(["gcc", *flags, "-o", str(tmp), str(src), str(kernel_lib), "-lcrypto"],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise HarnessError(f"building the ladder for {curve.name} failed (is libssl-dev installed?):\n"
-                           f"{proc.stderr.strip()}")
-    os.replace(tmp, so)
-    return so
+    return harness.build_shared_c("ladder.c", f"ladder-{curve.name}", flags, workdir,
+                                  f"building the ladder for {curve.name} (it needs libssl-dev)",
+                                  link=[kernel_lib, "-lcrypto"])
 
 
 def _out(n: int) -> Arg:

@@ -21,7 +21,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -214,9 +214,16 @@ def _harness_source(name: str) -> Path:
     return path
 
 
-def _publish(tmp: Path, final: Path) -> Path:
-    # os.replace is atomic: a concurrent build of the same key loses nothing
-    os.replace(tmp, final)
+def _cached(final: Path, make: Callable[[Path], Path]) -> Path:
+    """`final` if it was built before; otherwise `make(tmp)` builds it in a
+    private temporary directory beside it and returns the file, which is then
+    moved into place (os.replace is atomic: a concurrent build of the same
+    key loses nothing)."""
+    if final.is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=final.parent) as tmp_s:
+        os.replace(make(Path(tmp_s)), final)
     return final
 
 
@@ -225,20 +232,17 @@ def _build_program(workdir: Path, name: str, main_source: str) -> Path:
     sources = [_harness_source(n) for n in (main_source, "vectors.c", "vectors.h",
                                             "abi_check.h", "abi_check.asm")]
     key = _digest(name, *_C_FLAGS, *(p.read_bytes() for p in sources))
-    out_dir = Path(workdir) / f"kg-harness-{key}"
-    exe = out_dir / name
-    if exe.is_file():
-        return exe
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir) as tmp_s:
-        tmp = Path(tmp_s)
+
+    def make(tmp: Path) -> Path:
         obj = tmp / "abi_check.o"
         _run([nasm, "-f", "elf64", "-o", obj, HARNESS_DIR / "abi_check.asm"],
              "assembling abi_check.asm")
         _run([gcc, *_C_FLAGS, "-I", HARNESS_DIR, "-o", tmp / name,
               HARNESS_DIR / main_source, HARNESS_DIR / "vectors.c", obj, "-ldl"],
              f"building {name}")
-        return _publish(tmp / name, exe)
+        return tmp / name
+
+    return _cached(Path(workdir) / f"kg-harness-{key}" / name, make)
 
 
 def build_runner(workdir: Path) -> Path:
@@ -263,19 +267,15 @@ def assemble_shared(asm_path: Path, workdir: Path) -> Path:
         text = asm_path.read_bytes()
     except OSError as exc:
         raise HarnessError(f"cannot read {asm_path}: {exc}") from exc
-    workdir = Path(workdir)
-    so = workdir / f"{asm_path.stem}-{_digest(text)}.so"
-    if so.is_file():
-        return so
-    workdir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp_s:
-        tmp = Path(tmp_s)
-        obj = tmp / f"{asm_path.stem}.o"
+
+    def make(tmp: Path) -> Path:
+        obj, so = tmp / f"{asm_path.stem}.o", tmp / f"{asm_path.stem}.so"
         _run([nasm, "-f", "elf64", "-I", f"{asm_path.resolve().parent}/", "-o", obj, asm_path],
              f"assembling {asm_path.name}")
-        _run([gcc, "-shared", "-o", tmp / so.name, obj],
-             f"linking {asm_path.name}")
-        return _publish(tmp / so.name, so)
+        _run([gcc, "-shared", "-o", so, obj], f"linking {asm_path.name}")
+        return so
+
+    return _cached(Path(workdir) / f"{asm_path.stem}-{_digest(text)}.so", make)
 
 
 def build_baseline(params_header_text: str, workdir: Path) -> Path:
@@ -285,17 +285,32 @@ def build_baseline(params_header_text: str, workdir: Path) -> Path:
     src = _harness_source("baseline_ntt16.c")
     key = _digest(params_header_text, src.read_bytes(), *_BASELINE_FLAGS)
     out_dir = Path(workdir) / f"kg-baseline-{key}"
-    so = out_dir / "kg_baseline_ntt16.so"
-    if so.is_file():
-        return so
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir) as tmp_s:
-        tmp = Path(tmp_s)
+
+    def make(tmp: Path) -> Path:
         (tmp / "kg_params.h").write_text(params_header_text)
-        _run([gcc, *_BASELINE_FLAGS, "-I", tmp, "-o", tmp / so.name, src],
+        _run([gcc, *_BASELINE_FLAGS, "-I", tmp, "-o", tmp / "kg_baseline_ntt16.so", src],
              "building the C baseline")
-        os.replace(tmp / "kg_params.h", out_dir / "kg_params.h")
-        return _publish(tmp / so.name, so)
+        os.replace(tmp / "kg_params.h", out_dir / "kg_params.h")  # kept beside it for reading
+        return tmp / "kg_baseline_ntt16.so"
+
+    return _cached(out_dir / "kg_baseline_ntt16.so", make)
+
+
+def build_shared_c(source: str, stem: str, flags: Sequence[str], workdir: Path, what: str,
+                   link: Sequence[str | os.PathLike[str]] = ()) -> Path:
+    """Compiles ``harness/<source>`` with ``flags`` into a shared object
+    (cached by the source, the harness headers, the flags and what it links:
+    libraries and ``-l`` options) and returns it; `what` names the build in errors."""
+    gcc = _tool("gcc")
+    src = _harness_source(source)
+    headers = sorted(HARNESS_DIR.glob("*.h"))
+    key = _digest(src.read_bytes(), *(h.read_bytes() for h in headers), *flags, *map(str, link))
+
+    def make(tmp: Path) -> Path:
+        _run([gcc, "-fPIC", "-shared", *flags, "-I", HARNESS_DIR, "-o", tmp / "lib.so", src, *link], what)
+        return tmp / "lib.so"
+
+    return _cached(Path(workdir) / f"{stem}-{key}.so", make)
 
 
 # ---------------------------------------------------------------------------
