@@ -10,8 +10,8 @@ from kerngen.errors import VerifyError
 from kerngen.isa.abi import SYSV
 from kerngen.isa.ir import ArgSpec, Builder
 from kerngen.isa.pipeline import compile_kernel
-from kerngen.kernels.ntt16 import build_ntt
-from kerngen.kernels.ntt_layout import final_group_bits, plan
+from kerngen.kernels.ntt16 import block_registers, build_ntt
+from kerngen.kernels.ntt_layout import plan
 from kerngen.kernels.reductions import reducers
 from kerngen.numtheory import NttMath
 from kerngen.params import from_mapping, load, max_layers
@@ -48,7 +48,7 @@ def _usable(n: int, q: int) -> bool:
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from([32, 64, 128, 256]), st.integers(min_value=3, max_value=32767),
+@given(st.sampled_from([2, 8, 16, 32, 64, 128, 256]), st.integers(min_value=3, max_value=32767),
        st.sampled_from(["eager", "layer", "index", "minimal"]), st.sampled_from(["auto", "barrett"]))
 def test_random_primes_emit_verify_and_pass(n, seed, policy, reducer):
     q = sympy.nextprime(seed % 32000)
@@ -102,8 +102,29 @@ def test_verifier_refuses_a_schedule_without_its_reductions():
 
 
 def test_layout_plan_pairs_partners_for_every_size():
-    for n in (32, 64, 128, 256, 512, 1024, 2048, 4096):
-        group_bits = final_group_bits(n)  # registers of a final-pass group: 2^group_bits
-        for layers in range(max(1, n.bit_length() - 1 - group_bits), n.bit_length()):
+    """Every n from 2 to 4096 with every block degree up to 8: the plan pairs
+    partners (plan() checks it), is a permutation, uses 16 lanes whenever the
+    array allows, and leaves each base block's coefficient k in one register."""
+    for log_n in range(1, 13):
+        n = 1 << log_n
+        for layers in range(max(1, log_n - 3), log_n + 1):
             layout = plan(n, layers)
             assert sorted(layout.output_order) == list(range(n))
+            assert layout.lanes == min(16, n // max(2, layout.d))
+            for blocks, vecs in block_registers(layout):
+                assert len(set(blocks)) == layout.lanes and len(vecs) == layout.d
+
+
+# n below 32, and blocks too large for 16 lanes: vectors of 8, 4, 2 and 1 lanes
+SMALL = [(2, 13), (4, 13), (4, 17), (8, 13), (8, 41), (8, 17), (16, 13), (16, 41), (16, 17), (16, 97),
+         (32, 41), (64, 17)]
+
+
+@pytest.mark.parametrize("n, q", SMALL, ids=[f"n{n}-q{q}" for n, q in SMALL])
+def test_small_vectors_pass_against_sympy(n, q):
+    p = from_mapping({"name": f"s{n}-{q}", "family": "ntt", "n": n, "q": q}, "small")
+    layout = plan(p.n, p.layers)
+    assert layout.lanes < 16
+    outcome = run_kerngen_test(p, seed=n + q, say=lambda s: None)
+    assert outcome.failed == 0, outcome.failures
+    assert outcome.passed > 0

@@ -1,7 +1,7 @@
 """Bounds: the largest |value| of every coefficient index through every layer,
 and the reductions a policy inserts to keep each one inside int16.
 
-Reductions act on registers (16 lanes), so decisions are made per register
+Reductions act on registers (all lanes of a vector), so decisions are made per register
 pair of each layer, as the layout places indices; a register is named by the
 coefficient index in its lane 0 at that layer. The verifier later re-derives
 every bound from the final instructions; this stage only decides.
@@ -38,6 +38,7 @@ class ReductionSchedule:
     input_bound: int
     output_bound: int
     per_index: tuple[tuple[int, ...], ...]  # |value| bound of every index after each executed layer
+    registers: int  # vectors the array occupies
 
     def reduced_before(self, layer: int) -> frozenset[int]:
         return dict(self.before).get(layer, frozenset())
@@ -45,11 +46,7 @@ class ReductionSchedule:
     @property
     def count(self) -> int:
         """Vector reductions inserted (one per register and occasion)."""
-        return sum(len(s) for _, s in self.before) + (self.n_registers if self.at_end else 0)
-
-    @property
-    def n_registers(self) -> int:
-        return len(self.per_index[0]) // 16 if self.per_index else 0
+        return sum(len(s) for _, s in self.before) + (self.registers if self.at_end else 0)
 
     def describe(self) -> tuple[str, ...]:
         lines = [f"policy {self.policy}, {self.reduction} reduction, {self.count} vector reductions"]
@@ -125,7 +122,7 @@ def _schedule(math: NttMath, layout: NttLayout, policy: str, direction: str, inp
     at_end = policy == "eager"
     out = [_reduce(x, reducer) for x in final.bounds] if at_end else final.bounds
     return ReductionSchedule(policy, reducer.kind, direction, final.before, at_end, final.max_bound,
-                             input_bound, max(out), final.per_index)
+                             input_bound, max(out), final.per_index, layout.vectors)
 
 
 @dataclass(frozen=True)

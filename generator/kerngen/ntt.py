@@ -9,7 +9,7 @@ from .family import Bundle, Function
 from .isa.abi import SYSV
 from .isa.ir import ArgSpec, Builder, Kernel
 from .isa.pipeline import compile_kernel
-from .kernels.ntt16 import build_basemul, build_ntt, build_reduce
+from .kernels.ntt16 import build_basemul, build_ntt, build_reduce, kernel_builder
 from .kernels.ntt_layout import NttLayout, plan
 from .kernels.reductions import Reducer, montgomery_bound, reducers
 from .numtheory import R, NttMath
@@ -75,7 +75,7 @@ def build(p: NttParams) -> Bundle:
 
     in_fwd = (-input_bound(math, "forward"), input_bound(math, "forward"))
     sf = schedule(math, layout, policy, "forward", in_fwd[1], red)
-    b = Builder()
+    b = kernel_builder(layout)
     build_ntt(b, math, layout, sf, red, f"{p.prefix}_ntt_forward_twiddles")
     sym = f"{p.prefix}_ntt_forward_avx2"
     kf, proof_f = _compile_verify(b, sym, (_arg("a", "inout", n),), {0: in_fwd}, q)
@@ -97,7 +97,7 @@ def build(p: NttParams) -> Bundle:
     sym = f"{p.prefix}_basemul_avx2"
     args = (_arg("r", "out", n), _arg("a", "in", n), _arg("b", "in", n))
     for reduce_outputs in (False, True):  # reduce outputs only if they could exceed the inverse's input
-        b = Builder()
+        b = kernel_builder(layout)
         build_basemul(b, math, layout, reducers(q)["barrett"], reduce_inputs, f"{p.prefix}_basemul_zetas",
                       reduce_outputs)
         kb, proof_b = _compile_verify(b, sym, args, {1: in_bm, 2: in_bm}, q)
@@ -118,7 +118,7 @@ def build(p: NttParams) -> Bundle:
 
     in_inv = INVERSE_INPUT
     si = schedule(math, layout, policy, "inverse", in_inv[1], red)
-    b = Builder()
+    b = kernel_builder(layout)
     build_ntt(b, math, layout, si, red, f"{p.prefix}_ntt_inverse_twiddles")
     sym = f"{p.prefix}_ntt_inverse_avx2"
     ki, proof_i = _compile_verify(b, sym, (_arg("a", "inout", n),), {0: in_inv}, q)
@@ -135,8 +135,8 @@ def build(p: NttParams) -> Bundle:
     ), si.describe()))
 
     for kind, r in reducers(q).items():
-        b = Builder()
-        build_reduce(b, n, r)
+        b = kernel_builder(layout)
+        build_reduce(b, layout, r)
         sym = f"{p.prefix}_reduce_{kind}_avx2"
         kr, proof_r = _compile_verify(b, sym, (_arg("a", "inout", n),), {0: (-32768, 32767)}, q)
         out_r = proof_r.hull(0)

@@ -18,6 +18,7 @@ from .gf2x import is_irreducible
 
 POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
+MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -129,16 +130,13 @@ def _ntt(table: dict, src: str, name: str, prefix: str, policy: str | None, redu
     n = _require(src, table, "n", int, "a power of two")
     if n < 2 or n > 4096 or n & (n - 1):
         raise ParamError(src, "n", f"must be a power of two between 2 and 4096, got {n}")
-    if n < 32:
-        raise ParamError(src, "n", f"must be at least 32 for 16-bit AVX2 kernels (two 16-lane vectors), got {n}")
     q = _require(src, table, "q", int, "an odd prime")
     if q < 3 or not sympy.isprime(q):
         raise ParamError(src, "q", f"must be an odd prime, got {q}")
     if q >= 1 << (width - 1):
         raise ParamError(src, "q", f"must be below 2^{width - 1} = {1 << (width - 1)} for {width}-bit signed lanes, got {q}")
     top = max_layers(n, q)
-    group_bits = min(3, (n // 16).bit_length() - 1)
-    min_layers = max(1, (n.bit_length() - 1) - min(3, group_bits))
+    min_layers = max(1, (n.bit_length() - 1) - MAX_BLOCK_BITS)
     if "layers" in table:
         layers = _require(src, table, "layers", int, "a positive integer")
         if not 1 <= layers <= top:

@@ -22,6 +22,7 @@ from .lemmas import ScalarIdiom, LemmaError, prove
 
 LO, HI = -32768, 32767
 TOP = (LO, HI)
+_STORES = ("store", "store_aligned", "store64", "store32", "store16")
 Lanes = list[tuple[int, int]]
 
 
@@ -106,17 +107,23 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
         raise TypeError(op)
 
     def load(m: Mem, ctx) -> Lanes:
+        """The lanes a memory operand supplies; a narrow move zero-fills the rest."""
+        count = min(16, m.size // 2)
         if isinstance(m.base, TableBase):
             t = tables[m.base.label]
-            vals = t.values[m.offset // 2:m.offset // 2 + 16]
-            return [(v, v) for v in vals]
+            vals = t.values[m.offset // 2:m.offset // 2 + count]
+            return [(v, v) for v in vals] + [(0, 0)] * (16 - count)
         if isinstance(m.base, StackBase):
             return list(stack[m.offset])
+        vals = arg_elements(m, ctx, count)
+        return vals + [(0, 0)] * (16 - count)
+
+    def arg_elements(m: Mem, ctx, count: int) -> Lanes:
         elems = memory[m.base.index]
         first = m.offset // 2
-        if m.offset % 2 or first + 16 > len(elems):
+        if m.offset % 2 or first + count > len(elems):
             raise VerifyError(f"{kernel.symbol}: instruction {ctx.index} reads outside argument {m.base.index}")
-        vals = elems[first:first + 16]
+        vals = elems[first:first + count]
         if any(v is None for v in vals):
             raise VerifyError(f"{kernel.symbol}: instruction {ctx.index} reads elements of argument "
                               f"{m.base.index} that hold no value yet")
@@ -131,25 +138,26 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
             idiom_instrs[ins.idiom.group] = []
         if in_idiom:
             idiom_instrs[ins.idiom.group].append(ins)
-        if op in ("store", "store_aligned"):
+        if op in _STORES:
             m, val = ops[0], read(ops[1], ctx)
             if isinstance(m.base, StackBase):
                 stack[m.offset] = list(val)
                 continue
             if not isinstance(m.base, ArgBase):
                 raise VerifyError(f"{kernel.symbol}: instruction {index} stores into constant memory")
+            count = min(16, m.size // 2)
+            if op == "store16":  # one lane, chosen by the immediate
+                val = val[ops[2].value:]
             elems, first = memory[m.base.index], m.offset // 2
-            if m.offset % 2 or first + 16 > len(elems) or kernel.args[m.base.index].role == "in":
+            if m.offset % 2 or first + count > len(elems) or kernel.args[m.base.index].role == "in":
                 raise VerifyError(f"{kernel.symbol}: instruction {index} writes outside its output buffers")
-            elems[first:first + 16] = val
+            elems[first:first + count] = val[:count]
             continue
         dst = ops[0]
-        if op in ("load", "load_aligned", "copy"):
+        if op in ("load", "load_aligned", "load64", "load32", "copy"):
             res = read(ops[1], ctx)
         elif op == "vpbroadcastw":
-            t = tables[ops[1].base.label]
-            v = t.values[ops[1].offset // 2]
-            res = [(v, v)] * 16
+            res = [read(ops[1], ctx)[0]] * 16
         elif op in ("vpaddw", "vpsubw", "vpmulhw", "vpmulhrsw", "vpmullw"):
             a, b = read(ops[1], ctx), read(ops[2], ctx)
             res = []
@@ -200,6 +208,8 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
                 res += a[base + off:base + off + 4] + b[base + off:base + off + 4]
         else:
             raise VerifyError(f"{kernel.symbol}: the verifier has no 16-bit lane semantics for {op}")
+        if dst.bits == 128:  # a VEX.128 instruction zeroes the upper half
+            res = res[:8] + [(0, 0)] * 8
         if in_idiom and ins.idiom.role == "end":
             res = _apply_lemma(kernel, idiom_instrs.pop(ins.idiom.group), idiom_inputs.pop(ins.idiom.group), tables, modulus)
             checked += 1

@@ -147,16 +147,18 @@ class Kernel:
 
 @dataclass
 class Builder:
-    """Collects instructions over fresh virtual registers for one kernel."""
+    """Collects instructions over fresh virtual registers for one kernel;
+    vector registers are `vector_bits` wide unless an op says otherwise."""
 
+    vector_bits: int = 256
     instrs: list[Instr] = field(default_factory=list)
     tables: dict[str, Table] = field(default_factory=dict)
     _next_reg: int = 0
     _next_group: int = 0
 
-    def vreg(self, bits: int = 256) -> VReg:
+    def vreg(self, bits: int | None = None) -> VReg:
         self._next_reg += 1
-        return VReg(self._next_reg, bits)
+        return VReg(self._next_reg, bits or self.vector_bits)
 
     def greg(self) -> GReg:
         self._next_reg += 1
@@ -165,7 +167,7 @@ class Builder:
     def emit(self, op: str, *operands: Operand, comment: str = "", idiom: IdiomTag | None = None) -> None:
         self.instrs.append(Instr(op, tuple(operands), comment, idiom))
 
-    def op(self, op: str, *sources: Operand, comment: str = "", idiom: IdiomTag | None = None, bits: int = 256) -> VReg:
+    def op(self, op: str, *sources: Operand, comment: str = "", idiom: IdiomTag | None = None, bits: int | None = None) -> VReg:
         """Emit `op` with a fresh vector destination and return it."""
         dst = self.vreg(bits)
         self.emit(op, dst, *sources, comment=comment, idiom=idiom)

@@ -108,6 +108,9 @@ _ROWS: list[tuple[str, str, str, str, str | None]] = [
     ("vpclmulqdq", "vpclmulqdq", _VEX3I, "clmul", "pclmulqdq"),
     ("load64", "vmovq", "w:v,r:m", "load", "movq"),
     ("store64", "vmovq", "w:m,r:v", "store", "movq"),
+    ("load32", "vmovd", "w:v,r:m", "load", "movd"),
+    ("store32", "vmovd", "w:m,r:v", "store", "movd"),
+    ("store16", "vpextrw", "w:m,r:v,r:i", "store", "pextrw"),  # lane given by the immediate
 ]
 
 OPS: dict[str, OpSpec] = {

@@ -6,34 +6,48 @@ load a group of registers, run its steps (butterflies, in-register swaps,
 scheduled reductions), store. Twiddles are 32-byte vectors in one table per
 kernel, in consumption order; inter-vector twiddles are stored pre-broadcast
 so every multiplication by a twiddle reads memory directly.
+
+Vectors are 16-lane ymm registers; the small arrays whose layout has fewer
+lanes per vector (at most 8: n < 32, or blocks too large for 16 lanes) run on
+xmm registers, moved to and from memory with a move of exactly the vector's
+size, so no kernel touches a byte outside its arrays.
 """
 
 from __future__ import annotations
 
 from ..bounds import ReductionSchedule
 from ..isa.ir import ArgBase, Builder, Imm, Mem, TableBase, VReg
-from .ntt_layout import LANES, Butterflies, NttLayout, Swap, pairs, swap_lanes
+from .ntt_layout import Butterflies, NttLayout, Swap, pairs, swap_lanes
 from .reductions import Reducer, broadcast_const, emit_idiom, montgomery_by_constant
 from ..numtheory import NttMath
 
 
+def kernel_builder(layout: NttLayout) -> Builder:
+    """A builder whose vectors are ymm, or xmm when the layout's vectors fit in one."""
+    return Builder(vector_bits=256 if layout.lanes > 8 else 128)
+
+
 class TwiddleTable:
-    """Collects 16-lane vectors in first-use order, each stored once."""
+    """Collects register-wide rows in first-use order, each stored once; a
+    vector narrower than the register is padded with zeros (lanes that hold
+    zeros, or copies of lane 0 after a broadcast load, and stay bounded)."""
 
     def __init__(self, b: Builder, label: str):
         self.b, self.label = b, label
+        self.width = b.vector_bits // 16
         self.rows: list[tuple[int, ...]] = []
         self.offsets: dict[tuple[int, ...], int] = {}
 
     def vector(self, lanes: list[int] | tuple[int, ...]) -> Mem:
-        key = tuple(lanes)
+        key = tuple(lanes) + (0,) * (self.width - len(lanes))
         if key not in self.offsets:
-            self.offsets[key] = 32 * len(self.rows)
+            self.offsets[key] = 2 * self.width * len(self.rows)
             self.rows.append(key)
-        return Mem(TableBase(self.label), self.offsets[key], 32)
+        return Mem(TableBase(self.label), self.offsets[key], 2 * self.width)
 
     def finish(self, comment: str) -> None:
-        self.b.table(self.label, 2, [v for row in self.rows for v in row], comment=comment)
+        self.b.table(self.label, 2, [v for row in self.rows for v in row],
+                     comment=f"{comment}, {self.width} lanes per row")
 
 
 def emit_swap(b: Builder, x: VReg, y: VReg, lane_bit: int) -> tuple[VReg, VReg]:
@@ -52,8 +66,27 @@ def emit_swap(b: Builder, x: VReg, y: VReg, lane_bit: int) -> tuple[VReg, VReg]:
     return lo, hi
 
 
-def _vector(v: int) -> Mem:
-    return Mem(ArgBase(0), 32 * v, 32)
+def _vector(layout: NttLayout, v: int, arg: int = 0) -> Mem:
+    """Vector `v` of int16 array argument `arg`: exactly its bytes."""
+    size = 2 * layout.lanes
+    return Mem(ArgBase(arg), size * v, size)
+
+
+# moves of exactly one vector, by its size in bytes; two bytes (n = 2) are
+# broadcast in and the lane-0 word extracted out
+_LOADS = {32: "load", 16: "load", 8: "load64", 4: "load32", 2: "vpbroadcastw"}
+_STORES = {32: "store", 16: "store", 8: "store64", 4: "store32"}
+
+
+def _load(b: Builder, m: Mem) -> VReg:
+    return b.op(_LOADS[m.size], m)
+
+
+def _store(b: Builder, m: Mem, x: VReg) -> None:
+    if m.size == 2:
+        b.emit("store16", m, x, Imm(0))
+    else:
+        b.emit(_STORES[m.size], m, x)
 
 
 def _twiddle_rows(math: NttMath, layer: int, bit: int, lanes: list[int], inverse: bool, factor: int = 1):
@@ -77,9 +110,7 @@ def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSche
     table = TwiddleTable(b, table_label)
     qv = b.op("load", broadcast_const(b, q), comment=f"q = {q}")
     passes = layout.passes[::-1] if inverse else layout.passes
-    memory = [list(range(v * LANES, (v + 1) * LANES)) for v in range(layout.n // LANES)]
-    if inverse:
-        memory = [list(layout.output_order[v * LANES:(v + 1) * LANES]) for v in range(layout.n // LANES)]
+    memory = layout.vector_indices(layout.output_order if inverse else range(layout.n))
     # the inverse's scaling rides on its first layer: the difference branch takes it
     # in its twiddle, the sum branch in one multiplication by the constant itself
     scale = math.inverse_scale()
@@ -87,7 +118,7 @@ def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSche
     for pass_no, p in enumerate(passes):
         steps = p.steps[::-1] if inverse else p.steps
         for group in p.groups:
-            regs = [b.op("load", _vector(v)) for v in group]
+            regs = [_load(b, _vector(layout, v)) for v in group]
             idx = [memory[v] for v in group]
             for st in steps:
                 for lo, hi in pairs(len(regs), st.slot_bit):
@@ -108,12 +139,12 @@ def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSche
             if sched.at_end and pass_no == len(passes) - 1:
                 regs = [_reduce(b, r, reducer, "eager, after the last layer") for r in regs]
             for v, r, ix in zip(group, regs, idx):
-                b.emit("store", _vector(v), r)
+                _store(b, _vector(layout, v), r)
                 memory[v] = ix
     expect = list(range(layout.n)) if inverse else list(layout.output_order)
     if [i for reg in memory for i in reg] != expect:
         raise AssertionError("NTT builder left coefficients where the layout does not say")
-    table.finish(f"{sched.direction} NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order")
+    table.finish(f"{sched.direction} NTT twiddles (w, w*q^-1 mod 2^16) in consumption order")
 
 
 def _butterfly(b: Builder, math: NttMath, layer: int, x: VReg, y: VReg, wm: Mem, wqm: Mem, qv: VReg, inverse: bool,
@@ -133,11 +164,10 @@ def _butterfly(b: Builder, math: NttMath, layer: int, x: VReg, y: VReg, wm: Mem,
 
 
 def block_registers(layout: NttLayout) -> list[tuple[tuple[int, ...], list[int]]]:
-    """Vectors holding coefficient k (list index) of the same 16 blocks, after the forward NTT."""
+    """Vectors holding coefficient k (list index) of the same blocks, one per lane, after the forward NTT."""
     d = layout.d
     found: dict[tuple[int, ...], dict[int, int]] = {}
-    for v in range(layout.n // LANES):
-        lanes = layout.output_order[v * LANES:(v + 1) * LANES]
+    for v, lanes in enumerate(layout.vector_indices(layout.output_order)):
         ks = {i % d for i in lanes}
         if len(ks) != 1:
             raise AssertionError("base blocks are not split across registers")
@@ -153,8 +183,8 @@ def build_basemul(b: Builder, math: NttMath, layout: NttLayout, barrett: Reducer
     qv = b.op("load", broadcast_const(b, q), comment=f"q = {q}")
     qinv = broadcast_const(b, math.qinv)
     for blocks, vecs in block_registers(layout):
-        a = [b.op("load", Mem(ArgBase(1), 32 * v, 32)) for v in vecs]
-        c = [b.op("load", Mem(ArgBase(2), 32 * v, 32)) for v in vecs]
+        a = [_load(b, _vector(layout, v, 1)) for v in vecs]
+        c = [_load(b, _vector(layout, v, 2)) for v in vecs]
         if reduce_inputs:
             a = [_reduce(b, r, barrett, "bring inputs below q") for r in a]
             c = [_reduce(b, r, barrett, "") for r in c]
@@ -173,7 +203,7 @@ def build_basemul(b: Builder, math: NttMath, layout: NttLayout, barrett: Reducer
                 acc = b.op("vpaddw", acc, montgomery_by_constant(b, _sum(b, wrap), zw, zq, qv))
             if reduce_outputs:
                 acc = _reduce(b, acc, barrett, "into the inverse NTT's input range")
-            b.emit("store", Mem(ArgBase(0), 32 * vecs[k], 32), acc)
+            _store(b, _vector(layout, vecs[k]), acc)
     if table.rows:
         table.finish("block zetas (w, w*q^-1 mod 2^16) for base multiplication")
 
@@ -185,8 +215,7 @@ def _sum(b: Builder, terms: list[VReg]) -> VReg:
     return acc
 
 
-def build_reduce(b: Builder, n: int, reducer: Reducer) -> None:
+def build_reduce(b: Builder, layout: NttLayout, reducer: Reducer) -> None:
     """Reduce every element of argument 0 (n int16) in place with `reducer`."""
-    for v in range(n // LANES):
-        x = b.op("load", _vector(v))
-        b.emit("store", _vector(v), _reduce(b, x, reducer, ""))
+    for v in range(layout.vectors):
+        _store(b, _vector(layout, v), _reduce(b, _load(b, _vector(layout, v)), reducer, ""))

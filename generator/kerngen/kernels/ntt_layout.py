@@ -1,7 +1,7 @@
 """Where every coefficient lives: the pass structure of a merged-layer NTT.
 
-Coefficient index bits split into lane bits (the low 4: 16 int16 lanes) and
-vector bits. A butterfly layer on index bit k needs k to be a *slot* bit: the
+Coefficient index bits split into lane bits (the low 4: 16 int16 lanes of a
+ymm register; fewer for small arrays, see `vector_lanes`) and vector bits. A butterfly layer on index bit k needs k to be a *slot* bit: the
 two partners must sit in the same lane of two registers. Layers on high bits
 run in top passes over groups of up to 8 registers; the final pass holds
 8 consecutive vectors (the whole array when it is at most 16 vectors) and
@@ -16,8 +16,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LANES = 16
-LANE_BITS = 4
+MAX_LANES = 16  # int16 lanes of a ymm register
+
+
+def vector_lanes(n: int, d: int) -> int:
+    """Lanes per vector: 16 (a ymm register) whenever the array allows it.
+
+    A butterfly pairs two vectors, so a vector holds at most n/2 elements; and
+    base multiplication wants coefficient k of `lanes` different blocks in one
+    register, so at most n/d. Smaller vectors live in the low lanes of an xmm
+    register (8 lanes, or 4, 2, 1 loaded with a narrower move)."""
+    return min(MAX_LANES, n // max(2, d))
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,7 @@ class Pass:
 class NttLayout:
     n: int
     layers: int
+    lanes: int  # int16 lanes per vector
     passes: tuple[Pass, ...]
     output_order: tuple[int, ...]  # array position -> coefficient index after the forward NTT
 
@@ -58,11 +68,21 @@ class NttLayout:
         return self.n >> self.layers
 
 
+    @property
+    def vectors(self) -> int:
+        return self.n // self.lanes
+
+    def vector_indices(self, order: tuple[int, ...] | list[int]) -> list[list[int]]:
+        """`order` (array position -> coefficient index) cut into vectors."""
+        w = self.lanes
+        return [list(order[v * w:(v + 1) * w]) for v in range(self.vectors)]
+
+
 def swap_lanes(lo: list[int], hi: list[int], lane_bit: int) -> tuple[list[int], list[int]]:
     """The lane movement of a Swap on one register pair (values are any payload)."""
     step = 1 << lane_bit
-    a, b = [None] * LANES, [None] * LANES
-    for lane in range(LANES):
+    a, b = [None] * len(lo), [None] * len(lo)
+    for lane in range(len(lo)):
         src_lane = lane & ~step
         if lane & step:
             a[lane], b[lane] = hi[src_lane], hi[src_lane | step]
@@ -75,7 +95,7 @@ def pairs(slots: int, slot_bit: int) -> list[tuple[int, int]]:
     return [(s, s | (1 << slot_bit)) for s in range(slots) if not s & (1 << slot_bit)]
 
 
-def final_group_bits(n: int) -> int:
+def final_group_bits(n: int, lanes: int = MAX_LANES) -> int:
     """log2 of the number of vectors the final pass holds at once.
 
     An array of at most 16 vectors is transformed in one pass with every
@@ -86,23 +106,25 @@ def final_group_bits(n: int) -> int:
     Larger arrays keep 8-vector
     groups: 16-vector groups there cost more passes and spills than the
     overlap gains."""
-    vbits = n.bit_length() - 1 - LANE_BITS
+    vbits = (n // lanes).bit_length() - 1
     return vbits if vbits <= 4 else 3
 
 
 def plan(n: int, layers: int) -> NttLayout:
     log_n = n.bit_length() - 1
-    vbits = log_n - LANE_BITS
-    group_bits = final_group_bits(n)
+    lanes = vector_lanes(n, n >> layers)
+    lane_bits = lanes.bit_length() - 1
+    vbits = log_n - lane_bits
+    group_bits = final_group_bits(n, lanes)
     d_bits = log_n - layers
     layer_bits = [log_n - 1 - l for l in range(layers)]  # coefficient bit of each layer
     passes: list[Pass] = []
 
     # top passes: layers on vector bits above the final group's, three at a time
-    top = [k for k in layer_bits if k >= LANE_BITS + group_bits]
+    top = [k for k in layer_bits if k >= lane_bits + group_bits]
     for start in range(0, len(top), 3):
         chunk = top[start:start + 3]
-        vec_bits = [k - LANE_BITS for k in chunk]  # high to low
+        vec_bits = [k - lane_bits for k in chunk]  # high to low
         slot_of = {vb: i for i, vb in enumerate(sorted(vec_bits))}
         groups = []
         for v in range(1 << vbits):
@@ -110,20 +132,20 @@ def plan(n: int, layers: int) -> NttLayout:
                 continue
             groups.append(tuple(v | sum(((s >> i) & 1) << vb for vb, i in slot_of.items())
                                 for s in range(1 << len(vec_bits))))
-        steps = tuple(Butterflies(log_n - 1 - k, k, slot_of[k - LANE_BITS]) for k in chunk)
+        steps = tuple(Butterflies(log_n - 1 - k, k, slot_of[k - lane_bits]) for k in chunk)
         passes.append(Pass(tuple(groups), steps))
 
     # final pass: the group's own vector bits, then lane bits by swapping
     slots = 1 << group_bits
-    slot_holds = {i: LANE_BITS + i for i in range(group_bits)}  # slot bit -> coefficient bit
-    lane_holds = {j: j for j in range(LANE_BITS)}
+    slot_holds = {i: lane_bits + i for i in range(group_bits)}  # slot bit -> coefficient bit
+    lane_holds = {j: j for j in range(lane_bits)}
     done: list[int] = []  # slot bits whose coefficient bit needs no more work, oldest first
     steps: list[Step] = []
     for k in layer_bits:
-        if k >= LANE_BITS + group_bits:
+        if k >= lane_bits + group_bits:
             continue
-        if k >= LANE_BITS:
-            sb = k - LANE_BITS
+        if k >= lane_bits:
+            sb = k - lane_bits
         else:
             sb = done.pop()  # the most recently finished slot: shuffle the pair just computed
             lane = next(j for j, c in lane_holds.items() if c == k)
@@ -132,7 +154,7 @@ def plan(n: int, layers: int) -> NttLayout:
         steps.append(Butterflies(log_n - 1 - k, k, sb))
         done.append(sb)
     for k in range(d_bits - 1, -1, -1):  # block coefficients leave the lanes
-        if k >= LANE_BITS or any(c == k for c in slot_holds.values()):
+        if k >= lane_bits or any(c == k for c in slot_holds.values()):
             continue
         if not done:
             raise ValueError(f"n={n}: a group of {slots} registers cannot hold blocks of degree {1 << d_bits}")
@@ -144,14 +166,14 @@ def plan(n: int, layers: int) -> NttLayout:
     if steps:
         passes.append(Pass(groups, tuple(steps)))
 
-    order = _simulate_order(n, passes)
-    return NttLayout(n, layers, tuple(passes), order)
+    order = _simulate_order(n, lanes, passes)
+    return NttLayout(n, layers, lanes, tuple(passes), order)
 
 
-def _walk(n: int, passes) -> tuple[list[tuple[Butterflies, tuple[int, ...], tuple[int, ...]]], tuple[int, ...]]:
+def _walk(n: int, lanes: int, passes) -> tuple[list[tuple[Butterflies, tuple[int, ...], tuple[int, ...]]], tuple[int, ...]]:
     """Run the plan on coefficient indices: every butterfly with the indices of its
     lower and upper register, and the final order of the array."""
-    memory = [list(range(v * LANES, (v + 1) * LANES)) for v in range(n // LANES)]
+    memory = [list(range(v * lanes, (v + 1) * lanes)) for v in range(n // lanes)]
     events = []
     for p in passes:
         for group in p.groups:
@@ -167,11 +189,11 @@ def _walk(n: int, passes) -> tuple[list[tuple[Butterflies, tuple[int, ...], tupl
     return events, tuple(i for reg in memory for i in reg)
 
 
-def _simulate_order(n: int, passes: list[Pass]) -> tuple[int, ...]:
+def _simulate_order(n: int, lanes: int, passes: list[Pass]) -> tuple[int, ...]:
     """The forward output order; checks that every butterfly pairs partners."""
-    events, order = _walk(n, passes)
+    events, order = _walk(n, lanes, passes)
     for st, lo, hi in events:
-        bad = [l for l in range(LANES) if hi[l] != lo[l] + (1 << st.bit)]
+        bad = [l for l in range(lanes) if hi[l] != lo[l] + (1 << st.bit)]
         if bad:
             raise AssertionError(f"layout plan: layer {st.layer} pairs non-partners in lanes {bad}")
     return order
@@ -190,7 +212,7 @@ def layer_pairs(layout: NttLayout) -> tuple[LayerPairs, ...]:
     """Which indices share a register at each layer (the same in forward and inverse)."""
     found: dict[int, list] = {}
     bits: dict[int, int] = {}
-    for st, lo, hi in _walk(layout.n, layout.passes)[0]:
+    for st, lo, hi in _walk(layout.n, layout.lanes, layout.passes)[0]:
         found.setdefault(st.layer, []).append((lo, hi))
         bits[st.layer] = st.bit
     return tuple(LayerPairs(l, bits[l], tuple(found[l])) for l in sorted(found))
