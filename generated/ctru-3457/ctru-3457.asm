@@ -24,7 +24,7 @@ default rel
 
 section .rodata align=32
 
-; block zetas (w, w*q^-1 mod 2^16) for base multiplication
+; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
 kg_ctru3457_basemul_zetas:
     dw 1110, 442, -1110, -442, 1141, -1651, -1141, 1651, -1294, -1624, 1294, 1624, -47, 1389, 47, -1389
@@ -36,7 +36,7 @@ kg_ctru3457_basemul_zetas:
     dw -1255, 92, 1255, -92, -91, -547, 91, 547, 591, -1652, -591, 1652, 131, -1150, -131, 1150
     dw 27033, 9820, -27033, -9820, 3109, 5725, -3109, -5725, -26673, 6028, 26673, -6028, -10237, 8322, 10237, -8322
 
-; forward NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
+; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_ctru3457_ntt_forward_twiddles:
     dw -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366
@@ -102,7 +102,7 @@ kg_ctru3457_ntt_forward_twiddles:
     dw 92, 92, 92, 92, -547, -547, -547, -547, -1652, -1652, -1652, -1652, -1150, -1150, -1150, -1150
     dw 9820, 9820, 9820, 9820, 5725, 5725, 5725, 5725, 6028, 6028, 6028, 6028, 8322, 8322, 8322, 8322
 
-; inverse NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
+; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_ctru3457_ntt_inverse_twiddles:
     dw -1237, -1237, -1237, -1237, 1175, 1175, 1175, 1175, 94, 94, 94, 94, -869, -869, -869, -869

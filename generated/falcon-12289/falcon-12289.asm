@@ -24,7 +24,7 @@ default rel
 
 section .rodata align=32
 
-; block zetas (w, w*q^-1 mod 2^16) for base multiplication
+; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
 kg_falcon12289_basemul_zetas:
     dw 3835, 5553, 1224, -3813, -3052, 3845, 250, -1080, 4225, -5963, -2609, -35, 4136, 2778, 692, -3481
@@ -92,7 +92,7 @@ kg_falcon12289_basemul_zetas:
     dw -4296, 371, -695, -4371, 2496, -4884, -2411, 2059, -2650, -841, -3890, 2058, 5041, 3784, 1093, 5601
     dw 28472, 29043, 19785, 32493, 2496, -21268, 1685, -2037, -10842, -21321, 20686, 10250, -7247, -28984, 5189, -6687
 
-; forward NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
+; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_falcon12289_ntt_forward_twiddles:
     dw -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401
@@ -286,7 +286,7 @@ kg_falcon12289_ntt_forward_twiddles:
     dw 4296, -371, 695, 4371, -2496, 4884, 2411, -2059, 2650, 841, 3890, -2058, -5041, -3784, -1093, -5601
     dw -28472, -29043, -19785, -32493, -2496, 21268, -1685, 2037, 10842, 21321, -20686, -10250, 7247, 28984, -5189, 6687
 
-; inverse NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
+; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_falcon12289_ntt_inverse_twiddles:
     dw 4166, 4725, 5081, -6069, 5355, 5929, 2953, 4892, 5483, -1383, 1587, -26, 5806, -2937, -1668, 3117

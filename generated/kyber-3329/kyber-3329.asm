@@ -24,7 +24,7 @@ default rel
 
 section .rodata align=32
 
-; block zetas (w, w*q^-1 mod 2^16) for base multiplication
+; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
 kg_kyber3329_basemul_zetas:
     dw -1103, 1103, 430, -430, 555, -555, 843, -843, -1251, 1251, 871, -871, 1550, -1550, 105, -105
@@ -44,7 +44,7 @@ kg_kyber3329_basemul_zetas:
     dw -108, 108, -308, 308, 996, -996, 991, -991, 958, -958, -1460, 1460, 1522, -1522, 1628, -1628
     dw 31636, -31636, -23860, 23860, 28644, -28644, -20257, 20257, 23998, -23998, 7756, -7756, -17422, 17422, 23132, -23132
 
-; forward NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
+; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_kyber3329_ntt_forward_twiddles:
     dw -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758
@@ -126,7 +126,7 @@ kg_kyber3329_ntt_forward_twiddles:
     dw -108, -108, -308, -308, 996, 996, 991, 991, 958, 958, -1460, -1460, 1522, 1522, 1628, 1628
     dw 31636, 31636, -23860, -23860, 28644, 28644, -20257, -20257, 23998, 23998, 7756, 7756, -17422, -17422, 23132, 23132
 
-; inverse NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
+; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_kyber3329_ntt_inverse_twiddles:
     dw -1286, -1286, -278, -278, -1505, -1505, -1133, -1133, -1384, -1384, -615, -615, 1233, 1233, -1297, -1297

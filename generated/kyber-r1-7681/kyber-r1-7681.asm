@@ -24,7 +24,7 @@ default rel
 
 section .rodata align=32
 
-; block zetas (w, w*q^-1 mod 2^16) for base multiplication
+; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
 kg_kyberr17681_basemul_zetas:
     dw -17, 3744, 2422, 2001, 1278, 929, -1348, -2230, -179, -1242, -2059, -1070, 2161, 1649, 2072, 3177
@@ -60,7 +60,7 @@ kg_kyberr17681_basemul_zetas:
     dw 3343, -2937, -509, 1403, -2812, -3763, -592, -2005, -3657, -2460, 3677, -3752, -692, -1669, -2167, 3287
     dw 19215, 8839, -23549, -25733, 32004, -5299, 23984, -4565, 32695, 15972, 10333, -24232, 5452, -28805, -5751, -9513
 
-; forward NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
+; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_kyberr17681_ntt_forward_twiddles:
     dw 3777, 3777, 3777, 3777, 3777, 3777, 3777, 3777, 3777, 3777, 3777, 3777, 3777, 3777, 3777, 3777
@@ -158,7 +158,7 @@ kg_kyberr17681_ntt_forward_twiddles:
     dw -3343, 2937, 509, -1403, 2812, 3763, 592, 2005, 3657, 2460, -3677, 3752, 692, 1669, 2167, -3287
     dw -19215, -8839, 23549, 25733, -32004, 5299, -23984, 4565, -32695, -15972, -10333, 24232, -5452, 28805, 5751, 9513
 
-; inverse NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
+; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_kyberr17681_ntt_inverse_twiddles:
     dw -3438, -1720, 2872, -489, -387, -3451, 82, 890, 1347, 2068, -3203, 2142, -1839, 273, 866, 3217

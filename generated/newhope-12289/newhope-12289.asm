@@ -24,7 +24,7 @@ default rel
 
 section .rodata align=32
 
-; block zetas (w, w*q^-1 mod 2^16) for base multiplication
+; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
 kg_newhope12289_basemul_zetas:
     dw 4059, 6060, 3686, 4722, -436, 5816, -5231, -5421, -1152, -4363, 4894, -5, 4102, 3908, 3610, -5764
@@ -156,7 +156,7 @@ kg_newhope12289_basemul_zetas:
     dw -5494, 2597, -4865, -6019, 5183, 2679, -4588, 2124, 6028, -5887, -2652, 2117, -1580, 1910, -4638, 2340
     dw 2698, 6693, 7423, 30845, 17471, -17801, 11796, -14260, -10356, -18175, 13732, 6213, 14804, -6282, -29214, 18724
 
-; forward NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
+; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_newhope12289_ntt_forward_twiddles:
     dw -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401, -4401
@@ -539,7 +539,7 @@ kg_newhope12289_ntt_forward_twiddles:
     dw 5494, -2597, 4865, 6019, -5183, -2679, 4588, -2124, -6028, 5887, 2652, -2117, 1580, -1910, 4638, -2340
     dw -2698, -6693, -7423, -30845, -17471, 17801, -11796, 14260, 10356, 18175, -13732, -6213, -14804, 6282, 29214, -18724
 
-; inverse NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
+; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_newhope12289_ntt_inverse_twiddles:
     dw 2292, -1896, -650, -2808, 309, 2318, 4191, 4833, 757, 1304, -590, -91, -4257, -4135, -5838, 4765

@@ -24,7 +24,7 @@ default rel
 
 section .rodata align=32
 
-; block zetas (w, w*q^-1 mod 2^16) for base multiplication
+; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
 kg_tiny257_basemul_zetas:
     dw 9, 113, 62, 36, -72, 124, 18, -31, -61, -52, -49, 13, -26, -98, -122, -104
@@ -36,7 +36,7 @@ kg_tiny257_basemul_zetas:
     dw 42, 99, 118, -89, -79, -21, 84, -59, 58, 100, 114, -25, 50, -29, 116, -57
     dw -10710, -25245, -30090, 22695, 20145, 5355, -21420, 15045, -14790, -25500, -29070, 6375, -12750, 7395, -29580, 14535
 
-; forward NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
+; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_tiny257_ntt_forward_twiddles:
     dw -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16
@@ -62,7 +62,7 @@ kg_tiny257_ntt_forward_twiddles:
     dw -42, -99, -118, 89, 79, 21, -84, 59, -58, -100, -114, 25, -50, 29, -116, 57
     dw 10710, 25245, 30090, -22695, -20145, -5355, 21420, -15045, 14790, 25500, 29070, -6375, 12750, -7395, 29580, -14535
 
-; inverse NTT twiddles (w, w*q^-1 mod 2^16), 16 lanes per row, in consumption order
+; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_tiny257_ntt_inverse_twiddles:
     dw -29, 50, 116, 57, 100, 58, 114, 25, -21, -79, 84, 59, 99, 42, 118, 89
