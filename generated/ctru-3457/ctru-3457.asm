@@ -85,22 +85,22 @@ kg_ctru3457_ntt_forward_twiddles:
     dw -14408, -14408, -14408, -14408, -14408, -14408, -14408, -14408, 22976, 22976, 22976, 22976, 22976, 22976, 22976, 22976
     dw 742, 742, 742, 742, 742, 742, 742, 742, -128, -128, -128, -128, -128, -128, -128, -128
     dw 25062, 25062, 25062, 25062, 25062, 25062, 25062, 25062, -16512, -16512, -16512, -16512, -16512, -16512, -16512, -16512
-    dw 1110, 1110, 1110, 1110, 1141, 1141, 1141, 1141, -1294, -1294, -1294, -1294, -47, -47, -47, -47
-    dw -1194, -1194, -1194, -1194, 6389, 6389, 6389, 6389, -18446, -18446, -18446, -18446, -17839, -17839, -17839, -17839
-    dw 442, 442, 442, 442, -1651, -1651, -1651, -1651, -1624, -1624, -1624, -1624, 1389, 1389, 1389, 1389
-    dw 12986, 12986, 12986, 12986, 18957, 18957, 18957, 18957, -25176, -25176, -25176, -25176, 1517, 1517, 1517, 1517
-    dw 693, 693, 693, 693, -250, -250, -250, -250, 332, 332, 332, 332, -20, -20, -20, -20
-    dw -18635, -18635, -18635, -18635, -20986, -20986, -20986, -20986, 32588, 32588, 32588, 32588, 3564, 3564, 3564, 3564
-    dw -621, -621, -621, -621, -629, -629, -629, -629, 780, 780, 780, 780, -880, -880, -880, -880
-    dw 32019, 32019, 32019, 32019, -5877, -5877, -5877, -5877, -7924, -7924, -7924, -7924, 25744, 25744, 25744, 25744
-    dw 1372, 1372, 1372, 1372, -41, -41, -41, -41, 1216, 1216, 1216, 1216, 135, 135, 135, 135
-    dw -21668, -21668, -21668, -21668, -5801, -5801, -5801, -5801, -6976, -6976, -6976, -6976, -24057, -24057, -24057, -24057
-    dw 1599, 1599, 1599, 1599, 1653, 1653, 1653, 1653, 1649, 1649, 1649, 1649, -974, -974, -974, -974
-    dw 29631, 29631, 29631, 29631, 6901, 6901, 6901, 6901, 20721, 20721, 20721, 20721, -9934, -9934, -9934, -9934
-    dw -1255, -1255, -1255, -1255, -91, -91, -91, -91, 591, 591, 591, 591, 131, 131, 131, 131
-    dw 27033, 27033, 27033, 27033, 3109, 3109, 3109, 3109, -26673, -26673, -26673, -26673, -10237, -10237, -10237, -10237
-    dw 92, 92, 92, 92, -547, -547, -547, -547, -1652, -1652, -1652, -1652, -1150, -1150, -1150, -1150
-    dw 9820, 9820, 9820, 9820, 5725, 5725, 5725, 5725, 6028, 6028, 6028, 6028, 8322, 8322, 8322, 8322
+    dw 1110, 1141, 1110, 1141, 1110, 1141, 1110, 1141, -1294, -47, -1294, -47, -1294, -47, -1294, -47
+    dw -1194, 6389, -1194, 6389, -1194, 6389, -1194, 6389, -18446, -17839, -18446, -17839, -18446, -17839, -18446, -17839
+    dw 442, -1651, 442, -1651, 442, -1651, 442, -1651, -1624, 1389, -1624, 1389, -1624, 1389, -1624, 1389
+    dw 12986, 18957, 12986, 18957, 12986, 18957, 12986, 18957, -25176, 1517, -25176, 1517, -25176, 1517, -25176, 1517
+    dw 693, -250, 693, -250, 693, -250, 693, -250, 332, -20, 332, -20, 332, -20, 332, -20
+    dw -18635, -20986, -18635, -20986, -18635, -20986, -18635, -20986, 32588, 3564, 32588, 3564, 32588, 3564, 32588, 3564
+    dw -621, -629, -621, -629, -621, -629, -621, -629, 780, -880, 780, -880, 780, -880, 780, -880
+    dw 32019, -5877, 32019, -5877, 32019, -5877, 32019, -5877, -7924, 25744, -7924, 25744, -7924, 25744, -7924, 25744
+    dw 1372, -41, 1372, -41, 1372, -41, 1372, -41, 1216, 135, 1216, 135, 1216, 135, 1216, 135
+    dw -21668, -5801, -21668, -5801, -21668, -5801, -21668, -5801, -6976, -24057, -6976, -24057, -6976, -24057, -6976, -24057
+    dw 1599, 1653, 1599, 1653, 1599, 1653, 1599, 1653, 1649, -974, 1649, -974, 1649, -974, 1649, -974
+    dw 29631, 6901, 29631, 6901, 29631, 6901, 29631, 6901, 20721, -9934, 20721, -9934, 20721, -9934, 20721, -9934
+    dw -1255, -91, -1255, -91, -1255, -91, -1255, -91, 591, 131, 591, 131, 591, 131, 591, 131
+    dw 27033, 3109, 27033, 3109, 27033, 3109, 27033, 3109, -26673, -10237, -26673, -10237, -26673, -10237, -26673, -10237
+    dw 92, -547, 92, -547, 92, -547, 92, -547, -1652, -1150, -1652, -1150, -1652, -1150, -1652, -1150
+    dw 9820, 5725, 9820, 5725, 9820, 5725, 9820, 5725, 6028, 8322, 6028, 8322, 6028, 8322, 6028, 8322
 
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
@@ -515,23 +515,23 @@ kg_ctru3457_ntt_forward_avx2:
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vpaddw       ymm9, ymm8, ymm0                    ; layer 4
     vpsubw       ymm0, ymm8, ymm0
-    vpunpcklqdq  ymm8, ymm6, ymm4
-    vpunpckhqdq  ymm4, ymm6, ymm4
-    vpunpcklqdq  ymm6, ymm7, ymm5
-    vpunpckhqdq  ymm5, ymm7, ymm5
-    vpunpcklqdq  ymm7, ymm13, ymm10
-    vpunpckhqdq  ymm10, ymm13, ymm10
-    vpunpcklqdq  ymm13, ymm15, [rsp + 64]
-    vpunpckhqdq  ymm15, ymm15, [rsp + 64]
+    vpunpcklwd   ymm8, ymm6, ymm4
+    vpunpckhwd   ymm4, ymm6, ymm4
+    vpunpcklwd   ymm6, ymm7, ymm5
+    vpunpckhwd   ymm5, ymm7, ymm5
+    vpunpcklwd   ymm7, ymm13, ymm10
+    vpunpckhwd   ymm10, ymm13, ymm10
+    vpunpcklwd   ymm13, ymm15, [rsp + 64]
+    vpunpckhwd   ymm15, ymm15, [rsp + 64]
     vmovdqa      [rsp + 64], ymm13                   ; spill
-    vpunpcklqdq  ymm13, ymm3, ymm11
-    vpunpckhqdq  ymm3, ymm3, ymm11
-    vpunpcklqdq  ymm11, ymm12, ymm1
-    vpunpckhqdq  ymm1, ymm12, ymm1
-    vpunpcklqdq  ymm12, ymm14, ymm2
-    vpunpckhqdq  ymm2, ymm14, ymm2
-    vpunpcklqdq  ymm14, ymm9, ymm0
-    vpunpckhqdq  ymm0, ymm9, ymm0
+    vpunpcklwd   ymm13, ymm3, ymm11
+    vpunpckhwd   ymm3, ymm3, ymm11
+    vpunpcklwd   ymm11, ymm12, ymm1
+    vpunpckhwd   ymm1, ymm12, ymm1
+    vpunpcklwd   ymm12, ymm14, ymm2
+    vpunpckhwd   ymm2, ymm14, ymm2
+    vpunpcklwd   ymm14, ymm9, ymm0
+    vpunpckhwd   ymm0, ymm9, ymm0
     vpmullw      ymm9, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1504]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1472]
     vmovdqa      [rsp + 32], ymm14                   ; spill
@@ -557,8 +557,8 @@ kg_ctru3457_ntt_forward_avx2:
     vpmulhw      ymm7, ymm7, ymm14
     vpsubw       ymm7, ymm15, ymm7
     vmovdqa      ymm15, [rsp + 64]                   ; reload
-    vmovdqa      [rsp], ymm10                        ; spill
-    vpaddw       ymm10, ymm15, ymm7                  ; layer 5
+    vmovdqa      [rsp], ymm6                         ; spill
+    vpaddw       ymm6, ymm15, ymm7                   ; layer 5
     vpsubw       ymm7, ymm15, ymm7
     vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1760]
     vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1728]
@@ -585,86 +585,53 @@ kg_ctru3457_ntt_forward_avx2:
     vmovdqa      ymm12, [rsp + 32]                   ; reload
     vpaddw       ymm14, ymm12, ymm0                  ; layer 5
     vpsubw       ymm0, ymm12, ymm0
-    vpsllq       ymm12, ymm4, 32
-    vpblendd     ymm12, ymm9, ymm12, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm4, ymm9, ymm4, 170
-    vpsllq       ymm9, ymm5, 32
-    vpblendd     ymm9, ymm8, ymm9, 170
-    vpsrlq       ymm8, ymm8, 32
-    vpblendd     ymm5, ymm8, ymm5, 170
-    vpsllq       ymm8, ymm6, 32
-    vmovdqa      [rsp + 32], ymm4                    ; spill
-    vmovdqa      ymm4, [rsp]                         ; reload
-    vpblendd     ymm8, ymm4, ymm8, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpsllq       ymm6, ymm7, 32
-    vpblendd     ymm6, ymm10, ymm6, 170
-    vpsrlq       ymm10, ymm10, 32
-    vpblendd     ymm7, ymm10, ymm7, 170
-    vpsllq       ymm10, ymm3, 32
-    vpblendd     ymm10, ymm15, ymm10, 170
-    vpsrlq       ymm15, ymm15, 32
-    vpblendd     ymm3, ymm15, ymm3, 170
-    vpsllq       ymm15, ymm1, 32
-    vpblendd     ymm15, ymm13, ymm15, 170
-    vpsrlq       ymm13, ymm13, 32
-    vpblendd     ymm1, ymm13, ymm1, 170
-    vpsllq       ymm13, ymm2, 32
-    vpblendd     ymm13, ymm11, ymm13, 170
-    vpsrlq       ymm11, ymm11, 32
-    vpblendd     ymm2, ymm11, ymm2, 170
-    vpsllq       ymm11, ymm0, 32
-    vpblendd     ymm11, ymm14, ymm11, 170
-    vpsrlq       ymm14, ymm14, 32
-    vpblendd     ymm0, ymm14, ymm0, 170
-    vpslld       ymm14, ymm9, 16
-    vpblendw     ymm14, ymm12, ymm14, 170
-    vpsrld       ymm12, ymm12, 16
-    vpblendw     ymm9, ymm12, ymm9, 170
-    vpslld       ymm12, ymm5, 16
-    vmovdqa      [rsp], ymm9                         ; spill
-    vmovdqa      ymm9, [rsp + 32]                    ; reload
-    vpblendw     ymm12, ymm9, ymm12, 170
-    vpsrld       ymm9, ymm9, 16
-    vpblendw     ymm5, ymm9, ymm5, 170
-    vpslld       ymm9, ymm6, 16
-    vpblendw     ymm9, ymm8, ymm9, 170
-    vpsrld       ymm8, ymm8, 16
-    vpblendw     ymm6, ymm8, ymm6, 170
-    vpslld       ymm8, ymm7, 16
-    vpblendw     ymm8, ymm4, ymm8, 170
-    vpsrld       ymm4, ymm4, 16
-    vpblendw     ymm4, ymm4, ymm7, 170
-    vpslld       ymm7, ymm15, 16
-    vpblendw     ymm7, ymm10, ymm7, 170
-    vpsrld       ymm10, ymm10, 16
-    vpblendw     ymm10, ymm10, ymm15, 170
-    vpslld       ymm15, ymm1, 16
-    vpblendw     ymm15, ymm3, ymm15, 170
-    vpsrld       ymm3, ymm3, 16
-    vpblendw     ymm1, ymm3, ymm1, 170
-    vpslld       ymm3, ymm11, 16
-    vpblendw     ymm3, ymm13, ymm3, 170
-    vpsrld       ymm13, ymm13, 16
-    vpblendw     ymm11, ymm13, ymm11, 170
-    vpslld       ymm13, ymm0, 16
-    vpblendw     ymm13, ymm2, ymm13, 170
-    vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm0, ymm2, ymm0, 170
+    vpunpcklwd   ymm12, ymm9, ymm4
+    vpunpckhwd   ymm4, ymm9, ymm4
+    vpunpcklwd   ymm9, ymm8, ymm5
+    vpunpckhwd   ymm5, ymm8, ymm5
+    vpunpcklwd   ymm8, ymm10, [rsp]
+    vpunpckhwd   ymm10, ymm10, [rsp]
+    vmovdqa      [rsp], ymm10                        ; spill
+    vpunpcklwd   ymm10, ymm6, ymm7
+    vpunpckhwd   ymm6, ymm6, ymm7
+    vpunpcklwd   ymm7, ymm15, ymm3
+    vpunpckhwd   ymm3, ymm15, ymm3
+    vpunpcklwd   ymm15, ymm13, ymm1
+    vpunpckhwd   ymm1, ymm13, ymm1
+    vpunpcklwd   ymm13, ymm11, ymm2
+    vpunpckhwd   ymm2, ymm11, ymm2
+    vpunpcklwd   ymm11, ymm14, ymm0
+    vpunpckhwd   ymm0, ymm14, ymm0
+    vpunpcklwd   ymm14, ymm12, ymm9
+    vpunpckhwd   ymm9, ymm12, ymm9
+    vpunpcklwd   ymm12, ymm4, ymm5
+    vpunpckhwd   ymm4, ymm4, ymm5
+    vpunpcklwd   ymm5, ymm8, ymm10
+    vpunpckhwd   ymm8, ymm8, ymm10
+    vmovdqa      ymm10, [rsp]                        ; reload
+    vmovdqa      [rsp + 32], ymm8                    ; spill
+    vpunpcklwd   ymm8, ymm10, ymm6
+    vpunpckhwd   ymm6, ymm10, ymm6
+    vpunpcklwd   ymm10, ymm7, ymm15
+    vpunpckhwd   ymm7, ymm7, ymm15
+    vpunpcklwd   ymm15, ymm3, ymm1
+    vpunpckhwd   ymm1, ymm3, ymm1
+    vpunpcklwd   ymm3, ymm13, ymm11
+    vpunpckhwd   ymm11, ymm13, ymm11
+    vpunpcklwd   ymm13, ymm2, ymm0
+    vpunpckhwd   ymm0, ymm2, ymm0
     vmovdqu      [rdi], ymm14
     vmovdqu      [rdi + 32], ymm12
-    vmovdqa      ymm2, [rsp]                         ; reload
-    vmovdqu      [rdi + 64], ymm2
-    vmovdqu      [rdi + 96], ymm5
-    vmovdqu      [rdi + 128], ymm9
+    vmovdqu      [rdi + 64], ymm9
+    vmovdqu      [rdi + 96], ymm4
+    vmovdqu      [rdi + 128], ymm5
     vmovdqu      [rdi + 160], ymm8
-    vmovdqu      [rdi + 192], ymm6
-    vmovdqu      [rdi + 224], ymm4
-    vmovdqu      [rdi + 256], ymm7
+    vmovdqa      ymm2, [rsp + 32]                    ; reload
+    vmovdqu      [rdi + 192], ymm2
+    vmovdqu      [rdi + 224], ymm6
+    vmovdqu      [rdi + 256], ymm10
     vmovdqu      [rdi + 288], ymm15
-    vmovdqu      [rdi + 320], ymm10
+    vmovdqu      [rdi + 320], ymm7
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      [rdi + 384], ymm3
     vmovdqu      [rdi + 416], ymm13
@@ -1246,8 +1213,8 @@ kg_ctru3457_basemul_avx2:
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 3 vector reductions
-;   before layer 1: 2 register(s), lane-0 indices 0,128
-;   before layer 0: 1 register(s), lane-0 indices 0
+;   before layer 1: 2 register(s), smallest indices 0,128
+;   before layer 0: 1 register(s), smallest indices 0
 ;   worst |value| after each layer: 2578, 5087, 10076, 20152, 21880, 23608
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_ntt_inverse_avx2:function (kg_ctru3457_ntt_inverse_avx2.end - kg_ctru3457_ntt_inverse_avx2)

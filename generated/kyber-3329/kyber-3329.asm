@@ -93,38 +93,38 @@ kg_kyber3329_ntt_forward_twiddles:
     dw 18426, 18426, 18426, 18426, 18426, 18426, 18426, 18426, 8859, 8859, 8859, 8859, 8859, 8859, 8859, 8859
     dw -205, -205, -205, -205, -205, -205, -205, -205, -1571, -1571, -1571, -1571, -1571, -1571, -1571, -1571
     dw 26675, 26675, 26675, 26675, 26675, 26675, 26675, 26675, -16163, -16163, -16163, -16163, -16163, -16163, -16163, -16163
-    dw 1223, 1223, 1223, 1223, 652, 652, 652, 652, -552, -552, -552, -552, 1015, 1015, 1015, 1015
-    dw -5689, -5689, -5689, -5689, -6516, -6516, -6516, -6516, 1496, 1496, 1496, 1496, 30967, 30967, 30967, 30967
-    dw -1293, -1293, -1293, -1293, 1491, 1491, 1491, 1491, -282, -282, -282, -282, -1544, -1544, -1544, -1544
-    dw -23565, -23565, -23565, -23565, 20179, 20179, 20179, 20179, 20710, 20710, 20710, 20710, 25080, 25080, 25080, 25080
-    dw 516, 516, 516, 516, -8, -8, -8, -8, -320, -320, -320, -320, -666, -666, -666, -666
-    dw -12796, -12796, -12796, -12796, 26616, 26616, 26616, 26616, 16064, 16064, 16064, 16064, -12442, -12442, -12442, -12442
-    dw -1618, -1618, -1618, -1618, -1162, -1162, -1162, -1162, 126, 126, 126, 126, 1469, 1469, 1469, 1469
-    dw 9134, 9134, 9134, 9134, -650, -650, -650, -650, -25986, -25986, -25986, -25986, 27837, 27837, 27837, 27837
-    dw -853, -853, -853, -853, -90, -90, -90, -90, -271, -271, -271, -271, 830, 830, 830, 830
-    dw 19883, 19883, 19883, 19883, -28250, -28250, -28250, -28250, -15887, -15887, -15887, -15887, -8898, -8898, -8898, -8898
-    dw 107, 107, 107, 107, -1421, -1421, -1421, -1421, -247, -247, -247, -247, -951, -951, -951, -951
-    dw -28309, -28309, -28309, -28309, 9075, 9075, 9075, 9075, -30199, -30199, -30199, -30199, 18249, 18249, 18249, 18249
-    dw -398, -398, -398, -398, 961, 961, 961, 961, -1508, -1508, -1508, -1508, -725, -725, -725, -725
-    dw 13426, 13426, 13426, 13426, 14017, 14017, 14017, 14017, -29156, -29156, -29156, -29156, -12757, -12757, -12757, -12757
-    dw 448, 448, 448, 448, -1065, -1065, -1065, -1065, 677, 677, 677, 677, -1275, -1275, -1275, -1275
-    dw 16832, 16832, 16832, 16832, 4311, 4311, 4311, 4311, -24155, -24155, -24155, -24155, -17915, -17915, -17915, -17915
-    dw -1103, -1103, 430, 430, 555, 555, 843, 843, -1251, -1251, 871, 871, 1550, 1550, 105, 105
-    dw -335, -335, 11182, 11182, -11477, -11477, 13387, 13387, -32227, -32227, -14233, -14233, 20494, 20494, -21655, -21655
-    dw 422, 422, 587, 587, 177, 177, -235, -235, -291, -291, -460, -460, 1574, 1574, 1653, 1653
-    dw -27738, -27738, 13131, 13131, 945, 945, -4587, -4587, -14883, -14883, 23092, 23092, 6182, 6182, 5493, 5493
-    dw -246, -246, 778, 778, 1159, 1159, -147, -147, -777, -777, 1483, 1483, -602, -602, 1119, 1119
-    dw 32010, 32010, -32502, -32502, 10631, 10631, 30317, 30317, 29175, 29175, -18741, -18741, -28762, -28762, 12639, 12639
-    dw -1590, -1590, 644, 644, -872, -872, 349, 349, 418, 418, 329, 329, -156, -156, -75, -75
-    dw -18486, -18486, 20100, 20100, 17560, 17560, 18525, 18525, -14430, -14430, 19529, 19529, -5276, -5276, -12619, -12619
-    dw 817, 817, 1097, 1097, 603, 603, 610, 610, 1322, 1322, -1285, -1285, -1465, -1465, 384, 384
-    dw -31183, -31183, 20297, 20297, 25435, 25435, 2146, 2146, -7382, -7382, 15355, 15355, 24391, 24391, -32384, -32384
-    dw -1215, -1215, -136, -136, 1218, 1218, -1335, -1335, -874, -874, 220, 220, -1187, -1187, -1659, -1659
-    dw -20927, -20927, -6280, -6280, 10946, 10946, -14903, -14903, 24214, 24214, -11044, -11044, 16989, 16989, 14469, 14469
-    dw -1185, -1185, -1530, -1530, -1278, -1278, 794, 794, -1510, -1510, -854, -854, -870, -870, 478, 478
-    dw 10335, 10335, -21498, -21498, -7934, -7934, -20198, -20198, -22502, -22502, 23210, 23210, 10906, 10906, -17442, -17442
-    dw -108, -108, -308, -308, 996, 996, 991, 991, 958, 958, -1460, -1460, 1522, 1522, 1628, 1628
-    dw 31636, 31636, -23860, -23860, 28644, 28644, -20257, -20257, 23998, 23998, 7756, 7756, -17422, -17422, 23132, 23132
+    dw 1223, 652, 1223, 652, 1223, 652, 1223, 652, -552, 1015, -552, 1015, -552, 1015, -552, 1015
+    dw -5689, -6516, -5689, -6516, -5689, -6516, -5689, -6516, 1496, 30967, 1496, 30967, 1496, 30967, 1496, 30967
+    dw -1293, 1491, -1293, 1491, -1293, 1491, -1293, 1491, -282, -1544, -282, -1544, -282, -1544, -282, -1544
+    dw -23565, 20179, -23565, 20179, -23565, 20179, -23565, 20179, 20710, 25080, 20710, 25080, 20710, 25080, 20710, 25080
+    dw 516, -8, 516, -8, 516, -8, 516, -8, -320, -666, -320, -666, -320, -666, -320, -666
+    dw -12796, 26616, -12796, 26616, -12796, 26616, -12796, 26616, 16064, -12442, 16064, -12442, 16064, -12442, 16064, -12442
+    dw -1618, -1162, -1618, -1162, -1618, -1162, -1618, -1162, 126, 1469, 126, 1469, 126, 1469, 126, 1469
+    dw 9134, -650, 9134, -650, 9134, -650, 9134, -650, -25986, 27837, -25986, 27837, -25986, 27837, -25986, 27837
+    dw -853, -90, -853, -90, -853, -90, -853, -90, -271, 830, -271, 830, -271, 830, -271, 830
+    dw 19883, -28250, 19883, -28250, 19883, -28250, 19883, -28250, -15887, -8898, -15887, -8898, -15887, -8898, -15887, -8898
+    dw 107, -1421, 107, -1421, 107, -1421, 107, -1421, -247, -951, -247, -951, -247, -951, -247, -951
+    dw -28309, 9075, -28309, 9075, -28309, 9075, -28309, 9075, -30199, 18249, -30199, 18249, -30199, 18249, -30199, 18249
+    dw -398, 961, -398, 961, -398, 961, -398, 961, -1508, -725, -1508, -725, -1508, -725, -1508, -725
+    dw 13426, 14017, 13426, 14017, 13426, 14017, 13426, 14017, -29156, -12757, -29156, -12757, -29156, -12757, -29156, -12757
+    dw 448, -1065, 448, -1065, 448, -1065, 448, -1065, 677, -1275, 677, -1275, 677, -1275, 677, -1275
+    dw 16832, 4311, 16832, 4311, 16832, 4311, 16832, 4311, -24155, -17915, -24155, -17915, -24155, -17915, -24155, -17915
+    dw -1103, 430, 555, 843, -1103, 430, 555, 843, -1251, 871, 1550, 105, -1251, 871, 1550, 105
+    dw -335, 11182, -11477, 13387, -335, 11182, -11477, 13387, -32227, -14233, 20494, -21655, -32227, -14233, 20494, -21655
+    dw 422, 587, 177, -235, 422, 587, 177, -235, -291, -460, 1574, 1653, -291, -460, 1574, 1653
+    dw -27738, 13131, 945, -4587, -27738, 13131, 945, -4587, -14883, 23092, 6182, 5493, -14883, 23092, 6182, 5493
+    dw -246, 778, 1159, -147, -246, 778, 1159, -147, -777, 1483, -602, 1119, -777, 1483, -602, 1119
+    dw 32010, -32502, 10631, 30317, 32010, -32502, 10631, 30317, 29175, -18741, -28762, 12639, 29175, -18741, -28762, 12639
+    dw -1590, 644, -872, 349, -1590, 644, -872, 349, 418, 329, -156, -75, 418, 329, -156, -75
+    dw -18486, 20100, 17560, 18525, -18486, 20100, 17560, 18525, -14430, 19529, -5276, -12619, -14430, 19529, -5276, -12619
+    dw 817, 1097, 603, 610, 817, 1097, 603, 610, 1322, -1285, -1465, 384, 1322, -1285, -1465, 384
+    dw -31183, 20297, 25435, 2146, -31183, 20297, 25435, 2146, -7382, 15355, 24391, -32384, -7382, 15355, 24391, -32384
+    dw -1215, -136, 1218, -1335, -1215, -136, 1218, -1335, -874, 220, -1187, -1659, -874, 220, -1187, -1659
+    dw -20927, -6280, 10946, -14903, -20927, -6280, 10946, -14903, 24214, -11044, 16989, 14469, 24214, -11044, 16989, 14469
+    dw -1185, -1530, -1278, 794, -1185, -1530, -1278, 794, -1510, -854, -870, 478, -1510, -854, -870, 478
+    dw 10335, -21498, -7934, -20198, 10335, -21498, -7934, -20198, -22502, 23210, 10906, -17442, -22502, 23210, 10906, -17442
+    dw -108, -308, 996, 991, -108, -308, 996, 991, 958, -1460, 1522, 1628, 958, -1460, 1522, 1628
+    dw 31636, -23860, 28644, -20257, 31636, -23860, 28644, -20257, 23998, 7756, -17422, 23132, 23998, 7756, -17422, 23132
 
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
@@ -555,23 +555,23 @@ kg_kyber3329_ntt_forward_avx2:
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vpaddw       ymm9, ymm8, ymm0                    ; layer 4
     vpsubw       ymm0, ymm8, ymm0
-    vpunpcklqdq  ymm8, ymm6, ymm4
-    vpunpckhqdq  ymm4, ymm6, ymm4
-    vpunpcklqdq  ymm6, ymm7, ymm5
-    vpunpckhqdq  ymm5, ymm7, ymm5
-    vpunpcklqdq  ymm7, ymm13, ymm10
-    vpunpckhqdq  ymm10, ymm13, ymm10
-    vpunpcklqdq  ymm13, ymm15, [rsp + 64]
-    vpunpckhqdq  ymm15, ymm15, [rsp + 64]
+    vpunpcklwd   ymm8, ymm6, ymm4
+    vpunpckhwd   ymm4, ymm6, ymm4
+    vpunpcklwd   ymm6, ymm7, ymm5
+    vpunpckhwd   ymm5, ymm7, ymm5
+    vpunpcklwd   ymm7, ymm13, ymm10
+    vpunpckhwd   ymm10, ymm13, ymm10
+    vpunpcklwd   ymm13, ymm15, [rsp + 64]
+    vpunpckhwd   ymm15, ymm15, [rsp + 64]
     vmovdqa      [rsp + 64], ymm13                   ; spill
-    vpunpcklqdq  ymm13, ymm3, ymm11
-    vpunpckhqdq  ymm3, ymm3, ymm11
-    vpunpcklqdq  ymm11, ymm12, ymm1
-    vpunpckhqdq  ymm1, ymm12, ymm1
-    vpunpcklqdq  ymm12, ymm14, ymm2
-    vpunpckhqdq  ymm2, ymm14, ymm2
-    vpunpcklqdq  ymm14, ymm9, ymm0
-    vpunpckhqdq  ymm0, ymm9, ymm0
+    vpunpcklwd   ymm13, ymm3, ymm11
+    vpunpckhwd   ymm3, ymm3, ymm11
+    vpunpcklwd   ymm11, ymm12, ymm1
+    vpunpckhwd   ymm1, ymm12, ymm1
+    vpunpcklwd   ymm12, ymm14, ymm2
+    vpunpckhwd   ymm2, ymm14, ymm2
+    vpunpcklwd   ymm14, ymm9, ymm0
+    vpunpckhwd   ymm0, ymm9, ymm0
     vpmullw      ymm9, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1504]
     vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1472]
     vmovdqa      [rsp + 32], ymm14                   ; spill
@@ -597,8 +597,8 @@ kg_kyber3329_ntt_forward_avx2:
     vpmulhw      ymm7, ymm7, ymm14
     vpsubw       ymm7, ymm15, ymm7
     vmovdqa      ymm15, [rsp + 64]                   ; reload
-    vmovdqa      [rsp], ymm10                        ; spill
-    vpaddw       ymm10, ymm15, ymm7                  ; layer 5
+    vmovdqa      [rsp], ymm6                         ; spill
+    vpaddw       ymm6, ymm15, ymm7                   ; layer 5
     vpsubw       ymm7, ymm15, ymm7
     vpmullw      ymm15, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1760]
     vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1728]
@@ -625,43 +625,26 @@ kg_kyber3329_ntt_forward_avx2:
     vmovdqa      ymm12, [rsp + 32]                   ; reload
     vpaddw       ymm14, ymm12, ymm0                  ; layer 5
     vpsubw       ymm0, ymm12, ymm0
-    vpsllq       ymm12, ymm4, 32
-    vpblendd     ymm12, ymm9, ymm12, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm4, ymm9, ymm4, 170
-    vpsllq       ymm9, ymm5, 32
-    vpblendd     ymm9, ymm8, ymm9, 170
-    vpsrlq       ymm8, ymm8, 32
-    vpblendd     ymm5, ymm8, ymm5, 170
-    vpsllq       ymm8, ymm6, 32
-    vmovdqa      [rsp + 32], ymm9                    ; spill
-    vmovdqa      ymm9, [rsp]                         ; reload
-    vpblendd     ymm8, ymm9, ymm8, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm6, ymm9, ymm6, 170
-    vpsllq       ymm9, ymm7, 32
-    vpblendd     ymm9, ymm10, ymm9, 170
-    vpsrlq       ymm10, ymm10, 32
-    vpblendd     ymm7, ymm10, ymm7, 170
-    vpsllq       ymm10, ymm3, 32
-    vpblendd     ymm10, ymm15, ymm10, 170
-    vpsrlq       ymm15, ymm15, 32
-    vpblendd     ymm3, ymm15, ymm3, 170
-    vpsllq       ymm15, ymm1, 32
-    vpblendd     ymm15, ymm13, ymm15, 170
-    vpsrlq       ymm13, ymm13, 32
-    vpblendd     ymm1, ymm13, ymm1, 170
-    vpsllq       ymm13, ymm2, 32
-    vpblendd     ymm13, ymm11, ymm13, 170
-    vpsrlq       ymm11, ymm11, 32
-    vpblendd     ymm2, ymm11, ymm2, 170
-    vpsllq       ymm11, ymm0, 32
-    vpblendd     ymm11, ymm14, ymm11, 170
-    vpsrlq       ymm14, ymm14, 32
-    vpblendd     ymm0, ymm14, ymm0, 170
+    vpunpcklwd   ymm12, ymm9, ymm4
+    vpunpckhwd   ymm4, ymm9, ymm4
+    vpunpcklwd   ymm9, ymm8, ymm5
+    vpunpckhwd   ymm5, ymm8, ymm5
+    vpunpcklwd   ymm8, ymm10, [rsp]
+    vpunpckhwd   ymm10, ymm10, [rsp]
+    vmovdqa      [rsp], ymm8                         ; spill
+    vpunpcklwd   ymm8, ymm6, ymm7
+    vpunpckhwd   ymm6, ymm6, ymm7
+    vpunpcklwd   ymm7, ymm15, ymm3
+    vpunpckhwd   ymm3, ymm15, ymm3
+    vpunpcklwd   ymm15, ymm13, ymm1
+    vpunpckhwd   ymm1, ymm13, ymm1
+    vpunpcklwd   ymm13, ymm11, ymm2
+    vpunpckhwd   ymm2, ymm11, ymm2
+    vpunpcklwd   ymm11, ymm14, ymm0
+    vpunpckhwd   ymm0, ymm14, ymm0
     vpmullw      ymm14, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 2016]
     vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1984]
-    vmovdqa      [rsp], ymm11                        ; spill
+    vmovdqa      [rsp + 32], ymm11                   ; spill
     vmovdqu      ymm11, [rel pw_3329]                ; reload
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm4, ymm4, ymm14
@@ -671,33 +654,33 @@ kg_kyber3329_ntt_forward_avx2:
     vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 2048]
     vpmulhw      ymm12, ymm12, ymm11
     vpsubw       ymm5, ymm5, ymm12
-    vmovdqa      ymm12, [rsp + 32]                   ; reload
-    vmovdqa      [rsp + 64], ymm14                   ; spill
-    vpaddw       ymm14, ymm12, ymm5                  ; layer 6
-    vpsubw       ymm5, ymm12, ymm5
-    vpmullw      ymm12, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 2144]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 2112]
-    vpmulhw      ymm12, ymm12, ymm11
-    vpsubw       ymm6, ymm6, ymm12
-    vpaddw       ymm12, ymm8, ymm6                   ; layer 6
-    vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 2208]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 2176]
-    vpmulhw      ymm8, ymm8, ymm11
-    vpsubw       ymm7, ymm7, ymm8
-    vpaddw       ymm8, ymm9, ymm7                    ; layer 6
-    vpsubw       ymm7, ymm9, ymm7
-    vpmullw      ymm9, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 2272]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 2240]
+    vpaddw       ymm12, ymm9, ymm5                   ; layer 6
+    vpsubw       ymm5, ymm9, ymm5
+    vpmullw      ymm9, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 2144]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 2112]
     vpmulhw      ymm9, ymm9, ymm11
-    vpsubw       ymm3, ymm3, ymm9
-    vpaddw       ymm9, ymm10, ymm3                   ; layer 6
-    vpsubw       ymm3, ymm10, ymm3
-    vpmullw      ymm10, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 2336]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 2304]
+    vpsubw       ymm9, ymm10, ymm9
+    vmovdqa      ymm10, [rsp]                        ; reload
+    vmovdqa      [rsp + 64], ymm5                    ; spill
+    vpaddw       ymm5, ymm10, ymm9                   ; layer 6
+    vpsubw       ymm9, ymm10, ymm9
+    vpmullw      ymm10, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 2208]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 2176]
     vpmulhw      ymm10, ymm10, ymm11
-    vpsubw       ymm1, ymm1, ymm10
-    vpaddw       ymm10, ymm15, ymm1                  ; layer 6
+    vpsubw       ymm6, ymm6, ymm10
+    vpaddw       ymm10, ymm8, ymm6                   ; layer 6
+    vpsubw       ymm6, ymm8, ymm6
+    vpmullw      ymm8, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 2272]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 2240]
+    vpmulhw      ymm8, ymm8, ymm11
+    vpsubw       ymm3, ymm3, ymm8
+    vpaddw       ymm8, ymm7, ymm3                    ; layer 6
+    vpsubw       ymm3, ymm7, ymm3
+    vpmullw      ymm7, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 2336]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 2304]
+    vpmulhw      ymm7, ymm7, ymm11
+    vpsubw       ymm1, ymm1, ymm7
+    vpaddw       ymm7, ymm15, ymm1                   ; layer 6
     vpsubw       ymm1, ymm15, ymm1
     vpmullw      ymm15, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 2400]
     vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 2368]
@@ -709,60 +692,41 @@ kg_kyber3329_ntt_forward_avx2:
     vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 2432]
     vpmulhw      ymm11, ymm13, ymm11
     vpsubw       ymm0, ymm0, ymm11
-    vmovdqa      ymm11, [rsp]                        ; reload
+    vmovdqa      ymm11, [rsp + 32]                   ; reload
     vpaddw       ymm13, ymm11, ymm0                  ; layer 6
     vpsubw       ymm0, ymm11, ymm0
-    vpslld       ymm11, ymm4, 16
-    vmovdqa      [rsp], ymm13                        ; spill
-    vmovdqa      ymm13, [rsp + 64]                   ; reload
-    vpblendw     ymm11, ymm13, ymm11, 170
-    vpsrld       ymm13, ymm13, 16
-    vpblendw     ymm4, ymm13, ymm4, 170
-    vpslld       ymm13, ymm5, 16
-    vpblendw     ymm13, ymm14, ymm13, 170
-    vpsrld       ymm14, ymm14, 16
-    vpblendw     ymm5, ymm14, ymm5, 170
-    vpslld       ymm14, ymm6, 16
-    vpblendw     ymm14, ymm12, ymm14, 170
-    vpsrld       ymm12, ymm12, 16
-    vpblendw     ymm6, ymm12, ymm6, 170
-    vpslld       ymm12, ymm7, 16
-    vpblendw     ymm12, ymm8, ymm12, 170
-    vpsrld       ymm8, ymm8, 16
-    vpblendw     ymm7, ymm8, ymm7, 170
-    vpslld       ymm8, ymm3, 16
-    vpblendw     ymm8, ymm9, ymm8, 170
-    vpsrld       ymm9, ymm9, 16
-    vpblendw     ymm3, ymm9, ymm3, 170
-    vpslld       ymm9, ymm1, 16
-    vpblendw     ymm9, ymm10, ymm9, 170
-    vpsrld       ymm10, ymm10, 16
-    vpblendw     ymm1, ymm10, ymm1, 170
-    vpslld       ymm10, ymm2, 16
-    vpblendw     ymm10, ymm15, ymm10, 170
-    vpsrld       ymm15, ymm15, 16
-    vpblendw     ymm2, ymm15, ymm2, 170
-    vpslld       ymm15, ymm0, 16
-    vmovdqa      [rsp + 64], ymm2                    ; spill
-    vmovdqa      ymm2, [rsp]                         ; reload
-    vpblendw     ymm15, ymm2, ymm15, 170
-    vpsrld       ymm2, ymm2, 16
-    vpblendw     ymm0, ymm2, ymm0, 170
+    vpunpcklwd   ymm11, ymm14, ymm4
+    vpunpckhwd   ymm4, ymm14, ymm4
+    vpunpcklwd   ymm14, ymm12, [rsp + 64]
+    vpunpckhwd   ymm12, ymm12, [rsp + 64]
+    vmovdqa      [rsp + 64], ymm12                   ; spill
+    vpunpcklwd   ymm12, ymm5, ymm9
+    vpunpckhwd   ymm5, ymm5, ymm9
+    vpunpcklwd   ymm9, ymm10, ymm6
+    vpunpckhwd   ymm6, ymm10, ymm6
+    vpunpcklwd   ymm10, ymm8, ymm3
+    vpunpckhwd   ymm3, ymm8, ymm3
+    vpunpcklwd   ymm8, ymm7, ymm1
+    vpunpckhwd   ymm1, ymm7, ymm1
+    vpunpcklwd   ymm7, ymm15, ymm2
+    vpunpckhwd   ymm2, ymm15, ymm2
+    vpunpcklwd   ymm15, ymm13, ymm0
+    vpunpckhwd   ymm0, ymm13, ymm0
     vmovdqu      [rdi], ymm11
     vmovdqu      [rdi + 32], ymm4
-    vmovdqu      [rdi + 64], ymm13
-    vmovdqu      [rdi + 96], ymm5
-    vmovdqu      [rdi + 128], ymm14
-    vmovdqu      [rdi + 160], ymm6
-    vmovdqu      [rdi + 192], ymm12
-    vmovdqu      [rdi + 224], ymm7
-    vmovdqu      [rdi + 256], ymm8
+    vmovdqu      [rdi + 64], ymm14
+    vmovdqa      ymm4, [rsp + 64]                    ; reload
+    vmovdqu      [rdi + 96], ymm4
+    vmovdqu      [rdi + 128], ymm12
+    vmovdqu      [rdi + 160], ymm5
+    vmovdqu      [rdi + 192], ymm9
+    vmovdqu      [rdi + 224], ymm6
+    vmovdqu      [rdi + 256], ymm10
     vmovdqu      [rdi + 288], ymm3
-    vmovdqu      [rdi + 320], ymm9
+    vmovdqu      [rdi + 320], ymm8
     vmovdqu      [rdi + 352], ymm1
-    vmovdqu      [rdi + 384], ymm10
-    vmovdqa      ymm1, [rsp + 64]                    ; reload
-    vmovdqu      [rdi + 416], ymm1
+    vmovdqu      [rdi + 384], ymm7
+    vmovdqu      [rdi + 416], ymm2
     vmovdqu      [rdi + 448], ymm15
     vmovdqu      [rdi + 480], ymm0
     mov rsp, rbp
@@ -1039,8 +1003,8 @@ kg_kyber3329_basemul_avx2:
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 8 vector reductions
-;   before layer 2: 4 register(s), lane-0 indices 0,64,128,192
-;   before layer 1: 4 register(s), lane-0 indices 0,64,128,192
+;   before layer 2: 4 register(s), smallest indices 0,64,128,192
+;   before layer 1: 4 register(s), smallest indices 0,64,128,192
 ;   worst |value| after each layer: 2493, 4772, 9544, 19088, 25484, 15860, 31720
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_ntt_inverse_avx2:function (kg_kyber3329_ntt_inverse_avx2.end - kg_kyber3329_ntt_inverse_avx2)

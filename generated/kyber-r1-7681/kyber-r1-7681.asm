@@ -109,38 +109,38 @@ kg_kyberr17681_ntt_forward_twiddles:
     dw -26382, -26382, -26382, -26382, -26382, -26382, -26382, -26382, -10972, -10972, -10972, -10972, -10972, -10972, -10972, -10972
     dw 617, 617, 617, 617, 617, 617, 617, 617, 1921, 1921, 1921, 1921, 1921, 1921, 1921, 1921
     dw -19351, -19351, -19351, -19351, -19351, -19351, -19351, -19351, -5759, -5759, -5759, -5759, -5759, -5759, -5759, -5759
-    dw -3689, -3689, -3689, -3689, -1738, -1738, -1738, -1738, 3266, 3266, 3266, 3266, -3600, -3600, -3600, -3600
-    dw 16279, 16279, 16279, 16279, -23242, -23242, -23242, -23242, 20674, 20674, 20674, 20674, -11792, -11792, -11792, -11792
-    dw 810, 810, 810, 810, 1887, 1887, 1887, 1887, -638, -638, -638, -638, -7, -7, -7, -7
-    dw 5930, 5930, 5930, 5930, -6817, -6817, -6817, -6817, -15998, -15998, -15998, -15998, -11783, -11783, -11783, -11783
-    dw -438, -438, -438, -438, -679, -679, -679, -679, -1305, -1305, -1305, -1305, -1760, -1760, -1760, -1760
-    dw 21066, 21066, 21066, 21066, -28839, -28839, -28839, -28839, -5913, -5913, -5913, -5913, 14624, 14624, 14624, 14624
-    dw 396, 396, 396, 396, -3174, -3174, -3174, -3174, -3555, -3555, -3555, -3555, -1881, -1881, -1881, -1881
-    dw -26228, -26228, -26228, -26228, -6246, -6246, -6246, -6246, -29667, -29667, -29667, -29667, 26279, 26279, 26279, 26279
-    dw 3772, 3772, 3772, 3772, -2535, -2535, -2535, -2535, -2440, -2440, -2440, -2440, -2555, -2555, -2555, -2555
-    dw 1724, 1724, 1724, 1724, 2073, 2073, 2073, 2073, -6536, -6536, -6536, -6536, 24581, 24581, 24581, 24581
-    dw 1535, 1535, 1535, 1535, -549, -549, -549, -549, 3153, 3153, 3153, 3153, 2310, 2310, 2310, 2310
-    dw 9215, 9215, 9215, 9215, 21467, 21467, 21467, 21467, -29103, -29103, -29103, -29103, 21766, 21766, 21766, 21766
-    dw -1399, -1399, -1399, -1399, 1321, 1321, 1321, 1321, 514, 514, 514, 514, -2956, -2956, -2956, -2956
-    dw -4983, -4983, -4983, -4983, 14121, 14121, 14121, 14121, -14846, -14846, -14846, -14846, 23668, 23668, 23668, 23668
-    dw -103, -103, -103, -103, 2804, 2804, 2804, 2804, -2043, -2043, -2043, -2043, -1431, -1431, -1431, -1431
-    dw 4505, 4505, 4505, 4505, 29428, 29428, 29428, 29428, 25093, 25093, 25093, 25093, -21399, -21399, -21399, -21399
-    dw -1054, -1054, 1698, 1698, -3456, -3456, 1166, 1166, 2426, 2426, 3831, 3831, 915, 915, -2, -2
-    dw 32738, 32738, 2722, 2722, -3456, -3456, 24718, 24718, -17030, -17030, 7415, 7415, -13933, -13933, 15358, 15358
-    dw -3417, -3417, -194, -194, 2919, 2919, 2789, 2789, 3405, 3405, 2385, 2385, -2113, -2113, -2732, -2732
-    dw 24743, 24743, -17602, -17602, -1689, -1689, 13541, 13541, 1869, 1869, -29871, -29871, -27201, -27201, 7508, 7508
-    dw 2175, 2175, 373, 373, 3692, 3692, -730, -730, -1756, -1756, 3135, 3135, -2391, -2391, 660, 660
-    dw 9855, 9855, 19317, 19317, 26220, 26220, -30426, -30426, -16092, -16092, -21953, -21953, 10409, 10409, -21868, -21868
-    dw -1497, -1497, 2572, 2572, -3145, -3145, 1350, 1350, -2224, -2224, -3588, -3588, -1681, -1681, 2883, 2883
-    dw 26663, 26663, -24052, -24052, -32329, -32329, -11962, -11962, -26800, -26800, 27132, 27132, -2193, -2193, 12611, 12611
-    dw -1390, -1390, 1598, 1598, 3750, 3750, 2762, 2762, 2835, 2835, 2764, 2764, -2233, -2233, 3816, 3816
-    dw -8558, -8558, -15810, -15810, -25946, -25946, 24266, 24266, -12013, -12013, 8908, 8908, -23225, -23225, -8472, -8472
-    dw -1533, -1533, 1464, 1464, -727, -727, 1521, 1521, 1386, 1386, -3428, -3428, -921, -921, -2743, -2743
-    dw -24573, -24573, 30136, 30136, 12073, 12073, -14351, -14351, -26262, -26262, -21860, -21860, -5529, -5529, 26441, 26441
-    dw -2160, -2160, 2649, 2649, -859, -859, 2579, 2579, 1532, 1532, 1919, 1919, -486, -486, 404, 404
-    dw 6032, 6032, -25511, -25511, -22875, -22875, -12269, -12269, 32252, 32252, 9599, 9599, -3558, -3558, -22124, -22124
-    dw -1056, -1056, 783, 783, 1799, 1799, -2665, -2665, 3480, 3480, 2133, 2133, -3310, -3310, -1168, -1168
-    dw -17440, -17440, 16655, 16655, 13575, 13575, 17303, 17303, 15768, 15768, 4693, 4693, -10478, -10478, -9360, -9360
+    dw -3689, -1738, -3689, -1738, -3689, -1738, -3689, -1738, 3266, -3600, 3266, -3600, 3266, -3600, 3266, -3600
+    dw 16279, -23242, 16279, -23242, 16279, -23242, 16279, -23242, 20674, -11792, 20674, -11792, 20674, -11792, 20674, -11792
+    dw 810, 1887, 810, 1887, 810, 1887, 810, 1887, -638, -7, -638, -7, -638, -7, -638, -7
+    dw 5930, -6817, 5930, -6817, 5930, -6817, 5930, -6817, -15998, -11783, -15998, -11783, -15998, -11783, -15998, -11783
+    dw -438, -679, -438, -679, -438, -679, -438, -679, -1305, -1760, -1305, -1760, -1305, -1760, -1305, -1760
+    dw 21066, -28839, 21066, -28839, 21066, -28839, 21066, -28839, -5913, 14624, -5913, 14624, -5913, 14624, -5913, 14624
+    dw 396, -3174, 396, -3174, 396, -3174, 396, -3174, -3555, -1881, -3555, -1881, -3555, -1881, -3555, -1881
+    dw -26228, -6246, -26228, -6246, -26228, -6246, -26228, -6246, -29667, 26279, -29667, 26279, -29667, 26279, -29667, 26279
+    dw 3772, -2535, 3772, -2535, 3772, -2535, 3772, -2535, -2440, -2555, -2440, -2555, -2440, -2555, -2440, -2555
+    dw 1724, 2073, 1724, 2073, 1724, 2073, 1724, 2073, -6536, 24581, -6536, 24581, -6536, 24581, -6536, 24581
+    dw 1535, -549, 1535, -549, 1535, -549, 1535, -549, 3153, 2310, 3153, 2310, 3153, 2310, 3153, 2310
+    dw 9215, 21467, 9215, 21467, 9215, 21467, 9215, 21467, -29103, 21766, -29103, 21766, -29103, 21766, -29103, 21766
+    dw -1399, 1321, -1399, 1321, -1399, 1321, -1399, 1321, 514, -2956, 514, -2956, 514, -2956, 514, -2956
+    dw -4983, 14121, -4983, 14121, -4983, 14121, -4983, 14121, -14846, 23668, -14846, 23668, -14846, 23668, -14846, 23668
+    dw -103, 2804, -103, 2804, -103, 2804, -103, 2804, -2043, -1431, -2043, -1431, -2043, -1431, -2043, -1431
+    dw 4505, 29428, 4505, 29428, 4505, 29428, 4505, 29428, 25093, -21399, 25093, -21399, 25093, -21399, 25093, -21399
+    dw -1054, 1698, -3456, 1166, -1054, 1698, -3456, 1166, 2426, 3831, 915, -2, 2426, 3831, 915, -2
+    dw 32738, 2722, -3456, 24718, 32738, 2722, -3456, 24718, -17030, 7415, -13933, 15358, -17030, 7415, -13933, 15358
+    dw -3417, -194, 2919, 2789, -3417, -194, 2919, 2789, 3405, 2385, -2113, -2732, 3405, 2385, -2113, -2732
+    dw 24743, -17602, -1689, 13541, 24743, -17602, -1689, 13541, 1869, -29871, -27201, 7508, 1869, -29871, -27201, 7508
+    dw 2175, 373, 3692, -730, 2175, 373, 3692, -730, -1756, 3135, -2391, 660, -1756, 3135, -2391, 660
+    dw 9855, 19317, 26220, -30426, 9855, 19317, 26220, -30426, -16092, -21953, 10409, -21868, -16092, -21953, 10409, -21868
+    dw -1497, 2572, -3145, 1350, -1497, 2572, -3145, 1350, -2224, -3588, -1681, 2883, -2224, -3588, -1681, 2883
+    dw 26663, -24052, -32329, -11962, 26663, -24052, -32329, -11962, -26800, 27132, -2193, 12611, -26800, 27132, -2193, 12611
+    dw -1390, 1598, 3750, 2762, -1390, 1598, 3750, 2762, 2835, 2764, -2233, 3816, 2835, 2764, -2233, 3816
+    dw -8558, -15810, -25946, 24266, -8558, -15810, -25946, 24266, -12013, 8908, -23225, -8472, -12013, 8908, -23225, -8472
+    dw -1533, 1464, -727, 1521, -1533, 1464, -727, 1521, 1386, -3428, -921, -2743, 1386, -3428, -921, -2743
+    dw -24573, 30136, 12073, -14351, -24573, 30136, 12073, -14351, -26262, -21860, -5529, 26441, -26262, -21860, -5529, 26441
+    dw -2160, 2649, -859, 2579, -2160, 2649, -859, 2579, 1532, 1919, -486, 404, 1532, 1919, -486, 404
+    dw 6032, -25511, -22875, -12269, 6032, -25511, -22875, -12269, 32252, 9599, -3558, -22124, 32252, 9599, -3558, -22124
+    dw -1056, 783, 1799, -2665, -1056, 783, 1799, -2665, 3480, 2133, -3310, -1168, 3480, 2133, -3310, -1168
+    dw -17440, 16655, 13575, 17303, -17440, 16655, 13575, 17303, 15768, 4693, -10478, -9360, 15768, 4693, -10478, -9360
     dw -17, 3744, 2422, 2001, 1278, 929, -1348, -2230, -179, -1242, -2059, -1070, 2161, 1649, 2072, 3177
     dw -529, 20128, 13686, -30255, 16638, 9633, -3396, 19274, -1715, -30938, 16885, 24530, -13711, -14223, 14360, -16791
     dw -2071, 1121, -436, 236, 715, 670, -658, -1476, -2378, 2767, 3542, -226, 1203, 1181, -151, -3794
@@ -298,7 +298,7 @@ section .text
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 8 vector reductions
-;   before layer 5: 8 register(s), lane-0 indices 0,32,64,96,128,160,192,224
+;   before layer 5: 8 register(s), smallest indices 0,32,64,96,128,160,192,224
 ;   worst |value| after each layer: 11964, 16467, 21152, 25720, 30439, 14778, 19313, 23871
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_ntt_forward_avx2:function (kg_kyberr17681_ntt_forward_avx2.end - kg_kyberr17681_ntt_forward_avx2)
@@ -604,23 +604,23 @@ kg_kyberr17681_ntt_forward_avx2:
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vpaddw       ymm9, ymm8, ymm0                    ; layer 4
     vpsubw       ymm0, ymm8, ymm0
-    vpunpcklqdq  ymm8, ymm6, ymm4
-    vpunpckhqdq  ymm4, ymm6, ymm4
-    vpunpcklqdq  ymm6, ymm7, ymm5
-    vpunpckhqdq  ymm5, ymm7, ymm5
-    vpunpcklqdq  ymm7, ymm13, ymm10
-    vpunpckhqdq  ymm10, ymm13, ymm10
-    vpunpcklqdq  ymm13, ymm15, [rsp + 64]
-    vpunpckhqdq  ymm15, ymm15, [rsp + 64]
+    vpunpcklwd   ymm8, ymm6, ymm4
+    vpunpckhwd   ymm4, ymm6, ymm4
+    vpunpcklwd   ymm6, ymm7, ymm5
+    vpunpckhwd   ymm5, ymm7, ymm5
+    vpunpcklwd   ymm7, ymm13, ymm10
+    vpunpckhwd   ymm10, ymm13, ymm10
+    vpunpcklwd   ymm13, ymm15, [rsp + 64]
+    vpunpckhwd   ymm15, ymm15, [rsp + 64]
     vmovdqa      [rsp + 64], ymm15                   ; spill
-    vpunpcklqdq  ymm15, ymm3, ymm11
-    vpunpckhqdq  ymm3, ymm3, ymm11
-    vpunpcklqdq  ymm11, ymm12, ymm1
-    vpunpckhqdq  ymm1, ymm12, ymm1
-    vpunpcklqdq  ymm12, ymm14, ymm2
-    vpunpckhqdq  ymm2, ymm14, ymm2
-    vpunpcklqdq  ymm14, ymm9, ymm0
-    vpunpckhqdq  ymm0, ymm9, ymm0
+    vpunpcklwd   ymm15, ymm3, ymm11
+    vpunpckhwd   ymm3, ymm3, ymm11
+    vpunpcklwd   ymm11, ymm12, ymm1
+    vpunpckhwd   ymm1, ymm12, ymm1
+    vpunpcklwd   ymm12, ymm14, ymm2
+    vpunpckhwd   ymm2, ymm14, ymm2
+    vpunpcklwd   ymm14, ymm9, ymm0
+    vpunpckhwd   ymm0, ymm9, ymm0
     vpsraw       ymm9, ymm8, 13                      ; special: before layer 5
     vpand        ymm8, ymm8, [rel pw_8191]
     vpsubw       ymm8, ymm8, ymm9
@@ -660,124 +660,107 @@ kg_kyberr17681_ntt_forward_avx2:
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm13, ymm7
     vmovdqa      ymm13, [rsp + 64]                   ; reload
-    vmovdqa      [rsp + 32], ymm10                   ; spill
-    vpmullw      ymm10, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles + 1696]
+    vmovdqa      [rsp + 32], ymm6                    ; spill
+    vpmullw      ymm6, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles + 1696]
     vpmulhw      ymm13, ymm13, [rel kg_kyberr17681_ntt_forward_twiddles + 1664]
-    vpmulhw      ymm10, ymm10, [rel pw_7681]
-    vpsubw       ymm10, ymm13, ymm10
-    vpaddw       ymm13, ymm7, ymm10                  ; layer 5
-    vpsubw       ymm7, ymm7, ymm10
-    vpsraw       ymm10, ymm15, 13                    ; special: before layer 5
+    vpmulhw      ymm6, ymm6, [rel pw_7681]
+    vpsubw       ymm6, ymm13, ymm6
+    vpaddw       ymm13, ymm7, ymm6                   ; layer 5
+    vpsubw       ymm6, ymm7, ymm6
+    vpsraw       ymm7, ymm15, 13                     ; special: before layer 5
     vpand        ymm15, ymm15, [rel pw_8191]
-    vpsubw       ymm15, ymm15, ymm10
-    vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm10, ymm15, ymm10
+    vpsubw       ymm15, ymm15, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm7, ymm15, ymm7
     vpmullw      ymm15, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 1760]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 1728]
     vpmulhw      ymm15, ymm15, [rel pw_7681]
     vpsubw       ymm3, ymm3, ymm15
-    vpaddw       ymm15, ymm10, ymm3                  ; layer 5
-    vpsubw       ymm3, ymm10, ymm3
-    vpsraw       ymm10, ymm11, 13                    ; special: before layer 5
+    vpaddw       ymm15, ymm7, ymm3                   ; layer 5
+    vpsubw       ymm3, ymm7, ymm3
+    vpsraw       ymm7, ymm11, 13                     ; special: before layer 5
     vpand        ymm11, ymm11, [rel pw_8191]
-    vpsubw       ymm11, ymm11, ymm10
-    vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm10, ymm11, ymm10
+    vpsubw       ymm11, ymm11, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm7, ymm11, ymm7
     vpmullw      ymm11, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 1824]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 1792]
     vpmulhw      ymm11, ymm11, [rel pw_7681]
     vpsubw       ymm1, ymm1, ymm11
-    vpaddw       ymm11, ymm10, ymm1                  ; layer 5
-    vpsubw       ymm1, ymm10, ymm1
-    vpsraw       ymm10, ymm12, 13                    ; special: before layer 5
+    vpaddw       ymm11, ymm7, ymm1                   ; layer 5
+    vpsubw       ymm1, ymm7, ymm1
+    vpsraw       ymm7, ymm12, 13                     ; special: before layer 5
     vpand        ymm12, ymm12, [rel pw_8191]
-    vpsubw       ymm12, ymm12, ymm10
-    vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm10, ymm12, ymm10
+    vpsubw       ymm12, ymm12, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm7, ymm12, ymm7
     vpmullw      ymm12, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles + 1888]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles + 1856]
     vpmulhw      ymm12, ymm12, [rel pw_7681]
     vpsubw       ymm2, ymm2, ymm12
-    vpaddw       ymm12, ymm10, ymm2                  ; layer 5
-    vpsubw       ymm2, ymm10, ymm2
-    vpsraw       ymm10, ymm14, 13                    ; special: before layer 5
+    vpaddw       ymm12, ymm7, ymm2                   ; layer 5
+    vpsubw       ymm2, ymm7, ymm2
+    vpsraw       ymm7, ymm14, 13                     ; special: before layer 5
     vpand        ymm14, ymm14, [rel pw_8191]
-    vpsubw       ymm14, ymm14, ymm10
-    vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm10, ymm14, ymm10
+    vpsubw       ymm14, ymm14, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm7, ymm14, ymm7
     vpmullw      ymm14, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles + 1952]
     vpmulhw      ymm0, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles + 1920]
     vpmulhw      ymm14, ymm14, [rel pw_7681]
     vpsubw       ymm0, ymm0, ymm14
-    vpaddw       ymm14, ymm10, ymm0                  ; layer 5
-    vpsubw       ymm0, ymm10, ymm0
-    vpsllq       ymm10, ymm4, 32
-    vpblendd     ymm10, ymm9, ymm10, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm4, ymm9, ymm4, 170
-    vpsllq       ymm9, ymm5, 32
-    vpblendd     ymm9, ymm8, ymm9, 170
-    vpsrlq       ymm8, ymm8, 32
-    vpblendd     ymm5, ymm8, ymm5, 170
-    vpsllq       ymm8, ymm6, 32
-    vmovdqa      [rsp + 64], ymm9                    ; spill
-    vmovdqa      ymm9, [rsp + 32]                    ; reload
-    vpblendd     ymm8, ymm9, ymm8, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm6, ymm9, ymm6, 170
-    vpsllq       ymm9, ymm7, 32
-    vpblendd     ymm9, ymm13, ymm9, 170
-    vpsrlq       ymm13, ymm13, 32
-    vpblendd     ymm7, ymm13, ymm7, 170
-    vpsllq       ymm13, ymm3, 32
-    vpblendd     ymm13, ymm15, ymm13, 170
-    vpsrlq       ymm15, ymm15, 32
-    vpblendd     ymm3, ymm15, ymm3, 170
-    vpsllq       ymm15, ymm1, 32
-    vpblendd     ymm15, ymm11, ymm15, 170
-    vpsrlq       ymm11, ymm11, 32
-    vpblendd     ymm1, ymm11, ymm1, 170
-    vpsllq       ymm11, ymm2, 32
-    vpblendd     ymm11, ymm12, ymm11, 170
-    vpsrlq       ymm12, ymm12, 32
-    vpblendd     ymm2, ymm12, ymm2, 170
-    vpsllq       ymm12, ymm0, 32
-    vpblendd     ymm12, ymm14, ymm12, 170
-    vpsrlq       ymm14, ymm14, 32
-    vpblendd     ymm0, ymm14, ymm0, 170
+    vpaddw       ymm14, ymm7, ymm0                   ; layer 5
+    vpsubw       ymm0, ymm7, ymm0
+    vpunpcklwd   ymm7, ymm9, ymm4
+    vpunpckhwd   ymm4, ymm9, ymm4
+    vpunpcklwd   ymm9, ymm8, ymm5
+    vpunpckhwd   ymm5, ymm8, ymm5
+    vpunpcklwd   ymm8, ymm10, [rsp + 32]
+    vpunpckhwd   ymm10, ymm10, [rsp + 32]
+    vmovdqa      [rsp + 32], ymm8                    ; spill
+    vpunpcklwd   ymm8, ymm13, ymm6
+    vpunpckhwd   ymm6, ymm13, ymm6
+    vpunpcklwd   ymm13, ymm15, ymm3
+    vpunpckhwd   ymm3, ymm15, ymm3
+    vpunpcklwd   ymm15, ymm11, ymm1
+    vpunpckhwd   ymm1, ymm11, ymm1
+    vpunpcklwd   ymm11, ymm12, ymm2
+    vpunpckhwd   ymm2, ymm12, ymm2
+    vpunpcklwd   ymm12, ymm14, ymm0
+    vpunpckhwd   ymm0, ymm14, ymm0
     vpmullw      ymm14, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles + 2016]
     vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles + 1984]
-    vmovdqa      [rsp + 32], ymm12                   ; spill
+    vmovdqa      [rsp + 64], ymm12                   ; spill
     vmovdqu      ymm12, [rel pw_7681]                ; reload
     vpmulhw      ymm14, ymm14, ymm12
     vpsubw       ymm4, ymm4, ymm14
-    vpaddw       ymm14, ymm10, ymm4                  ; layer 6
-    vpsubw       ymm4, ymm10, ymm4
-    vpmullw      ymm10, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles + 2080]
+    vpaddw       ymm14, ymm7, ymm4                   ; layer 6
+    vpsubw       ymm4, ymm7, ymm4
+    vpmullw      ymm7, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles + 2080]
     vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles + 2048]
-    vpmulhw      ymm10, ymm10, ymm12
-    vpsubw       ymm5, ymm5, ymm10
-    vmovdqa      ymm10, [rsp + 64]                   ; reload
-    vmovdqa      [rsp], ymm14                        ; spill
-    vpaddw       ymm14, ymm10, ymm5                  ; layer 6
-    vpsubw       ymm5, ymm10, ymm5
-    vpmullw      ymm10, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles + 2144]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles + 2112]
+    vpmulhw      ymm7, ymm7, ymm12
+    vpsubw       ymm5, ymm5, ymm7
+    vpaddw       ymm7, ymm9, ymm5                    ; layer 6
+    vpsubw       ymm5, ymm9, ymm5
+    vpmullw      ymm9, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles + 2144]
+    vpmulhw      ymm10, ymm10, [rel kg_kyberr17681_ntt_forward_twiddles + 2112]
+    vpmulhw      ymm9, ymm9, ymm12
+    vpsubw       ymm9, ymm10, ymm9
+    vmovdqa      ymm10, [rsp + 32]                   ; reload
+    vmovdqa      [rsp], ymm5                         ; spill
+    vpaddw       ymm5, ymm10, ymm9                   ; layer 6
+    vpsubw       ymm9, ymm10, ymm9
+    vpmullw      ymm10, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles + 2208]
+    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles + 2176]
     vpmulhw      ymm10, ymm10, ymm12
     vpsubw       ymm6, ymm6, ymm10
     vpaddw       ymm10, ymm8, ymm6                   ; layer 6
     vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm7, [rel kg_kyberr17681_ntt_forward_twiddles + 2208]
-    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_forward_twiddles + 2176]
-    vpmulhw      ymm8, ymm8, ymm12
-    vpsubw       ymm7, ymm7, ymm8
-    vpaddw       ymm8, ymm9, ymm7                    ; layer 6
-    vpsubw       ymm7, ymm9, ymm7
-    vpmullw      ymm9, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 2272]
+    vpmullw      ymm8, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 2272]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 2240]
-    vpmulhw      ymm9, ymm9, ymm12
-    vpsubw       ymm3, ymm3, ymm9
-    vpaddw       ymm9, ymm13, ymm3                   ; layer 6
+    vpmulhw      ymm8, ymm8, ymm12
+    vpsubw       ymm3, ymm3, ymm8
+    vpaddw       ymm8, ymm13, ymm3                   ; layer 6
     vpsubw       ymm3, ymm13, ymm3
     vpmullw      ymm13, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 2336]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 2304]
@@ -795,112 +778,93 @@ kg_kyberr17681_ntt_forward_avx2:
     vpmulhw      ymm0, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles + 2432]
     vpmulhw      ymm11, ymm11, ymm12
     vpsubw       ymm0, ymm0, ymm11
-    vmovdqa      ymm11, [rsp + 32]                   ; reload
+    vmovdqa      ymm11, [rsp + 64]                   ; reload
     vpaddw       ymm12, ymm11, ymm0                  ; layer 6
     vpsubw       ymm0, ymm11, ymm0
-    vpslld       ymm11, ymm4, 16
-    vmovdqa      [rsp + 32], ymm12                   ; spill
-    vmovdqa      ymm12, [rsp]                        ; reload
-    vpblendw     ymm11, ymm12, ymm11, 170
-    vpsrld       ymm12, ymm12, 16
-    vpblendw     ymm4, ymm12, ymm4, 170
-    vpslld       ymm12, ymm5, 16
-    vpblendw     ymm12, ymm14, ymm12, 170
-    vpsrld       ymm14, ymm14, 16
-    vpblendw     ymm5, ymm14, ymm5, 170
-    vpslld       ymm14, ymm6, 16
-    vpblendw     ymm14, ymm10, ymm14, 170
-    vpsrld       ymm10, ymm10, 16
-    vpblendw     ymm6, ymm10, ymm6, 170
-    vpslld       ymm10, ymm7, 16
-    vpblendw     ymm10, ymm8, ymm10, 170
-    vpsrld       ymm8, ymm8, 16
-    vpblendw     ymm7, ymm8, ymm7, 170
-    vpslld       ymm8, ymm3, 16
-    vpblendw     ymm8, ymm9, ymm8, 170
-    vpsrld       ymm9, ymm9, 16
-    vpblendw     ymm3, ymm9, ymm3, 170
-    vpslld       ymm9, ymm1, 16
-    vpblendw     ymm9, ymm13, ymm9, 170
-    vpsrld       ymm13, ymm13, 16
-    vpblendw     ymm1, ymm13, ymm1, 170
-    vpslld       ymm13, ymm2, 16
-    vpblendw     ymm13, ymm15, ymm13, 170
-    vpsrld       ymm15, ymm15, 16
-    vpblendw     ymm2, ymm15, ymm2, 170
-    vpslld       ymm15, ymm0, 16
-    vmovdqa      [rsp], ymm13                        ; spill
-    vmovdqa      ymm13, [rsp + 32]                   ; reload
-    vpblendw     ymm15, ymm13, ymm15, 170
-    vpsrld       ymm13, ymm13, 16
-    vpblendw     ymm0, ymm13, ymm0, 170
-    vpmullw      ymm13, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles + 2528]
+    vpunpcklwd   ymm11, ymm14, ymm4
+    vpunpckhwd   ymm4, ymm14, ymm4
+    vpunpcklwd   ymm14, ymm7, [rsp]
+    vpunpckhwd   ymm7, ymm7, [rsp]
+    vmovdqa      [rsp], ymm14                        ; spill
+    vpunpcklwd   ymm14, ymm5, ymm9
+    vpunpckhwd   ymm5, ymm5, ymm9
+    vpunpcklwd   ymm9, ymm10, ymm6
+    vpunpckhwd   ymm6, ymm10, ymm6
+    vpunpcklwd   ymm10, ymm8, ymm3
+    vpunpckhwd   ymm3, ymm8, ymm3
+    vpunpcklwd   ymm8, ymm13, ymm1
+    vpunpckhwd   ymm1, ymm13, ymm1
+    vpunpcklwd   ymm13, ymm15, ymm2
+    vpunpckhwd   ymm2, ymm15, ymm2
+    vpunpcklwd   ymm15, ymm12, ymm0
+    vpunpckhwd   ymm0, ymm12, ymm0
+    vpmullw      ymm12, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles + 2528]
     vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_forward_twiddles + 2496]
-    vmovdqa      [rsp + 32], ymm15                   ; spill
+    vmovdqa      [rsp + 64], ymm15                   ; spill
     vmovdqu      ymm15, [rel pw_7681]                ; reload
-    vpmulhw      ymm13, ymm13, ymm15
-    vpsubw       ymm4, ymm4, ymm13
-    vpaddw       ymm13, ymm11, ymm4                  ; layer 7
+    vpmulhw      ymm12, ymm12, ymm15
+    vpsubw       ymm4, ymm4, ymm12
+    vpaddw       ymm12, ymm11, ymm4                  ; layer 7
     vpsubw       ymm4, ymm11, ymm4
-    vpmullw      ymm11, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles + 2592]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles + 2560]
+    vpmullw      ymm11, ymm7, [rel kg_kyberr17681_ntt_forward_twiddles + 2592]
+    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_forward_twiddles + 2560]
+    vpmulhw      ymm11, ymm11, ymm15
+    vpsubw       ymm7, ymm7, ymm11
+    vmovdqa      ymm11, [rsp]                        ; reload
+    vmovdqa      [rsp + 32], ymm4                    ; spill
+    vpaddw       ymm4, ymm11, ymm7                   ; layer 7
+    vpsubw       ymm7, ymm11, ymm7
+    vpmullw      ymm11, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles + 2656]
+    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_forward_twiddles + 2624]
     vpmulhw      ymm11, ymm11, ymm15
     vpsubw       ymm5, ymm5, ymm11
-    vpaddw       ymm11, ymm12, ymm5                  ; layer 7
-    vpsubw       ymm5, ymm12, ymm5
-    vpmullw      ymm12, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles + 2656]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles + 2624]
-    vpmulhw      ymm12, ymm12, ymm15
-    vpsubw       ymm6, ymm6, ymm12
-    vpaddw       ymm12, ymm14, ymm6                  ; layer 7
-    vpsubw       ymm6, ymm14, ymm6
-    vpmullw      ymm14, ymm7, [rel kg_kyberr17681_ntt_forward_twiddles + 2720]
-    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_forward_twiddles + 2688]
+    vpaddw       ymm11, ymm14, ymm5                  ; layer 7
+    vpsubw       ymm5, ymm14, ymm5
+    vpmullw      ymm14, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles + 2720]
+    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_forward_twiddles + 2688]
     vpmulhw      ymm14, ymm14, ymm15
-    vpsubw       ymm7, ymm7, ymm14
-    vpaddw       ymm14, ymm10, ymm7                  ; layer 7
-    vpsubw       ymm7, ymm10, ymm7
-    vpmullw      ymm10, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 2784]
+    vpsubw       ymm6, ymm6, ymm14
+    vpaddw       ymm14, ymm9, ymm6                   ; layer 7
+    vpsubw       ymm6, ymm9, ymm6
+    vpmullw      ymm9, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 2784]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_forward_twiddles + 2752]
-    vpmulhw      ymm10, ymm10, ymm15
-    vpsubw       ymm3, ymm3, ymm10
-    vpaddw       ymm10, ymm8, ymm3                   ; layer 7
-    vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 2848]
+    vpmulhw      ymm9, ymm9, ymm15
+    vpsubw       ymm3, ymm3, ymm9
+    vpaddw       ymm9, ymm10, ymm3                   ; layer 7
+    vpsubw       ymm3, ymm10, ymm3
+    vpmullw      ymm10, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 2848]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_forward_twiddles + 2816]
-    vpmulhw      ymm8, ymm8, ymm15
-    vpsubw       ymm1, ymm1, ymm8
-    vpaddw       ymm8, ymm9, ymm1                    ; layer 7
-    vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles + 2912]
+    vpmulhw      ymm10, ymm10, ymm15
+    vpsubw       ymm1, ymm1, ymm10
+    vpaddw       ymm10, ymm8, ymm1                   ; layer 7
+    vpsubw       ymm1, ymm8, ymm1
+    vpmullw      ymm8, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles + 2912]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_forward_twiddles + 2880]
-    vpmulhw      ymm9, ymm9, ymm15
-    vpsubw       ymm2, ymm2, ymm9
-    vmovdqa      ymm9, [rsp]                         ; reload
-    vmovdqa      [rsp + 64], ymm1                    ; spill
-    vpaddw       ymm1, ymm9, ymm2                    ; layer 7
-    vpsubw       ymm2, ymm9, ymm2
-    vpmullw      ymm9, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles + 2976]
+    vpmulhw      ymm8, ymm8, ymm15
+    vpsubw       ymm2, ymm2, ymm8
+    vpaddw       ymm8, ymm13, ymm2                   ; layer 7
+    vpsubw       ymm2, ymm13, ymm2
+    vpmullw      ymm13, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles + 2976]
     vpmulhw      ymm0, ymm0, [rel kg_kyberr17681_ntt_forward_twiddles + 2944]
-    vpmulhw      ymm9, ymm9, ymm15
-    vpsubw       ymm0, ymm0, ymm9
-    vmovdqa      ymm9, [rsp + 32]                    ; reload
-    vpaddw       ymm15, ymm9, ymm0                   ; layer 7
-    vpsubw       ymm0, ymm9, ymm0
-    vmovdqu      [rdi], ymm13
-    vmovdqu      [rdi + 32], ymm4
-    vmovdqu      [rdi + 64], ymm11
-    vmovdqu      [rdi + 96], ymm5
-    vmovdqu      [rdi + 128], ymm12
-    vmovdqu      [rdi + 160], ymm6
+    vpmulhw      ymm13, ymm13, ymm15
+    vpsubw       ymm0, ymm0, ymm13
+    vmovdqa      ymm13, [rsp + 64]                   ; reload
+    vpaddw       ymm15, ymm13, ymm0                  ; layer 7
+    vpsubw       ymm0, ymm13, ymm0
+    vmovdqu      [rdi], ymm12
+    vmovdqa      ymm12, [rsp + 32]                   ; reload
+    vmovdqu      [rdi + 32], ymm12
+    vmovdqu      [rdi + 64], ymm4
+    vmovdqu      [rdi + 96], ymm7
+    vmovdqu      [rdi + 128], ymm11
+    vmovdqu      [rdi + 160], ymm5
     vmovdqu      [rdi + 192], ymm14
-    vmovdqu      [rdi + 224], ymm7
-    vmovdqu      [rdi + 256], ymm10
+    vmovdqu      [rdi + 224], ymm6
+    vmovdqu      [rdi + 256], ymm9
     vmovdqu      [rdi + 288], ymm3
-    vmovdqu      [rdi + 320], ymm8
-    vmovdqa      ymm3, [rsp + 64]                    ; reload
-    vmovdqu      [rdi + 352], ymm3
-    vmovdqu      [rdi + 384], ymm1
+    vmovdqu      [rdi + 320], ymm10
+    vmovdqu      [rdi + 352], ymm1
+    vmovdqu      [rdi + 384], ymm8
     vmovdqu      [rdi + 416], ymm2
     vmovdqu      [rdi + 448], ymm15
     vmovdqu      [rdi + 480], ymm0
@@ -1066,11 +1030,11 @@ kg_kyberr17681_basemul_avx2:
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 34 vector reductions
-;   before layer 4: 8 register(s), lane-0 indices 0,32,64,104,128,160,200,232
-;   before layer 3: 16 register(s), lane-0 indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240
-;   before layer 2: 4 register(s), lane-0 indices 0,64,128,192
-;   before layer 1: 4 register(s), lane-0 indices 0,64,128,192
-;   before layer 0: 2 register(s), lane-0 indices 0,16
+;   before layer 4: 8 register(s), smallest indices 0,32,64,104,128,160,200,232
+;   before layer 3: 16 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240
+;   before layer 2: 4 register(s), smallest indices 0,64,128,192
+;   before layer 1: 4 register(s), smallest indices 0,64,128,192
+;   before layer 0: 2 register(s), smallest indices 0,16
 ;   worst |value| after each layer: 5673, 11100, 20650, 28901, 18426, 27128, 18426, 27128
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_ntt_inverse_avx2:function (kg_kyberr17681_ntt_inverse_avx2.end - kg_kyberr17681_ntt_inverse_avx2)

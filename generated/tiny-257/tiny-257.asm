@@ -49,14 +49,14 @@ kg_tiny257_ntt_forward_twiddles:
     dw 2040, 2040, 2040, 2040, 2040, 2040, 2040, 2040, -32640, -32640, -32640, -32640, -32640, -32640, -32640, -32640
     dw 2, 2, 2, 2, 2, 2, 2, 2, -32, -32, -32, -32, -32, -32, -32, -32
     dw -510, -510, -510, -510, -510, -510, -510, -510, 8160, 8160, 8160, 8160, 8160, 8160, 8160, 8160
-    dw -121, -121, -121, -121, -120, -120, -120, -120, -34, -34, -34, -34, 30, 30, 30, 30
-    dw 30855, 30855, 30855, 30855, 30600, 30600, 30600, 30600, 8670, 8670, 8670, 8670, -7650, -7650, -7650, -7650
-    dw -60, -60, -60, -60, -68, -68, -68, -68, 15, 15, 15, 15, 17, 17, 17, 17
-    dw 15300, 15300, 15300, 15300, 17340, 17340, 17340, 17340, -3825, -3825, -3825, -3825, -4335, -4335, -4335, -4335
-    dw 81, 81, -11, -11, 44, 44, 67, 67, 123, 123, 88, 88, -95, -95, -22, -22
-    dw -20655, -20655, 2805, 2805, -11220, -11220, -17085, -17085, -31365, -31365, -22440, -22440, 24225, 24225, 5610, 5610
-    dw -35, -35, 46, 46, 73, 73, 117, 117, 23, 23, -111, -111, -70, -70, 92, 92
-    dw 8925, 8925, -11730, -11730, -18615, -18615, -29835, -29835, -5865, -5865, 28305, 28305, 17850, 17850, -23460, -23460
+    dw -121, -120, -121, -120, -121, -120, -121, -120, -34, 30, -34, 30, -34, 30, -34, 30
+    dw 30855, 30600, 30855, 30600, 30855, 30600, 30855, 30600, 8670, -7650, 8670, -7650, 8670, -7650, 8670, -7650
+    dw -60, -68, -60, -68, -60, -68, -60, -68, 15, 17, 15, 17, 15, 17, 15, 17
+    dw 15300, 17340, 15300, 17340, 15300, 17340, 15300, 17340, -3825, -4335, -3825, -4335, -3825, -4335, -3825, -4335
+    dw 81, -11, 44, 67, 81, -11, 44, 67, 123, 88, -95, -22, 123, 88, -95, -22
+    dw -20655, 2805, -11220, -17085, -20655, 2805, -11220, -17085, -31365, -22440, 24225, 5610, -31365, -22440, 24225, 5610
+    dw -35, 46, 73, 117, -35, 46, 73, 117, 23, -111, -70, 92, 23, -111, -70, 92
+    dw 8925, -11730, -18615, -29835, 8925, -11730, -18615, -29835, -5865, 28305, 17850, -23460, -5865, 28305, 17850, -23460
     dw 9, 113, 62, 36, -72, 124, 18, -31, -61, -52, -49, 13, -26, -98, -122, -104
     dw -2295, -28815, -15810, -9180, 18360, -31620, -4590, 7905, 15555, 13260, 12495, -3315, 6630, 24990, 31110, 26520
     dw -42, -99, -118, 89, 79, 21, -84, 59, -58, -100, -114, 25, -50, 29, -116, 57
@@ -180,10 +180,10 @@ kg_tiny257_ntt_forward_avx2:
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm4, ymm1                    ; layer 2
     vpsubw       ymm1, ymm4, ymm1
-    vpunpcklqdq  ymm4, ymm5, ymm2
-    vpunpckhqdq  ymm2, ymm5, ymm2
-    vpunpcklqdq  ymm5, ymm3, ymm1
-    vpunpckhqdq  ymm1, ymm3, ymm1
+    vpunpcklwd   ymm4, ymm5, ymm2
+    vpunpckhwd   ymm2, ymm5, ymm2
+    vpunpcklwd   ymm5, ymm3, ymm1
+    vpunpckhwd   ymm1, ymm3, ymm1
     vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 352]
     vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 320]
     vpmulhw      ymm3, ymm3, ymm0
@@ -196,14 +196,10 @@ kg_tiny257_ntt_forward_avx2:
     vpsubw       ymm1, ymm1, ymm4
     vpaddw       ymm4, ymm5, ymm1                    ; layer 3
     vpsubw       ymm1, ymm5, ymm1
-    vpsllq       ymm5, ymm2, 32
-    vpblendd     ymm5, ymm3, ymm5, 170
-    vpsrlq       ymm3, ymm3, 32
-    vpblendd     ymm2, ymm3, ymm2, 170
-    vpsllq       ymm3, ymm1, 32
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpsrlq       ymm4, ymm4, 32
-    vpblendd     ymm1, ymm4, ymm1, 170
+    vpunpcklwd   ymm5, ymm3, ymm2
+    vpunpckhwd   ymm2, ymm3, ymm2
+    vpunpcklwd   ymm3, ymm4, ymm1
+    vpunpckhwd   ymm1, ymm4, ymm1
     vpmullw      ymm4, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 480]
     vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 448]
     vpmulhw      ymm4, ymm4, ymm0
@@ -216,14 +212,10 @@ kg_tiny257_ntt_forward_avx2:
     vpsubw       ymm1, ymm1, ymm5
     vpaddw       ymm5, ymm3, ymm1                    ; layer 4
     vpsubw       ymm1, ymm3, ymm1
-    vpslld       ymm3, ymm2, 16
-    vpblendw     ymm3, ymm4, ymm3, 170
-    vpsrld       ymm4, ymm4, 16
-    vpblendw     ymm2, ymm4, ymm2, 170
-    vpslld       ymm4, ymm1, 16
-    vpblendw     ymm4, ymm5, ymm4, 170
-    vpsrld       ymm5, ymm5, 16
-    vpblendw     ymm1, ymm5, ymm1, 170
+    vpunpcklwd   ymm3, ymm4, ymm2
+    vpunpckhwd   ymm2, ymm4, ymm2
+    vpunpcklwd   ymm4, ymm5, ymm1
+    vpunpckhwd   ymm1, ymm5, ymm1
     vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 608]
     vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 576]
     vpmulhw      ymm5, ymm5, ymm0

@@ -3,7 +3,7 @@ and the reductions a policy inserts to keep each one inside int16.
 
 Reductions act on registers (all lanes of a vector), so decisions are made per register
 pair of each layer, as the layout places indices; a register is named by the
-coefficient index in its lane 0 at that layer. The verifier later re-derives
+smallest coefficient index it holds at that layer. The verifier later re-derives
 every bound from the final instructions; this stage only decides.
 
 Policies: `eager` reduces every register after every layer; `layer` reduces a
@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from .errors import VerifyError
-from .kernels.ntt_layout import LayerPairs, NttLayout, layer_pairs
+from .kernels.ntt_layout import LayerPairs, NttLayout, layer_pairs, register_key
 from .kernels.reductions import Reducer, montgomery_bound
 from .lemmas import prove
 from .numtheory import NttMath
@@ -27,7 +27,7 @@ INT16_MAX = 32767
 
 @dataclass(frozen=True)
 class ReductionSchedule:
-    """Registers (by lane-0 index) to reduce before each layer, and before storing."""
+    """Registers (by smallest index) to reduce before each layer, and before storing."""
 
     policy: str
     reduction: str
@@ -52,7 +52,7 @@ class ReductionSchedule:
         lines = [f"policy {self.policy}, {self.reduction} reduction, {self.count} vector reductions"]
         for (layer, regs) in self.before:
             if regs:
-                lines.append(f"before layer {layer}: {len(regs)} register(s), lane-0 indices "
+                lines.append(f"before layer {layer}: {len(regs)} register(s), smallest indices "
                              + ",".join(str(r) for r in sorted(regs)))
         if self.at_end:
             lines.append("after the last layer: every register")
@@ -151,7 +151,7 @@ def _layer(math: NttMath, direction: str, reducer: Reducer, step: int, lp: Layer
         return any(b[x] + b[y] > INT16_MAX for x, y in zip(lo, hi))
 
     def reduce_reg(reg) -> None:
-        reduced.add(reg[0])
+        reduced.add(register_key(reg))
         for i in reg:
             b[i] = _reduce(b[i], reducer)
 

@@ -22,7 +22,7 @@ from .bounds import INT16_MAX, ReductionSchedule, schedule
 from .errors import KerngenError, ParamError
 from .family import Bundle, Function
 from .harness import Arg, Case
-from .kernels.ntt_layout import NttLayout, layer_pairs, plan
+from .kernels.ntt_layout import NttLayout, layer_pairs, plan, register_key
 from .kernels.reductions import reducers
 from .numtheory import NttMath
 from .ntt import INVERSE_INPUT, build, input_bound
@@ -211,12 +211,12 @@ def format_table(rows: list[dict]) -> str:
 # --- the heatmap -----------------------------------------------------------
 
 def _register_members(layout: NttLayout) -> dict[int, dict[int, tuple[int, ...]]]:
-    """layer -> register key (lane-0 index) -> the indices the register holds at that layer."""
+    """layer -> register key (ntt_layout.register_key) -> the indices the register holds at that layer."""
     out: dict[int, dict[int, tuple[int, ...]]] = {}
     for lp in layer_pairs(layout):
         regs = out.setdefault(lp.layer, {})
         for lo, hi in lp.pairs:
-            regs[lo[0]], regs[hi[0]] = lo, hi
+            regs[register_key(lo)], regs[register_key(hi)] = lo, hi
     return out
 
 

@@ -200,6 +200,13 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
             res = []
             for sel in (imm & 0xF, imm >> 4):
                 res += [(0, 0)] * 8 if sel & 8 else halves[sel & 3]
+        elif op in ("vpunpcklwd", "vpunpckhwd"):
+            a, b = read(ops[1], ctx), read(ops[2], ctx)
+            off = 0 if op == "vpunpcklwd" else 4
+            res = []
+            for base in (0, 8):
+                for j in range(base + off, base + off + 4):
+                    res += [a[j], b[j]]
         elif op in ("vpunpcklqdq", "vpunpckhqdq"):
             a, b = read(ops[1], ctx), read(ops[2], ctx)
             off = 0 if op == "vpunpcklqdq" else 4

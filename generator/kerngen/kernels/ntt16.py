@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..bounds import ReductionSchedule
 from ..isa.ir import ArgBase, Builder, Imm, Mem, TableBase, VReg
-from .ntt_layout import Butterflies, NttLayout, Swap, pairs, swap_lanes
+from .ntt_layout import Butterflies, Interleave, NttLayout, Swap, move_lanes, pairs, register_key
 from .reductions import Reducer, broadcast_const, emit_idiom, montgomery_by_constant
 from ..numtheory import NttMath
 
@@ -50,9 +50,13 @@ class TwiddleTable:
                      comment=f"{comment}, {self.width} lanes per row")
 
 
-def emit_swap(b: Builder, x: VReg, y: VReg, lane_bit: int) -> tuple[VReg, VReg]:
-    """Exchange lane bit `lane_bit` of the pair (x, y) with the register bit
-    (ntt_layout.swap_lanes is the same movement on index lists)."""
+def emit_lane_move(b: Builder, x: VReg, y: VReg, step: Swap | Interleave) -> tuple[VReg, VReg]:
+    """The lane movement of `step` on the pair (x, y) (ntt_layout.move_lanes is
+    the same movement on index lists): a word interleave, or an exchange of
+    lane bit `step.lane_bit` with the register bit."""
+    if isinstance(step, Interleave):
+        return b.op("vpunpcklwd", x, y), b.op("vpunpckhwd", x, y)
+    lane_bit = step.lane_bit
     if lane_bit == 3:
         return b.op("vperm2i128", x, y, Imm(0x20)), b.op("vperm2i128", x, y, Imm(0x31))
     if lane_bit == 2:
@@ -109,26 +113,25 @@ def build_ntt(b: Builder, math: NttMath, layout: NttLayout, sched: ReductionSche
     q = math.q
     table = TwiddleTable(b, table_label)
     qv = b.op("load", broadcast_const(b, q), comment=f"q = {q}")
-    passes = layout.passes[::-1] if inverse else layout.passes
+    passes = layout.inverse_passes if inverse else layout.passes
     memory = layout.vector_indices(layout.output_order if inverse else range(layout.n))
     # the inverse's scaling rides on its first layer: the difference branch takes it
     # in its twiddle, the sum branch in one multiplication by the constant itself
     scale = math.inverse_scale()
-    first_layer = next(st.layer for st in passes[0].steps[::-1] if isinstance(st, Butterflies)) if inverse else None
+    first_layer = next(st.layer for st in passes[0].steps if isinstance(st, Butterflies)) if inverse else None
     for pass_no, p in enumerate(passes):
-        steps = p.steps[::-1] if inverse else p.steps
         for group in p.groups:
             regs = [_load(b, _vector(layout, v)) for v in group]
             idx = [memory[v] for v in group]
-            for st in steps:
+            for st in p.steps:
                 for lo, hi in pairs(len(regs), st.slot_bit):
-                    if isinstance(st, Swap):
-                        regs[lo], regs[hi] = emit_swap(b, regs[lo], regs[hi], st.lane_bit)
-                        idx[lo], idx[hi] = swap_lanes(idx[lo], idx[hi], st.lane_bit)
+                    if not isinstance(st, Butterflies):
+                        regs[lo], regs[hi] = emit_lane_move(b, regs[lo], regs[hi], st)
+                        idx[lo], idx[hi] = move_lanes(st, idx[lo], idx[hi])
                         continue
                     due = sched.reduced_before(st.layer)
                     for s in (lo, hi):
-                        if idx[s][0] in due:
+                        if register_key(idx[s]) in due:
                             regs[s] = _reduce(b, regs[s], reducer, f"before layer {st.layer}")
                     scaled = st.layer == first_layer
                     w, wq = _twiddle_rows(math, st.layer, st.bit, idx[lo], inverse, scale if scaled else 1)

@@ -10,6 +10,13 @@ brings each low bit in turn into a slot bit with an in-register shuffle
 inside a base block (below log2 d) are swapped out of the lanes too, so base
 multiplication sees coefficient k of 16 blocks in one register. The forward
 output order is whatever this leaves; the manifest records it exactly.
+
+The inverse runs those steps backwards (a swap is its own inverse). The
+forward replaces each chain of swaps on lane bits 2, 1, 0 with word
+interleaves (`Interleave`, two shuffles a pair where a swap of bit 1 or 0
+costs two blends and two shifts): an interleave rotates the lane bits, always
+bringing lane bit 2 into the slot, which is the next bit the chain needs,
+and leaves the same arrangement as the swaps at the chain's end.
 """
 
 from __future__ import annotations
@@ -46,7 +53,16 @@ class Butterflies:
     slot_bit: int
 
 
-Step = Swap | Butterflies
+@dataclass(frozen=True)
+class Interleave:
+    """Word interleave of every register pair (vpunpcklwd / vpunpckhwd) on
+    `slot_bit`: within each 128-bit half, lane bit 2 goes to the slot bit, lane
+    bits 1, 0 move up to 2, 1 and the slot bit comes down to lane bit 0."""
+
+    slot_bit: int
+
+
+Step = Swap | Interleave | Butterflies
 
 
 @dataclass(frozen=True)
@@ -60,7 +76,8 @@ class NttLayout:
     n: int
     layers: int
     lanes: int  # int16 lanes per vector
-    passes: tuple[Pass, ...]
+    passes: tuple[Pass, ...]  # forward, in execution order
+    inverse_passes: tuple[Pass, ...]  # inverse, in execution order (steps too)
     output_order: tuple[int, ...]  # array position -> coefficient index after the forward NTT
 
     @property
@@ -89,6 +106,28 @@ def swap_lanes(lo: list[int], hi: list[int], lane_bit: int) -> tuple[list[int], 
         else:
             a[lane], b[lane] = lo[src_lane], lo[src_lane | step]
     return a, b
+
+
+def interleave_lanes(lo: list, hi: list) -> tuple[list, list]:
+    """The lane movement of an Interleave on one register pair."""
+    a, b = [], []
+    for half in range(0, len(lo), 8):
+        for src, out in ((0, a), (4, b)):
+            for j in range(src, src + 4):
+                out += [lo[half + j], hi[half + j]]
+    return a, b
+
+
+def move_lanes(step: Swap | Interleave, lo: list, hi: list) -> tuple[list, list]:
+    if isinstance(step, Swap):
+        return swap_lanes(lo, hi, step.lane_bit)
+    return interleave_lanes(lo, hi)
+
+
+def register_key(indices) -> int:
+    """How schedules name a register at a layer: the smallest coefficient index
+    it holds (the same in forward and inverse, whatever the lane order)."""
+    return min(indices)
 
 
 def pairs(slots: int, slot_bit: int) -> list[tuple[int, int]]:
@@ -166,22 +205,59 @@ def plan(n: int, layers: int) -> NttLayout:
     if steps:
         passes.append(Pass(groups, tuple(steps)))
 
-    order = _simulate_order(n, lanes, passes)
-    return NttLayout(n, layers, lanes, tuple(passes), order)
+    inverse = tuple(Pass(p.groups, p.steps[::-1]) for p in passes[::-1])
+    forward = tuple(Pass(p.groups, _interleaved(p.steps, lane_bits)) for p in passes)
+    order = _simulate_order(n, lanes, forward)
+    if _walk(n, lanes, inverse, order)[1] != tuple(range(n)):
+        raise AssertionError("layout plan: the inverse does not return the natural order")
+    return NttLayout(n, layers, lanes, forward, inverse, order)
 
 
-def _walk(n: int, lanes: int, passes) -> tuple[list[tuple[Butterflies, tuple[int, ...], tuple[int, ...]]], tuple[int, ...]]:
-    """Run the plan on coefficient indices: every butterfly with the indices of its
-    lower and upper register, and the final order of the array."""
-    memory = [list(range(v * lanes, (v + 1) * lanes)) for v in range(n // lanes)]
+def _interleaved(steps: tuple[Step, ...], lane_bits: int) -> tuple[Step, ...]:
+    """The forward steps with a swap of lane bit 2, 1 or 0 replaced by a word
+    interleave wherever the bit it brings into the slot sits at lane bit 2 of
+    the rotated arrangement (in a chain it always does: chains take lane bits
+    in decreasing order). Slots hold the same bits either way, lanes the same
+    bits in another order; at a chain's end the order agrees again, which
+    plan() checks by running the inverse on the forward's output."""
+    if lane_bits < 3:  # vectors of 4 lanes or fewer: no word interleave keeps them in place
+        return steps
+    canon = list(range(lane_bits))  # lane bit -> token of the bit there, as the swaps move them
+    actual = list(canon)  # the same with the interleaves
+    slot_token: dict[int, object] = {}
+    out: list[Step] = []
+    for st in steps:
+        if isinstance(st, Butterflies):
+            out.append(st)
+            continue
+        incoming, outgoing = canon[st.lane_bit], slot_token.get(st.slot_bit, ("slot", st.slot_bit))
+        canon[st.lane_bit] = outgoing
+        slot_token[st.slot_bit] = incoming
+        if actual[2] == incoming:
+            out.append(Interleave(st.slot_bit))
+            actual[2], actual[1], actual[0] = actual[1], actual[0], outgoing
+        else:
+            pos = actual.index(incoming)
+            out.append(Swap(pos, st.slot_bit))
+            actual[pos] = outgoing
+    return tuple(out)
+
+
+def _walk(n: int, lanes: int, passes, start: tuple[int, ...] | None = None
+          ) -> tuple[list[tuple[Butterflies, tuple[int, ...], tuple[int, ...]]], tuple[int, ...]]:
+    """Run passes on coefficient indices (from natural order, or `start`): every
+    butterfly with the indices of its lower and upper register, and the final
+    order of the array."""
+    order = start or tuple(range(n))
+    memory = [list(order[v * lanes:(v + 1) * lanes]) for v in range(n // lanes)]
     events = []
     for p in passes:
         for group in p.groups:
             regs = [memory[v] for v in group]
             for st in p.steps:
                 for lo, hi in pairs(len(regs), st.slot_bit):
-                    if isinstance(st, Swap):
-                        regs[lo], regs[hi] = swap_lanes(regs[lo], regs[hi], st.lane_bit)
+                    if not isinstance(st, Butterflies):
+                        regs[lo], regs[hi] = move_lanes(st, regs[lo], regs[hi])
                     else:
                         events.append((st, tuple(regs[lo]), tuple(regs[hi])))
             for v, r in zip(group, regs):
