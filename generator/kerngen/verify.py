@@ -115,10 +115,6 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
             return [(v, v) for v in vals] + [(0, 0)] * (16 - count)
         if isinstance(m.base, StackBase):
             return list(stack[m.offset])
-        vals = arg_elements(m, ctx, count)
-        return vals + [(0, 0)] * (16 - count)
-
-    def arg_elements(m: Mem, ctx, count: int) -> Lanes:
         elems = memory[m.base.index]
         first = m.offset // 2
         if m.offset % 2 or first + count > len(elems):
@@ -127,7 +123,7 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
         if any(v is None for v in vals):
             raise VerifyError(f"{kernel.symbol}: instruction {ctx.index} reads elements of argument "
                               f"{m.base.index} that hold no value yet")
-        return list(vals)
+        return list(vals) + [(0, 0)] * (16 - count)
 
     for index, ins in enumerate(kernel.body):
         ctx = _Ctx(kernel, index, ins)
@@ -200,19 +196,14 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
             res = []
             for sel in (imm & 0xF, imm >> 4):
                 res += [(0, 0)] * 8 if sel & 8 else halves[sel & 3]
-        elif op in ("vpunpcklwd", "vpunpckhwd"):
+        elif op in ("vpunpcklwd", "vpunpckhwd", "vpunpcklqdq", "vpunpckhqdq"):
             a, b = read(ops[1], ctx), read(ops[2], ctx)
-            off = 0 if op == "vpunpcklwd" else 4
+            unit = 1 if op.endswith("wd") else 4  # lanes interleaved at a time
+            off = 0 if op.startswith("vpunpckl") else 4
             res = []
             for base in (0, 8):
-                for j in range(base + off, base + off + 4):
-                    res += [a[j], b[j]]
-        elif op in ("vpunpcklqdq", "vpunpckhqdq"):
-            a, b = read(ops[1], ctx), read(ops[2], ctx)
-            off = 0 if op == "vpunpcklqdq" else 4
-            res = []
-            for base in (0, 8):
-                res += a[base + off:base + off + 4] + b[base + off:base + off + 4]
+                for u in range(base + off, base + off + 4, unit):
+                    res += a[u:u + unit] + b[u:u + unit]
         else:
             raise VerifyError(f"{kernel.symbol}: the verifier has no 16-bit lane semantics for {op}")
         if dst.bits == 128:  # a VEX.128 instruction zeroes the upper half

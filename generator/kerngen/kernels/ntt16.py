@@ -3,7 +3,7 @@
 
 They follow the layout plan (ntt_layout) and the reduction schedule (bounds):
 load a group of registers, run its steps (butterflies, in-register swaps,
-scheduled reductions), store. Twiddles are 32-byte vectors in one table per
+scheduled reductions), store. Twiddles are register-wide rows in one table per
 kernel, in consumption order; inter-vector twiddles are stored pre-broadcast
 so every multiplication by a twiddle reads memory directly.
 

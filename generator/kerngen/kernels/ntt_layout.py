@@ -1,14 +1,15 @@
 """Where every coefficient lives: the pass structure of a merged-layer NTT.
 
 Coefficient index bits split into lane bits (the low 4: 16 int16 lanes of a
-ymm register; fewer for small arrays, see `vector_lanes`) and vector bits. A butterfly layer on index bit k needs k to be a *slot* bit: the
-two partners must sit in the same lane of two registers. Layers on high bits
+ymm register; fewer for small arrays, see `vector_lanes`) and vector bits. A
+butterfly layer on index bit k needs k to be a *slot* bit: the two partners
+must sit in the same lane of two registers. Layers on high bits
 run in top passes over groups of up to 8 registers; the final pass holds
 8 consecutive vectors (the whole array when it is at most 16 vectors) and
 brings each low bit in turn into a slot bit with an in-register shuffle
 (`Swap`) that exchanges a lane bit with a slot bit whose layer is done. Bits
 inside a base block (below log2 d) are swapped out of the lanes too, so base
-multiplication sees coefficient k of 16 blocks in one register. The forward
+multiplication sees coefficient k of as many blocks as a register has lanes. The forward
 output order is whatever this leaves; the manifest records it exactly.
 
 The inverse runs those steps backwards (a swap is its own inverse). The
@@ -84,15 +85,17 @@ class NttLayout:
     def d(self) -> int:
         return self.n >> self.layers
 
-
     @property
     def vectors(self) -> int:
         return self.n // self.lanes
 
-    def vector_indices(self, order: tuple[int, ...] | list[int]) -> list[list[int]]:
-        """`order` (array position -> coefficient index) cut into vectors."""
-        w = self.lanes
-        return [list(order[v * w:(v + 1) * w]) for v in range(self.vectors)]
+    def vector_indices(self, order) -> list[list[int]]:
+        return split_vectors(order, self.lanes)
+
+
+def split_vectors(order, lanes: int) -> list[list[int]]:
+    """`order` (array position -> coefficient index) cut into vectors of `lanes`."""
+    return [list(order[v:v + lanes]) for v in range(0, len(order), lanes)]
 
 
 def swap_lanes(lo: list[int], hi: list[int], lane_bit: int) -> tuple[list[int], list[int]]:
@@ -134,7 +137,7 @@ def pairs(slots: int, slot_bit: int) -> list[tuple[int, int]]:
     return [(s, s | (1 << slot_bit)) for s in range(slots) if not s & (1 << slot_bit)]
 
 
-def final_group_bits(n: int, lanes: int = MAX_LANES) -> int:
+def final_group_bits(n: int, lanes: int) -> int:
     """log2 of the number of vectors the final pass holds at once.
 
     An array of at most 16 vectors is transformed in one pass with every
@@ -142,9 +145,8 @@ def final_group_bits(n: int, lanes: int = MAX_LANES) -> int:
     butterflies are independent chains the core overlaps, where two 8-vector
     halves would run one after the other, each one long dependency chain
     (kyber-3329's forward NTT: about 18% faster in one interleaved run).
-    Larger arrays keep 8-vector
-    groups: 16-vector groups there cost more passes and spills than the
-    overlap gains."""
+    Larger arrays keep 8-vector groups: 16-vector groups there cost more
+    passes and spills than the overlap gains."""
     vbits = (n // lanes).bit_length() - 1
     return vbits if vbits <= 4 else 3
 
@@ -248,8 +250,7 @@ def _walk(n: int, lanes: int, passes, start: tuple[int, ...] | None = None
     """Run passes on coefficient indices (from natural order, or `start`): every
     butterfly with the indices of its lower and upper register, and the final
     order of the array."""
-    order = start or tuple(range(n))
-    memory = [list(order[v * lanes:(v + 1) * lanes]) for v in range(n // lanes)]
+    memory = split_vectors(start or range(n), lanes)
     events = []
     for p in passes:
         for group in p.groups:
