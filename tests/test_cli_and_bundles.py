@@ -1,8 +1,6 @@
 import json
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 

@@ -4,12 +4,10 @@ random irreducible polynomials, the sse (legacy-encoded) path, bad parameters.""
 from __future__ import annotations
 
 import random
-import re
 import shutil
 from pathlib import Path
 
 import pytest
-import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

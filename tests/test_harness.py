@@ -13,7 +13,7 @@ import pytest
 from sympy import Poly, symbols
 
 from kerngen import harness
-from kerngen.harness import Arg, Case, HarnessError
+from kerngen.harness import STATUS_ABI, STATUS_CANARY, STATUS_INMOD, STATUS_OK, Arg, Case, HarnessError
 
 ADD16_ASM = """\
 default rel
@@ -90,16 +90,16 @@ COPY = ("copy", 16)
 @pytest.mark.parametrize(
     ("symbol", "shape", "status", "reason"),
     [
-        ("kg_bad_rbx", ONE_BUFFER, "abi", "rbx"),
-        ("kg_bad_rbp", ONE_BUFFER, "abi", "rbp"),
-        ("kg_bad_r15", ONE_BUFFER, "abi", "r15"),
-        ("kg_bad_rsp", ONE_BUFFER, "abi", "rsp"),
-        ("kg_bad_ymm", ONE_BUFFER, "abi", "ymm-upper"),
-        ("kg_bad_df", ONE_BUFFER, "abi", "direction-flag"),
-        ("kg_bad_overflow", ONE_BUFFER, "canary", "0"),
-        ("kg_bad_underflow", ONE_BUFFER, "canary", "0"),
-        ("kg_bad_inmod", COPY, "inmod", "1"),
-        ("kg_good_copy", COPY, "ok", ""),
+        ("kg_bad_rbx", ONE_BUFFER, STATUS_ABI, "rbx"),
+        ("kg_bad_rbp", ONE_BUFFER, STATUS_ABI, "rbp"),
+        ("kg_bad_r15", ONE_BUFFER, STATUS_ABI, "r15"),
+        ("kg_bad_rsp", ONE_BUFFER, STATUS_ABI, "rsp"),
+        ("kg_bad_ymm", ONE_BUFFER, STATUS_ABI, "ymm-upper"),
+        ("kg_bad_df", ONE_BUFFER, STATUS_ABI, "direction-flag"),
+        ("kg_bad_overflow", ONE_BUFFER, STATUS_CANARY, "0"),
+        ("kg_bad_underflow", ONE_BUFFER, STATUS_CANARY, "0"),
+        ("kg_bad_inmod", COPY, STATUS_INMOD, "1"),
+        ("kg_good_copy", COPY, STATUS_OK, ""),
     ],
 )
 def test_corrupter_is_caught(workdir: Path, corrupters: Path, symbol: str,
@@ -114,7 +114,7 @@ def test_corrupter_is_caught(workdir: Path, corrupters: Path, symbol: str,
         args = (Arg("out", 2, count, 32), Arg("in", 2, count, 16, data))
     [res] = harness.run_runner(corrupters, [Case(symbol, symbol, args)], workdir=workdir)
     assert (res.status, res.reason) == (status, reason)
-    if kind == "copy" and status == "ok":
+    if kind == "copy" and status == STATUS_OK:
         assert res.outputs == {0: list(data)}
 
 
@@ -137,7 +137,7 @@ def test_correct_kernel_passes_and_outputs_read_back(workdir: Path, add16: Path)
               Arg("in", 2, 32, 32, alias_of=0))),
     ]
     results = harness.run_runner(add16, cases, workdir=workdir, seed=7)
-    assert [r.status for r in results] == ["ok"] * 4, results
+    assert [r.status for r in results] == [STATUS_OK] * 4, results
     assert results[0].outputs == {0: want}
     assert results[1].outputs == {0: want}
     assert results[2].outputs == {0: want}

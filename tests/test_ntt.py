@@ -1,5 +1,4 @@
 import dataclasses
-from pathlib import Path
 
 import pytest
 import sympy
@@ -14,7 +13,7 @@ from kerngen.kernels.ntt16 import block_registers, build_ntt
 from kerngen.kernels.ntt_layout import plan
 from kerngen.kernels.reductions import reducers
 from kerngen.numtheory import NttMath
-from kerngen.params import from_mapping, load, max_layers
+from kerngen.params import from_mapping, load
 from kerngen.testing import test_params as run_kerngen_test
 from kerngen.verify import verify_kernel
 

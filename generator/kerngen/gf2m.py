@@ -22,7 +22,7 @@ from .errors import AllocationError
 from .family import Bundle, Function
 from .gf2m_plan import FieldPlan, field_plan, folds, itoh_tsujii_chain, map_pays, msqr_columns
 from .isa.abi import SYSV
-from .isa.ir import ArgBase, ArgSpec, Builder, GReg, Imm, Mem, TableBase, VReg
+from .isa.ir import ArgBase, ArgSpec, Builder, GReg, Imm, Mem, VReg
 from .isa.pipeline import compile_kernel
 from .params import Gf2mParams
 
@@ -740,7 +740,7 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
           "ensures: out = c mod f: " + red[0], alias],
          {"input": wide, "output": elem, "registers": "xmm"}),
         ("gf2m_mulwide", "mulwide", f.k_mulwide, (_arg("out", "out", 2 * n), _arg("a", "in", n), _arg("b", "in", n)),
-         f"out = a * b in GF(2)[x], not reduced (xor such products, then gf2m_reduce once)",
+         "out = a * b in GF(2)[x], not reduced (xor such products, then gf2m_reduce once)",
          ["requires: a, b: " + red[0],
           f"ensures: out = a*b: {2 * n} limbs, degree <= {2 * m - 2}, not reduced", alias],
          {"input": elem, "output": wide}),

@@ -55,12 +55,6 @@ def ref_muladd(a: int, b: int, c: int, d: int, poly) -> int:
     return ref_rem(_int(s), poly)
 
 
-def ref_msqr(a: int, k: int, poly) -> int:
-    for _ in range(k):
-        a = ref_mulmod(a, a, poly)
-    return a
-
-
 def ref_ladder_step(st: tuple[int, int, int, int], x: int, c: int, swap: bool, poly):
     """The López–Dahab step from its textbook form (b = c^2, X0^4 + b Z0^4),
     not the sqrt(b) form the kernel uses."""

@@ -82,11 +82,6 @@ def folds(plan: FieldPlan, bound: int) -> tuple[Fold, ...]:
     return tuple(out)
 
 
-def max_folds(m: int, poly: tuple[int, ...]) -> int:
-    """Folds needed after a full product (degree 2m - 2)."""
-    return len(folds(field_plan(m, poly), 2 * m - 2))
-
-
 def itoh_tsujii_chain(m: int) -> tuple[tuple[str, int], ...]:
     """Steps computing b_e = a^(2^e - 1) for e = m - 1 from b_1 = a.
 

@@ -99,10 +99,6 @@ class Arg:
             if bad is not None:
                 raise ValueError(f"Arg.data value {bad} does not fit {self.elem_bytes} bytes")
 
-    @property
-    def nbytes(self) -> int:
-        return self.elem_bytes * self.count
-
 
 @dataclass(frozen=True)
 class Case:
