@@ -111,28 +111,30 @@ void kg_ossl_mul(uint64_t *out, const uint64_t *a, const uint64_t *b)
     finish(&s, fresh, out);
 }
 
+/* a^(2^k): k squarings, each reduced, as OpenSSL offers them */
+static void sqr_times(struct kg_slot *s, uint64_t *out, const uint64_t *a, int k)
+{
+    const uint64_t *x[] = {a};
+    int fresh = prepare(s, x, 1, KG_LIMBS);
+    if (!BN_GF2m_mod_sqr_arr(s->r, s->in[0], kg_poly, ctx))
+        abort();
+    for (int i = 1; i < k; i++)
+        if (!BN_GF2m_mod_sqr_arr(s->r, s->r, kg_poly, ctx))
+            abort();
+    finish(s, fresh, out);
+}
+
 void kg_ossl_sqr(uint64_t *out, const uint64_t *a)
 {
     static struct kg_slot s;
-    const uint64_t *x[] = {a};
-    int fresh = prepare(&s, x, 1, KG_LIMBS);
-    if (!BN_GF2m_mod_sqr_arr(s.r, s.in[0], kg_poly, ctx))
-        abort();
-    finish(&s, fresh, out);
+    sqr_times(&s, out, a, 1);
 }
 
-#define KG_MSQR(k)                                                    \
-    void kg_ossl_msqr##k(uint64_t *out, const uint64_t *a)            \
-    {                                                                 \
-        static struct kg_slot s;                                      \
-        const uint64_t *x[] = {a};                                    \
-        int fresh = prepare(&s, x, 1, KG_LIMBS);                      \
-        if (!BN_GF2m_mod_sqr_arr(s.r, s.in[0], kg_poly, ctx))         \
-            abort();                                                  \
-        for (int i = 1; i < (k); i++)                                 \
-            if (!BN_GF2m_mod_sqr_arr(s.r, s.r, kg_poly, ctx))         \
-                abort();                                              \
-        finish(&s, fresh, out);                                       \
+#define KG_MSQR(k)                                         \
+    void kg_ossl_msqr##k(uint64_t *out, const uint64_t *a) \
+    {                                                      \
+        static struct kg_slot s;                           \
+        sqr_times(&s, out, a, (k));                        \
     }
 KG_MSQR(2)
 KG_MSQR(4)
@@ -152,12 +154,7 @@ void kg_ossl_reduce(uint64_t *out, const uint64_t *c)
 void kg_ossl_mulwide(uint64_t *out, const uint64_t *a, const uint64_t *b)
 {
     /* OpenSSL has no public unreduced product; the nearest is the reduced one */
-    static struct kg_slot s;
-    const uint64_t *x[] = {a, b};
-    int fresh = prepare(&s, x, 2, KG_LIMBS);
-    if (!BN_GF2m_mod_mul_arr(s.r, s.in[0], s.in[1], kg_poly, ctx))
-        abort();
-    finish(&s, fresh, out);
+    kg_ossl_mul(out, a, b);
     memset(out + KG_LIMBS, 0, 8 * KG_LIMBS);
 }
 
