@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from kerngen import cli
-from kerngen import explore as explore_mod
-from kerngen.bounds import INT16_MAX, schedule
-from kerngen.explore import _register_members, format_table, panel_data
-from kerngen.ntt import input_bound
-from kerngen.kernels.ntt_layout import plan
-from kerngen.kernels.reductions import reducers
-from kerngen.numtheory import NttMath
-from kerngen.params import POLICIES, load
+from kerngen.core.params import Overrides
+from kerngen.families import load
+from kerngen.families.ntt import explore as explore_mod
+from kerngen.families.ntt.build import build, schedules
+from kerngen.families.ntt.explore import _register_members, format_table, panel_data
+from kerngen.families.ntt.params import POLICIES
+
+INT16_MAX = 32767
 
 from conftest import REPO
 
@@ -68,13 +68,13 @@ def test_png_is_written(kyber_r1):
 def test_png_goes_to_the_working_directory_by_default(monkeypatch, tmp_path):
     seen = {}
 
-    def fake(path, batches, png, say, check=False, seed=1):
+    def fake(p, batches, png, say, tester=None, seed=1):
         seen["png"] = png
         return [], []
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(explore_mod, "explore", fake)
-    monkeypatch.setattr(explore_mod, "format_table", lambda rows: "")
+    monkeypatch.setattr(explore_mod.EXPLORER, "explore", fake)
+    monkeypatch.setattr(explore_mod.EXPLORER, "format_table", lambda rows: "")
     assert cli.main(["explore", str(REPO / "params" / "tiny-257.toml")]) == 0
     assert seen["png"] == Path("explore-tiny-257.png")
 
@@ -90,14 +90,12 @@ def test_table_names_every_row(kyber_r1):
 
 def test_heatmap_marks_exactly_the_reduced_registers():
     """Every reduction the schedule counts is one outlined register (16 cells) in the heatmap data."""
-    p = load(REPO / "params" / "tiny-257.toml")
-    math, layout = NttMath(p.n, p.q, p.layers), plan(p.n, p.layers)
-    members = _register_members(layout)
     for policy in POLICIES:
-        for reducer in reducers(p.q).values():
-            for d in ("forward", "inverse"):
-                s = schedule(math, layout, policy, d, input_bound(math, d), reducer)
-                bounds, reduced, labels = panel_data(s, members, p.n)
+        for reducer in ("barrett", "special"):
+            bundle = build(load(REPO / "params" / "tiny-257.toml", Overrides(policy=policy, reducer=reducer)))
+            members = _register_members(bundle.design.arithmetic.layout)
+            for d, s in schedules(bundle).items():
+                bounds, reduced, labels = panel_data(s, members, bundle.params.n)
                 assert len(bounds) == len(labels) == len(s.per_index) + 1
                 assert sum(map(sum, reduced)) == 16 * s.count
 

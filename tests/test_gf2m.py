@@ -11,9 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerngen import emit, gf2m, gf2m_checks, harness, params
-from kerngen.errors import ParamError
-from kerngen.gf2x import is_irreducible
+from kerngen.core.errors import HarnessError, ParamError
+from kerngen.families import from_mapping, load
+from kerngen.families.gf2m import checks as gf2m_checks, ladder as gf2m_ladder, reference
+from kerngen.families.gf2m.build import build as gf2m_build
+from kerngen.families.gf2m.gf2x import is_irreducible
+from kerngen.harness import driver
+from kerngen.target.files import write
+from kerngen.target.render import render
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(ROOT.glob("params/gf2m-*.toml"))
@@ -29,10 +34,10 @@ def work(tmp_path_factory) -> Path:
 
 def _run_checks(bundle, work: Path, seed: int = 7) -> list[str]:
     out = work / bundle.name
-    emit.write(emit.render(bundle, f"kerngen emit {bundle.name}"), out)
-    lib = harness.assemble_shared(out / f"{bundle.name}.asm", work)
+    write(render(bundle, f"kerngen emit {bundle.name}"), out)
+    lib = driver.assemble_shared(out / f"{bundle.name}.asm", work)
     checks = gf2m_checks.checks(bundle, seed)
-    results = harness.run_runner(lib, [c.case for c in checks], workdir=work, seed=seed)
+    results = driver.run_runner(lib, [c.case for c in checks], workdir=work, seed=seed)
     failures = []
     for c, r in zip(checks, results):
         msg = f"{r.status} {r.reason}" if not r.ok else c.judge(r.outputs)
@@ -44,7 +49,7 @@ def _run_checks(bundle, work: Path, seed: int = 7) -> list[str]:
 def _params(m: int, poly, isa: str = "avx2", name: str | None = None):
     table = {"name": name or f"t{m}-{'-'.join(map(str, poly[1:-1]))}-{isa}", "family": "gf2m",
              "m": m, "poly": list(poly), "isa": isa}
-    return params.from_mapping(table, "<test>")
+    return from_mapping(table, "<test>")
 
 
 # ---------------------------------------------------------------------------
@@ -54,27 +59,27 @@ def _params(m: int, poly, isa: str = "avx2", name: str | None = None):
 @needs_tools
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_shipped_field_passes_all_checks(path, work):
-    p = params.load(path)
-    bundle = gf2m.build(p)
+    p = load(path)
+    bundle = gf2m_build(p)
     kinds = {f.kind for f in bundle.functions}
     assert kinds == {"gf2m_mul", "gf2m_sqr", "gf2m_reduce", "gf2m_mulwide", "gf2m_muladd",
                      "gf2m_msqr", "gf2m_inv", "gf2m_ladder_step"}
     for f in bundle.functions:
         assert f.kernel.symbol.startswith(p.prefix + "_") and f.kernel.symbol.endswith("_avx2")
-        assert f.manifest["m"] == p.m and f.manifest["poly"] == list(p.poly)
-        assert f.manifest["output"]["bound"][0] == 0
+        assert f.manifest()["m"] == p.m and f.manifest()["poly"] == list(p.poly)
+        assert f.manifest()["output"]["bound"][0] == 0
     assert _run_checks(bundle, work) == []
 
 
 def test_shipped_set_is_the_nist_fields():
-    polys = {params.load(p).m: params.load(p).poly for p in SHIPPED}
+    polys = {load(p).m: load(p).poly for p in SHIPPED}
     assert polys == {163: (163, 7, 6, 3, 0), 233: (233, 74, 0), 283: (283, 12, 7, 5, 0),
                      409: (409, 87, 0), 571: (571, 10, 5, 2, 0)}
 
 
 def test_manifest_states_contracts():
-    p = params.load(ROOT / "params/gf2m-233.toml")
-    files = emit.render(gf2m.build(p, msqr_steps=(4,)), "kerngen emit params/gf2m-233.toml")
+    p = load(ROOT / "params/gf2m-233.toml")
+    files = render(gf2m_build(p, msqr_steps=(4,)), "kerngen emit params/gf2m-233.toml")
     import json
     man = json.loads(files["manifest.json"])
     by_kind = {f["kind"]: f for f in man["functions"]}
@@ -93,8 +98,8 @@ def test_manifest_states_contracts():
 @needs_tools
 def test_sse_bundle_is_legacy_encoded_and_correct(work):
     p = _params(233, (233, 74, 0), "sse", "gf2m-233-sse")
-    bundle = gf2m.build(p, msqr_steps=(2,))
-    asm = emit.render(bundle, "test")["gf2m-233-sse.asm"]
+    bundle = gf2m_build(p, msqr_steps=(2,))
+    asm = render(bundle, "test")["gf2m-233-sse.asm"]
     body = [ln.split(";")[0].strip() for ln in asm.splitlines()]
     mnemonics = {ln.split()[0] for ln in body if ln and not ln.endswith(":") and
                  not ln.startswith(("global", "section", "default", "align", "dq", "dd", "db", "dw"))}
@@ -156,7 +161,7 @@ def test_random_field_polynomials(m, pentanomial, seed, work):
     if poly is None:  # some degrees have no irreducible trinomial
         poly = _irreducible(m, 5, rng)
     assert poly is not None
-    bundle = gf2m.build(_params(m, poly), msqr_steps=(3,))
+    bundle = gf2m_build(_params(m, poly), msqr_steps=(3,))
     assert _run_checks(bundle, work, seed=seed % 1000) == []
 
 
@@ -164,7 +169,7 @@ def test_random_field_polynomials(m, pentanomial, seed, work):
 @pytest.mark.parametrize("m, poly", [(2, (2, 1, 0)), (64, (64, 4, 3, 1, 0)), (127, (127, 1, 0)),
                                      (128, (128, 7, 2, 1, 0)), (129, (129, 5, 0))])
 def test_word_boundary_fields(m, poly, work):
-    bundle = gf2m.build(_params(m, poly), msqr_steps=(2,))
+    bundle = gf2m_build(_params(m, poly), msqr_steps=(2,))
     assert _run_checks(bundle, work) == []
 
 
@@ -192,7 +197,7 @@ def test_bad_parameters_name_the_key(change, key, words):
     table = {"name": "bad", "family": "gf2m", "m": 233, "poly": [233, 74, 0]}
     table.update(change)
     with pytest.raises(ParamError) as info:
-        params.from_mapping(table, "bad.toml")
+        from_mapping(table, "bad.toml")
     assert info.value.key == key
     assert f": {key}:" in str(info.value)
     assert words in str(info.value)
@@ -200,7 +205,7 @@ def test_bad_parameters_name_the_key(change, key, words):
 
 def test_missing_m_names_the_key():
     with pytest.raises(ParamError, match=r": m: missing"):
-        params.from_mapping({"name": "bad", "family": "gf2m", "poly": [233, 74, 0]}, "bad.toml")
+        from_mapping({"name": "bad", "family": "gf2m", "poly": [233, 74, 0]}, "bad.toml")
 
 
 # ---------------------------------------------------------------------------
@@ -208,7 +213,7 @@ def test_missing_m_names_the_key():
 
 
 def test_fold_plan_and_chain():
-    from kerngen.gf2m_plan import field_plan, folds, itoh_tsujii_chain
+    from kerngen.families.gf2m.plan import field_plan, folds, itoh_tsujii_chain
     plan = field_plan(233, (233, 74, 0))
     assert plan.limbs == 4 and plan.slack == 23
     assert [(c.q, c.bits) for c in plan.chunks] == [(0, 1), (1, 1 << 10)]
@@ -228,26 +233,26 @@ def test_fold_plan_and_chain():
 @needs_tools
 def test_openssl_comparisons_agree_with_kernels(work):
     import dataclasses
-    p = params.load(ROOT / "params/gf2m-233.toml")
-    bundle = gf2m.build(p)
+    p = load(ROOT / "params/gf2m-233.toml")
+    bundle = gf2m_build(p)
     out = work / "bench-233"
-    emit.write(emit.render(bundle, "test"), out)
-    lib = harness.assemble_shared(out / "gf2m-233.asm", work)
+    write(render(bundle, "test"), out)
+    lib = driver.assemble_shared(out / "gf2m-233.asm", work)
     try:
         items = gf2m_checks.bench_items(bundle, work)
-    except harness.HarnessError as e:
+    except HarnessError as e:
         pytest.skip(f"OpenSSL development files missing: {e}")
     cases = []
     for it in items:
         cases.append(it.case)
         cmp = next(c for c in it.comparisons if c.label == "openssl")
         cases.append(dataclasses.replace(it.case, case_id="ossl-" + it.case.case_id, symbol=cmp.symbol, lib=1))
-    results = harness.run_runner([lib, items[0].comparisons[0].library], cases, workdir=work)
+    results = driver.run_runner([lib, items[0].comparisons[0].library], cases, workdir=work)
     for ours, theirs, it in zip(results[::2], results[1::2], items):
         assert ours.ok and theirs.ok
         n = p.limbs
         if it.kind == "gf2m_mulwide":  # OpenSSL's figure is for the reduced product
-            assert gf2m_checks.value_of(theirs.outputs[0]) == gf2m_checks.ref_rem(
+            assert gf2m_checks.value_of(theirs.outputs[0]) == reference.ref_rem(
                 gf2m_checks.value_of(ours.outputs[0]), p.poly)
         else:
             assert ours.outputs[0][:n] == theirs.outputs[0][:n], it.kind
@@ -260,18 +265,17 @@ def test_openssl_comparisons_agree_with_kernels(work):
 @needs_tools
 @pytest.mark.parametrize("field", ["233", "409"])
 def test_ladder_matches_openssl(field, work):
-    from kerngen import gf2m_ladder
-    p = params.load(ROOT / f"params/gf2m-{field}.toml")
-    bundle = gf2m.build(p, msqr_steps=())
+    p = load(ROOT / f"params/gf2m-{field}.toml")
+    bundle = gf2m_build(p, msqr_steps=())
     out = work / f"ladder-{field}"
-    emit.write(emit.render(bundle, "test"), out)
-    lib = harness.assemble_shared(out / f"gf2m-{field}.asm", work)
+    write(render(bundle, "test"), out)
+    lib = driver.assemble_shared(out / f"gf2m-{field}.asm", work)
     curves = gf2m_ladder.curves_for(bundle)
     assert [c.name for c in curves] == (["b233", "k233"] if field == "233" else ["b409"])
     for curve in curves:
         try:
             failures = gf2m_ladder.ladder_failures(curve, bundle, lib, work, seed=3)
-        except harness.HarnessError as e:
+        except HarnessError as e:
             if "libssl-dev" in str(e):
                 pytest.skip(str(e))
             raise
@@ -285,18 +289,18 @@ def test_ladder_matches_openssl(field, work):
 @needs_tools
 @pytest.mark.parametrize("m, poly", [(233, (233, 74, 0)), (129, (129, 5, 0)), (283, (283, 12, 7, 5, 0))])
 def test_msqr_linear_map_matches_sympy(m, poly, work):
-    bundle = gf2m.build(_params(m, poly, name=f"map{m}"), msqr_steps=(60,))
+    bundle = gf2m_build(_params(m, poly, name=f"map{m}"), msqr_steps=(60,))
     by_kind = {f.kind: f for f in bundle.functions}
     assert "linear map" in by_kind["gf2m_msqr"].summary
-    assert by_kind["gf2m_inv"].manifest["msqr_maps"]
+    assert by_kind["gf2m_inv"].fact("msqr_maps")
     assert _run_checks(bundle, work) == []
 
 
 def test_ladder_step_kernels_present():
-    p = params.load(ROOT / "params/gf2m-233.toml")
-    steps = [f for f in gf2m.build(p, msqr_steps=()).functions if f.kind == "gf2m_ladder_step"]
+    p = load(ROOT / "params/gf2m-233.toml")
+    steps = [f for f in gf2m_build(p, msqr_steps=()).functions if f.kind == "gf2m_ladder_step"]
     assert [f.kernel.symbol for f in steps] == ["kg_gf2m233_ladder_step_avx2", "kg_gf2m233_ladder_step2_avx2"]
-    assert steps[1].manifest["cpu"] == ["avx2", "vpclmulqdq"]
+    assert steps[1].fact("cpu") == ["avx2", "vpclmulqdq"]
     # the two-lane step does the same work in fewer instructions
     assert len(steps[1].kernel.body) < 0.7 * len(steps[0].kernel.body)
 
@@ -305,9 +309,9 @@ def test_reduce_has_xmm_and_gpr_forms():
     # both forms of the reduction ship so that bench can measure them side by side;
     # the checks pick up the GPR one by kind like every other function
     for field in ("233", "409"):
-        p = params.load(ROOT / f"params/gf2m-{field}.toml")
-        bundle = gf2m.build(p, msqr_steps=())
-        red = {f.manifest["registers"]: f for f in bundle.functions if f.kind == "gf2m_reduce"}
+        p = load(ROOT / f"params/gf2m-{field}.toml")
+        bundle = gf2m_build(p, msqr_steps=())
+        red = {f.fact("registers"): f for f in bundle.functions if f.kind == "gf2m_reduce"}
         assert set(red) == {"xmm", "gpr"}
         assert red["gpr"].kernel.symbol == f"{p.prefix}_reduce_gpr_avx2"
         assert not any(getattr(op, "kind", None) == "vec" for ins in red["gpr"].kernel.body for op in ins.operands)

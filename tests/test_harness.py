@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from sympy import Poly, symbols
 
-from kerngen import harness
-from kerngen.harness import STATUS_ABI, STATUS_CANARY, STATUS_INMOD, STATUS_OK, Arg, Case, HarnessError
+from kerngen.families.ntt import baseline
+from kerngen.harness import driver as harness
+from kerngen.harness.driver import STATUS_ABI, STATUS_CANARY, STATUS_INMOD, STATUS_OK, Arg, Case, HarnessError
 
 ADD16_ASM = """\
 default rel
@@ -200,11 +201,11 @@ def test_bench_two_libraries_in_one_run(workdir: Path, add16: Path, add16_scalar
 
 
 def test_kyber_constants_match_the_reference_derivation() -> None:
-    p = harness.baseline_params_sympy(256, 3329, 7)
+    p = baseline.constants_sympy(256, 3329, 7)
     assert p.zetas[:4] == (-1044, -758, -359, -1517)
     assert p.final_scale == 1441
     assert p.zetas_inv[0] == p.zetas[127]
-    header = harness.render_params_header(p)
+    header = baseline.header(p)
     assert "#define KG_QINV (-3327)" in header
     assert "#define KG_BARRETT_V 20159" in header and "#define KG_BARRETT_SHIFT 26" in header
 
@@ -223,8 +224,7 @@ def _negacyclic_sympy(a: list[int], b: list[int], q: int) -> list[int]:
                          [(256, 3329, 7), (256, 7681, 8), (256, 3457, 6), (256, 3329, 5)],
                          ids=["kyber-d2", "d1", "d4", "d8"])
 def test_baseline_round_trip_against_sympy(workdir: Path, n: int, q: int, layers: int) -> None:
-    params = harness.baseline_params_sympy(n, q, layers)
-    lib = harness.build_baseline(harness.render_params_header(params), workdir)
+    lib = baseline.build(baseline.constants_sympy(n, q, layers), workdir)
     rng = random.Random(n * q + layers)
     a = [rng.randint(-(q - 1), q - 1) for _ in range(n)]
     b = [rng.randint(-(q - 1), q - 1) for _ in range(n)]
@@ -273,4 +273,4 @@ def test_records_reject_inconsistent_arguments() -> None:
     with pytest.raises(ValueError, match="does not fit"):
         Arg("in", 1, 1, 1, (256,))
     with pytest.raises(ValueError, match="odd and below"):
-        harness.BaselineParams(256, 3328, 7, (), (), (), 0)
+        baseline.BaselineConstants(256, 3328, 7, (), (), (), 0)

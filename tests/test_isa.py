@@ -1,14 +1,14 @@
-from kerngen.errors import AllocationError
-from kerngen.isa.abi import SYSV
-from kerngen.isa.alloc import RegisterPools, allocate
-from kerngen.isa.ir import ArgBase, Builder, Mem, PhysReg, StackBase, TableBase
-from kerngen.isa.printer import body_text
+from kerngen.core.errors import AllocationError
+from kerngen.ir.instr import ArgBase, Builder, Mem, PhysReg, StackBase, TableBase
+from kerngen.passes.allocate import RegisterPools, allocate
+from kerngen.target.printer import body_text
+from kerngen.target.target import make_target
 
 import pytest
 
 
 def _pressure(count: int):
-    b = Builder()
+    b = Builder(256)
     vs = [b.op("load", Mem(ArgBase(0), 32 * i, 32)) for i in range(count)]
     acc = vs[0]
     for v in vs[1:]:
@@ -28,7 +28,7 @@ def test_no_spill_when_values_fit():
 def test_spills_when_more_values_than_registers_live():
     a = allocate(_pressure(20).instrs, RegisterPools())
     assert a.spill_slots > 0
-    text = "\n".join(body_text(a.body, SYSV))
+    text = "\n".join(body_text(a.body, make_target("avx2", 16)))
     assert "[rsp" in text
     assert all(not isinstance(o, PhysReg) or o.number < 16 for i in a.body for o in i.operands)
 
@@ -37,7 +37,7 @@ def test_an_evicted_constant_in_steady_use_comes_back_into_a_register():
     """A constant evicted while sixteen values are live (its first read is the
     furthest away) and then read by a run of instructions is reloaded once,
     not folded into every read."""
-    b = Builder()
+    b = Builder(256)
     c = b.op("load", Mem(b.table("c", 2, [7] * 16), 0, 32))
     vs = [b.op("load", Mem(ArgBase(0), 32 * i, 32)) for i in range(16)]
     acc = vs[0]
@@ -52,7 +52,7 @@ def test_an_evicted_constant_in_steady_use_comes_back_into_a_register():
 
 
 def test_reading_an_undefined_register_is_an_allocation_error():
-    b = Builder()
+    b = Builder(256)
     ghost = b.vreg()
     b.emit("store", Mem(ArgBase(0), 0, 32), ghost)
     with pytest.raises(AllocationError):
@@ -62,7 +62,7 @@ def test_reading_an_undefined_register_is_an_allocation_error():
 def test_a_dying_folded_slot_is_not_reused_by_the_same_instruction():
     """A spilled value read from its slot by its last use must not have that slot
     overwritten by a spill made for the same instruction's destination."""
-    b = Builder()
+    b = Builder(256)
     vs = [b.op("load", Mem(ArgBase(0), 32 * i, 32)) for i in range(24)]
     acc = b.op("vpaddw", vs[0], vs[1])
     for v in vs[2:]:

@@ -1,7 +1,8 @@
 import pytest
 
-from kerngen.errors import ParamError
-from kerngen.params import load, max_layers
+from kerngen.core.errors import ParamError
+from kerngen.families import load
+from kerngen.families.ntt.maths import max_layers
 
 GOOD = {"name": "t", "family": "ntt", "n": 256, "q": 3329, "width": 16, "isa": "avx2"}
 
@@ -72,7 +73,7 @@ def test_bad_gf2m_parameters(tmp_path, change, key, words):
 def test_fast_irreducibility_agrees_with_sympy():
     import random
     from sympy import Poly, Symbol
-    from kerngen.gf2x import is_irreducible
+    from kerngen.families.gf2m.gf2x import is_irreducible
     x = Symbol("x")
     rng = random.Random(11)
     for _ in range(150):

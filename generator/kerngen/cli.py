@@ -1,4 +1,5 @@
-"""The `kerngen` command line. Errors go to stderr with exit code 2."""
+"""The `kerngen` command line: parsing, and dispatch to `commands`.
+Errors go to stderr with exit code 2."""
 
 from __future__ import annotations
 
@@ -8,66 +9,45 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import __version__, emit
-from .errors import KerngenError, ParamError
-from .families import build, checks_module
-from .params import POLICIES, REDUCERS, load
+from . import __version__
+from .core.errors import KerngenError, ParamError
+from .core.params import Overrides
+from .families import FAMILIES, family_of, load
+from .families.ntt.params import POLICIES, REDUCERS
+from .commands import shipped
 
-REPO = Path(__file__).resolve().parents[2]
+OVERRIDES = ("isa", "policy", "reducer", "prefix")
 
 
 def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def _display_path(path: str) -> str:
-    """A path for the reproduce-command: relative, never absolute (no host details in output)."""
-    p = Path(path)
-    if not p.is_absolute():
-        return p.as_posix()
-    try:
-        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return p.name
+def _overrides(args) -> Overrides:
+    return Overrides(**{k: getattr(args, k, None) for k in OVERRIDES})
 
 
-def _load_all(paths, args) -> list:
-    loaded = []
-    for path in paths:
-        p = load(path, policy=getattr(args, "policy", None), prefix=getattr(args, "prefix", None),
-                 reducer=getattr(args, "reducer", None))
-        isa = getattr(args, "isa", None)
-        if isa is not None and isa != p.isa:
-            if p.family == "ntt" and isa != "avx2":
-                raise ParamError(str(path), "isa", f'must be "avx2" for the ntt family, got {isa!r} from --isa')
-            p = type(p)(**{**p.__dict__, "isa": isa}) if p.family == "gf2m" else p
-        loaded.append(p)
-    return loaded
+def _load_all(args) -> list[tuple[object, str]]:
+    """(params, the file as the reproduce-command spells it) for each PARAMS argument."""
+    out = []
+    for arg in args.params:
+        path, shown = shipped.resolve(arg)
+        out.append((load(path, _overrides(args)), shown))
+    return out
 
 
 def cmd_emit(args) -> int:
-    params = _load_all(args.params, args)
-    several = len(params) > 1
-    staged = []
-    for path, p in zip(args.params, params):  # build and verify everything before writing anything
-        out = Path(args.out) / p.name if several else Path(args.out or p.name)
-        # the output directory changes nothing in the files, so it is not part of the command
-        command = f"kerngen emit {_display_path(path)}"
-        for flag in ("isa", "policy", "reducer", "prefix"):
-            if getattr(args, flag) is not None:
-                command += f" --{flag} {getattr(args, flag)}"
-        _say(f"{p.name}: building and verifying kernels")
-        staged.append((out, emit.render(build(p), command)))
-    for out, files in staged:
-        for written in emit.write(files, out):
-            print(written)
+    from .commands.emit import emit
+    flags = "".join(f" --{k} {getattr(args, k)}" for k in OVERRIDES if getattr(args, k) is not None)
+    for written in emit(_load_all(args), args.out, flags, _say):
+        print(written)
     return 0
 
 
 def cmd_test(args) -> int:
-    from .testing import test_params
+    from .commands.test import test_params
     passed = failed = 0
-    for p in _load_all(args.params, args):
+    for p, _ in _load_all(args):
         outcome = test_params(p, args.seed, _say)
         passed += outcome.passed
         failed += outcome.failed
@@ -78,21 +58,21 @@ def cmd_test(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .bench import bench_bundle
-    from .testing import bundle_library
+    from .commands.bench import bench_bundle
+    from .commands.test import bundle_library
     rows = []
     with tempfile.TemporaryDirectory(prefix="kerngen-bench-") as tmp:
         work = Path(tmp)
-        for p in _load_all(args.params, args):
+        for p, _ in _load_all(args):
+            family = family_of(p)
             bundle, lib = bundle_library(p, work)
-            module = checks_module(p.family)
-            items = module.bench_items(bundle, work)
+            items = family.bench_items(bundle, work)
             _say(f"{p.name}: timing {len(items)} kernels ({args.batches} batches each, interleaved)")
             rows += bench_bundle(bundle, lib, items, work, args.batches)
-            extra = getattr(module, "extra_bench_rows", None)
-            if extra is not None:
-                _say(f"{p.name}: timing whole-algorithm demonstrators")
-                rows += extra(bundle, lib, work, args.batches)
+            extra = family.extra_bench_rows(bundle, lib, work, args.batches)
+            if extra:
+                _say(f"{p.name}: timed whole-algorithm demonstrators")
+            rows += extra
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -109,11 +89,20 @@ def cmd_bench(args) -> int:
 
 
 def cmd_explore(args) -> int:
-    from .explore import explore, format_table, load_ntt
-    p = load_ntt(args.params)  # refuse other families before any work
+    path, _ = shipped.resolve(args.params)
+    p = load(path)
+    explorer = family_of(p).explorer
+    if explorer is None:  # refuse other families before any work
+        with_schedules = " or ".join(f'"{f.name}"' for f in FAMILIES.values() if f.explorer is not None)
+        raise ParamError(str(path), "family",
+                         f'explore compares NTT reduction schedules and needs family = {with_schedules}, '
+                         f'got "{p.family}"')
     png = Path(args.png) if args.png else Path(f"explore-{p.name}.png")
-    rows, failures = explore(args.params, args.batches, png, _say, check=args.check, seed=args.seed)
-    print(json.dumps(rows, indent=2) if args.json else format_table(rows))
+    tester = None
+    if args.check:
+        from .commands.test import test_params as tester
+    rows, failures = explorer.explore(p, args.batches, png, _say, tester=tester, seed=args.seed)
+    print(json.dumps(rows, indent=2) if args.json else explorer.format_table(rows))
     _say(f"{p.name}: heatmap written to {png}")
     for f in failures:
         print(f"FAIL {f}", file=sys.stderr)
@@ -125,13 +114,9 @@ def _fmt(v) -> str:
 
 
 def cmd_list(args) -> int:
-    for path in sorted((REPO / "params").glob("*.toml")):
+    for path in shipped.shipped():
         p = load(path)
-        if p.family == "ntt":
-            what = f"ntt   n={p.n:<5} q={p.q:<6} width={p.width} layers={p.layers} d={p.d} isa={p.isa} reduction={p.policy} reducer={p.reducer}"
-        else:
-            what = f"gf2m  m={p.m:<4} poly={list(p.poly)} isa={p.isa}"
-        print(f"{p.name:<16} {what}   params/{path.name}")
+        print(f"{p.name:<16} {family_of(p).describe(p)}   params/{path.name}")
     return 0
 
 
@@ -142,9 +127,11 @@ def parser() -> argparse.ArgumentParser:
                     "from parameter files.")
     ap.add_argument("--version", action="version", version=f"kerngen {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    params_help = ("parameter file(s), e.g. params/kyber-3329.toml; the name of a shipped set (kerngen list) "
+                   "works from any directory")
 
-    def common(p, out: bool = False):
-        p.add_argument("params", nargs="+", metavar="PARAMS.toml", help="parameter file(s), e.g. params/kyber-3329.toml")
+    def common(p):
+        p.add_argument("params", nargs="+", metavar="PARAMS.toml", help=params_help)
         p.add_argument("--isa", choices=("avx2", "sse"), help="override the file's isa")
         p.add_argument("--policy", choices=POLICIES, help="reduction policy for NTT kernels (default: the file's, else index)")
         p.add_argument("--reducer", choices=REDUCERS,

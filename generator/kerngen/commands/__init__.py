@@ -1,0 +1,1 @@
+"""The commands of the `kerngen` command line, one module each."""

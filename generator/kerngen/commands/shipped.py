@@ -1,0 +1,41 @@
+"""The parameter sets shipped with kerngen (`params/`, in the package as
+`kerngen/params`), and how a command-line argument names one."""
+
+from __future__ import annotations
+
+from importlib.resources import as_file, files
+from pathlib import Path
+
+
+def shipped_dir() -> Path:
+    with as_file(files("kerngen") / "params") as path:
+        return Path(path)
+
+
+def shipped() -> list[Path]:
+    return sorted(shipped_dir().glob("*.toml"))
+
+
+def resolve(arg: str) -> tuple[Path, str]:
+    """The file a PARAMS argument names, and how the reproduce-command spells it.
+
+    An existing file is itself; otherwise `NAME` or `params/NAME.toml` names a
+    shipped set. The spelling is relative, never absolute: no host details in
+    output, and bundles are identical wherever they are written."""
+    path = Path(arg)
+    if path.is_file():
+        return path, _display(path)
+    name = path.name.removesuffix(".toml")
+    found = shipped_dir() / f"{name}.toml"
+    if path.parent in (Path("."), Path("params")) and found.is_file():
+        return found, f"params/{name}.toml"
+    return path, _display(path)
+
+
+def _display(p: Path) -> str:
+    if not p.is_absolute():
+        return p.as_posix()
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return p.name

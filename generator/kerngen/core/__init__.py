@@ -1,0 +1,1 @@
+"""What every stage shares: errors, typed contracts, bundles and the family protocol."""

@@ -1,0 +1,101 @@
+"""What a family hands to emission, testing and benchmarking.
+
+A family turns validated parameters into a `Bundle`: compiled, verified
+kernels with their typed contracts and manifest facts. Rendering, the
+harness driver and the commands work on bundles only and know no family's
+maths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..ir.instr import Kernel
+from ..target.target import Target
+from .contract import Contract
+
+
+@dataclass(frozen=True)
+class Function:
+    kernel: Kernel
+    kind: str  # ntt_forward, ntt_inverse, basemul, gf2m_mul, ...
+    contract: Contract
+    summary: str  # one line for the header and the .asm comment block
+    head: tuple[tuple[str, Any], ...]  # the family's leading manifest fields: (n, q) or (m, poly)
+    facts: tuple[tuple[str, Any], ...] = ()  # further manifest fields, in order
+    notes: tuple[str, ...] = ()  # .asm comment lines: the reduction schedule, the fold plan
+    schedule: Any = None  # the family's typed schedule of the kernel (explore reads it)
+
+    @property
+    def symbol(self) -> str:
+        return self.kernel.symbol
+
+    @property
+    def isa(self) -> str:
+        return self.kernel.target.isa.name
+
+    @property
+    def dtype(self) -> str:
+        """Element type in the manifest: the C type without its _t."""
+        return self.kernel.args[0].ctype.removesuffix("_t")
+
+    def fact(self, key: str, default: Any = None) -> Any:
+        return dict(self.facts).get(key, default)
+
+    def manifest(self) -> dict:
+        entry: dict[str, Any] = {"symbol": self.symbol, "kind": self.kind, "isa": self.isa, "dtype": self.dtype}
+        entry.update(self.head)
+        entry["args"] = [{"name": a.name, "role": a.role, "count": a.count, "align": a.align}
+                         for a in self.kernel.args]
+        entry["input"] = self.contract.manifest_input()
+        entry["output"] = self.contract.manifest_output()
+        entry.update(self.facts)
+        return entry
+
+
+@dataclass(frozen=True)
+class Bundle:
+    name: str
+    params: Any  # the family's parameters
+    target: Target
+    title: str  # one line for the header
+    params_manifest: dict[str, Any]  # the parameters as loaded, for manifest.json
+    functions: tuple[Function, ...]
+    notes: tuple[str, ...] = ()  # file-level comment lines (derived constants)
+    design: Any = None  # the family's derived design (NTT: maths, layout, reductions), for its checks
+
+    def function(self, kind: str, symbol: str | None = None) -> Function:
+        for f in self.functions:
+            if f.kind == kind and symbol in (None, f.symbol):
+                return f
+        raise KeyError(kind)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One harness call and how to judge what it wrote: `judge` receives the
+    output arrays by argument index and returns None when they are right,
+    else a message saying what is wrong (which element, expected what)."""
+
+    case: Any  # harness Case
+    judge: Callable[[dict[int, list[int]]], str | None]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A function measured beside a kernel in the same run (`<label>_ticks`)."""
+
+    label: str  # "baseline", "openssl", ...
+    library: Path | None  # shared object; None: the kernel's own bundle
+    symbol: str
+
+
+@dataclass(frozen=True)
+class BenchItem:
+    kind: str
+    symbol: str
+    case: Any  # harness Case with valid inputs
+    comparisons: tuple[Comparison, ...] = ()

@@ -1,0 +1,55 @@
+"""The protocol every kernel family implements, and nothing else.
+
+A family is a package (`kerngen.families.ntt`, `kerngen.families.gf2m`)
+exposing one `Family` object: its parameter schema, how it builds a bundle,
+the harness checks and benchmarks that judge and time its kernels, and the
+extras only some families have (multi-call checks, whole-algorithm
+benchmarks, reduction-schedule exploration). The registry
+(`kerngen.families`) maps the `family` key of a parameter file to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .bundle import BenchItem, Bundle, Check
+from .params import Common, Overrides
+
+Runner = Callable[[list], list]  # harness cases -> harness results
+
+
+class Family:
+    name: str
+    keys: frozenset[str]  # the keys its parameter files may have, beyond the common ones
+
+    def parse(self, table: dict, common: Common, overrides: Overrides) -> Any:
+        """Validated, typed parameters (carrying their `Target`)."""
+        raise NotImplementedError
+
+    def describe(self, params: Any) -> str:
+        """One line for `kerngen list`."""
+        raise NotImplementedError
+
+    def build(self, params: Any) -> Bundle:
+        """Every kernel, compiled and verified, with its contract."""
+        raise NotImplementedError
+
+    def checks(self, bundle: Bundle, seed: int) -> list[Check]:
+        """One harness call each, judged against references independent of the generator."""
+        raise NotImplementedError
+
+    def chained_checks(self, bundle: Bundle, run: Runner, seed: int) -> list[tuple[str, str | None]]:
+        """Checks spanning several calls (round trips) or none (manifest facts):
+        (name, None when passed else what is wrong)."""
+        return []
+
+    def bench_items(self, bundle: Bundle, workdir: Path) -> list[BenchItem]:
+        raise NotImplementedError
+
+    def extra_bench_rows(self, bundle: Bundle, library: Path, workdir: Path, batches: int) -> list[dict]:
+        """Rows for whole-algorithm demonstrators built on the bundle."""
+        return []
+
+    explorer: Any = None  # reduction-schedule exploration (explore, format_table), where the family has schedules

@@ -1,0 +1,111 @@
+"""What every family's parameters share: reading the file, the common keys
+(name, family, isa, prefix, description), the command-line overrides, and
+the helpers the families' schemas validate with.
+
+Every rule is reported as one `ParamError` naming the key and the rule;
+nothing downstream sees an invalid parameter set. Which schema applies is
+the registry's business (`kerngen.families.load`).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ParamError
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+COMMON_KEYS = frozenset({"name", "family", "isa", "prefix", "description"})
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Command-line settings that replace the file's."""
+
+    isa: str | None = None
+    policy: str | None = None
+    reducer: str | None = None
+    prefix: str | None = None
+
+
+@dataclass(frozen=True)
+class Common:
+    """The validated keys every parameter set has."""
+
+    name: str
+    family: str
+    prefix: str
+    source: str  # the file (or text) these came from, for messages
+
+
+def require(src: str, table: dict, key: str, typ: type, what: str) -> Any:
+    if key not in table:
+        raise ParamError(src, key, f"missing; it must be {what}")
+    value = table[key]
+    if typ is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ParamError(src, key, f"must be {what}, got {value!r}")
+    if typ is not int and not isinstance(value, typ):
+        raise ParamError(src, key, f"must be {what}, got {value!r}")
+    return value
+
+
+def check_keys(src: str, table: dict, allowed: frozenset[str], family: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ParamError(src, key, f"unknown key for family {family!r}; allowed keys: {', '.join(sorted(allowed))}")
+
+
+def choose_isa(src: str, table: dict, overrides: Overrides, allowed: tuple[str, ...], family: str) -> str:
+    """The file's isa (default the first allowed), or the command line's."""
+    if overrides.isa is not None:
+        if overrides.isa not in allowed:
+            raise ParamError(src, "isa", f"must be {_choice(allowed)} for the {family} family, "
+                                         f"got {overrides.isa!r} from --isa")
+        return overrides.isa
+    isa = table.get("isa", allowed[0])
+    if isa not in allowed:
+        raise ParamError(src, "isa", f"must be {_choice(allowed)} for the {family} family, got {isa!r}")
+    return isa
+
+
+def _choice(allowed: tuple[str, ...]) -> str:
+    quoted = [f'"{a}"' for a in allowed]
+    return quoted[0] if len(quoted) == 1 else " or ".join([", ".join(quoted[:-1]), quoted[-1]])
+
+
+def default_prefix(name: str) -> str:
+    return "kg_" + re.sub(r"[^a-z0-9]", "", name)
+
+
+def common(table: dict, source: str, families: tuple[str, ...], overrides: Overrides) -> Common:
+    src = source
+    name = require(src, table, "name", str, "a lower-case name of letters, digits and dashes")
+    if not _NAME.match(name):
+        raise ParamError(src, "name", f"must be lower-case letters, digits and dashes, got {name!r}")
+    family = require(src, table, "family", str, _choice(families))
+    if family not in families:
+        raise ParamError(src, "family", f"must be {_choice(families)}, got {family!r}")
+    if "description" in table and not isinstance(table["description"], str):
+        raise ParamError(src, "description", "must be a string")
+    pre = overrides.prefix if overrides.prefix is not None else table.get("prefix", default_prefix(name))
+    if not isinstance(pre, str) or not _PREFIX.match(pre):
+        raise ParamError(src, "prefix", f"must be a C identifier, got {pre!r}")
+    return Common(name, family, pre, src)
+
+
+def read_table(path: str | Path) -> tuple[dict, str]:
+    """The parsed TOML table of a parameter file, and its name for messages."""
+    path = Path(path)
+    src = str(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ParamError(src, "file", f"cannot be read: {e.strerror}") from None
+    try:
+        return tomllib.loads(text), src
+    except tomllib.TOMLDecodeError as e:
+        raise ParamError(src, "file", f"is not valid TOML: {e}") from None

@@ -1,0 +1,29 @@
+"""The registry of kernel families, by the `family` key of a parameter file,
+and the loading of parameter files through it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core.family import Family
+from ..core.params import Overrides, common, read_table
+from .gf2m import GF2M
+from .ntt import NTT
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (NTT, GF2M)}
+
+
+def family_of(params: Any) -> Family:
+    return FAMILIES[params.family]
+
+
+def from_mapping(table: dict, source: str, overrides: Overrides = Overrides()) -> Any:
+    """Validate a parsed parameter table with its family's schema."""
+    c = common(table, source, tuple(FAMILIES), overrides)
+    return FAMILIES[c.family].parse(table, c, overrides)
+
+
+def load(path: str | Path, overrides: Overrides = Overrides()) -> Any:
+    table, source = read_table(path)
+    return from_mapping(table, source, overrides)

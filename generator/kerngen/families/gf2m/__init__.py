@@ -1,0 +1,34 @@
+"""The GF(2^m) family: binary-field arithmetic for binary elliptic curves,
+with PCLMULQDQ products and reductions specialised to the field polynomial."""
+
+from __future__ import annotations
+
+from ...core.family import Family
+from . import build, checks, ladder, params
+
+
+class Gf2mFamily(Family):
+    name = "gf2m"
+    keys = params.KEYS
+
+    def parse(self, table, common, overrides):
+        return params.parse(table, common, overrides)
+
+    def describe(self, p) -> str:
+        return f"gf2m  m={p.m:<4} poly={list(p.poly)} isa={p.isa}"
+
+    def build(self, p):
+        return build.build(p)
+
+    def checks(self, bundle, seed):
+        return checks.checks(bundle, seed)
+
+    def bench_items(self, bundle, workdir):
+        return checks.bench_items(bundle, workdir)
+
+    def extra_bench_rows(self, bundle, library, workdir, batches):
+        """The López–Dahab ladders on this field's NIST curves beside OpenSSL's EC_POINT_mul."""
+        return ladder.bench_rows(bundle, library, workdir, batches=max(11, batches // 5))
+
+
+GF2M = Gf2mFamily()

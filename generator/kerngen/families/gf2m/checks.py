@@ -1,0 +1,240 @@
+"""Harness cases for GF(2^m) bundles, judged against SymPy (`reference`),
+and the OpenSSL comparisons they are timed beside."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+from ...core.bundle import BenchItem, Bundle, Check, Comparison, Function
+from ...harness import driver
+from ...harness.driver import Arg, Case
+from .reference import ref_inv, ref_ladder_step, ref_mul, ref_muladd, ref_mulmod, ref_rem
+
+# ---------------------------------------------------------------------------
+# cases
+
+
+def limbs_of(x: int, count: int) -> tuple[int, ...]:
+    return tuple((x >> (64 * i)) & ((1 << 64) - 1) for i in range(count))
+
+
+def value_of(limbs) -> int:
+    return sum(int(v) << (64 * i) for i, v in enumerate(limbs))
+
+
+def _edge_values(bits: int, rng: random.Random) -> list[int]:
+    """Zero, one, all ones, top bit only, alternating patterns, sparse and random."""
+    ones = (1 << bits) - 1
+    alt = int("10" * bits, 2) & ones
+    return [0, 1, ones, 1 << (bits - 1), alt, ones ^ alt,
+            (1 << (bits - 1)) | 1, rng.getrandbits(bits) | (1 << (bits - 1))]
+
+
+def _inputs(bits: int, rng: random.Random, nrandom: int) -> list[int]:
+    return _edge_values(bits, rng) + [rng.getrandbits(bits) for _ in range(nrandom)]
+
+
+def _judge(expected: tuple[int, ...], what: str) -> Callable[[dict[int, list[int]]], str | None]:
+    def judge(outputs: dict[int, list[int]]) -> str | None:
+        got = tuple(outputs.get(0, ()))
+        if got == expected:
+            return None
+        bad = next((i for i, (g, e) in enumerate(zip(got, expected)) if g != e), len(got))
+        return (f"{what}: limb {bad} is {got[bad] if bad < len(got) else 'missing'}, expected "
+                f"{expected[bad]} (got 0x{value_of(got):x}, expected 0x{value_of(expected):x})")
+    return judge
+
+
+def _case(fn: Function, tag: str, ins: list[int], alias: bool) -> Case:
+    """Case for a kernel out, in1, in2, ...: inputs as integers; `alias` makes out share in1's buffer."""
+    args = []
+    kargs = fn.kernel.args
+    for i, spec in enumerate(kargs):
+        if i == 0:
+            if alias:
+                args.append(Arg("out", 8, spec.count, spec.align, alias_of=1))
+            else:
+                args.append(Arg("out", 8, spec.count, spec.align))
+        else:
+            args.append(Arg("in", 8, spec.count, spec.align, limbs_of(ins[i - 1], spec.count)))
+    if alias and kargs[1].count < kargs[0].count:
+        raise ValueError("an in-place call needs an input at least as long as the output")
+    return Case(f"{fn.symbol}.{tag}", fn.symbol, tuple(args))
+
+
+class _Refs:
+    """Memoised references for one field: squaring chains are shared between
+    gf2m_sqr and every gf2m_msqr, which keeps SymPy's share of a run small."""
+
+    def __init__(self, poly):
+        self.poly = tuple(poly)
+        self._chains: dict[int, list[int]] = {}
+        self._ladder: list | None = None
+
+    def ladder_cases(self, m: int, rng: random.Random) -> list:
+        """(state, x, c, swap, expected) for the ladder-step kernels, made
+        once per field: each case costs a dozen SymPy products. Edge values
+        (all ones, top bit, alternating bits) and random ones, both swaps;
+        the first case is also run in place."""
+        if self._ladder is None:
+            xs = _edge_values(m, rng)[2:] + [rng.getrandbits(m) for _ in range(2)]
+            cases = []
+            for i in range(4):
+                els = tuple(xs[(i + j) % len(xs)] for j in range(4))
+                x, c = xs[(i + 5) % len(xs)], xs[(i + 6) % len(xs)]
+                sw = i % 2 == 0
+                cases.append((els, x, c, sw, ref_ladder_step(els, x, c, sw, self.poly)))
+            self._ladder = cases
+        return self._ladder
+
+    def msqr(self, a: int, k: int) -> int:
+        chain = self._chains.setdefault(a, [a])
+        while len(chain) <= k:
+            x = chain[-1]
+            chain.append(ref_mulmod(x, x, self.poly))
+        return chain[k]
+
+
+def function_checks(fn: Function, rng: random.Random, nrandom: int = 4,
+                    refs: _Refs | None = None, chain_inputs: list[int] | None = None) -> list[Check]:
+    head = dict(fn.head)
+    m, poly = head["m"], tuple(head["poly"])
+    refs = refs or _Refs(poly)
+    n_out = fn.kernel.args[0].count
+    kind = fn.kind
+    out: list[Check] = []
+
+    def add(tag, ins, expected, alias=False):
+        case = _case(fn, tag, ins, alias)
+        out.append(Check(case, _judge(limbs_of(expected, n_out), f"{fn.symbol} {tag}")))
+
+    if kind in ("gf2m_mul", "gf2m_mulwide"):
+        xs = _inputs(m, rng, nrandom)
+        ys = _inputs(m, rng, nrandom)
+        pairs = [(x, y) for x in xs[:4] for y in xs[:4]] + list(zip(xs[4:], reversed(ys)))
+        for i, (x, y) in enumerate(pairs):
+            exp = ref_mul(x, y) if kind == "gf2m_mulwide" else ref_mulmod(x, y, poly)
+            add(f"p{i}", [x, y], exp)
+        x, y = xs[-1], ys[-1]
+        add("inplace", [x, y], ref_mul(x, y) if kind == "gf2m_mulwide" else ref_mulmod(x, y, poly),
+            alias=kind == "gf2m_mul")
+    elif kind == "gf2m_muladd":
+        xs = _inputs(m, rng, nrandom)
+        for i in range(len(xs)):
+            q = [xs[i], xs[(i + 3) % len(xs)], xs[(i + 5) % len(xs)], rng.getrandbits(m)]
+            add(f"p{i}", q, ref_muladd(*q, poly))
+        ones = (1 << m) - 1
+        add("ones", [ones] * 4, ref_muladd(ones, ones, ones, ones, poly))
+        add("ones2", [ones, ones, ones, 1], ref_muladd(ones, ones, ones, 1, poly))
+        q = [rng.getrandbits(m) for _ in range(4)]
+        add("inplace", q, ref_muladd(*q, poly), alias=True)
+    elif kind in ("gf2m_sqr", "gf2m_msqr"):
+        k = fn.fact("k", 1)
+        xs = chain_inputs if chain_inputs is not None else _inputs(m, rng, 1)[2:]
+        for i, x in enumerate(xs):
+            add(f"v{i}", [x], refs.msqr(x, k))
+        add("inplace", [xs[-1]], refs.msqr(xs[-1], k), alias=True)
+    elif kind == "gf2m_ladder_step":
+        n = fn.kernel.args[2].count
+        ones = (1 << 64) - 1
+
+        def pack(els):
+            return sum(e << (64 * n * i) for i, e in enumerate(els))
+        for i, (els, x, c, sw, exp) in enumerate(refs.ladder_cases(m, rng)):
+            add(f"s{i}", [pack(els), x, c, ones if sw else 0], pack(exp), alias=i == 0)
+    elif kind == "gf2m_inv":
+        xs = _inputs(m, rng, nrandom)
+        for i, x in enumerate(xs):
+            add(f"v{i}", [x], ref_inv(x, poly))
+        add("inplace", [xs[-1]], ref_inv(xs[-1], poly), alias=True)
+    elif kind == "gf2m_reduce":
+        bits = 2 * m - 1
+        extra = [(1 << m) - 1, 1 << m, ((1 << bits) - 1) ^ ((1 << m) - 1)]
+        for i, c in enumerate(_inputs(bits, rng, nrandom) + extra):
+            add(f"c{i}", [c], ref_rem(c, poly))
+        c = rng.getrandbits(bits)
+        add("inplace", [c], ref_rem(c, poly), alias=True)
+    else:
+        raise ValueError(f"no checks for kind {kind}")
+    return out
+
+
+def cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    return set(line.split(":", 1)[-1].split())
+
+
+def runnable(fn: Function) -> bool:
+    """Whether this CPU has the extensions the kernel needs beyond its isa
+    (VPCLMULQDQ for the two-lane kernels)."""
+    need = set(fn.fact("cpu", ())) - {fn.isa}
+    return not need or need <= cpu_flags()
+
+
+def checks(bundle: Bundle, seed: int) -> list[Check]:
+    """Random and worst-case cases for every function of a GF(2^m) bundle
+    that this CPU can run."""
+    rng = random.Random(seed)
+    m, poly = bundle.params.m, bundle.params.poly
+    refs = _Refs(poly)
+    ones = (1 << m) - 1
+    chain_inputs = [ones, 1 << (m - 1), int("10" * m, 2) & ones, rng.getrandbits(m)]
+    out: list[Check] = []
+    for fn in bundle.functions:
+        if runnable(fn):
+            out += function_checks(fn, rng, refs=refs, chain_inputs=chain_inputs)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# benchmarks against OpenSSL
+
+
+def build_openssl_shim(m: int, poly, workdir: Path) -> Path:
+    """`harness/openssl_gf2m.c` compiled for one field (cached by content)."""
+    flags = ["-O2", f"-DKG_M={m}", f"-DKG_LIMBS={(m + 63) // 64}", "-DKG_POLY=" + ",".join(map(str, poly))]
+    return driver.build_shared_c("openssl_gf2m.c", f"openssl_gf2m-{m}", flags, workdir,
+                                  "building the OpenSSL comparison (it needs libssl-dev)", link=["-lcrypto"])
+
+
+def _short(fn: Function, prefix: str) -> str:
+    return fn.symbol[len(prefix) + 1: -len(fn.isa) - 1]
+
+
+def bench_items(bundle: Bundle, workdir: Path) -> list[BenchItem]:
+    """Every kernel with valid random inputs, beside OpenSSL's BN_GF2m_* doing
+    the same job ("openssl"; the shim times the operation on prepared BIGNUMs,
+    see the header of harness/openssl_gf2m.c)."""
+    p = bundle.params
+    so = build_openssl_shim(p.m, p.poly, workdir)
+    rng = random.Random(2024)
+    items = []
+    # the GPR reduction has no OpenSSL counterpart of its own: it is timed as
+    # a comparison beside the xmm reduction, on the same inputs, from the same library
+    gpr = {fn.kind: fn.symbol for fn in bundle.functions if fn.fact("registers") == "gpr"}
+    for fn in bundle.functions:
+        if not runnable(fn) or fn.fact("registers") == "gpr":
+            continue
+        ins = []
+        for spec in fn.kernel.args[1:]:
+            if fn.kind == "gf2m_ladder_step" and spec.count == 4 * p.limbs:
+                ins.append(sum(rng.getrandbits(p.m) << (64 * p.limbs * i) for i in range(4)))
+                continue
+            if spec.count == 1:  # the ladder step's swap mask
+                ins.append((1 << 64) - 1)
+                continue
+            bits = 2 * p.m - 1 if spec.count > p.limbs else p.m
+            ins.append(rng.getrandbits(bits) | 1)
+        case = _case(fn, "bench", ins, alias=False)
+        short = _short(fn, p.prefix)
+        comps = (Comparison("openssl", so, f"kg_ossl_{short}"),)
+        if fn.kind in gpr:
+            comps += (Comparison("gpr", None, gpr[fn.kind]),)
+        items.append(BenchItem(fn.kind, fn.symbol, case, comps))
+    return items

@@ -1,0 +1,182 @@
+"""The GF(2^m) kernel bodies: multiplication, squaring, reduction,
+multiply-accumulate, multi-squaring, inversion and the López–Dahab ladder
+step, fully unrolled on register pairs.
+
+`Field` composes the products (`mul`), reductions (`reduce`) and the
+multi-squaring map (`msqr`) into whole kernels; the GF(2)[x] facts come
+from `plan`. Capabilities of the target decide what is used: the linear
+map and the two-lane ladder step need 256-bit registers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
+from .msqr import msqr_map
+from .mul import MulConfig, default_config, multiply, square
+from .params import Gf2mParams
+from .plan import field_plan, itoh_tsujii_chain, map_pays
+from .reduce import reduce_pairs
+from .vec import Pairs, Terms, load_pairs, normalize, store_pairs, to_pairs
+
+
+class Field:
+    """Builds the kernels of one parameter set."""
+
+    def __init__(self, p: Gf2mParams, cfg: MulConfig | None = None):
+        self.p = p
+        self.plan = field_plan(p.m, p.poly)
+        self.cfg = cfg or default_config(p.m)
+        self.n = p.limbs
+        self.wide = p.target.isa.vector_bits >= 256  # 256-bit registers: the map and the two-lane step
+
+    def new(self) -> Pairs:
+        return Pairs(Builder(vector_bits=128))
+
+    def mul_pairs(self, v: Pairs, x: list[VReg], y: list[VReg]) -> dict[int, VReg]:
+        return multiply(v, x, y, self.n, self.cfg)
+
+    def reduce(self, v: Pairs, pairs: list[VReg], bound: int) -> list[VReg]:
+        return reduce_pairs(v, self.plan, pairs, bound, self.cfg)
+
+    def mulmod(self, v: Pairs, x: list[VReg], y: list[VReg]) -> list[VReg]:
+        wide = to_pairs(v, self.mul_pairs(v, x, y), 2 * self.n)
+        return self.reduce(v, wide, 2 * self.p.m - 2)
+
+    def sqrmod(self, v: Pairs, x: list[VReg]) -> list[VReg]:
+        return self.reduce(v, square(v, x, self.n), 2 * self.p.m - 2)
+
+    # -- kernel bodies
+
+    def k_mul(self, v):
+        a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
+        store_pairs(v, 0, self.mulmod(v, a, b), self.n)
+
+    def k_sqr(self, v):
+        store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n)), self.n)
+
+    def k_reduce(self, v):
+        bound = 2 * self.p.m - 2
+        c = load_pairs(v, 1, bound // 64 + 1)
+        store_pairs(v, 0, self.reduce(v, c, bound), self.n)
+
+    def k_mulwide(self, v):
+        a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
+        store_pairs(v, 0, to_pairs(v, self.mul_pairs(v, a, b), 2 * self.n), 2 * self.n)
+
+    def k_muladd(self, v):
+        a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
+        c, d = load_pairs(v, 3, self.n), load_pairs(v, 4, self.n)
+        terms: Terms = defaultdict(list)
+        for prod in (self.mul_pairs(v, a, b), self.mul_pairs(v, c, d)):
+            for o, r in prod.items():
+                terms[o].append(r)
+        wide = to_pairs(v, normalize(v, terms), 2 * self.n)
+        store_pairs(v, 0, self.reduce(v, wide, 2 * self.p.m - 2), self.n)
+
+    def uses_map(self, k: int) -> bool:
+        return self.wide and map_pays(self.p.m, k)
+
+    def msqr(self, v: Pairs, x: list[VReg], k: int) -> list[VReg]:
+        if self.uses_map(k):
+            return msqr_map(v, self.plan, x, k)
+        for _ in range(k):
+            x = self.sqrmod(v, x)
+        return x
+
+    def k_msqr(self, v, k: int):
+        store_pairs(v, 0, self.msqr(v, load_pairs(v, 1, self.n), k), self.n)
+
+    def k_ladder_step(self, v):
+        """One Montgomery-ladder step in López–Dahab x-only coordinates.
+
+        State (X0, Z0, X1, Z1) with R1 - R0 = P, P = (x, .). After the
+        conditional swap by mask: R1 <- R0 + R1 (Z = (X0 Z1 + X1 Z0)^2,
+        X = x Z + (X0 Z1)(X1 Z0)) and R0 <- 2 R0 (Z = X0^2 Z0^2,
+        X = X0^4 + b Z0^4 = (X0^2 + sqrt(b) Z0^2)^2, so the curve enters as
+        c = sqrt(b), one product). 6 products, 4 squarings, 9 reductions;
+        the two halves are independent, which the core overlaps.
+        """
+        n = self.n
+        st = [load_pairs(v, 1, n, i * n) for i in range(4)]
+        x, c = load_pairs(v, 2, n), load_pairs(v, 3, n)
+        mask = v.b.op("vpbroadcastq", Mem(ArgBase(4), 0, 8), bits=128)
+        for a, b in ((0, 2), (1, 3)):
+            for k in range(len(st[a])):
+                t = v.and_(v.xor(st[a][k], st[b][k]), mask)
+                st[a][k], st[b][k] = v.xor(st[a][k], t), v.xor(st[b][k], t)
+        X0, Z0, X1, Z1 = st
+        t1 = self.mulmod(v, X0, Z1)
+        t2 = self.mulmod(v, X1, Z0)
+        a = self.sqrmod(v, X0)
+        cc = self.sqrmod(v, Z0)
+        nZ1 = self.sqrmod(v, [v.xor(p, q) for p, q in zip(t1, t2)])
+        nZ0 = self.mulmod(v, a, cc)
+        bc = self.mulmod(v, c, cc)
+        nX0 = self.sqrmod(v, [v.xor(p, q) for p, q in zip(a, bc)])
+        terms: Terms = defaultdict(list)
+        for prod in (self.mul_pairs(v, x, nZ1), self.mul_pairs(v, t1, t2)):
+            for o, r in prod.items():
+                terms[o].append(r)
+        nX1 = self.reduce(v, to_pairs(v, normalize(v, terms), 2 * n), 2 * self.p.m - 2)
+        for i, e in enumerate((nX0, nZ0, nX1, nZ1)):
+            store_pairs(v, 0, e, n, i * n)
+
+    def k_ladder_step2(self, v):
+        """The step of `k_ladder_step` with its independent operations done
+        two at a time, one per ymm lane (VPCLMULQDQ): (X0 Z1, X1 Z0) and
+        (X0^2, Z0^2), then (X0^2 Z0^2, sqrt(b) Z0^2), then the squarings
+        ((t1 + t2)^2, (X0^2 + sqrt(b) Z0^2)^2), then the two products of
+        X(R0 + R1) added lane to lane before its single 128-bit reduction:
+        4 paired products, 2 paired squarings and 6 reductions in place of
+        6 products, 4 squarings and 9 reductions.
+        """
+        n, b = self.n, v.b
+        w = Pairs(b, 256)
+        X0, Z0, X1, Z1 = [load_pairs(v, 1, n, i * n) for i in range(4)]
+        x, c = load_pairs(v, 2, n), load_pairs(v, 3, n)
+        zy = w.zero()
+
+        def ins(y, lo, h):
+            return b.op("vinserti128", y, lo, Imm(h), bits=256)
+
+        def perm(p, q, imm):
+            return b.op("vperm2i128", p, q, Imm(imm), bits=256)
+
+        def ext(y, h):
+            return b.op("vextracti128", y, Imm(h), bits=128)
+
+        U = [ins(ins(zy, p, 0), q, 1) for p, q in zip(X0, Z0)]  # [X0 | Z0]
+        V = [ins(ins(zy, p, 0), q, 1) for p, q in zip(X1, Z1)]  # [X1 | Z1]
+        mask = b.op("vpbroadcastq", Mem(ArgBase(4), 0, 8), bits=256)
+        for k in range(len(U)):
+            t = w.and_(w.xor(U[k], V[k]), mask)
+            U[k], V[k] = w.xor(U[k], t), w.xor(V[k], t)
+        P1 = [perm(u, q, 0x20) for u, q in zip(U, V)]  # [X0 | X1]
+        P2 = [perm(u, q, 0x13) for u, q in zip(U, V)]  # [Z1 | Z0]
+        T = self.mulmod(w, P1, P2)  # [t1 | t2]
+        Q = self.sqrmod(w, U)  # [X0^2 | Z0^2]
+        B1 = [ins(q, ck, 1) for q, ck in zip(Q, c)]  # [X0^2 | c]
+        B2 = [perm(q, q, 0x11) for q in Q]  # [Z0^2 | Z0^2]
+        R = self.mulmod(w, B1, B2)  # [Z(2 R0) | c Z0^2]
+        W = [w.xor(perm(t, r, 0x30), perm(t, q, 0x21)) for t, r, q in zip(T, R, Q)]  # [t1 + t2 | X0^2 + c Z0^2]
+        Q2 = self.sqrmod(w, W)  # [Z(R0 + R1) | X(2 R0)]
+        D1 = [ins(t, xk, 1) for t, xk in zip(T, x)]  # [t1 | x]
+        D2 = [perm(t, q, 0x21) for t, q in zip(T, Q2)]  # [t2 | Z(R0 + R1)]
+        prod = self.mul_pairs(w, D1, D2)
+        terms = {o: v.xor(ext(r, 0), ext(r, 1)) for o, r in prod.items()}
+        nX1 = self.reduce(v, to_pairs(v, terms, 2 * n), 2 * self.p.m - 2)
+        out = ([ext(r, 1) for r in Q2], [ext(r, 0) for r in R], nX1, [ext(r, 0) for r in Q2])
+        for i, e in enumerate(out):
+            store_pairs(v, 0, e, n, i * n)
+
+    def k_inv(self, v):
+        a = load_pairs(v, 1, self.n)
+        b = a
+        for step, k in itoh_tsujii_chain(self.p.m):
+            if step == "double":
+                b = self.mulmod(v, self.msqr(v, b, k), b)
+            else:
+                b = self.mulmod(v, self.sqrmod(v, b), a)
+        store_pairs(v, 0, self.sqrmod(v, b), self.n)

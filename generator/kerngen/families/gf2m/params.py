@@ -1,0 +1,61 @@
+"""The GF(2^m) family's parameter schema: the field degree and polynomial."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.errors import ParamError
+from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isa, require
+from ...target.target import Target, make_target
+from .gf2x import is_irreducible, poly_text
+
+ISAS = ("avx2", "sse")
+LIMB_BITS = 64
+KEYS = COMMON_KEYS | {"m", "poly"}
+
+
+@dataclass(frozen=True)
+class Gf2mParams:
+    """Binary field GF(2^m) = GF(2)[x]/(f), f given by its exponents."""
+
+    name: str
+    m: int
+    poly: tuple[int, ...]  # exponents, strictly decreasing, poly[0] == m, poly[-1] == 0
+    isa: str
+    prefix: str
+    source: str
+    target: Target
+
+    family = "gf2m"
+
+    @property
+    def limbs(self) -> int:
+        return (self.m + LIMB_BITS - 1) // LIMB_BITS
+
+
+def parse(table: dict, c: Common, overrides: Overrides) -> Gf2mParams:
+    src = c.source
+    check_keys(src, table, KEYS, "gf2m")
+    isa = choose_isa(src, table, overrides, ISAS, "gf2m")
+    m = require(src, table, "m", int, "the field degree, an integer")
+    if not 2 <= m <= 1024:
+        raise ParamError(src, "m", f"must be between 2 and 1024, got {m}")
+    poly = require(src, table, "poly", list, "the list of exponents of the field polynomial, e.g. [233, 74, 0]")
+    if not poly or any(isinstance(e, bool) or not isinstance(e, int) for e in poly):
+        raise ParamError(src, "poly", f"must be a non-empty list of integer exponents, got {poly!r}")
+    if sorted(set(poly), reverse=True) != list(poly):
+        raise ParamError(src, "poly", f"exponents must be distinct and in decreasing order, got {poly!r}")
+    if poly[0] != m:
+        raise ParamError(src, "poly", f"the first exponent must be m = {m}, got {poly[0]}")
+    if poly[-1] != 0:
+        raise ParamError(src, "poly", f"must contain the constant term 0 (an irreducible polynomial of degree > 1 "
+                                      f"has one), got {poly!r}")
+    if len(poly) > 2 and poly[1] > m // 2:
+        raise ParamError(
+            src, "poly",
+            f"the second-highest exponent must be at most m/2 = {m // 2} so that two folds reduce any product, "
+            f"got {poly[1]} (the reciprocal polynomial, exponents m - e, is irreducible too and may qualify)")
+    if not is_irreducible(poly):
+        raise ParamError(src, "poly", f"{poly_text(poly)} is reducible over GF(2); the field polynomial must be "
+                                      "irreducible")
+    return Gf2mParams(c.name, m, tuple(poly), isa, c.prefix, src, make_target(isa, LIMB_BITS))

@@ -1,0 +1,166 @@
+"""Reduction modulo the field polynomial f, specialised to f.
+
+The part above x^m is multiplied by g = f - x^m, chunk by 64-bit chunk of g
+(see `plan`): a chunk equal to 1 is a plain xor, a single term x^r two
+shifts, anything else one carry-less product per word. One form works on
+register pairs; the other on 64-bit general registers, word by word from
+the top (measured beside it).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ...ir.instr import ArgBase, Builder, GReg, Imm, Mem, VReg
+from .mul import MulConfig
+from .plan import FieldPlan, folds
+from .vec import Pairs, Terms, normalize, to_pairs
+
+
+def reduce_pairs(v: Pairs, plan: FieldPlan, pairs: list[VReg], bound: int, cfg: MulConfig) -> list[VReg]:
+    """Pairs of a polynomial of degree <= bound -> pairs of its remainder mod f."""
+    n, s = plan.limbs, plan.slack
+    for fd in folds(plan, bound):
+        p = list(pairs)
+
+        def at(k):
+            return p[k] if 0 <= k < len(p) else None
+
+        # floor(c / x^m) = limbs n.. of c * x^s
+        shifted: dict[int, VReg] = {}
+        for k in range(n // 2, (n + fd.hi_words - 1) // 2 + 1):
+            cur, prev = at(k), at(k - 1)
+            if s == 0:
+                if cur is not None:
+                    shifted[k] = cur
+                continue
+            parts = []
+            if cur is not None:
+                parts.append(v.sll(cur, s))
+            if cur is not None and prev is not None:
+                carry = v.straddle(cur, prev)
+            elif prev is not None:
+                carry = v.down64(prev)
+            else:
+                carry = v.up64(cur)
+            parts.append(v.srl(carry, 64 - s))
+            shifted[k] = v.tree(parts)
+        hi_pairs = []  # (register, limb offset of its lane 0 within floor(c / x^m))
+        for k, r in shifted.items():
+            j = 2 * k - n
+            hi_pairs.append((v.down64(r), 0) if j < 0 else (r, j))
+        words = [(shifted[(n + j) // 2], (n + j) & 1) for j in range(fd.hi_words)]
+        terms: Terms = defaultdict(list)
+        nlo = (n + 1) // 2
+        for k in range(nlo):
+            r = p[k]
+            if k == nlo - 1 and (s or n % 2):
+                mask = (((1 << 64) - 1, plan.low_mask) if n % 2 == 0 else (plan.low_mask, 0))
+                r = v.and_(r, v.const(f"gf2m_mask_{mask[0]:x}_{mask[1]:x}", mask,
+                                      comment=f"limbs of x^{plan.m} - 1 in pair {k}"))
+            terms[2 * k].append(r)
+        for ch in plan.chunks:
+            r_ = ch.single_shift
+            if ch.bits == 1:
+                for r, j in hi_pairs:
+                    terms[j + ch.q].append(r)
+            elif cfg.single_shift and r_ is not None:
+                for r, j in hi_pairs:
+                    terms[j + ch.q].append(v.sll(r, r_))
+                    terms[j + ch.q + 1].append(v.srl(r, 64 - r_))
+            else:
+                g = v.const(f"gf2m_g_{ch.bits:x}", (ch.bits, 0),
+                            comment=f"terms x^{64 * ch.q}*(...) of f - x^{plan.m}, chunk {ch.q}")
+                for j, (r, lane) in enumerate(words):
+                    terms[j + ch.q].append(v.clmul(r, g, lane))
+        pairs = to_pairs(v, normalize(v, terms), min(fd.bound_out // 64 + 1, 2 * n))
+    while len(pairs) < (n + 1) // 2:
+        pairs.append(v.zero())
+    return pairs[: (n + 1) // 2]
+
+
+def gpr_reduce_streams(plan: FieldPlan) -> bool:
+    """Whether the word-streaming GPR reduction applies: the fold of one word
+    of floor(c / x^m) must land wholly below that word's own place above x^m
+    (degree < 64 j + 63 + k1 < m + 64 j, i.e. k1 <= m - 64), so that one pass
+    from the top word down performs every fold of `folds` at once."""
+    return plan.top_middle <= plan.m - 64
+
+
+def reduce_gpr(b: Builder, plan: FieldPlan, bound: int) -> None:
+    """out = c mod f on 64-bit registers, c of degree <= bound read from
+    argument 1, out written to argument 0.
+
+    The words H_j (bits m + 64 j .. m + 64 j + 63 of c) of the plan's first
+    fold are taken from the top down; each is multiplied by g = f - x^m chunk
+    by chunk (bit r of chunk q: H_j << r into word j + q, H_j >> (64 - r) into
+    word j + q + 1) as soon as it is final, so later folds happen on the way
+    down instead of in separate passes (see `gpr_reduce_streams`). A word is
+    loaded when first touched and a low word stored as soon as no lower H_j
+    can reach it; words above x^m wait in registers from their first
+    contribution until consumed, up to about n of them when g has a chunk
+    above the first (the allocator cannot spill GPRs: `build` falls back to
+    callee-saved registers, then to no GPR kernel). Every word of c is
+    loaded before out's copy of it is written, so out may be c.
+    """
+    n, s = plan.limbs, plan.slack
+    top = bound // 64  # limbs above are not read
+    fd = folds(plan, bound)[0]
+    span = max(ch.q for ch in plan.chunks) + 1  # words j .. j + span one H_j can reach
+    acc: dict[int, GReg] = {}
+    stored: set[int] = set()
+
+    def word(w: int) -> GReg:
+        if w not in acc:
+            acc[w] = b.greg()
+            b.emit("mov", acc[w], Mem(ArgBase(1), 8 * w, 8))
+        return acc[w]
+
+    def flush(above: int) -> None:
+        # words below n-1 that no remaining fold can reach; n-1 waits for its mask
+        for w in sorted(acc, reverse=True):
+            if above < w < n - 1 and w not in stored:
+                b.emit("mov_store", Mem(ArgBase(0), 8 * w, 8), acc.pop(w))
+                stored.add(w)
+
+    for j in reversed(range(fd.hi_words)):
+        lo_w, hi_w = n + j - 1, n + j
+        if s == 0:
+            h = word(hi_w)
+        elif hi_w > top:
+            # the word above is zero: H_j is the top s bits of the one below
+            h = b.greg()
+            b.emit("mov", h, word(lo_w))
+            b.emit("shr", h, Imm(64 - s))
+        else:
+            # word n+j is not needed again once H_j is formed: shift it in place
+            h = word(hi_w)
+            b.emit("shld", h, word(lo_w), Imm(s))
+        acc.pop(hi_w, None)
+        for ch in plan.chunks:
+            for r in range(64):
+                if not (ch.bits >> r) & 1:
+                    continue
+                dst = word(j + ch.q)
+                if r == 0:
+                    b.emit("xor", dst, h)
+                    continue
+                t = b.greg()
+                b.emit("mov", t, h)
+                b.emit("shl", t, Imm(r))
+                b.emit("xor", dst, t)
+                t = b.greg()
+                b.emit("mov", t, h)
+                b.emit("shr", t, Imm(64 - r))
+                b.emit("xor", word(j + ch.q + 1), t)
+        flush(j - 1 + span)
+    if s:
+        # the top s bits of word n-1 went into H_0 (and are the only bits there)
+        # and takes no 64-bit immediate: the mask comes from memory
+        mask = b.table(f"gf2m_mask64_{plan.low_mask:x}", 8, (plan.low_mask,),
+                       comment=f"bits of limb {n - 1} below x^{plan.m}")
+        b.emit("and", word(n - 1), Mem(mask, 0, 8))
+    for w in reversed(range(n)):
+        if w not in stored:
+            b.emit("mov_store", Mem(ArgBase(0), 8 * w, 8), word(w))
+            acc.pop(w)

@@ -1,0 +1,38 @@
+"""The NTT family: negacyclic NTTs over Z_q[x]/(x^n+1), base multiplication
+and reductions, on vector lanes."""
+
+from __future__ import annotations
+
+from ...core.family import Family
+from . import build, checks, explore, params
+
+
+class NttFamily(Family):
+    name = "ntt"
+    keys = params.KEYS
+
+    def parse(self, table, common, overrides):
+        return params.parse(table, common, overrides)
+
+    def describe(self, p) -> str:
+        return (f"ntt   n={p.n:<5} q={p.q:<6} width={p.width} layers={p.layers} d={p.d} isa={p.isa} "
+                f"reduction={p.policy} reducer={p.reducer}")
+
+    def build(self, p):
+        return build.build(p)
+
+    def checks(self, bundle, seed):
+        return checks.checks(bundle, seed)
+
+    def chained_checks(self, bundle, run, seed):
+        out = checks.round_trips(bundle, run, seed)
+        out.append(("manifest layout", checks.layout_check(bundle)))
+        return out
+
+    def bench_items(self, bundle, workdir):
+        return checks.bench_items(bundle, workdir)
+
+    explorer = explore.EXPLORER
+
+
+NTT = NttFamily()

@@ -1,0 +1,140 @@
+"""The plain-C baseline the NTT kernels are timed beside: its constants,
+computed with SymPy alone (independent of the family's own maths), the
+`kg_params.h` they are compiled in with, and its build (`-O3 -march=native`).
+
+The C (`harness/baseline_ntt16.c`) keeps 16-bit signed Montgomery
+arithmetic with lazy int16 sums, as a compiler sees a straightforward NTT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...harness import driver
+
+FLAGS = ("-O3", "-march=native", "-std=c11", "-Wall")
+R = 1 << 16
+
+
+@dataclass(frozen=True)
+class BaselineConstants:
+    """Constants of the C baseline.
+
+    Twiddles are in Montgomery form (times R = 2^16) and centred:
+    ``zetas[i] = R zeta^brv_L(i)`` (2^L entries), ``zetas_inv`` the 2^L - 1
+    twiddles of the inverse in the order it reads them, ``zetas_block[j] =
+    R zeta^(2 brv_L(j) + 1)`` (2^L entries), ``final_scale = R^2 / 2^L``.
+    """
+
+    n: int
+    q: int
+    layers: int
+    zetas: tuple[int, ...]
+    zetas_inv: tuple[int, ...]
+    zetas_block: tuple[int, ...]
+    final_scale: int
+
+    def __post_init__(self) -> None:
+        for name in ("zetas", "zetas_inv", "zetas_block"):
+            object.__setattr__(self, name, tuple(int(v) for v in getattr(self, name)))
+        n, q, L = self.n, self.q, self.layers
+        if n < 2 or n & (n - 1):
+            raise ValueError(f"BaselineConstants.n must be a power of two, got {n}")
+        if not (2 < q < 1 << 14 and q % 2):
+            raise ValueError(f"BaselineConstants.q must be odd and below 2^14, got {q}")
+        if L < 1 or n >> L not in (1, 2, 4, 8) or (n >> L) << L != n:
+            raise ValueError(f"BaselineConstants.layers: n >> layers must be 1, 2, 4 or 8 "
+                             f"(n={n}, layers={L})")
+        sizes = {"zetas": 1 << L, "zetas_inv": (1 << L) - 1, "zetas_block": 1 << L}
+        for name, size in sizes.items():
+            values = getattr(self, name)
+            if len(values) != size:
+                raise ValueError(f"BaselineConstants.{name} needs {size} entries, got {len(values)}")
+            if any(abs(v) > q // 2 for v in values):
+                raise ValueError(f"BaselineConstants.{name} entries must be centred mod q")
+        if abs(self.final_scale) > q // 2:
+            raise ValueError("BaselineConstants.final_scale must be centred mod q")
+
+    @property
+    def d(self) -> int:
+        return self.n >> self.layers
+
+
+def _c_table(name: str, values: Sequence[int], comment: str) -> str:
+    rows = [", ".join(f"{v:6d}" for v in values[i:i + 10]) for i in range(0, len(values), 10)]
+    body = ",\n    ".join(rows)
+    return f"/* {comment} */\nstatic const int16_t {name}[{len(values)}] = {{\n    {body},\n}};\n"
+
+
+def header(p: BaselineConstants) -> str:
+    """Text of ``kg_params.h``."""
+    qinv = pow(p.q, -1, R)
+    qinv_s16 = qinv - R if qinv >= R // 2 else qinv
+    shift = 14 + p.q.bit_length()
+    barrett_v = ((1 << shift) + p.q // 2) // p.q
+    return (
+        "/* kg_params.h: constants of the plain C NTT baseline (harness/baseline_ntt16.c).\n"
+        f" * n={p.n} q={p.q} layers={p.layers} d={p.d}; R = 2^16; values centred mod q. */\n"
+        "#ifndef KG_PARAMS_H\n#define KG_PARAMS_H\n\n#include <stdint.h>\n\n"
+        f"#define KG_N {p.n}\n"
+        f"#define KG_Q {p.q}\n"
+        f"#define KG_QINV ({qinv_s16}) /* q^-1 mod 2^16, as int16 */\n"
+        f"#define KG_LAYERS {p.layers}\n"
+        f"#define KG_D {p.d}\n"
+        f"#define KG_BARRETT_SHIFT {shift}\n"
+        f"#define KG_BARRETT_V {barrett_v} /* round(2^KG_BARRETT_SHIFT / q) */\n"
+        f"#define KG_F ({p.final_scale}) /* R^2 / 2^L mod q */\n\n"
+        + _c_table("kg_zetas", p.zetas, "R zeta^brv(i), forward, index i")
+        + "\n"
+        + _c_table("kg_zetas_inv", p.zetas_inv, "R (-zeta^-brv(k)), inverse, in reading order")
+        + "\n"
+        + _c_table("kg_zetas_block", p.zetas_block, "R zeta^(2 brv(j) + 1), block j of basemul")
+        + "\n#endif\n"
+    )
+
+
+def _brv(x: int, bits: int) -> int:
+    return int(format(x, f"0{bits}b")[::-1], 2) if bits else 0
+
+
+def _centre(x: int, q: int) -> int:
+    x %= q
+    return x - q if x > q // 2 else x
+
+
+def constants_sympy(n: int, q: int, layers: int) -> BaselineConstants:
+    """The constants computed with SymPy alone: zeta is the smallest primitive
+    2^(layers+1)-th root of unity mod q (17 for q = 3329)."""
+    from sympy import isprime
+    from sympy.ntheory import n_order, primitive_root
+
+    m = 1 << (layers + 1)
+    if not isprime(q) or (q - 1) % m:
+        raise ValueError(f"q={q} has no primitive {m}-th root of unity")
+    g = primitive_root(q)
+    zeta = min(pow(g, k * (q - 1) // m, q) for k in range(1, m, 2))
+    assert n_order(zeta, q) == m
+    r = R % q
+    L = layers
+
+    def mont(e: int) -> int:
+        return _centre(r * pow(zeta, e % m, q), q)
+
+    zetas = [mont(_brv(i, L)) for i in range(1 << L)]
+    inv: list[int] = []
+    for level in reversed(range(L)):
+        for g_idx in range(1 << level):
+            k = (1 << level) + g_idx
+            inv.append(_centre(-r * pow(zeta, -_brv(k, L) % m, q), q))
+    block = [mont(2 * _brv(j, L) + 1) for j in range(1 << L)]
+    final = _centre(r * r * pow(1 << L, -1, q), q)
+    return BaselineConstants(n=n, q=q, layers=L, zetas=tuple(zetas), zetas_inv=tuple(inv),
+                             zetas_block=tuple(block), final_scale=final)
+
+
+def build(c: BaselineConstants, workdir: Path) -> Path:
+    """The baseline compiled for `c` into a shared object (cached)."""
+    return driver.build_shared_c("baseline_ntt16.c", "kg-baseline", FLAGS, workdir, "building the C baseline",
+                                 headers={"kg_params.h": header(c)})

@@ -1,0 +1,180 @@
+"""The NTT bundle: parameters -> maths -> layout -> schedule -> kernels ->
+passes, as forward NTT, base multiplication, inverse NTT and the standalone
+reductions, each with its typed contract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.bundle import Bundle, Function
+from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
+from ...core.errors import ParamError
+from ...ir.instr import ArgSpec
+from ...passes.pipeline import Compiled, compile_kernel
+from .kernels import build_basemul, build_ntt, build_reduce, kernel_builder
+from .layout import plan
+from .maths import NttMath
+from .montgomery import Montgomery
+from .params import NttParams
+from .reducers import Reducer, reducers
+from .schedule import Arithmetic, ReductionSchedule, schedule
+
+DIRECTIONS = ("forward", "inverse")
+
+
+@dataclass(frozen=True)
+class NttDesign:
+    """What the kernels of a bundle were derived from (for its checks and explore)."""
+
+    arithmetic: Arithmetic
+    reducers: dict[str, Reducer]
+
+
+@dataclass(frozen=True)
+class BlockLayout:
+    """The forward NTT's output order: block j holds coefficient k of
+    a mod (x^d - zeta_j) at array position positions[j][k]."""
+
+    d: int
+    zetas: tuple[int, ...]
+    positions: tuple[tuple[int, ...], ...]
+
+    def manifest(self) -> dict:
+        return {"d": self.d, "blocks": [{"zeta": z, "positions": list(p)} for z, p in zip(self.zetas, self.positions)]}
+
+
+def block_layout(math: NttMath, output_order: tuple[int, ...]) -> BlockLayout:
+    d = math.d
+    positions = [[0] * d for _ in range(math.n // d)]
+    for pos, idx in enumerate(output_order):
+        positions[idx // d][idx % d] = pos
+    return BlockLayout(d, math.final_zetas, tuple(tuple(p) for p in positions))
+
+
+def inverse_input(bits: int) -> Bound:
+    """The inverse adds pairs before its first multiplication (which carries
+    the scaling), so its inputs may use half the signed range."""
+    top = (1 << (bits - 2)) - 1
+    return Bound(-top, top)
+
+
+def input_bound(math: NttMath, direction: str, bits: int) -> int:
+    """Largest |input| the forward or inverse NTT accepts (its contract)."""
+    return math.q - 1 if direction == "forward" else inverse_input(bits).hi
+
+
+def choose_reducer(p: NttParams, math: NttMath, mul: Montgomery, layout, available: dict[str, Reducer]) -> Reducer:
+    """The named reducer, or for "auto" the cheapest by the cost model: every
+    multiplication counts twice (the NTTs are bound by the multiplier ports)."""
+    if p.reducer != "auto":
+        if p.reducer not in available:
+            raise ParamError(p.source, "reducer", f"q = {p.q} has no special form: no 2^a mod q with at most three "
+                                                  f"signed binary digits gives a reduction below 2^{p.width - 2}; "
+                                                  "use barrett or auto")
+        return available[p.reducer]
+
+    def cost(r: Reducer) -> int:
+        ar = Arithmetic(math, layout, mul, r)
+        count = sum(schedule(ar, p.policy, d, input_bound(math, d, p.width)).count for d in DIRECTIONS)
+        return count * (r.instructions + 2 * r.multiplications)
+
+    return min(available.values(), key=lambda r: (cost(r), r.kind != "barrett"))
+
+
+def _arg(p: NttParams, name: str, role: str) -> ArgSpec:
+    t = p.target
+    return ArgSpec(name, role, f"int{t.lane_bits}_t", t.lane_bytes, p.n, t.isa.vector_bits // 8)
+
+
+def _compile(b, symbol: str, contract: Contract, p: NttParams) -> Compiled:
+    return compile_kernel(b, symbol, contract, p.target, modulus=p.q)
+
+
+def build(p: NttParams) -> Bundle:
+    bits, isa = p.width, p.target.isa.name
+    math = NttMath(p.n, p.q, p.layers)
+    mul = Montgomery(p.q, bits)
+    layout = plan(p.n, p.layers, p.target)
+    available = reducers(p.q, bits)
+    red = choose_reducer(p, math, mul, layout, available)
+    mul.prove()
+    ar = Arithmetic(math, layout, mul, red)
+    lay = block_layout(math, layout.output_order)
+    q, n, d, r_bits = p.q, p.n, math.d, f"2^{bits}"
+    head = (("n", n), ("q", q))
+    a_req, a_ens = BoundOf("a", "requires"), BoundOf("a", "ensures")
+    fns = []
+
+    def ntt(direction: str, contract: Contract, summary: str) -> tuple[Function, Compiled]:
+        s = schedule(ar, p.policy, direction, contract.arg("a").requires.bound.hi)
+        b = kernel_builder(layout)
+        build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles")
+        c = _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p)
+        return Function(c.kernel, f"ntt_{direction}", c.contract, summary, head, (("reduction", s.manifest()),),
+                        s.describe(), s), c
+
+    fwd_in = Bound(-(q - 1), q - 1)
+    forward, fc = ntt("forward", Contract(
+        (ArgContract(_arg(p, "a", "inout"), Values(fwd_in, representation="signed"), Values(None, scale=1, layout=lay)),),
+        (("requires: every a[i] in ", a_req),
+         ("ensures:  every a[i] in ", a_ens, " (proven), block j at the positions the manifest lists,"),
+         (f"          a[pos_j[k]] = (a mod (x^{d} - zeta_j))_k mod {q} (scale 1)",))),
+        f"forward negacyclic NTT of a[{n}] in place ({p.layers} layers, blocks of degree {d})")
+    fns.append(forward)
+
+    fwd_out = fc.contract.arg("a").ensures.bound
+    inv_in = inverse_input(bits)
+    reduce_inputs = d * mul.bound(fwd_out.magnitude, fwd_out.magnitude) > ar.lane_max
+    bm_in = Values(fwd_out, layout="ntt_forward output")
+    bm_contract = Contract(
+        (ArgContract(_arg(p, "r", "out"), None, Values(None, scale=pow(mul.r, -1, q), layout="ntt_forward output")),
+         ArgContract(_arg(p, "a", "in"), bm_in), ArgContract(_arg(p, "b", "in"), bm_in)),
+        (("requires: every a[i], b[i] in ", a_req, " (the forward NTT's output), in its layout"),
+         ("ensures:  every r[i] in ", BoundOf("r", "ensures"),
+          f" (proven); r_j = a_j*b_j*2^-{bits} mod (x^{d} - zeta_j, {q})"),
+         (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
+    for reduce_outputs in (False, True):  # reduce outputs only if they could exceed the inverse's input
+        b = kernel_builder(layout)
+        build_basemul(b, ar, available["barrett"], reduce_inputs, f"{p.prefix}_basemul_zetas", reduce_outputs)
+        bc = _compile(b, f"{p.prefix}_basemul_{isa}", bm_contract, p)
+        out = bc.contract.arg("r").ensures.bound
+        if inv_in.lo <= out.lo and out.hi <= inv_in.hi:
+            break
+    fns.append(Function(bc.kernel, "basemul", bc.contract,
+                        f"base multiplication r = a*b blockwise mod (x^{d} - zeta_j), NTT domain", head,
+                        (("aliasing", "r may be the same array as a or b"),)))
+
+    inverse, _ = ntt("inverse", Contract(
+        (ArgContract(_arg(p, "a", "inout"), Values(inv_in, layout="ntt_forward output"),
+                     Values(None, scale=mul.r % q, layout="natural")),),
+        (("requires: every a[i] in ", a_req, " (base multiplication's output is), in the forward NTT's layout"),
+         ("ensures:  every a[i] in ", a_ens, " (proven), natural order,"),
+         (f"          a = {r_bits} * INTT(a) mod {q}: forward, basemul, inverse give a*b mod (x^{n}+1, {q})",))),
+        f"inverse negacyclic NTT of a[{n}] in place, natural order out")
+    fns.append(inverse)
+
+    lane = Bound(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    for kind, r in available.items():
+        b = kernel_builder(layout)
+        build_reduce(b, layout, r)
+        rc = _compile(b, f"{p.prefix}_reduce_{kind}_{isa}", Contract(
+            (ArgContract(_arg(p, "a", "inout"), Values(lane), Values(None, scale=1, layout="natural")),),
+            ((f"requires: any int{bits} a[i]",),
+             ("ensures:  every a[i] in ", a_ens, f" (proven over all {r_bits} inputs), congruent to the input mod {q}"))),
+            p)
+        fns.append(Function(rc.kernel, "reduce", rc.contract, f"reduce a[{n}] in place mod {q} ({r.describe()})",
+                            head, (("reduction", kind),)))
+
+    params_manifest = {"name": p.name, "family": "ntt", "n": n, "q": q, "width": p.width, "isa": p.isa,
+                       "layers": p.layers, "d": d, "reduction": p.policy, "reducer": p.reducer,
+                       "reducer_used": red.kind, "prefix": p.prefix}
+    notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {q}",
+             f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {mul.qinv}; inverse scale constant = "
+             f"{math.inverse_scale(mul.r)}")
+    title = f"negacyclic NTT kernels over Z_{q}[x]/(x^{n}+1), {p.width}-bit lanes, {p.isa}"
+    return Bundle(p.name, p, p.target, title, params_manifest, tuple(fns), notes, NttDesign(ar, available))
+
+
+def schedules(bundle: Bundle) -> dict[str, ReductionSchedule]:
+    """The reduction schedule each NTT kernel of the bundle was built with, by direction."""
+    return {d: bundle.function(f"ntt_{d}").schedule for d in DIRECTIONS}

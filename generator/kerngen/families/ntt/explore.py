@@ -1,0 +1,302 @@
+"""`kerngen explore`: every reduction policy with every reduction that applies
+to q, side by side — reductions inserted, static figures, llvm-mca throughput,
+ticks measured in one interleaved run, the worst bound per layer — and a PNG
+heatmap of the bound of every coefficient index through the layers.
+
+Each variant is a bundle built and verified as `kerngen emit` builds it; the
+table and the heatmap read the schedules the bundle's kernels were built
+with. Timing all variants in a single harness run matters: the machines are
+shared and noisy, so only ratios measured under the same noise are comparable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ...core.bundle import Bundle, Function
+from ...core.errors import KerngenError
+from ...harness.driver import Arg, Case, assemble_shared, run_bench
+from ...target.figures import mca_throughput, static_figures
+from ...target.files import write
+from ...target.render import render
+from .build import DIRECTIONS, build, schedules
+from .layout import NttLayout, layer_pairs, register_key
+from .params import POLICIES, NttParams
+from .reducers import reducers
+from .schedule import ReductionSchedule
+
+MCA_CPU = "znver3"
+# rows of a heatmap panel beyond which indices are aggregated, so every row stays visible
+MAX_PANEL_ROWS = 256
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Variant:
+    policy: str
+    reduction: str
+    params: NttParams
+    bundle: Bundle
+
+    @property
+    def label(self) -> str:
+        return f"{self.policy}-{self.reduction}"
+
+    @property
+    def schedules(self) -> dict[str, ReductionSchedule]:
+        return schedules(self.bundle)
+
+    def function(self, direction: str) -> Function:
+        return self.bundle.function(f"ntt_{direction}")
+
+
+def lane_max(p: NttParams) -> int:
+    return (1 << (p.width - 1)) - 1
+
+
+def build_variants(base: NttParams, say: Say) -> list[Variant]:
+    """Every (policy, reduction kind) for q, each built and verified."""
+    out = []
+    for policy in POLICIES:
+        for kind in reducers(base.q, base.width):
+            say(f"{base.name}: building and verifying policy {policy} with {kind} reduction")
+            p = dataclasses.replace(base, policy=policy, reducer=kind)
+            out.append(Variant(policy, kind, p, build(p)))
+    return out
+
+
+def time_variants(variants: list[Variant], workdir: Path, batches: int, say: Say) -> dict[tuple[str, str], float]:
+    """Median ticks of every variant's forward and inverse NTT, all in one interleaved run."""
+    libs, cases = [], []
+    p0 = variants[0].params
+    rng = random.Random(7)
+    for k, v in enumerate(variants):
+        out = workdir / v.label / v.params.name
+        write(render(v.bundle, f"kerngen emit {v.params.source}"), out)
+        libs.append(assemble_shared(out / f"{v.params.name}.asm", workdir))
+    data = {}
+    for d in DIRECTIONS:
+        lo, hi = variants[0].function(d).contract.manifest_input()["bound"]
+        data[d] = tuple(rng.randint(lo, hi) for _ in range(p0.n))
+    for k, v in enumerate(variants):
+        for d in DIRECTIONS:
+            fn = v.function(d)
+            [spec] = fn.kernel.args
+            cases.append(Case(f"{v.label}-{d}", fn.symbol,
+                              (Arg(spec.role, spec.elem_bytes, spec.count, spec.align, data[d]),), lib=k))
+    say(f"{p0.name}: timing {len(cases)} kernels ({batches} batches each, interleaved in one run)")
+    results = run_bench(libs, cases, batches, workdir=workdir)
+    keys = [(v.label, d) for v in variants for d in DIRECTIONS]
+    return {key: r.median_ticks for key, r in zip(keys, results)}
+
+
+def rows_for(variants: list[Variant], ticks: dict[tuple[str, str], float] | None) -> list[dict]:
+    # llvm-mca runs are independent processes; running them side by side keeps explore interactive
+    with ThreadPoolExecutor() as pool:
+        jobs = {(v.label, d): pool.submit(mca_throughput, v.function(d).kernel, MCA_CPU)
+                for v in variants for d in DIRECTIONS}
+        mca = {k: job.result() for k, job in jobs.items()}
+    rows = []
+    for v in variants:
+        q = v.params.q
+        row: dict = {"name": v.params.name, "n": v.params.n, "q": q, "width": v.params.width, "policy": v.policy,
+                     "reduction": v.reduction}
+        per: dict[str, dict] = {}
+        for d in DIRECTIONS:
+            fn, s = v.function(d), v.schedules[d]
+            figures = static_figures(fn.kernel)
+            per[d] = {
+                "reductions": s.count,
+                "instructions": figures["instructions"],
+                "multiplications": figures["multiplications"],
+                "mca_rthroughput": mca[(v.label, d)],
+                "ticks": round(ticks[(v.label, d)], 1) if ticks else None,
+                "output_bound": fn.contract.arg("a").ensures.bound.magnitude,
+            }
+        for key in ("reductions", "instructions", "multiplications", "mca_rthroughput", "ticks"):
+            vals = [per[d][key] for d in DIRECTIONS]
+            row[key] = None if None in vals else round(sum(vals), 1) if isinstance(vals[0], float) else sum(vals)
+            for d in DIRECTIONS:
+                row[f"{key}_{d}"] = per[d][key]
+        row["max_bound"] = {d: list(v.schedules[d].max_bound) for d in DIRECTIONS}
+        row["max_bound_over_q"] = {d: [round(b / q, 2) for b in v.schedules[d].max_bound] for d in DIRECTIONS}
+        row["output_bound"] = {d: per[d]["output_bound"] for d in DIRECTIONS}
+        row["layer_order"] = {d: [layer for layer, _ in v.schedules[d].before] for d in DIRECTIONS}
+        rows.append(row)
+    timed = [r["ticks"] for r in rows if r["ticks"]]
+    for r in rows:
+        r["ticks_vs_fastest"] = round(r["ticks"] / min(timed), 3) if r["ticks"] and timed else None
+    return rows
+
+
+def explore(p: NttParams, batches: int, png: Path | None, say: Say, tester=None,
+            seed: int = 1) -> tuple[list[dict], list[str]]:
+    """Rows (one per variant) and the failures of `tester(params, seed, say)`
+    run on every variant (`--check`; none without a tester)."""
+    if batches < 1:
+        raise KerngenError(f"--batches must be at least 1, got {batches}")
+    variants = build_variants(p, say)
+    failures: list[str] = []
+    checked: dict[str, str] = {}
+    if tester is not None:
+        for v in variants:
+            say(f"{v.params.name}: testing {v.label} against SymPy")
+            outcome = tester(v.params, seed, say)
+            failures += [f"{v.label}: {f}" for f in outcome.failures]
+            checked[v.label] = f"{outcome.passed} passed, {outcome.failed} failed"
+    with tempfile.TemporaryDirectory(prefix="kerngen-explore-") as tmp:
+        ticks = time_variants(variants, Path(tmp), batches, say)
+    say(f"{variants[0].params.name}: static figures and llvm-mca (-mcpu={MCA_CPU})")
+    rows = rows_for(variants, ticks)
+    for v, row in zip(variants, rows):
+        if v.label in checked:
+            row["checks"] = checked[v.label]
+    if png is not None:
+        say(f"{variants[0].params.name}: drawing the bounds heatmap")
+        render_png(variants, png)
+    return rows, failures
+
+
+# --- the table -------------------------------------------------------------
+
+def _num(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.1f}" if isinstance(v, float) else str(v)
+
+
+def format_table(rows: list[dict]) -> str:
+    cols = [("policy", 9), ("reduction", 10), ("reductions", 11), ("fwd+inv", 9), ("instructions", 13),
+            ("multiplications", 16), ("mca_rthroughput", 16), ("ticks_forward", 14), ("ticks_inverse", 14),
+            ("ticks_vs_fastest", 17)]
+
+    def cell(r, c):
+        if c == "reductions":
+            return f"{r['reductions_forward']}+{r['reductions_inverse']}"
+        if c == "fwd+inv":
+            return str(r["reductions"])
+        return _num(r.get(c))
+
+    first = rows[0]
+    top = (1 << (first["width"] - 1)) - 1
+    lines = [f"{first['name']}: n = {first['n']}, q = {first['q']}, int{first['width']} limit {top} "
+             f"= {top / first['q']:.2f} q"]
+    lines.append("".join(f"{c:>{w}}" for c, w in cols))
+    for r in rows:
+        lines.append("".join(f"{cell(r, c):>{w}}" for c, w in cols))
+    lines.append("")
+    lines.append("worst |value| after each layer, in execution order (in multiples of q):")
+    for r in rows:
+        for d in DIRECTIONS:
+            bounds = " ".join(f"{b:5.2f}" for b in r["max_bound_over_q"][d])
+            lines.append(f"  {r['policy']:>8} {r['reduction']:<8} {d:<8} {bounds}   (max {max(r['max_bound'][d])})")
+    lines.append("")
+    lines.append("reductions: vector reductions inserted, forward+inverse; instructions, multiplications and "
+                 f"mca_rthroughput (llvm-mca -mcpu={MCA_CPU}, block reciprocal throughput) are forward + inverse; "
+                 "ticks: TSC ticks per call, median over batches, all variants interleaved in one run")
+    return "\n".join(lines)
+
+
+# --- the heatmap -----------------------------------------------------------
+
+def _register_members(layout: NttLayout) -> dict[int, dict[int, tuple[int, ...]]]:
+    """layer -> register key (layout.register_key) -> the indices the register holds at that layer."""
+    out: dict[int, dict[int, tuple[int, ...]]] = {}
+    for lp in layer_pairs(layout):
+        regs = out.setdefault(lp.layer, {})
+        for lo, hi in lp.pairs:
+            regs[register_key(lo)], regs[register_key(hi)] = lo, hi
+    return out
+
+
+def panel_data(s: ReductionSchedule, members: dict[int, dict[int, tuple[int, ...]]], n: int):
+    """(bounds, reduced, column labels): columns are the input then each executed layer;
+    reduced[i][c] says index i was reduced right after column c, before the next layer."""
+    bounds = [[s.input_bound] * n] + [list(b) for b in s.per_index]
+    reduced = [[False] * n for _ in bounds]
+    for step, (layer, regs) in enumerate(s.before):
+        for key in regs:
+            for i in members[layer][key]:
+                reduced[step][i] = True
+    if s.at_end:
+        reduced[-1] = [True] * n
+    labels = ["in"] + [f"L{layer}" for layer, _ in s.before]
+    return bounds, reduced, labels
+
+
+def render_png(variants: list[Variant], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    p = variants[0].params
+    q, n = p.q, p.n
+    members = _register_members(variants[0].bundle.design.arithmetic.layout)
+    group = max(1, n // MAX_PANEL_ROWS)
+    rows = n // group
+    limit = lane_max(p) / q
+    cols = len(variants)
+    fig, axes = plt.subplots(len(DIRECTIONS), cols, figsize=(max(9.0, 1.9 * cols + 1.6), 13.5), squeeze=False,
+                             constrained_layout=True)
+    image = None
+    for c, v in enumerate(variants):
+        for r, d in enumerate(DIRECTIONS):
+            ax = axes[r][c]
+            bounds, reduced, labels = panel_data(v.schedules[d], members, n)
+            b = np.array(bounds, dtype=float).T / q  # index x column
+            m = np.array(reduced, dtype=bool).T
+            if group > 1:  # worst bound of each run of `group` indices; reduced if any of them is
+                b = b.reshape(rows, group, -1).max(axis=1)
+                m = m.reshape(rows, group, -1).any(axis=1)
+            image = ax.imshow(b, aspect="auto", interpolation="nearest", cmap="YlOrRd", vmin=0, vmax=limit,
+                              origin="upper")
+            for col in range(m.shape[1]):
+                start = None
+                for i in range(rows + 1):
+                    on = i < rows and m[i, col]
+                    if on and start is None:
+                        start = i
+                    elif not on and start is not None:
+                        ax.add_patch(Rectangle((col - 0.5, start - 0.5), 1, i - start, fill=False,
+                                               edgecolor="#1f4fbf", linewidth=1.1))
+                        start = None
+            s = v.schedules[d]
+            ax.set_title(f"{v.policy} / {v.reduction}\n{d}: {s.count} reductions", fontsize=9)
+            ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=90)
+            ticks = list(range(0, rows, max(1, rows // 8)))
+            ax.set_yticks(ticks, [str(t * group) for t in ticks], fontsize=7)
+            if c == 0:
+                ax.set_ylabel("coefficient index" + (f" (max over {group} consecutive)" if group > 1 else ""),
+                              fontsize=8)
+            if r == len(DIRECTIONS) - 1:
+                ax.set_xlabel("layer, execution order", fontsize=8)
+    bar = fig.colorbar(image, ax=axes, shrink=0.6, pad=0.01)
+    bar.set_label(f"bound of |value| in multiples of q = {q} (top: int{p.width} limit {limit:.2f} q)", fontsize=9)
+    title = [f"{p.name} (n = {n}, q = {q}): bound of every coefficient index after each layer",
+             "blue outline: reduced before the next layer"]
+    if group > 1:
+        title.append(f"each row aggregates {group} consecutive indices (worst bound; outlined if any is reduced)")
+    fig.suptitle("\n".join(title), fontsize=11)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+class _Explorer:
+    """The family's explore capability, as the command line calls it."""
+
+    explore = staticmethod(explore)
+    format_table = staticmethod(format_table)
+
+
+EXPLORER = _Explorer()

@@ -1,0 +1,201 @@
+"""Builders of the NTT kernels: forward (Cooley–Tukey), inverse
+(Gentleman–Sande), base multiplication and standalone reductions, as
+instruction lists in the IR.
+
+They follow the layout plan and the reduction schedule: load a group of
+registers, run its steps (butterflies, in-register lane moves, scheduled
+reductions), store. Multiplications are the multiplication strategy's
+(`Arithmetic.mul`), reductions the reducer's idiom; twiddles are
+register-wide rows in one table per kernel, in consumption order, so every
+multiplication by a twiddle reads memory directly.
+
+Vectors fill a register whenever the array allows; the small arrays whose
+layout has fewer lanes per vector live in xmm registers and are moved to
+and from memory with a move of exactly the vector's size, so no kernel
+touches a byte outside its arrays.
+"""
+
+from __future__ import annotations
+
+from ...ir.instr import ArgBase, Builder, Imm, Mem, TableBase, VReg
+from ...ir.ops import by_width, sized_load, sized_store, spec
+from .layout import Butterflies, NttLayout, pairs, register_key
+from .reducers import Reducer, broadcast_const, emit_idiom
+from .schedule import Arithmetic, ReductionSchedule
+from .shuffles import emit_step
+
+
+def kernel_builder(layout: NttLayout) -> Builder:
+    return Builder(vector_bits=layout.register_bits)
+
+
+class TwiddleTable:
+    """Collects register-wide rows in first-use order, each stored once; a
+    vector narrower than the register is padded with zeros (lanes that hold
+    zeros, or copies of lane 0 after a broadcast load, and stay bounded)."""
+
+    def __init__(self, b: Builder, label: str, lane_bits: int):
+        self.b, self.label = b, label
+        self.elem_bytes = lane_bits // 8
+        self.width = b.vector_bits // lane_bits
+        self.rows: list[tuple[int, ...]] = []
+        self.offsets: dict[tuple[int, ...], int] = {}
+
+    def vector(self, lanes: list[int] | tuple[int, ...]) -> Mem:
+        key = tuple(lanes) + (0,) * (self.width - len(lanes))
+        row_bytes = self.elem_bytes * self.width
+        if key not in self.offsets:
+            self.offsets[key] = row_bytes * len(self.rows)
+            self.rows.append(key)
+        return Mem(TableBase(self.label), self.offsets[key], row_bytes)
+
+    def finish(self, comment: str) -> None:
+        self.b.table(self.label, self.elem_bytes, [v for row in self.rows for v in row],
+                     comment=f"{comment}, {self.width} lanes per row")
+
+
+def _vector(layout: NttLayout, v: int, arg: int = 0) -> Mem:
+    """Vector `v` of array argument `arg`: exactly its bytes."""
+    size = layout.vector_bytes
+    return Mem(ArgBase(arg), size * v, size)
+
+
+def _load(b: Builder, m: Mem) -> VReg:
+    return b.op(sized_load(m.size), m)
+
+
+def _store(b: Builder, m: Mem, x: VReg) -> None:
+    """A store of exactly the vector; a one-element vector is element 0 of the register."""
+    op = sized_store(m.size)
+    if spec(op).slots[-1].kind == "i":
+        b.emit(op, m, x, Imm(0))
+    else:
+        b.emit(op, m, x)
+
+
+def _reduce(b: Builder, x: VReg, reducer: Reducer, why: str) -> VReg:
+    return emit_idiom(b, reducer.idiom, x, comment=f"{reducer.kind}: {why}" if why else reducer.kind)
+
+
+def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label: str) -> None:
+    """Forward (sched.direction == "forward") or inverse NTT on argument 0, in place."""
+    math, layout, mul = ar.math, ar.layout, ar.mul
+    bits = layout.lane_bits
+    inverse = sched.direction == "inverse"
+    q = math.q
+    table = TwiddleTable(b, table_label, bits)
+    qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
+    passes = layout.inverse_passes if inverse else layout.passes
+    memory = layout.vector_indices(layout.output_order if inverse else range(layout.n))
+    # the inverse's scaling rides on its first layer: the difference branch takes it
+    # in its twiddle, the sum branch in one multiplication by the constant itself
+    scale = math.inverse_scale(mul.r)
+    first_layer = next(st.layer for st in passes[0].steps if isinstance(st, Butterflies)) if inverse else None
+    for pass_no, p in enumerate(passes):
+        for group in p.groups:
+            regs = [_load(b, _vector(layout, v)) for v in group]
+            idx = [memory[v] for v in group]
+            for st in p.steps:
+                for lo, hi in pairs(len(regs), st.slot_bit):
+                    if not isinstance(st, Butterflies):
+                        regs[lo], regs[hi] = emit_step(b, regs[lo], regs[hi], st, bits)
+                        idx[lo], idx[hi] = layout.move(st, idx[lo], idx[hi])
+                        continue
+                    due = sched.reduced_before(st.layer)
+                    for s in (lo, hi):
+                        if register_key(idx[s]) in due:
+                            regs[s] = _reduce(b, regs[s], ar.reducer, f"before layer {st.layer}")
+                    scaled = st.layer == first_layer
+                    consts = [mul.constant(c) for c in math.twiddles(st.layer, st.bit, idx[lo], inverse,
+                                                                      scale if scaled else 1)]
+                    wm, wqm = table.vector([c.w for c in consts]), table.vector([c.w_qinv for c in consts])
+                    regs[lo], regs[hi] = _butterfly(b, ar, st.layer, regs[lo], regs[hi], wm, wqm, qv, inverse,
+                                                    scale if scaled else None)
+            if sched.at_end and pass_no == len(passes) - 1:
+                regs = [_reduce(b, r, ar.reducer, "eager, after the last layer") for r in regs]
+            for v, r, ix in zip(group, regs, idx):
+                _store(b, _vector(layout, v), r)
+                memory[v] = ix
+    expect = list(range(layout.n)) if inverse else list(layout.output_order)
+    if [i for reg in memory for i in reg] != expect:
+        raise AssertionError("NTT builder left coefficients where the layout does not say")
+    table.finish(f"{sched.direction} NTT twiddles (w, w*q^-1 mod 2^{bits}) in consumption order")
+
+
+def _butterfly(b: Builder, ar: Arithmetic, layer: int, x: VReg, y: VReg, wm: Mem, wqm: Mem, qv: VReg,
+               inverse: bool, scale: int | None) -> tuple[VReg, VReg]:
+    """Cooley–Tukey (x + w*y, x - w*y) or Gentleman–Sande (x + y, w*(x - y)),
+    the products by a twiddle from the table; the inverse's first layer also
+    multiplies the sum by `scale`."""
+    mul, bits = ar.mul, ar.layout.lane_bits
+    add, sub = by_width("add", bits), by_width("sub", bits)
+    if not inverse:
+        m = mul.multiply(b, y, wm, wqm, qv)
+        return b.op(add, x, m, comment=f"layer {layer}"), b.op(sub, x, m)
+    total = b.op(add, x, y, comment=f"layer {layer}")
+    diff = mul.multiply(b, b.op(sub, x, y), wm, wqm, qv)
+    if scale is not None:
+        c = mul.constant(scale)
+        total = mul.multiply(b, total, broadcast_const(b, c.w, bits), broadcast_const(b, c.w_qinv, bits), qv)
+    return total, diff
+
+
+def block_registers(layout: NttLayout) -> list[tuple[tuple[int, ...], list[int]]]:
+    """Vectors holding coefficient k (list index) of the same blocks, one per lane, after the forward NTT."""
+    d = layout.d
+    found: dict[tuple[int, ...], dict[int, int]] = {}
+    for v, lanes in enumerate(layout.vector_indices(layout.output_order)):
+        ks = {i % d for i in lanes}
+        if len(ks) != 1:
+            raise AssertionError("base blocks are not split across registers")
+        found.setdefault(tuple(i // d for i in lanes), {})[ks.pop()] = v
+    return [(blocks, [vs[k] for k in range(d)]) for blocks, vs in found.items()]
+
+
+def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, reduce_inputs: bool, table_label: str,
+                  reduce_outputs: bool = False) -> None:
+    """r = a*b/R blockwise mod (x^d - zeta_j): args (r, a, b), r may alias a or b."""
+    math, layout, mul = ar.math, ar.layout, ar.mul
+    bits = layout.lane_bits
+    add = by_width("add", bits)
+    q, d = math.q, layout.d
+    table = TwiddleTable(b, table_label, bits)
+    qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
+    qinv = broadcast_const(b, mul.qinv, bits)
+    for blocks, vecs in block_registers(layout):
+        a = [_load(b, _vector(layout, v, 1)) for v in vecs]
+        c = [_load(b, _vector(layout, v, 2)) for v in vecs]
+        if reduce_inputs:
+            a = [_reduce(b, r, barrett, "bring inputs below q") for r in a]
+            c = [_reduce(b, r, barrett, "") for r in c]
+        c_qinv = [b.op(by_width("mullo", bits), r, qinv) for r in c]
+        prod = {}
+        for i in range(d):
+            for j in range(d):
+                prod[i, j] = mul.multiply(b, a[i], c[j], c_qinv[j], qv)
+        zc = [mul.constant(math.final_zetas[blk]) for blk in blocks]
+        zw, zq = table.vector([z.w for z in zc]), table.vector([z.w_qinv for z in zc])
+        for k in range(d):
+            low = [prod[i, k - i] for i in range(k + 1)]
+            wrap = [prod[i, k + d - i] for i in range(k + 1, d)]
+            acc = _sum(b, add, low)
+            if wrap:
+                acc = b.op(add, acc, mul.multiply(b, _sum(b, add, wrap), zw, zq, qv))
+            if reduce_outputs:
+                acc = _reduce(b, acc, barrett, "into the inverse NTT's input range")
+            _store(b, _vector(layout, vecs[k]), acc)
+    if table.rows:
+        table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}) for base multiplication")
+
+
+def _sum(b: Builder, add: str, terms: list[VReg]) -> VReg:
+    acc = terms[0]
+    for t in terms[1:]:
+        acc = b.op(add, acc, t)
+    return acc
+
+
+def build_reduce(b: Builder, layout: NttLayout, reducer: Reducer) -> None:
+    """Reduce every element of argument 0 in place with `reducer`."""
+    for v in range(layout.vectors):
+        _store(b, _vector(layout, v), _reduce(b, _load(b, _vector(layout, v)), reducer, ""))

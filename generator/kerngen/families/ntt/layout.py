@@ -1,0 +1,272 @@
+"""Where every coefficient lives: the pass structure of a merged-layer NTT.
+
+Coefficient index bits split into lane bits (the low ones: as many lanes as
+a register holds, fewer for small arrays, see `vector_lanes`) and vector
+bits. A butterfly layer on index bit k needs k to be a *slot* bit: the two
+partners must sit in the same lane of two registers. Layers on high bits
+run in top passes over groups of up to 8 registers; the final pass holds
+8 consecutive vectors (the whole array when it is at most 16 vectors) and
+brings each low bit in turn into a slot bit with an in-register shuffle
+(`Swap`) that exchanges a lane bit with a slot bit whose layer is done. Bits
+inside a base block (below log2 d) are swapped out of the lanes too, so base
+multiplication sees coefficient k of as many blocks as a register has lanes. The forward
+output order is whatever this leaves; the manifest records it exactly.
+
+The inverse runs those steps backwards (a swap is its own inverse). The
+forward replaces each chain of swaps on the lane bits of a 128-bit half
+with element interleaves (`Interleave`, two shuffles a pair where a swap of
+a low lane bit costs two blends and two shifts): an interleave rotates
+those lane bits, always bringing the half's top lane bit into the slot,
+which is the next bit the chain needs, and leaves the same arrangement as
+the swaps at the chain's end.
+
+Lane movements are simulated with the instructions that make them
+(`shuffles`), so the plan and the kernels cannot disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...target.target import Target
+from .shuffles import Interleave, Swap, simulate_step
+
+
+def vector_lanes(n: int, d: int, target: Target) -> int:
+    """Lanes per vector: a full register whenever the array allows it.
+
+    A butterfly pairs two vectors, so a vector holds at most n/2 elements; and
+    base multiplication wants coefficient k of `lanes` different blocks in one
+    register, so at most n/d. Smaller vectors live in the low lanes of an xmm
+    register (half a ymm, or fewer lanes loaded with a narrower move)."""
+    return min(target.lanes, n // max(2, d))
+
+
+@dataclass(frozen=True)
+class Butterflies:
+    """Layer `layer` (partner distance 2^bit) on register pairs differing in `slot_bit`."""
+
+    layer: int
+    bit: int
+    slot_bit: int
+
+
+Step = Swap | Interleave | Butterflies
+
+
+@dataclass(frozen=True)
+class Pass:
+    groups: tuple[tuple[int, ...], ...]  # per group: vector index held by each slot
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class NttLayout:
+    n: int
+    layers: int
+    lanes: int  # lanes per vector
+    lane_bits: int
+    register_bits: int  # the register a vector lives in
+    passes: tuple[Pass, ...]  # forward, in execution order
+    inverse_passes: tuple[Pass, ...]  # inverse, in execution order (steps too)
+    output_order: tuple[int, ...]  # array position -> coefficient index after the forward NTT
+
+    @property
+    def d(self) -> int:
+        return self.n >> self.layers
+
+    @property
+    def vectors(self) -> int:
+        return self.n // self.lanes
+
+    @property
+    def register_lanes(self) -> int:
+        return self.register_bits // self.lane_bits
+
+    @property
+    def vector_bytes(self) -> int:
+        return self.lanes * self.lane_bits // 8
+
+    def move(self, step: Swap | Interleave, lo: list, hi: list) -> tuple[list, list]:
+        """Where `step` puts the payloads of a register pair."""
+        return simulate_step(step, lo, hi, self.lane_bits, self.register_lanes)
+
+    def vector_indices(self, order) -> list[list[int]]:
+        return split_vectors(order, self.lanes)
+
+
+def split_vectors(order, lanes: int) -> list[list[int]]:
+    """`order` (array position -> coefficient index) cut into vectors of `lanes`."""
+    return [list(order[v:v + lanes]) for v in range(0, len(order), lanes)]
+
+
+def register_key(indices) -> int:
+    """How schedules name a register at a layer: the smallest coefficient index
+    it holds (the same in forward and inverse, whatever the lane order)."""
+    return min(indices)
+
+
+def pairs(slots: int, slot_bit: int) -> list[tuple[int, int]]:
+    return [(s, s | (1 << slot_bit)) for s in range(slots) if not s & (1 << slot_bit)]
+
+
+def final_group_bits(n: int, lanes: int) -> int:
+    """log2 of the number of vectors the final pass holds at once.
+
+    An array of at most 16 vectors is transformed in one pass with every
+    vector live: the allocator spills a few values, but each layer's eight
+    butterflies are independent chains the core overlaps, where two 8-vector
+    halves would run one after the other, each one long dependency chain
+    (kyber-3329's forward NTT: about 18% faster in one interleaved run).
+    Larger arrays keep 8-vector groups: 16-vector groups there cost more
+    passes and spills than the overlap gains."""
+    vbits = (n // lanes).bit_length() - 1
+    return vbits if vbits <= 4 else 3
+
+
+def plan(n: int, layers: int, target: Target) -> NttLayout:
+    log_n = n.bit_length() - 1
+    lanes = vector_lanes(n, n >> layers, target)
+    lane_index_bits = lanes.bit_length() - 1
+    vbits = log_n - lane_index_bits
+    group_bits = final_group_bits(n, lanes)
+    d_bits = log_n - layers
+    layer_bits = [log_n - 1 - l for l in range(layers)]  # coefficient bit of each layer
+    passes: list[Pass] = []
+
+    # top passes: layers on vector bits above the final group's, three at a time
+    top = [k for k in layer_bits if k >= lane_index_bits + group_bits]
+    for start in range(0, len(top), 3):
+        chunk = top[start:start + 3]
+        vec_bits = [k - lane_index_bits for k in chunk]  # high to low
+        slot_of = {vb: i for i, vb in enumerate(sorted(vec_bits))}
+        groups = []
+        for v in range(1 << vbits):
+            if any(v >> vb & 1 for vb in vec_bits):
+                continue
+            groups.append(tuple(v | sum(((s >> i) & 1) << vb for vb, i in slot_of.items())
+                                for s in range(1 << len(vec_bits))))
+        steps = tuple(Butterflies(log_n - 1 - k, k, slot_of[k - lane_index_bits]) for k in chunk)
+        passes.append(Pass(tuple(groups), steps))
+
+    # final pass: the group's own vector bits, then lane bits by swapping
+    slots = 1 << group_bits
+    slot_holds = {i: lane_index_bits + i for i in range(group_bits)}  # slot bit -> coefficient bit
+    lane_holds = {j: j for j in range(lane_index_bits)}
+    done: list[int] = []  # slot bits whose coefficient bit needs no more work, oldest first
+    steps: list[Step] = []
+    for k in layer_bits:
+        if k >= lane_index_bits + group_bits:
+            continue
+        if k >= lane_index_bits:
+            sb = k - lane_index_bits
+        else:
+            sb = done.pop()  # the most recently finished slot: shuffle the pair just computed
+            lane = next(j for j, c in lane_holds.items() if c == k)
+            steps.append(Swap(lane, sb))
+            lane_holds[lane], slot_holds[sb] = slot_holds[sb], k
+        steps.append(Butterflies(log_n - 1 - k, k, sb))
+        done.append(sb)
+    for k in range(d_bits - 1, -1, -1):  # block coefficients leave the lanes
+        if k >= lane_index_bits or any(c == k for c in slot_holds.values()):
+            continue
+        if not done:
+            raise ValueError(f"n={n}: a group of {slots} registers cannot hold blocks of degree {1 << d_bits}")
+        sb = done.pop()
+        lane = next(j for j, c in lane_holds.items() if c == k)
+        steps.append(Swap(lane, sb))
+        lane_holds[lane], slot_holds[sb] = slot_holds[sb], k
+    groups = tuple(tuple(g * slots + s for s in range(slots)) for g in range((1 << vbits) // slots))
+    if steps:
+        passes.append(Pass(groups, tuple(steps)))
+
+    inverse = tuple(Pass(p.groups, p.steps[::-1]) for p in passes[::-1])
+    half_bits = (128 // target.lane_bits).bit_length() - 1  # lane bits inside a 128-bit half
+    forward = tuple(Pass(p.groups, _interleaved(p.steps, lane_index_bits, half_bits)) for p in passes)
+    layout = NttLayout(n, layers, lanes, target.lane_bits, target.vector_bits(lanes), forward, inverse, ())
+    order = _simulate_order(layout, forward)
+    if _walk(layout, inverse, order)[1] != tuple(range(n)):
+        raise AssertionError("layout plan: the inverse does not return the natural order")
+    return NttLayout(n, layers, lanes, layout.lane_bits, layout.register_bits, forward, inverse, order)
+
+
+def _interleaved(steps: tuple[Step, ...], lane_index_bits: int, half_bits: int) -> tuple[Step, ...]:
+    """The forward steps with a swap of a lane bit inside a 128-bit half
+    replaced by an element interleave wherever the bit it brings into the
+    slot sits at the half's top lane bit of the rotated arrangement (in a
+    chain it always does: chains take lane bits in decreasing order). Slots
+    hold the same bits either way, lanes the same bits in another order; at
+    a chain's end the order agrees again, which plan() checks by running
+    the inverse on the forward's output."""
+    if lane_index_bits < half_bits:  # vectors shorter than a half: no interleave keeps them in place
+        return steps
+    top = half_bits - 1
+    canon = list(range(lane_index_bits))  # lane bit -> token of the bit there, as the swaps move them
+    actual = list(canon)  # the same with the interleaves
+    slot_token: dict[int, object] = {}
+    out: list[Step] = []
+    for st in steps:
+        if isinstance(st, Butterflies):
+            out.append(st)
+            continue
+        incoming, outgoing = canon[st.lane_bit], slot_token.get(st.slot_bit, ("slot", st.slot_bit))
+        canon[st.lane_bit] = outgoing
+        slot_token[st.slot_bit] = incoming
+        if actual[top] == incoming:
+            out.append(Interleave(st.slot_bit))
+            actual[1:top + 1], actual[0] = actual[0:top], outgoing
+        else:
+            pos = actual.index(incoming)
+            out.append(Swap(pos, st.slot_bit))
+            actual[pos] = outgoing
+    return tuple(out)
+
+
+def _walk(layout: NttLayout, passes, start: tuple[int, ...] | None = None
+          ) -> tuple[list[tuple[Butterflies, tuple[int, ...], tuple[int, ...]]], tuple[int, ...]]:
+    """Run passes on coefficient indices (from natural order, or `start`): every
+    butterfly with the indices of its lower and upper register, and the final
+    order of the array."""
+    memory = split_vectors(start or range(layout.n), layout.lanes)
+    events = []
+    for p in passes:
+        for group in p.groups:
+            regs = [memory[v] for v in group]
+            for st in p.steps:
+                for lo, hi in pairs(len(regs), st.slot_bit):
+                    if not isinstance(st, Butterflies):
+                        regs[lo], regs[hi] = layout.move(st, regs[lo], regs[hi])
+                    else:
+                        events.append((st, tuple(regs[lo]), tuple(regs[hi])))
+            for v, r in zip(group, regs):
+                memory[v] = r
+    return events, tuple(i for reg in memory for i in reg)
+
+
+def _simulate_order(layout: NttLayout, passes) -> tuple[int, ...]:
+    """The forward output order; checks that every butterfly pairs partners."""
+    events, order = _walk(layout, passes)
+    for st, lo, hi in events:
+        bad = [l for l in range(layout.lanes) if hi[l] != lo[l] + (1 << st.bit)]
+        if bad:
+            raise AssertionError(f"layout plan: layer {st.layer} pairs non-partners in lanes {bad}")
+    return order
+
+
+@dataclass(frozen=True)
+class LayerPairs:
+    """The register pairs of one layer across the whole array: coefficient indices by lane."""
+
+    layer: int
+    bit: int
+    pairs: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]  # (lower register, upper register)
+
+
+def layer_pairs(layout: NttLayout) -> tuple[LayerPairs, ...]:
+    """Which indices share a register at each layer (the same in forward and inverse)."""
+    found: dict[int, list] = {}
+    bits: dict[int, int] = {}
+    for st, lo, hi in _walk(layout, layout.passes)[0]:
+        found.setdefault(st.layer, []).append((lo, hi))
+        bits[st.layer] = st.bit
+    return tuple(LayerPairs(l, bits[l], tuple(found[l])) for l in sorted(found))

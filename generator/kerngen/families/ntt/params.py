@@ -1,0 +1,85 @@
+"""The NTT family's parameter schema: n, q, width, layers, reduction policy, reducer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ...core.errors import ParamError
+from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isa, require
+from ...target.target import Target, make_target
+from .maths import max_layers
+
+POLICIES = ("eager", "layer", "index", "minimal")
+REDUCERS = ("auto", "barrett", "special")
+WIDTHS = (16,)
+ISAS = ("avx2",)
+MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
+KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer"}
+
+
+@dataclass(frozen=True)
+class NttParams:
+    """Negacyclic NTT over Z_q[x]/(x^n+1) on `width`-bit lanes."""
+
+    name: str
+    n: int
+    q: int
+    width: int
+    isa: str
+    layers: int  # NTT layers L; block degree d = n >> L
+    policy: str
+    reducer: str  # "auto", "barrett" or "special"
+    prefix: str
+    source: str  # the file (or text) these came from, for messages
+    target: Target
+
+    family = "ntt"
+
+    @property
+    def d(self) -> int:
+        return self.n >> self.layers
+
+
+def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
+    src = c.source
+    check_keys(src, table, KEYS, "ntt")
+    width = table.get("width", WIDTHS[0])
+    if isinstance(width, bool) or not isinstance(width, int):
+        raise ParamError(src, "width", f"must be an integer, got {width!r}")
+    if width not in WIDTHS:
+        raise ParamError(src, "width", f"must be {WIDTHS[0]} (only {WIDTHS[0]}-bit lanes are implemented), got {width}")
+    isa = choose_isa(src, table, overrides, ISAS, "ntt")
+    n = require(src, table, "n", int, "a power of two")
+    if n < 2 or n > 4096 or n & (n - 1):
+        raise ParamError(src, "n", f"must be a power of two between 2 and 4096, got {n}")
+    q = require(src, table, "q", int, "an odd prime")
+    if q < 3 or not sympy.isprime(q):
+        raise ParamError(src, "q", f"must be an odd prime, got {q}")
+    if q >= 1 << (width - 1):
+        raise ParamError(src, "q", f"must be below 2^{width - 1} = {1 << (width - 1)} for {width}-bit signed lanes, "
+                                   f"got {q}")
+    top = max_layers(n, q)
+    min_layers = max(1, (n.bit_length() - 1) - MAX_BLOCK_BITS)
+    if "layers" in table:
+        layers = require(src, table, "layers", int, "a positive integer")
+        if not 1 <= layers <= top:
+            raise ParamError(src, "layers", f"must be between 1 and {top} (2^(layers+1) must divide q-1 = {q - 1} "
+                                            f"and 2^layers must divide n), got {layers}")
+    else:
+        layers = top
+    if layers < min_layers:
+        need = 1 << (min_layers + 1)
+        raise ParamError(
+            src, "q",
+            f"q-1 = {q - 1} must be divisible by {need}: an NTT of degree n={n} needs at least {min_layers} layers "
+            f"(base blocks of degree at most {n >> min_layers}), and q allows only {top}",
+        )
+    pol = overrides.policy if overrides.policy is not None else table.get("reduction", "index")
+    if pol not in POLICIES:
+        raise ParamError(src, "reduction", f"must be one of {', '.join(POLICIES)}, got {pol!r}")
+    red = overrides.reducer if overrides.reducer is not None else table.get("reducer", "auto")
+    if red not in REDUCERS:
+        raise ParamError(src, "reducer", f"must be one of {', '.join(REDUCERS)}, got {red!r}")
+    return NttParams(c.name, n, q, width, isa, layers, pol, red, c.prefix, src, make_target(isa, width))

@@ -1,0 +1,198 @@
+"""The reductions of the NTT family, each defined in one place.
+
+Every reduction is an idiom in lane form (`ScalarIdiom`, written in the
+instruction table's width-neutral names); `emit_idiom` turns that
+definition into instructions, and `lemmas.prove` runs the same definition
+on every input to find its exact output range and check its congruence.
+Constants are broadcast tables named by element type and value (pw_3329,
+pw_m3327 for 16-bit lanes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
+from ...ir.ops import by_width, spec
+from ...passes.lemmas import LemmaError, ScalarIdiom, prove
+
+_CONST_PREFIX = {16: "pw", 32: "pd", 64: "pq"}
+CONST_BYTES = 32  # a broadcast constant fills the widest register
+
+
+def const_label(value: int, bits: int) -> str:
+    p = _CONST_PREFIX[bits]
+    return f"{p}_{value}" if value >= 0 else f"{p}_m{-value}"
+
+
+def broadcast_const(b: Builder, value: int, bits: int) -> Mem:
+    """A table holding `value` in every `bits`-bit lane of the widest register, as a memory operand."""
+    t = b.table(const_label(value, bits), bits // 8, [value] * (8 * CONST_BYTES // bits))
+    return Mem(t, 0, CONST_BYTES)
+
+
+@dataclass(frozen=True)
+class BarrettConstant:
+    """t = round(a*v / 2^(bits+shift)), a - t*q a centred representative;
+    v = round(2^(bits+shift)/q) < 2^(bits-1) with the largest such shift."""
+
+    v: int
+    shift: int
+
+
+def barrett_constant(q: int, bits: int) -> BarrettConstant:
+    shift = 0
+    while round((1 << (bits + shift + 1)) / q) < (1 << (bits - 1)) and shift < bits - 2:
+        shift += 1
+    return BarrettConstant(round((1 << (bits + shift)) / q), shift)
+
+
+def barrett_idiom(q: int, bits: int) -> ScalarIdiom:
+    """Centred Barrett: t = round(x*v / 2^(bits+s)) as (mulhi(x, v) + 2^(s-1)) >> s,
+    then x - t*q, about [-(q-1)/2, (q-1)/2] (the lemma gives the exact range).
+    Rounding by add and shift keeps the idiom at two multiplications: the NTTs
+    are bound by the multiplier ports, not by the simple-integer ones."""
+    c = barrett_constant(q, bits)
+    return ScalarIdiom("barrett", q, (
+        ("mulhi", "t", "x", c.v),
+        ("add", "t", "t", 1 << (c.shift - 1)),
+        ("sra", "t", "t", c.shift),
+        ("mullo", "t", "t", q),
+        ("sub", "r", "x", "t"),
+    ), bits)
+
+
+def signed_digits(value: int) -> tuple[tuple[int, int], ...]:
+    """Non-adjacent form of `value`: (sign, exponent) pairs, fewest non-zero digits."""
+    out, e = [], 0
+    while value:
+        if value & 1:
+            digit = 2 - (value & 3)
+            out.append((digit, e))
+            value -= digit
+        value >>= 1
+        e += 1
+    return tuple(out)
+
+
+def special_form_candidates(q: int, bits: int, max_terms: int = 3) -> list[ScalarIdiom]:
+    """Reductions by shifts and adds for q of sparse signed-binary shape.
+
+    Split x = h*2^a + l (h = x >> a arithmetic, l = x & (2^a - 1)); since
+    2^a = sum of s_i 2^(e_i) mod q with few terms (7681: 2^13 = 2^9 - 1), x is
+    congruent to l + sum of s_i (h << e_i): no multiplication at all. Every
+    split a whose residue 2^a mod q (or 2^a mod q - q) has at most `max_terms`
+    signed digits is a candidate; `lemmas.prove` rejects any that can wrap.
+    """
+    out = []
+    for a in range(2, bits - 1):
+        r = pow(2, a, q)
+        for residue in (r, r - q):
+            digits = signed_digits(residue)
+            if not digits or len(digits) > max_terms or max(e for _, e in digits) >= a:
+                continue
+            steps = [("sra", "h", "x", a), ("and", "l", "x", (1 << a) - 1)]
+            acc = "l"
+            for k, (sign, e) in enumerate(digits):
+                term = "h"
+                if e:
+                    steps.append(("sll", f"t{k}", "h", e))
+                    term = f"t{k}"
+                steps.append(("add" if sign > 0 else "sub", f"r{k}", acc, term))
+                acc = f"r{k}"
+            out.append(ScalarIdiom("special", q, tuple(steps), bits))
+    return out
+
+
+@dataclass(frozen=True)
+class Reducer:
+    """A reduction kind usable by the NTT schedules, with its proven facts."""
+
+    kind: str  # "barrett" or "special"
+    idiom: ScalarIdiom
+    out_abs: int  # largest |output| over all inputs
+    multiplications: int
+    instructions: int
+
+    def reduced_bound(self, bound: int) -> int:
+        """Largest |output| for inputs of |value| <= bound (from the lemma)."""
+        lo, hi = prove(self.idiom).range_for(-bound, bound)
+        return max(-lo, hi)
+
+    def describe(self) -> str:
+        """The reduction in words, from the idiom's own steps."""
+        if self.kind == "barrett":
+            return "centred Barrett, two multiplications"
+        steps = self.idiom.steps
+        split = next(s for s in steps if s[0] == "sra")[3]
+        terms = []
+        for op, _dst, a, b in steps:
+            if op in ("add", "sub"):
+                term = b if isinstance(b, str) else a
+                shift = next((s[3] for s in steps if s[1] == term and s[0] == "sll"), 0)
+                terms.append(("+ " if op == "add" else "- ") + (f"(h << {shift})" if shift else "h"))
+        return f"shifts, masks and adds: x = h*2^{split} + l, x = l {' '.join(terms)} mod q"
+
+
+def reducers(q: int, bits: int) -> dict[str, Reducer]:
+    """The reductions that apply to q; "special" only if q has a shape that gives
+    a real reduction (output below 2^(bits-2) in absolute value for every input)."""
+    found = {"barrett": _reducer("barrett", barrett_idiom(q, bits))}
+    best = None
+    for idiom in special_form_candidates(q, bits):
+        if not _passes_sample(idiom):
+            continue  # cheap screen; only survivors get the full proof
+        try:
+            r = _reducer("special", idiom)
+        except LemmaError:
+            continue
+        if r.out_abs < 1 << (bits - 2) and (best is None or (r.out_abs, r.instructions) < (best.out_abs, best.instructions)):
+            best = r
+    if best is not None:
+        found["special"] = best
+    return found
+
+
+def _sample(bits: int) -> tuple[int, ...]:
+    """The extremes, and the powers of two and their neighbours: where wrap-around shows first."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    near = {sign * (1 << k) + d for k in range(bits - 1) for sign in (1, -1) for d in (-1, 0, 1)}
+    return tuple(sorted(x for x in {lo, hi, -1, 0, 1} | near if lo <= x <= hi))
+
+
+def _passes_sample(idiom: ScalarIdiom) -> bool:
+    """Congruent and below 2^(bits-2) on the sample inputs."""
+    for x in _sample(idiom.bits):
+        y = idiom.run(x)
+        if (y - x) % idiom.q or abs(y) >= 1 << (idiom.bits - 2):
+            return False
+    return True
+
+
+def _reducer(kind: str, idiom: ScalarIdiom) -> Reducer:
+    half = 1 << (idiom.bits - 1)
+    lo, hi = prove(idiom).range_for(-half, half - 1)
+    muls = sum(1 for op, *_ in idiom.steps if spec(by_width(op, idiom.bits)).cls == "mul")
+    return Reducer(kind, idiom, max(-lo, hi), muls, len(idiom.steps))
+
+
+def emit_idiom(b: Builder, idiom: ScalarIdiom, x: VReg, comment: str = "") -> VReg:
+    """Emit an idiom on vector `x`; its instructions are tagged for the verifier."""
+    group = b.new_group()
+    env: dict[str, VReg] = {"x": x}
+    last = len(idiom.steps) - 1
+    for i, (op, dst, s1, s2) in enumerate(idiom.steps):
+        name = by_width(op, idiom.bits)
+        role = "start" if i == 0 else "end" if i == last else "body"
+        if last == 0:
+            role = "start"
+        src1 = env[s1] if isinstance(s1, str) else b.op("load", broadcast_const(b, s1, idiom.bits))
+        if isinstance(s2, str):
+            src2 = env[s2]
+        elif spec(name).slots[2].kind == "i":  # shift counts are immediates
+            src2 = Imm(s2)
+        else:
+            src2 = broadcast_const(b, s2, idiom.bits)
+        env[dst] = b.op(name, src1, src2, idiom=IdiomTag(group, idiom.kind, role, 1),
+                        comment=comment if i == 0 else "")
+    return env[idiom.steps[-1][1]]

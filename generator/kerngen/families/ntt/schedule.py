@@ -1,0 +1,204 @@
+"""Bounds: the largest |value| of every coefficient index through every layer,
+and the reductions a policy inserts to keep each one inside the signed lane.
+
+Reductions act on registers (all lanes of a vector), so decisions are made per register
+pair of each layer, as the layout places indices; a register is named by the
+smallest coefficient index it holds at that layer. The verifier later re-derives
+every bound from the final instructions; this stage only decides.
+
+Policies: `eager` reduces every register after every layer; `layer` reduces a
+whole layer when any index could overflow; `index` reduces only the registers
+whose lanes could overflow (for the inverse, the larger of the pair first);
+`minimal` searches the per-layer choices for the fewest reductions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ...core.errors import VerifyError
+from .layout import LayerPairs, NttLayout, layer_pairs, register_key
+from .maths import NttMath
+from .montgomery import Montgomery
+from .reducers import Reducer
+
+
+@dataclass(frozen=True)
+class ReductionSchedule:
+    """Registers (by smallest index) to reduce before each layer, and before storing."""
+
+    policy: str
+    reduction: str
+    direction: str  # "forward" or "inverse"
+    before: tuple[tuple[int, frozenset[int]], ...]  # (layer, register keys), in execution order
+    at_end: bool  # reduce every register after the last layer
+    max_bound: tuple[int, ...]  # worst |value| after each executed layer
+    input_bound: int
+    output_bound: int
+    per_index: tuple[tuple[int, ...], ...]  # |value| bound of every index after each executed layer
+    registers: int  # vectors the array occupies
+
+    def reduced_before(self, layer: int) -> frozenset[int]:
+        return dict(self.before).get(layer, frozenset())
+
+    @property
+    def count(self) -> int:
+        """Vector reductions inserted (one per register and occasion)."""
+        return sum(len(s) for _, s in self.before) + (self.registers if self.at_end else 0)
+
+    def describe(self) -> tuple[str, ...]:
+        lines = [f"policy {self.policy}, {self.reduction} reduction, {self.count} vector reductions"]
+        for (layer, regs) in self.before:
+            if regs:
+                lines.append(f"before layer {layer}: {len(regs)} register(s), smallest indices "
+                             + ",".join(str(r) for r in sorted(regs)))
+        if self.at_end:
+            lines.append("after the last layer: every register")
+        lines.append("worst |value| after each layer: " + ", ".join(str(b) for b in self.max_bound))
+        return tuple(lines)
+
+    def manifest(self) -> dict:
+        return {"policy": self.policy, "reduction": self.reduction, "reductions": self.count,
+                "max_bound": list(self.max_bound),
+                "before_layer": [{"layer": l, "registers": sorted(r)} for l, r in self.before if r],
+                "after_last_layer": self.at_end}
+
+
+@dataclass(frozen=True)
+class Arithmetic:
+    """What a schedule is computed for: the maths, the layout, the
+    multiplication strategy and the reduction."""
+
+    math: NttMath
+    layout: NttLayout
+    mul: Montgomery
+    reducer: Reducer
+
+    @property
+    def lane_max(self) -> int:
+        return (1 << (self.layout.lane_bits - 1)) - 1
+
+
+def _twiddle_magnitudes(ar: Arithmetic, lp: LayerPairs, inverse: bool, factor: int) -> list[list[int]]:
+    return [[abs(ar.mul.constant(c).w) for c in ar.math.twiddles(lp.layer, lp.bit, lo, inverse, factor)]
+            for lo, _ in lp.pairs]
+
+
+def schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int) -> ReductionSchedule:
+    """The policy's schedule. `index` never inserts more reductions than `layer`,
+    whose whole-layer placements are also register placements; `minimal`
+    searches (a beam over per-layer choices) and never inserts more than `index`."""
+    if policy in ("index", "minimal"):
+        options = [_schedule(ar, "larger", direction, input_bound), _schedule(ar, "layer", direction, input_bound)]
+        if policy == "minimal":  # the search, never worse than what index would do
+            options.insert(0, _schedule(ar, "minimal", direction, input_bound))
+        best = min(options, key=lambda s: s.count)
+        return dataclasses.replace(best, policy=policy)
+    return _schedule(ar, policy, direction, input_bound)
+
+_STRATEGIES = ("larger", "lo", "hi", "both")
+_BEAM = 16
+
+
+def _schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int) -> ReductionSchedule:
+    layers = layer_pairs(ar.layout)
+    if direction == "inverse":
+        layers = layers[::-1]
+    start = _State(0, tuple([input_bound] * ar.math.n), (), (), ())
+    if policy == "minimal":
+        beam = [start]
+        for step, lp in enumerate(layers):
+            grown: dict[tuple[int, ...], _State] = {}
+            for state in beam:
+                for strategy in _STRATEGIES:
+                    nxt = _layer(ar, direction, step, lp, state, strategy)
+                    if nxt is not None and (nxt.bounds not in grown or nxt.count < grown[nxt.bounds].count):
+                        grown[nxt.bounds] = nxt
+            if not grown:
+                raise VerifyError(f"{direction} layer {lp.layer}: no reduction keeps every index inside "
+                                  f"int{ar.layout.lane_bits}")
+            beam = sorted(grown.values(), key=lambda st: (st.count, sum(st.bounds)))[:_BEAM]
+        final = beam[0]
+    else:
+        final = start
+        for step, lp in enumerate(layers):
+            nxt = _layer(ar, direction, step, lp, final, policy)
+            if nxt is None:
+                raise VerifyError(f"{direction} layer {lp.layer}: no reduction keeps every index inside "
+                                  f"int{ar.layout.lane_bits}")
+            final = nxt
+    at_end = policy == "eager"
+    out = [ar.reducer.reduced_bound(x) for x in final.bounds] if at_end else final.bounds
+    return ReductionSchedule(policy, ar.reducer.kind, direction, final.before, at_end, final.max_bound,
+                             input_bound, max(out), final.per_index, ar.layout.vectors)
+
+
+@dataclass(frozen=True)
+class _State:
+    count: int
+    bounds: tuple[int, ...]
+    before: tuple[tuple[int, frozenset[int]], ...]
+    max_bound: tuple[int, ...]
+    per_index: tuple[tuple[int, ...], ...]
+
+
+def _layer(ar: Arithmetic, direction: str, step: int, lp: LayerPairs, state: _State,
+           strategy: str) -> _State | None:
+    """One layer under `strategy` ("eager", "layer", or how to pick within an
+    overflowing pair: "larger", "lo", "hi", "both"); None if it cannot be kept safe."""
+    b = list(state.bounds)
+    scale = ar.math.inverse_scale(ar.mul.r)
+    first_inverse = direction == "inverse" and step == 0  # carries the inverse's scaling
+    w = _twiddle_magnitudes(ar, lp, direction == "inverse", scale if first_inverse else 1)
+    reduced: set[int] = set()
+    top, bound = ar.lane_max, ar.mul.bound
+
+    def overflow(lo, hi, row) -> bool:
+        if direction == "forward":
+            return any(b[x] + bound(b[y], wl) > top for x, y, wl in zip(lo, hi, row))
+        return any(b[x] + b[y] > top for x, y in zip(lo, hi))
+
+    def reduce_reg(reg) -> None:
+        reduced.add(register_key(reg))
+        for i in reg:
+            b[i] = ar.reducer.reduced_bound(b[i])
+
+    if strategy == "eager":
+        if step > 0:
+            for lo, hi in lp.pairs:
+                reduce_reg(lo)
+                reduce_reg(hi)
+    elif strategy == "layer":
+        if any(overflow(lo, hi, row) for (lo, hi), row in zip(lp.pairs, w)):
+            for lo, hi in lp.pairs:
+                reduce_reg(lo)
+                reduce_reg(hi)
+    else:
+        for (lo, hi), row in zip(lp.pairs, w):
+            if not overflow(lo, hi, row):
+                continue
+            if strategy == "both":
+                order = (lo, hi)
+            elif strategy == "hi":
+                order = (hi, lo)
+            elif strategy == "lo" or direction == "forward":
+                order = (lo, hi)
+            else:  # larger first: the register that has been accumulating sums
+                order = (lo, hi) if max(b[i] for i in lo) >= max(b[i] for i in hi) else (hi, lo)
+            reduce_reg(order[0])
+            if strategy == "both" or overflow(lo, hi, row):
+                reduce_reg(order[1])
+    scale_w = abs(ar.mul.constant(scale).w)
+    for (lo, hi), row in zip(lp.pairs, w):
+        if overflow(lo, hi, row):
+            return None
+        for x, y, wl in zip(lo, hi, row):
+            if direction == "forward":
+                m = bound(b[y], wl)
+                b[x] = b[y] = b[x] + m
+            else:
+                s_ = b[x] + b[y]
+                b[x], b[y] = (bound(s_, scale_w) if first_inverse else s_), bound(s_, wl)
+    return _State(state.count + len(reduced), tuple(b), state.before + ((lp.layer, frozenset(reduced)),),
+                  state.max_bound + (max(b),), state.per_index + (tuple(b),))

@@ -1,0 +1,1 @@
+"""The Python side of the C test and bench harness: builds, runs, parses (no maths)."""

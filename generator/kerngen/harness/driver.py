@@ -1,0 +1,470 @@
+"""Python side of the C test and bench harness (C sources in ``harness/``,
+shipped in the package as ``kerngen/csrc``).
+
+The C programs know nothing of the mathematics: ``kg_runner`` places the
+buffers, calls a kernel through the checked-call stub and prints what it
+wrote; ``kg_bench`` times kernels. This module builds them, assembles emitted
+bundles into shared objects, writes vector files, runs the programs and
+parses what they print. File formats are documented in ``harness/vectors.h``
+(vectors), ``harness/runner.c`` (runner output) and ``harness/bench.c``
+(bench output).
+
+Build products go to a caller-chosen work directory, keyed by a hash of
+their inputs, so repeated calls reuse them and the repository stays clean.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.resources import as_file, files
+from pathlib import Path
+
+# one class for the whole tool, so the CLI maps harness failures to exit code 2
+from ..core.errors import HarnessError
+from ..target.formats import ELF64  # the harness loads kernels on this (Linux) machine
+
+__all__ = [
+    "HARNESS_DIR", "AbiCapabilities", "Arg", "BenchResult", "Case", "CaseResult", "HarnessError",
+    "abi_capabilities", "assemble_shared", "build_bench", "build_runner", "build_shared_c", "run_bench",
+    "run_runner", "write_vectors",
+]
+
+
+def _harness_dir() -> Path:
+    with as_file(files("kerngen") / "csrc") as path:  # a directory of the installed package
+        return Path(path)
+
+
+HARNESS_DIR = _harness_dir()
+
+MAX_ARGS = 5
+ROLES = ("in", "out", "inout")
+ELEM_BYTES = (1, 2, 4, 8)
+MAX_ALIGN = 4096
+
+STATUS_OK = "ok"
+STATUS_ABI = "abi"
+STATUS_CANARY = "canary"
+STATUS_INMOD = "inmod"
+
+_C_FLAGS = ("-O2", "-std=c11", "-Wall", "-Wextra")
+_TOKEN = re.compile(r"^\S+$")
+_SYMBOL = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$@]*$")
+
+_INSTALL_HINTS = {
+    "nasm": "install it with `apt-get install nasm` (NASM 2.14 or later)",
+    "gcc": "install it with `apt-get install gcc`",
+}
+
+
+# ---------------------------------------------------------------------------
+# records
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One pointer argument of a kernel, in C argument order.
+
+    ``data`` holds the input values of an ``in``/``inout`` argument (any value
+    in the signed or unsigned range of the element width); ``alias_of`` names
+    the argument whose buffer this one shares (an in-place call), in which
+    case this argument carries no data.
+    """
+
+    role: str
+    elem_bytes: int
+    count: int
+    align: int
+    data: tuple[int, ...] | None = None
+    alias_of: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"Arg.role must be one of {ROLES}, got {self.role!r}")
+        if self.elem_bytes not in ELEM_BYTES:
+            raise ValueError(f"Arg.elem_bytes must be one of {ELEM_BYTES}, got {self.elem_bytes}")
+        if self.count < 1:
+            raise ValueError(f"Arg.count must be at least 1, got {self.count}")
+        if self.align < 1 or self.align & (self.align - 1) or self.align > MAX_ALIGN:
+            raise ValueError(f"Arg.align must be a power of two 1..{MAX_ALIGN}, got {self.align}")
+        if self.data is not None:
+            data = tuple(int(v) for v in self.data)
+            object.__setattr__(self, "data", data)
+            if len(data) != self.count:
+                raise ValueError(f"Arg.data has {len(data)} values, count is {self.count}")
+            bits = 8 * self.elem_bytes
+            lo, hi = -(1 << (bits - 1)), (1 << bits) - 1
+            bad = next((v for v in data if not lo <= v <= hi), None)
+            if bad is not None:
+                raise ValueError(f"Arg.data value {bad} does not fit {self.elem_bytes} bytes")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call: ``symbol`` from library number ``lib`` applied to ``args``."""
+
+    case_id: str
+    symbol: str
+    args: tuple[Arg, ...]
+    lib: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "args", tuple(self.args))
+        if not _TOKEN.match(self.case_id):
+            raise ValueError(f"Case.case_id must be one token without spaces, got {self.case_id!r}")
+        if not _SYMBOL.match(self.symbol):
+            raise ValueError(f"case {self.case_id}: bad symbol name {self.symbol!r}")
+        if self.lib < 0:
+            raise ValueError(f"case {self.case_id}: lib must be >= 0")
+        if not 1 <= len(self.args) <= MAX_ARGS:
+            raise ValueError(f"case {self.case_id}: 1..{MAX_ARGS} arguments, got {len(self.args)}")
+        for i, a in enumerate(self.args):
+            where = f"case {self.case_id}: argument {i}"
+            if a.alias_of is not None:
+                j = a.alias_of
+                if not 0 <= j < len(self.args) or j == i:
+                    raise ValueError(f"{where}: alias_of {j} is not another argument")
+                if self.args[j].alias_of is not None:
+                    raise ValueError(f"{where}: alias_of {j}, which is itself an alias")
+                if a.data is not None:
+                    raise ValueError(f"{where}: an alias takes its data from argument {j}")
+            elif a.role != "out" and a.data is None:
+                raise ValueError(f"{where}: role {a.role} needs data")
+            elif a.role == "out" and a.data is not None:
+                raise ValueError(f"{where}: role out carries no data")
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """Verdict of one case: ``status`` is ok, abi, canary or inmod; ``reason``
+    the words after it (register names, or the argument index); ``outputs``
+    maps each out/inout argument index to the values it held after the call."""
+
+    case_id: str
+    status: str
+    reason: str
+    outputs: dict[int, list[int]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == STATUS_OK
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Ticks per call (TSC ticks, not core cycles) of one timed case."""
+
+    case_id: str
+    symbol: str
+    median_ticks: float
+    min_ticks: float
+    batches: int
+    calls_per_batch: int
+
+
+@dataclass(frozen=True)
+class AbiCapabilities:
+    """What the checked call can detect on this machine."""
+
+    avx: bool
+    xinuse: bool  # missing-vzeroupper detection works only when True
+
+
+# ---------------------------------------------------------------------------
+# tools and builds
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        hint = _INSTALL_HINTS.get(name, "install it")
+        raise HarnessError(f"`{name}` not found on PATH; {hint}")
+    return path
+
+
+def _run(cmd: Sequence[str | os.PathLike[str]], what: str) -> None:
+    argv = [str(c) for c in cmd]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise HarnessError(f"{what}: cannot run {argv[0]}: {exc}") from exc
+    if proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip()
+        raise HarnessError(f"{what} failed (exit {proc.returncode}): {' '.join(argv)}\n{msg}")
+
+
+def _digest(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        b = p.encode() if isinstance(p, str) else p
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()[:16]
+
+
+def _harness_source(name: str) -> Path:
+    path = HARNESS_DIR / name
+    if not path.is_file():
+        raise HarnessError(f"harness source {path} is missing")
+    return path
+
+
+def _cached(final: Path, make: Callable[[Path], Path]) -> Path:
+    """`final` if it was built before; otherwise `make(tmp)` builds it in a
+    private temporary directory beside it and returns the file, which is then
+    moved into place (os.replace is atomic: a concurrent build of the same
+    key loses nothing)."""
+    if final.is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=final.parent) as tmp_s:
+        os.replace(make(Path(tmp_s)), final)
+    return final
+
+
+def _build_program(workdir: Path, name: str, main_source: str) -> Path:
+    nasm, gcc = _tool("nasm"), _tool("gcc")
+    sources = [_harness_source(n) for n in (main_source, "vectors.c", "vectors.h",
+                                            "abi_check.h", "abi_check.asm")]
+    key = _digest(name, *_C_FLAGS, *(p.read_bytes() for p in sources))
+
+    def make(tmp: Path) -> Path:
+        obj = tmp / "abi_check.o"
+        _run([nasm, "-f", ELF64.name, "-o", obj, HARNESS_DIR / "abi_check.asm"],
+             "assembling abi_check.asm")
+        _run([gcc, *_C_FLAGS, "-I", HARNESS_DIR, "-o", tmp / name,
+              HARNESS_DIR / main_source, HARNESS_DIR / "vectors.c", obj, "-ldl"],
+             f"building {name}")
+        return tmp / name
+
+    return _cached(Path(workdir) / f"kg-harness-{key}" / name, make)
+
+
+def build_runner(workdir: Path) -> Path:
+    """Compiles ``kg_runner`` into ``workdir`` (cached) and returns its path."""
+    return _build_program(Path(workdir), "kg_runner", "runner.c")
+
+
+def build_bench(workdir: Path) -> Path:
+    """Compiles ``kg_bench`` into ``workdir`` (cached) and returns its path."""
+    return _build_program(Path(workdir), "kg_bench", "bench.c")
+
+
+def assemble_shared(asm_path: Path, workdir: Path) -> Path:
+    """Assembles a NASM file as ELF and links it into a shared object.
+
+    The file's own directory is on the include path. The result is named
+    after the file and a hash of its text, so distinct versions never clash.
+    """
+    asm_path = Path(asm_path)
+    nasm, gcc = _tool("nasm"), _tool("gcc")
+    try:
+        text = asm_path.read_bytes()
+    except OSError as exc:
+        raise HarnessError(f"cannot read {asm_path}: {exc}") from exc
+
+    def make(tmp: Path) -> Path:
+        obj, so = tmp / f"{asm_path.stem}.o", tmp / f"{asm_path.stem}.so"
+        _run([nasm, "-f", ELF64.name, "-I", f"{asm_path.resolve().parent}/", "-o", obj, asm_path],
+             f"assembling {asm_path.name}")
+        _run([gcc, "-shared", "-o", so, obj], f"linking {asm_path.name}")
+        return so
+
+    return _cached(Path(workdir) / f"{asm_path.stem}-{_digest(text)}.so", make)
+
+
+def build_shared_c(source: str, stem: str, flags: Sequence[str], workdir: Path, what: str,
+                   link: Sequence[str | os.PathLike[str]] = (), headers: Mapping[str, str] | None = None) -> Path:
+    """Compiles ``harness/<source>`` with ``flags`` into a shared object
+    (cached by the source, the harness headers, the generated `headers`
+    (name -> text, found first on the include path), the flags and what it
+    links: libraries and ``-l`` options) and returns it; `what` names the
+    build in errors. Generated headers are kept beside the object for reading."""
+    gcc = _tool("gcc")
+    src = _harness_source(source)
+    own = sorted(HARNESS_DIR.glob("*.h"))
+    made = dict(headers or {})
+    key = _digest(src.read_bytes(), *(h.read_bytes() for h in own), *flags, *map(str, link),
+                  *(part for name, text in sorted(made.items()) for part in (name, text)))
+    final = Path(workdir) / f"{stem}-{key}" / "lib.so"
+
+    def make(tmp: Path) -> Path:
+        for name, text in made.items():
+            (tmp / name).write_text(text)
+        _run([gcc, "-fPIC", "-shared", *flags, "-I", tmp, "-I", HARNESS_DIR, "-o", tmp / "lib.so", src, *link],
+             what)
+        for name in made:
+            os.replace(tmp / name, final.parent / name)
+        return tmp / "lib.so"
+
+    return _cached(final, make)
+
+
+# ---------------------------------------------------------------------------
+# vector files and program runs
+
+
+def _symbol_token(case: Case) -> str:
+    return case.symbol if case.lib == 0 else f"{case.lib}:{case.symbol}"
+
+
+def write_vectors(path: Path, cases: Iterable[Case]) -> None:
+    """Writes ``cases`` in the vector-file format of ``harness/vectors.h``."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for c in cases:
+        if c.case_id in seen:
+            raise ValueError(f"duplicate case id {c.case_id!r}")
+        seen.add(c.case_id)
+        lines.append(f"case {c.case_id} {_symbol_token(c)} {len(c.args)}")
+        for a in c.args:
+            lines.append(f"arg {a.role} {a.elem_bytes} {a.count} {a.align}")
+            if a.data is not None:
+                lines.append("data " + " ".join(map(str, a.data)))
+        for i, a in enumerate(c.args):
+            if a.alias_of is not None:
+                lines.append(f"alias {i} {a.alias_of}")
+        lines.append("end")
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def _check_libs(libs: Path | Sequence[Path]) -> list[Path]:
+    paths = [Path(libs)] if isinstance(libs, (str, os.PathLike)) else [Path(p) for p in libs]
+    if not paths:
+        raise HarnessError("no shared object given")
+    for p in paths:
+        if not p.is_file():
+            raise HarnessError(f"shared object {p} does not exist")
+    return [p.resolve() for p in paths]
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
+
+
+def _parse_runner_output(text: str) -> list[CaseResult]:
+    results: list[CaseResult] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        if words[0] == "case" and len(words) >= 3:
+            results.append(CaseResult(words[1], words[2], " ".join(words[3:]), {}))
+        elif words[0] == "out" and len(words) >= 2 and results:
+            results[-1].outputs[int(words[1])] = [int(v) for v in words[2:]]
+        else:
+            raise HarnessError(f"runner output line {lineno} not understood: {line[:80]!r}")
+    return results
+
+
+def run_runner(
+    lib: Path | Sequence[Path],
+    cases: Sequence[Case],
+    *,
+    workdir: Path | None = None,
+    seed: int | None = None,
+    timeout: float = 300.0,
+) -> list[CaseResult]:
+    """Runs ``cases`` once each through ``kg_runner`` and returns their
+    verdicts in order. ``lib`` is one shared object or a list (``Case.lib``
+    indexes it). ``workdir`` holds the runner build (default: the first
+    library's directory); ``seed`` fixes canaries and register seeds.
+    A crash of a kernel raises HarnessError naming the case."""
+    libs = _check_libs(lib)
+    runner = build_runner(Path(workdir) if workdir is not None else libs[0].parent)
+    env = dict(os.environ)
+    if seed is not None:
+        env["KG_SEED"] = str(seed)
+    else:
+        env.pop("KG_SEED", None)
+    with tempfile.TemporaryDirectory(prefix="kg-run-") as tmp_s:
+        tmp = Path(tmp_s)
+        vec, out = tmp / "vectors.txt", tmp / "output.txt"
+        write_vectors(vec, cases)
+        argv = [str(runner), *map(str, libs), str(vec), str(out)]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env,
+                                  timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise HarnessError(f"kg_runner timed out after {timeout} s") from exc
+        text = out.read_text() if out.exists() else ""
+    results = _parse_runner_output(text)
+    if proc.returncode != 0:
+        detail = proc.stderr.strip()
+        if proc.returncode < 0 and len(results) < len(cases):
+            # output is flushed per case: the first case without a verdict crashed
+            crashed = cases[len(results)]
+            detail = f"while running case {crashed.case_id!r} ({crashed.symbol}) {detail}"
+        raise HarnessError(f"kg_runner {_describe_exit(proc.returncode)}: {detail.strip()}")
+    ids = [r.case_id for r in results]
+    if ids != [c.case_id for c in cases]:
+        raise HarnessError("kg_runner output does not list the cases given")
+    return results
+
+
+def run_bench(
+    libs: Path | Sequence[Path],
+    cases: Sequence[Case],
+    batches: int = 101,
+    *,
+    workdir: Path | None = None,
+    min_ticks: int = 2000,
+    warmup_ticks: int = 2_000_000,
+    calls_per_batch: int | None = None,
+    timeout: float = 600.0,
+) -> list[BenchResult]:
+    """Times ``cases`` with ``kg_bench``, all interleaved in one run (one
+    batch of each case per round), so ratios between them share the machine's
+    noise. ``Case.lib`` indexes ``libs``. Returns one result per case."""
+    paths = _check_libs(libs)
+    bench = build_bench(Path(workdir) if workdir is not None else paths[0].parent)
+    if batches < 1:
+        raise ValueError("batches must be at least 1")
+    opts = ["-b", str(batches), "-t", str(min_ticks), "-w", str(warmup_ticks)]
+    if calls_per_batch is not None:
+        opts += ["-k", str(calls_per_batch)]
+    with tempfile.TemporaryDirectory(prefix="kg-bench-") as tmp_s:
+        vec = Path(tmp_s) / "vectors.txt"
+        write_vectors(vec, cases)
+        argv = [str(bench), *opts, "-v", str(vec), *map(str, paths)]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                                  check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise HarnessError(f"kg_bench timed out after {timeout} s") from exc
+    if proc.returncode != 0:
+        raise HarnessError(f"kg_bench {_describe_exit(proc.returncode)}: {proc.stderr.strip()}")
+    results: list[BenchResult] = []
+    for line in proc.stdout.splitlines():
+        w = line.split()
+        if not w or w[0].startswith("#"):
+            continue
+        if w[0] != "bench" or len(w) != 7:
+            raise HarnessError(f"kg_bench output not understood: {line[:80]!r}")
+        results.append(BenchResult(w[1], w[2], float(w[3]), float(w[4]), int(w[5]), int(w[6])))
+    if [r.case_id for r in results] != [c.case_id for c in cases]:
+        raise HarnessError("kg_bench output does not list the cases given")
+    return results
+
+
+def abi_capabilities(workdir: Path) -> AbiCapabilities:
+    """Asks the runner which checks this CPU supports."""
+    runner = build_runner(Path(workdir))
+    proc = subprocess.run([str(runner), "--caps"], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise HarnessError(f"kg_runner --caps {_describe_exit(proc.returncode)}: {proc.stderr}")
+    caps = dict(line.split() for line in proc.stdout.splitlines() if line.strip())
+    return AbiCapabilities(avx=caps.get("avx") == "1", xinuse=caps.get("xinuse") == "1")

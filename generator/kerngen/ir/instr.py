@@ -1,0 +1,198 @@
+"""Operands, instructions and kernels as plain data.
+
+Builders create instructions over virtual registers (`VReg`, `GReg`); the
+passes legalise and allocate them onto physical registers (`PhysReg`); the
+verifier and the printers read the result. Nothing here formats assembly
+text, and nothing here knows an ISA or an ABI: a `Kernel` carries the
+`Target` it was compiled for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .ops import spec
+
+if TYPE_CHECKING:
+    from ..target.target import Target
+
+
+@dataclass(frozen=True)
+class VReg:
+    """A virtual vector register; `bits` is 256 (ymm) or 128 (xmm)."""
+
+    index: int
+    bits: int
+
+
+@dataclass(frozen=True)
+class GReg:
+    """A virtual 64-bit general-purpose register."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class PhysReg:
+    """A machine register: kind "vec" (number 0..15, printed ymm/xmm by bits) or "gpr"."""
+
+    kind: str
+    number: int
+    bits: int = 256
+
+
+@dataclass(frozen=True)
+class ArgBase:
+    """The buffer passed as pointer argument `index` (C argument order)."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class TableBase:
+    """A constant table in .rodata."""
+
+    label: str
+
+
+@dataclass(frozen=True)
+class StackBase:
+    """The kernel's stack area (32-byte aligned): spill slots, then saved registers."""
+
+
+@dataclass(frozen=True)
+class Mem:
+    base: ArgBase | TableBase | StackBase
+    offset: int
+    size: int  # bytes accessed
+
+
+@dataclass(frozen=True)
+class Imm:
+    value: int
+
+
+Operand = VReg | GReg | PhysReg | Mem | Imm
+
+
+@dataclass(frozen=True)
+class IdiomTag:
+    """Marks the instructions of one reduction idiom for the verifier.
+
+    The verifier evaluates the tagged instructions exactly, lane by lane, for
+    every input value the lane can hold (`verify.lemmas`), instead of through
+    interval arithmetic that cannot see through the idiom's intended wrap-around.
+    `role` is "start" on the first instruction, "end" on the one producing the
+    result and "body" in between; `source` is the slot of the start
+    instruction that reads the value being reduced.
+    """
+
+    group: int
+    kind: str
+    role: str
+    source: int = 1
+
+
+@dataclass(frozen=True)
+class Instr:
+    op: str
+    operands: tuple[Operand, ...]
+    comment: str = ""
+    idiom: IdiomTag | None = None
+
+    def __post_init__(self) -> None:
+        s = spec(self.op)
+        if len(s.slots) != len(self.operands):
+            raise ValueError(f"{self.op}: expected {len(s.slots)} operands, got {len(self.operands)}")
+
+    @property
+    def written(self) -> tuple[Operand, ...]:
+        return tuple(self.operands[i] for i in spec(self.op).written)
+
+    @property
+    def read(self) -> tuple[Operand, ...]:
+        return tuple(self.operands[i] for i in spec(self.op).read)
+
+
+@dataclass(frozen=True)
+class Table:
+    """Constant data: `elem_bytes`-wide little-endian integers."""
+
+    label: str
+    elem_bytes: int
+    values: tuple[int, ...]
+    align: int = 32
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    name: str
+    role: str  # "in", "out", "inout"
+    ctype: str  # element C type, e.g. "int16_t"
+    elem_bytes: int
+    count: int
+    align: int
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One exported function after the passes: its allocated body, the target
+    it was compiled for and the CPU extensions its instructions need."""
+
+    symbol: str
+    args: tuple[ArgSpec, ...]
+    body: tuple[Instr, ...]
+    tables: tuple[Table, ...]
+    target: Target
+    extensions: frozenset[str]
+    spill_slots: int = 0
+
+    @property
+    def vex(self) -> bool:
+        """Whether any instruction is VEX-encoded (then the upper ymm state
+        may be dirty and the epilogue ends with vzeroupper)."""
+        return "AVX" in self.extensions or "AVX2" in self.extensions
+
+
+@dataclass
+class Builder:
+    """Collects instructions over fresh virtual registers for one kernel;
+    vector registers are `vector_bits` wide unless an op says otherwise."""
+
+    vector_bits: int
+    instrs: list[Instr] = field(default_factory=list)
+    tables: dict[str, Table] = field(default_factory=dict)
+    _next_reg: int = 0
+    _next_group: int = 0
+
+    def vreg(self, bits: int | None = None) -> VReg:
+        self._next_reg += 1
+        return VReg(self._next_reg, bits or self.vector_bits)
+
+    def greg(self) -> GReg:
+        self._next_reg += 1
+        return GReg(self._next_reg)
+
+    def emit(self, op: str, *operands: Operand, comment: str = "", idiom: IdiomTag | None = None) -> None:
+        self.instrs.append(Instr(op, tuple(operands), comment, idiom))
+
+    def op(self, op: str, *sources: Operand, comment: str = "", idiom: IdiomTag | None = None, bits: int | None = None) -> VReg:
+        """Emit `op` with a fresh vector destination and return it."""
+        dst = self.vreg(bits)
+        self.emit(op, dst, *sources, comment=comment, idiom=idiom)
+        return dst
+
+    def table(self, label: str, elem_bytes: int, values: tuple[int, ...] | list[int], comment: str = "") -> TableBase:
+        values = tuple(values)
+        old = self.tables.get(label)
+        if old is not None and old.values != values:
+            raise ValueError(f"table {label} defined twice with different contents")
+        self.tables[label] = Table(label, elem_bytes, values, comment=comment)
+        return TableBase(label)
+
+    def new_group(self) -> int:
+        self._next_group += 1
+        return self._next_group
+

@@ -1,0 +1,432 @@
+"""The instruction table: every instruction the kernels use, as data.
+
+One row per IR opcode. The IR is written in one form whatever the target:
+three operands, destination first (the VEX form). A row says
+
+- its operand slots (which are written and read, which may be memory);
+- how it is spelled on each encoding: the VEX mnemonic, the legacy SSE
+  mnemonic (None: no legacy form) and whether that legacy form ties its
+  destination to its first source (`paddw x, y` is x = x + y);
+- which CPU extensions each form needs (`needs`), from which a pass
+  derives a kernel's requirements;
+- the element width it computes on, whether its sources commute, and its
+  lane semantics: element-wise arithmetic (`Arith`: exact on integers and
+  numpy arrays, symbolic on SMT bit-vectors) or a movement of units
+  between and within registers (`Move`).
+
+The legalisation, allocation, required-ISA and verification passes, the
+lemma prover, the NTT layout planner and both printers read this table;
+none of them keeps instruction facts of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# Operand slot kinds: "v" vector register, "vm" vector register or memory,
+# "m" memory only, "i" immediate, "g" general register, "gm" general or memory.
+# Access: "w" written, "r" read, "rw" both.
+
+
+@dataclass(frozen=True)
+class Slot:
+    access: str
+    kind: str
+
+
+def _sig(text: str) -> tuple[Slot, ...]:
+    return tuple(Slot(*part.split(":")) for part in text.split(","))
+
+
+def wrap(x, bits: int):
+    """x as a signed `bits`-bit integer (two's complement wrap); ints and numpy arrays."""
+    half = 1 << (bits - 1)
+    return ((x + half) & ((1 << bits) - 1)) - half
+
+
+def unsigned(x, bits: int):
+    return x & ((1 << bits) - 1)
+
+
+@dataclass(frozen=True)
+class Arith:
+    """Element-wise semantics on signed `bits`-bit elements.
+
+    `value(a, b, bits)` is the mathematical result before the wrap to `bits`
+    bits (on ints or numpy int64 arrays); the instruction's result is
+    `exact(a, b, bits)`. `smt(z3, a, b, bits)` is the wrapped result on z3
+    bit-vectors. `corners`: over a box of inputs, `value` takes its extremes
+    at the box's corners (monotone or bilinear), so intervals pass through
+    exactly. `checked`: outside a tagged reduction idiom, a value leaving
+    the signed range is an overflow, not an intended wrap.
+    """
+
+    value: Callable
+    smt: Callable
+    corners: bool = False
+    checked: bool = False
+
+    def exact(self, a, b, bits: int):
+        return wrap(self.value(a, b, bits), bits)
+
+
+def _wide(z3, x, bits, signed=True):
+    return z3.SignExt(bits, x) if signed else z3.ZeroExt(bits, x)
+
+
+ADD = Arith(lambda a, b, w: a + b, lambda z3, a, b, w: a + b, corners=True, checked=True)
+SUB = Arith(lambda a, b, w: a - b, lambda z3, a, b, w: a - b, corners=True, checked=True)
+MULLO = Arith(lambda a, b, w: a * b, lambda z3, a, b, w: a * b)
+MULHI = Arith(lambda a, b, w: (a * b) >> w,
+              lambda z3, a, b, w: z3.Extract(2 * w - 1, w, _wide(z3, a, w) * _wide(z3, b, w)), corners=True)
+MULHU = Arith(lambda a, b, w: (unsigned(a, w) * unsigned(b, w)) >> w,
+              lambda z3, a, b, w: z3.Extract(2 * w - 1, w, _wide(z3, a, w, False) * _wide(z3, b, w, False)))
+# round((a*b) / 2^(w-1)): ((a*b >> (w-2)) + 1) >> 1
+MULHRS = Arith(lambda a, b, w: (((a * b) >> (w - 2)) + 1) >> 1,
+               lambda z3, a, b, w: z3.Extract(w, 1, ((_wide(z3, a, w) * _wide(z3, b, w)) >> (w - 2)) + 1),
+               corners=True)
+SRA = Arith(lambda a, k, w: a >> k, lambda z3, a, k, w: a >> k, corners=True)
+SRL = Arith(lambda a, k, w: unsigned(a, w) >> k, lambda z3, a, k, w: z3.LShR(a, k))
+SLL = Arith(lambda a, k, w: a << k, lambda z3, a, k, w: a << k)
+AND = Arith(lambda a, b, w: a & b, lambda z3, a, b, w: a & b)
+ANDN = Arith(lambda a, b, w: ~a & b, lambda z3, a, b, w: ~a & b)
+OR = Arith(lambda a, b, w: a | b, lambda z3, a, b, w: a | b)
+XOR = Arith(lambda a, b, w: a ^ b, lambda z3, a, b, w: a ^ b)
+CMPGT = Arith(lambda a, b, w: (a > b) * -1, lambda z3, a, b, w: z3.If(a > b, z3.BitVecVal(-1, w), z3.BitVecVal(0, w)))
+
+
+Route = tuple[tuple[int, int] | None, ...]
+
+
+@dataclass(frozen=True)
+class Move:
+    """A data movement: destination unit k takes unit j of source s, or zero.
+
+    `unit` is the moved granularity in bits (0: the data's own lane width).
+    `route(dest_units, src_units, imm, unit_bits)` gives, per destination
+    unit, (source index among the instruction's sources, unit index) or
+    None for a zero unit; `src_units` are the sources' sizes in units. A
+    route of None says this immediate is not a movement at all.
+    """
+
+    unit: int
+    route: Callable[[int, tuple[int, ...], int | None, int], Route]
+
+
+def _identity(n, srcs, imm, u):
+    return tuple((0, k) if k < srcs[0] else None for k in range(n))
+
+
+def _broadcast(n, srcs, imm, u):
+    return ((0, 0),) * n
+
+
+def _halves(n, u):
+    """Units per 128-bit half and the halves' first units."""
+    per = max(1, 128 // u)
+    return per, range(0, n, per)
+
+
+def _unpack(high: bool):
+    def route(n, srcs, imm, u):
+        per, starts = _halves(n, u)
+        out = []
+        for h in starts:
+            first = h + (per // 2 if high else 0)
+            for k in range(per // 2):
+                out += [(0, first + k), (1, first + k)]
+        return tuple(out)
+    return route
+
+
+def _blend(n, srcs, imm, u):
+    return tuple((1, k) if imm >> (k % 8) & 1 else (0, k) for k in range(n))
+
+
+def _perm2x128(n, srcs, imm, u):
+    out = []
+    for h in range(2):
+        sel = imm >> (4 * h) & 0xF
+        out.append(None if sel & 8 else (sel >> 1 & 1, sel & 1))
+    return tuple(out)
+
+
+def _pshufd(n, srcs, imm, u):
+    return tuple((0, k - k % 4 + (imm >> (2 * (k % 4)) & 3)) for k in range(n))
+
+
+def _permq(n, srcs, imm, u):
+    return tuple((0, imm >> (2 * k) & 3) for k in range(n))
+
+
+def _alignr(n, srcs, imm, u):
+    """Bytes imm.. of (first source : second source), per 128-bit half."""
+    out = []
+    for k in range(n):
+        h, j = k - k % 16, k % 16 + imm
+        out.append((1, h + j) if j < 16 else (0, h + j - 16) if j < 32 else None)
+    return tuple(out)
+
+
+def _byteshift(left: bool):
+    def route(n, srcs, imm, u):
+        out = []
+        for k in range(n):
+            h, j = k - k % 16, k % 16 + (-imm if left else imm)
+            out.append((0, h + j) if 0 <= j < 16 else None)
+        return tuple(out)
+    return route
+
+
+def _extract128(n, srcs, imm, u):
+    return ((0, imm),) + (None,) * (n - 1)
+
+
+def _insert128(n, srcs, imm, u):
+    return tuple((1, 0) if k == imm else (0, k) for k in range(n))
+
+
+def _element_shift(elem: int, left: bool):
+    """A shift by `imm` bits inside `elem`-bit elements, as a move of bytes;
+    None (no route) unless imm is a whole number of bytes."""
+    def route(n, srcs, imm, u):
+        if imm % 8:
+            return None
+        per, by = elem // 8, imm // 8
+        out = []
+        for k in range(n):
+            g, j = k - k % per, k % per + (-by if left else by)
+            out.append((0, g + j) if 0 <= j < per else None)
+        return tuple(out)
+    return route
+
+
+@dataclass(frozen=True)
+class Needs:
+    """CPU extensions each encoding of an instruction needs."""
+
+    legacy: frozenset[str]
+    vex128: frozenset[str]
+    vex256: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str  # IR opcode
+    slots: tuple[Slot, ...]
+    cls: str  # "alu", "mul", "shuffle", "load", "store", "clmul", "move"
+    vex: str | None  # VEX mnemonic; None: no VEX form
+    legacy: str | None  # legacy (SSE or general-purpose) mnemonic; None: no legacy form
+    tied: bool  # the legacy form's destination is also its first source
+    needs: Needs
+    elem: int | None = None  # element width computed on (None: bitwise or whole register)
+    generic: str | None = None  # width-neutral name: by_width(generic, elem) is this op
+    arith: Arith | None = None
+    move: Move | None = None
+    commutative: bool = False
+
+    @property
+    def written(self) -> tuple[int, ...]:
+        return tuple(i for i, s in enumerate(self.slots) if "w" in s.access)
+
+    @property
+    def read(self) -> tuple[int, ...]:
+        return tuple(i for i, s in enumerate(self.slots) if "r" in s.access)
+
+    @property
+    def gpr_only(self) -> bool:
+        return all(s.kind in ("g", "gm", "m", "i") for s in self.slots)
+
+    def mnemonic(self, vex: bool) -> str:
+        """The spelling under VEX encodings (`vex`) or legacy ones; a
+        general-purpose instruction has one spelling."""
+        m = self.vex if vex and self.vex is not None else self.legacy
+        if m is None:
+            raise KeyError(f"{self.name} has no {'VEX' if vex else 'legacy'} form")
+        return m
+
+    def extensions(self, vex: bool, bits: int) -> frozenset[str]:
+        """Extensions the instruction needs when encoded as VEX (`vex`) or
+        legacy, on `bits`-wide vectors (general-purpose forms need none
+        beyond x86-64 unless listed)."""
+        if self.gpr_only and self.vex is None:
+            return self.needs.legacy
+        if not vex:
+            return self.needs.legacy
+        return self.needs.vex256 if bits == 256 else self.needs.vex128
+
+
+def _needs(sse: str | None, avx: str | None, extra: tuple[str, ...] = (), extra256: tuple[str, ...] = (),
+           avx256: str = "AVX2") -> Needs:
+    """sse: the legacy form's extension; avx: the VEX.128 form's ("AVX" or
+    "AVX2"); avx256: the VEX.256 form's (AVX2 for integer operations, AVX
+    for plain moves); extra: further extensions (extra256 for VEX.256)."""
+    legacy = frozenset({sse} if sse else set()) | frozenset(extra)
+    vex128 = frozenset({avx} if avx else set()) | frozenset(extra)
+    vex256 = frozenset({avx256} if avx else set()) | frozenset(extra256 or extra)
+    return Needs(legacy, vex128, vex256)
+
+
+_MOVE = dict(avx256="AVX")
+
+
+_VEX3 = "w:v,r:v,r:vm"
+_VEX3I = "w:v,r:v,r:vm,r:i"
+_SHIFT = "w:v,r:v,r:i"
+
+IDENTITY = Move(0, _identity)
+
+_ROWS: list[Op] = []
+
+
+def _row(name, sig, cls, vex, legacy, needs, *, tied=None, elem=None, generic=None, arith=None, move=None,
+         commutative=False):
+    if tied is None:  # a legacy three-operand form keeps its destination as first source
+        s = _sig(sig)
+        tied = legacy is not None and len(s) >= 3 and s[1].kind == "v" and "w" in s[0].access and s[0].kind == "v"
+    _ROWS.append(Op(name, _sig(sig), cls, vex, legacy, tied, needs, elem, generic, arith, move, commutative))
+
+
+# moves between registers and memory (sizes: the memory operand's)
+_row("load", "w:v,r:m", "load", "vmovdqu", "movdqu", _needs("SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("load_aligned", "w:v,r:m", "load", "vmovdqa", "movdqa", _needs("SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("store", "w:m,r:v", "store", "vmovdqu", "movdqu", _needs("SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("store_aligned", "w:m,r:v", "store", "vmovdqa", "movdqa", _needs("SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("copy", "w:v,r:v", "move", "vmovdqa", "movdqa", _needs("SSE2", "AVX", **_MOVE), move=IDENTITY)
+_row("load64", "w:v,r:m", "load", "vmovq", "movq", _needs("SSE2", "AVX"), move=IDENTITY)
+_row("store64", "w:m,r:v", "store", "vmovq", "movq", _needs("SSE2", "AVX"), move=IDENTITY)
+_row("load32", "w:v,r:m", "load", "vmovd", "movd", _needs("SSE2", "AVX"), move=IDENTITY)
+_row("store32", "w:m,r:v", "store", "vmovd", "movd", _needs("SSE2", "AVX"), move=IDENTITY)
+# one 16-bit element, chosen by the immediate, stored to memory
+_row("store16", "w:m,r:v,r:i", "store", "vpextrw", "pextrw", _needs("SSE4.1", "AVX"), elem=16)
+_row("vpbroadcastw", "w:v,r:m", "load", "vpbroadcastw", None, _needs(None, "AVX2"), elem=16, generic="broadcast",
+     move=Move(16, _broadcast))
+_row("vpbroadcastd", "w:v,r:m", "load", "vpbroadcastd", None, _needs(None, "AVX2"), elem=32, generic="broadcast",
+     move=Move(32, _broadcast))
+_row("vpbroadcastq", "w:v,r:m", "load", "vpbroadcastq", None, _needs(None, "AVX2"), elem=64, generic="broadcast",
+     move=Move(64, _broadcast))
+# a ymm register from element 0 of an xmm register
+_row("vpbroadcastq_x", "w:v,r:v", "shuffle", "vpbroadcastq", None, _needs(None, "AVX2"), elem=64,
+     move=Move(64, _broadcast))
+
+# element-wise arithmetic
+for _w, _s in ((16, "w"), (32, "d"), (64, "q")):
+    _row(f"vpadd{_s}", _VEX3, "alu", f"vpadd{_s}", f"padd{_s}", _needs("SSE2", "AVX"), elem=_w, generic="add",
+         arith=ADD, commutative=True)
+    _row(f"vpsub{_s}", _VEX3, "alu", f"vpsub{_s}", f"psub{_s}", _needs("SSE2", "AVX"), elem=_w, generic="sub",
+         arith=SUB)
+_row("vpmullw", _VEX3, "mul", "vpmullw", "pmullw", _needs("SSE2", "AVX"), elem=16, generic="mullo", arith=MULLO,
+     commutative=True)
+_row("vpmulhw", _VEX3, "mul", "vpmulhw", "pmulhw", _needs("SSE2", "AVX"), elem=16, generic="mulhi", arith=MULHI,
+     commutative=True)
+_row("vpmulhuw", _VEX3, "mul", "vpmulhuw", "pmulhuw", _needs("SSE2", "AVX"), elem=16, generic="mulhu",
+     arith=MULHU, commutative=True)
+_row("vpmulhrsw", _VEX3, "mul", "vpmulhrsw", "pmulhrsw", _needs("SSSE3", "AVX"), elem=16, generic="mulhrs",
+     arith=MULHRS, commutative=True)
+_row("vpmulld", _VEX3, "mul", "vpmulld", "pmulld", _needs("SSE4.1", "AVX"), elem=32, generic="mullo",
+     arith=MULLO, commutative=True)
+# 32 x 32 -> 64-bit products of the even elements: no element-wise semantics at one width
+_row("vpmuldq", _VEX3, "mul", "vpmuldq", "pmuldq", _needs("SSE4.1", "AVX"), elem=64, commutative=True)
+_row("vpmuludq", _VEX3, "mul", "vpmuludq", "pmuludq", _needs("SSE2", "AVX"), elem=64, commutative=True)
+_row("vpand", _VEX3, "alu", "vpand", "pand", _needs("SSE2", "AVX"), generic="and", arith=AND, commutative=True)
+_row("vpandn", _VEX3, "alu", "vpandn", "pandn", _needs("SSE2", "AVX"), generic="andn", arith=ANDN)
+_row("vpor", _VEX3, "alu", "vpor", "por", _needs("SSE2", "AVX"), generic="or", arith=OR, commutative=True)
+_row("vpxor", _VEX3, "alu", "vpxor", "pxor", _needs("SSE2", "AVX"), generic="xor", arith=XOR, commutative=True)
+_row("vpcmpgtq", _VEX3, "alu", "vpcmpgtq", "pcmpgtq", _needs("SSE4.2", "AVX"), elem=64, generic="cmpgt",
+     arith=CMPGT)
+
+# shifts by an immediate: element-wise, and a move of bytes when the count is whole bytes
+for _w, _s in ((16, "w"), (32, "d"), (64, "q")):
+    if _w != 64:
+        _row(f"vpsra{_s}", _SHIFT, "alu", f"vpsra{_s}", f"psra{_s}", _needs("SSE2", "AVX"), elem=_w, generic="sra",
+             arith=SRA)
+    _row(f"vpsrl{_s}", _SHIFT, "alu", f"vpsrl{_s}", f"psrl{_s}", _needs("SSE2", "AVX"), elem=_w, generic="srl",
+         arith=SRL, move=Move(8, _element_shift(_w, left=False)))
+    _row(f"vpsll{_s}", _SHIFT, "alu", f"vpsll{_s}", f"psll{_s}", _needs("SSE2", "AVX"), elem=_w, generic="sll",
+         arith=SLL, move=Move(8, _element_shift(_w, left=True)))
+
+# shuffles
+_row("vpsrldq", _SHIFT, "shuffle", "vpsrldq", "psrldq", _needs("SSE2", "AVX"), move=Move(8, _byteshift(False)))
+_row("vpslldq", _SHIFT, "shuffle", "vpslldq", "pslldq", _needs("SSE2", "AVX"), move=Move(8, _byteshift(True)))
+_row("vpblendw", _VEX3I, "shuffle", "vpblendw", "pblendw", _needs("SSE4.1", "AVX"), elem=16, generic="blend",
+     move=Move(16, _blend))
+_row("vpblendd", _VEX3I, "shuffle", "vpblendd", None, _needs(None, "AVX2"), elem=32, generic="blend",
+     move=Move(32, _blend))
+_row("vperm2i128", _VEX3I, "shuffle", "vperm2i128", None, _needs(None, "AVX2"), elem=128, generic="permute_halves",
+     move=Move(128, _perm2x128))
+_row("vpermq", "w:v,r:vm,r:i", "shuffle", "vpermq", None, _needs(None, "AVX2"), elem=64, move=Move(64, _permq))
+_row("vpshufd", "w:v,r:vm,r:i", "shuffle", "vpshufd", "pshufd", _needs("SSE2", "AVX"), elem=32,
+     move=Move(32, _pshufd))
+_row("vpshufb", _VEX3, "shuffle", "vpshufb", "pshufb", _needs("SSSE3", "AVX"))
+_row("vpalignr", _VEX3I, "shuffle", "vpalignr", "palignr", _needs("SSSE3", "AVX"), move=Move(8, _alignr))
+for _w, _s in ((16, "wd"), (32, "dq"), (64, "qdq")):
+    _row(f"vpunpckl{_s}", _VEX3, "shuffle", f"vpunpckl{_s}", f"punpckl{_s}", _needs("SSE2", "AVX"), elem=_w,
+         generic="interleave_low", move=Move(_w, _unpack(high=False)))
+    _row(f"vpunpckh{_s}", _VEX3, "shuffle", f"vpunpckh{_s}", f"punpckh{_s}", _needs("SSE2", "AVX"), elem=_w,
+         generic="interleave_high", move=Move(_w, _unpack(high=True)))
+_row("vextracti128", _SHIFT, "shuffle", "vextracti128", None, _needs(None, "AVX2"), move=Move(128, _extract128))
+_row("vinserti128", _VEX3I, "shuffle", "vinserti128", None, _needs(None, "AVX2"), move=Move(128, _insert128))
+_row("vpclmulqdq", _VEX3I, "clmul", "vpclmulqdq", "pclmulqdq",
+     _needs(None, "AVX", extra=("PCLMULQDQ",), extra256=("VPCLMULQDQ",), avx256="AVX"))
+
+# general-purpose registers, and moves between them and vectors
+_GPR = _needs(None, None)
+_row("mov", "w:g,r:gm", "move", None, "mov", _GPR)
+_row("mov_store", "w:m,r:g", "store", None, "mov", _GPR)
+_row("xor", "rw:g,r:gm", "alu", None, "xor", _GPR)
+_row("and", "rw:g,r:gm", "alu", None, "and", _GPR)
+_row("or", "rw:g,r:gm", "alu", None, "or", _GPR)
+_row("shl", "rw:g,r:i", "alu", None, "shl", _GPR)
+_row("shr", "rw:g,r:i", "alu", None, "shr", _GPR)
+_row("shld", "rw:g,r:g,r:i", "alu", None, "shld", _GPR)
+_row("shrd", "rw:g,r:g,r:i", "alu", None, "shrd", _GPR)
+_row("movq_to_gpr", "w:g,r:v", "move", "vmovq", "movq", _needs("SSE2", "AVX"))
+_row("movq_from_gpr", "w:v,r:g", "move", "vmovq", "movq", _needs("SSE2", "AVX"))
+_row("pextrq", "w:g,r:v,r:i", "shuffle", "vpextrq", "pextrq", _needs("SSE4.1", "AVX"))
+_row("pinsrq", "w:v,r:v,r:g,r:i", "shuffle", "vpinsrq", "pinsrq", _needs("SSE4.1", "AVX"), tied=True)
+
+OPS: dict[str, Op] = {op.name: op for op in _ROWS}
+_BY_WIDTH: dict[tuple[str, int], str] = {}
+for _op in _ROWS:
+    if _op.generic is not None:
+        _BY_WIDTH.setdefault((_op.generic, _op.elem or 0), _op.name)
+
+
+def spec(name: str) -> Op:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise KeyError(f"unknown IR opcode {name!r}") from None
+
+
+def by_width(generic: str, bits: int) -> str:
+    """The opcode doing `generic` ("add", "mulhi", "sra", "broadcast",
+    "interleave_low", ...) on `bits`-bit elements; bitwise operations
+    ("and", "xor", ...) serve every width."""
+    found = _BY_WIDTH.get((generic, bits)) or _BY_WIDTH.get((generic, 0))
+    if found is None:
+        raise KeyError(f"no instruction does {generic} on {bits}-bit elements")
+    return found
+
+
+def generic_name(name: str) -> str:
+    """The width-neutral name of an element-wise opcode (vpaddw -> add)."""
+    g = spec(name).generic
+    if g is None:
+        raise KeyError(f"{name} has no width-neutral name")
+    return g
+
+
+# moves of exactly one vector of `size` bytes between memory and a register;
+# a two-byte vector is broadcast in and its element 0 extracted out
+_SIZED_LOADS = {32: "load", 16: "load", 8: "load64", 4: "load32", 2: "vpbroadcastw"}
+_SIZED_STORES = {32: "store", 16: "store", 8: "store64", 4: "store32", 2: "store16"}
+
+
+def sized_load(size: int) -> str:
+    return _SIZED_LOADS[size]
+
+
+def sized_store(size: int) -> str:
+    return _SIZED_STORES[size]

@@ -1,1 +1,0 @@
-"""Kernel builders: parameters and schedules in, instruction lists out."""

@@ -1,0 +1,188 @@
+"""Register allocation for straight-line code.
+
+Kernels are fully unrolled, so the whole future is known: when a register is
+needed and none is free, the value whose next use is furthest away is evicted
+(Belady's rule). Values that are copies of constant memory are rematerialised
+by reloading them instead of being spilled; others go to 32-byte stack slots.
+Reads from a slot that accepts memory are folded into the instruction, except
+a constant that is read again soon.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..core.errors import AllocationError
+from ..ir.instr import GReg, Instr, Mem, Operand, PhysReg, StackBase, TableBase, VReg
+from ..ir.ops import spec
+from .check import SLOT_BYTES
+
+# An evicted constant read again within this many instructions is reloaded
+# into a register instead of folded: once folded it is never resident again
+# and costs a load at every use (the modulus in a run of butterflies is read
+# every few instructions); a reload costs one load and, at worst, the spill
+# of a value needed later. Spilled values are always folded where they can be.
+_FOLD_DISTANCE = 8
+
+
+@dataclass(frozen=True)
+class Allocation:
+    body: tuple[Instr, ...]
+    spill_slots: int
+    vector_registers: tuple[int, ...]  # physical numbers used
+    gpr_registers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RegisterPools:
+    vector: tuple[int, ...] = tuple(range(16))
+    gpr: tuple[int, ...] = ()
+
+
+def _virtual(op: Operand) -> bool:
+    return isinstance(op, (VReg, GReg))
+
+
+def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> Allocation:
+    body = list(body)
+    uses: dict[Operand, list[int]] = defaultdict(list)
+    for i, ins in enumerate(body):
+        for op in ins.read:
+            if _virtual(op):
+                uses[op].append(i)
+    use_ptr: dict[Operand, int] = defaultdict(int)
+
+    def next_use(v: Operand, now: int) -> int:
+        lst = uses.get(v, ())
+        p = use_ptr[v]
+        while p < len(lst) and lst[p] < now:
+            p += 1
+        use_ptr[v] = p
+        return lst[p] if p < len(lst) else 1 << 60
+
+    reg_of: dict[Operand, int] = {}
+    holder: dict[tuple[str, int], Operand] = {}
+    home: dict[Operand, tuple[str, Mem]] = {}  # value also held in memory: (reload op, location)
+    free_slots: list[int] = []
+    n_slots = 0
+    used_vec: set[int] = set()
+    used_gpr: set[int] = set()
+    out: list[Instr] = []
+
+    def kind(v: Operand) -> str:
+        return "vec" if isinstance(v, VReg) else "gpr"
+
+    def pool(k: str) -> tuple[int, ...]:
+        return pools.vector if k == "vec" else pools.gpr
+
+    def phys(v: Operand) -> PhysReg:
+        k = kind(v)
+        bits = v.bits if isinstance(v, VReg) else 64
+        return PhysReg(k, reg_of[v], bits)
+
+    def release(v: Operand) -> None:
+        r = reg_of.pop(v, None)
+        if r is not None:
+            del holder[(kind(v), r)]
+
+    def spill_slot() -> Mem:
+        nonlocal n_slots
+        if free_slots:
+            s = free_slots.pop()
+        else:
+            s = n_slots
+            n_slots += 1
+        return Mem(StackBase(), SLOT_BYTES * s, SLOT_BYTES)
+
+    def evict(k: str, now: int, pinned: set[Operand]) -> int:
+        best, best_use = None, -1
+        for r in pool(k):
+            v = holder.get((k, r))
+            if v is None or v in pinned:
+                continue
+            nu = next_use(v, now)
+            if nu > best_use:
+                best, best_use = v, nu
+        if best is None:
+            raise AllocationError(f"no {k} register can be freed at instruction {now}")
+        r = reg_of[best]
+        if best not in home and best_use < (1 << 60):
+            if k != "vec":
+                raise AllocationError("general-register spilling is not supported")
+            slot = spill_slot()
+            out.append(Instr("store_aligned", (slot, phys(best)), "spill"))
+            home[best] = ("load_aligned", slot)
+        release(best)
+        return r
+
+    def take(v: Operand, now: int, pinned: set[Operand]) -> int:
+        k = kind(v)
+        for r in pool(k):
+            if (k, r) not in holder:
+                break
+        else:
+            r = evict(k, now, pinned)
+        reg_of[v] = r
+        holder[(k, r)] = v
+        (used_vec if k == "vec" else used_gpr).add(r)
+        return r
+
+    for i, ins in enumerate(body):
+        s = spec(ins.op)
+        pinned = {op for op in ins.operands if _virtual(op)}
+        new_ops: list[Operand] = list(ins.operands)
+        # sources: fold a non-resident value into a memory-capable slot, else reload it
+        for idx in s.read:
+            v = ins.operands[idx]
+            if not _virtual(v) or v in reg_of:
+                continue
+            if v not in home:
+                raise AllocationError(f"instruction {i} ({ins.op}) reads {v} before it is defined")
+            reload_op, mem = home[v]
+            foldable = s.slots[idx].kind in ("vm", "gm") and "w" not in s.slots[idx].access
+            soon = mem.base != StackBase() and next_use(v, i + 1) - i < _FOLD_DISTANCE
+            if foldable and not soon and reload_op in ("load", "load_aligned") and not _read_twice(ins, v):
+                new_ops[idx] = mem
+                continue
+            take(v, i, pinned)
+            out.append(Instr(reload_op, (phys(v), mem), "reload"))
+        for idx in s.read:
+            v = ins.operands[idx]
+            if _virtual(v) and v in reg_of:
+                new_ops[idx] = phys(v)
+        # values whose last use is this instruction free their registers for the
+        # destination; their spill slots only once it is emitted, since it may read them
+        dying_slots = []
+        for idx in s.read:
+            v = ins.operands[idx]
+            if _virtual(v) and next_use(v, i + 1) == 1 << 60 and v not in ins.written:
+                release(v)
+                if v in home and home[v][1].base == StackBase():
+                    dying_slots.append(home[v][1].offset // SLOT_BYTES)
+                home.pop(v, None)
+        for idx in s.written:
+            v = ins.operands[idx]
+            if not _virtual(v):
+                continue
+            if v not in reg_of:
+                take(v, i, pinned)
+            if v in home:
+                _, mem = home.pop(v)
+                if mem.base == StackBase():
+                    free_slots.append(mem.offset // SLOT_BYTES)
+            new_ops[idx] = phys(v)
+            if s.cls == "load" and isinstance(ins.operands[1], Mem) and isinstance(ins.operands[1].base, TableBase):
+                home[v] = (ins.op, ins.operands[1])
+        out.append(Instr(ins.op, tuple(new_ops), ins.comment, ins.idiom))
+        free_slots.extend(dying_slots)
+        # a value written but never read is dead at once
+        for v in ins.written:
+            if _virtual(v) and next_use(v, i + 1) == 1 << 60:
+                release(v)
+                home.pop(v, None)
+    return Allocation(tuple(out), n_slots, tuple(sorted(used_vec)), tuple(sorted(used_gpr)))
+
+
+def _read_twice(ins: Instr, v: Operand) -> bool:
+    return sum(1 for op in ins.read if op == v) > 1

@@ -1,0 +1,69 @@
+"""Structural checks of an instruction list, before and after allocation.
+
+Before: every operand fits its slot in the instruction table and names an
+argument that exists. After: registers are physical, and every memory
+operand lies inside its buffer (an argument, a constant table or the stack
+area) and writes only to buffers that are outputs. Addresses in the
+kernels are static, so this is a complete check of memory safety.
+"""
+
+from __future__ import annotations
+
+from ..core.errors import CheckError
+from ..ir.instr import ArgBase, ArgSpec, GReg, Imm, Instr, Mem, PhysReg, StackBase, Table, TableBase, VReg
+from ..ir.ops import spec
+
+SLOT_BYTES = 32  # one spill slot: a ymm register
+
+
+def _fits(kind: str, op) -> bool:
+    vec = isinstance(op, VReg) or (isinstance(op, PhysReg) and op.kind == "vec")
+    gpr = isinstance(op, GReg) or (isinstance(op, PhysReg) and op.kind == "gpr")
+    return {
+        "v": vec, "vm": vec or isinstance(op, Mem), "m": isinstance(op, Mem), "i": isinstance(op, Imm),
+        "g": gpr, "gm": gpr or isinstance(op, Mem),
+    }[kind]
+
+
+def check_operands(body: tuple[Instr, ...] | list[Instr], nargs: int, allocated: bool) -> None:
+    """Every operand fits its slot kind; virtual registers only before allocation."""
+    for i, ins in enumerate(body):
+        where = f"instruction {i} ({ins.op} {ins.comment})"
+        for slot, op in zip(spec(ins.op).slots, ins.operands):
+            if isinstance(op, (VReg, GReg)) and allocated:
+                raise CheckError(f"{where}: virtual register after allocation")
+            if isinstance(op, PhysReg) and not allocated:
+                raise CheckError(f"{where}: physical register before allocation")
+            if not _fits(slot.kind, op):
+                raise CheckError(f"{where}: operand {op!r} does not fit slot kind {slot.kind!r}")
+            if isinstance(op, Mem) and isinstance(op.base, ArgBase) and op.base.index >= nargs:
+                raise CheckError(f"{where}: argument {op.base.index} does not exist")
+
+
+def check_memory(body: tuple[Instr, ...], args: tuple[ArgSpec, ...], tables: tuple[Table, ...],
+                 spill_slots: int) -> None:
+    """Every access inside its buffer; stores only into out/inout arguments and the stack."""
+    sizes = {t.label: t.elem_bytes * len(t.values) for t in tables}
+    for i, ins in enumerate(body):
+        s = spec(ins.op)
+        for k, op in enumerate(ins.operands):
+            if not isinstance(op, Mem):
+                continue
+            writes = k in s.written
+            where = f"instruction {i} ({ins.op} {ins.comment})"
+            if isinstance(op.base, ArgBase):
+                a = args[op.base.index]
+                limit, name = a.count * a.elem_bytes, f"argument {a.name}"
+                if writes and a.role == "in":
+                    raise CheckError(f"{where}: writes input-only {name}")
+            elif isinstance(op.base, TableBase):
+                limit, name = sizes[op.base.label], f"table {op.base.label}"
+                if writes:
+                    raise CheckError(f"{where}: writes constant {name}")
+            elif isinstance(op.base, StackBase):
+                limit, name = SLOT_BYTES * spill_slots, "the spill area"
+            else:  # pragma: no cover - the IR has no other bases
+                raise TypeError(op.base)
+            if op.offset < 0 or op.offset + op.size > limit:
+                raise CheckError(f"{where}: bytes {op.offset}..{op.offset + op.size - 1} are outside "
+                                      f"{name} ({limit} bytes)")

@@ -1,0 +1,128 @@
+"""The pass pipeline from a builder's instruction list to a verified kernel.
+
+    check -> legalise -> allocate -> check allocated -> required ISA -> verify
+
+Each pass is a named function over one `Unit` of work; `compile_kernel`
+runs them in order. Families call nothing else: the same pipeline serves
+every family, ISA and ABI, which arrive in the `Target`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.contract import Bound, Contract
+from ..core.errors import AllocationError, CheckError
+from ..ir.instr import ArgSpec, Builder, Instr, Kernel, PhysReg
+from ..ir.ops import spec
+from ..target.abi import RBP
+from ..target.target import Target
+from .allocate import RegisterPools, allocate
+from .check import check_memory, check_operands
+from .legalise import legalise
+from .verify import Proof, verify_kernel
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What the verify pass proves a kernel against: the interval of every
+    input element, by argument index, and the modulus every reduction idiom
+    must be congruent under."""
+
+    inputs: dict[int, tuple[int, int]]
+    modulus: int
+
+
+@dataclass
+class Unit:
+    """One kernel on its way through the passes."""
+
+    symbol: str
+    args: tuple[ArgSpec, ...]
+    target: Target
+    builder: Builder
+    body: list[Instr]
+    callee_saved: bool
+    verification: Verification | None
+    spill_slots: int = 0
+    extensions: frozenset[str] = field(default_factory=frozenset)
+    kernel: Kernel | None = None
+    proof: Proof | None = None
+
+
+def _check(u: Unit) -> None:
+    check_operands(u.body, len(u.args), allocated=False)
+
+
+def _legalise(u: Unit) -> None:
+    u.body = legalise(u.body, u.target, u.builder.vreg)
+
+
+def _allocate(u: Unit) -> None:
+    """callee_saved: also hand out the ABI's callee-saved GPRs (not rbp, the
+    frame pointer of kernels with spills); the frame saves those a kernel uses."""
+    abi = u.target.abi
+    extra = tuple(r for r in abi.callee_saved_gprs if r != RBP) if u.callee_saved else ()
+    pools = RegisterPools(vector=tuple(range(u.target.isa.vector_registers)),
+                          gpr=abi.scratch_gprs(len(u.args)) + extra)
+    result = allocate(u.body, pools)
+    u.body, u.spill_slots = list(result.body), result.spill_slots
+
+
+def _check_allocated(u: Unit) -> None:
+    check_operands(u.body, len(u.args), allocated=True)
+    check_memory(tuple(u.body), u.args, tuple(u.builder.tables.values()), u.spill_slots)
+
+
+def _required_isa(u: Unit) -> None:
+    """The extensions the instructions need, as the table gives them for
+    each instruction's encoding and register width (avo's RequiredISAExtensions)."""
+    need: set[str] = set()
+    for ins in u.body:
+        widths = [op.bits for op in ins.operands if isinstance(op, PhysReg) and op.kind == "vec"]
+        need |= spec(ins.op).extensions(u.target.isa.vex, max(widths, default=128))
+    u.extensions = frozenset(need)
+    u.kernel = Kernel(u.symbol, u.args, tuple(u.body), tuple(u.builder.tables.values()), u.target,
+                      u.extensions, u.spill_slots)
+
+
+def _verify(u: Unit) -> None:
+    if u.verification is not None:
+        u.proof = verify_kernel(u.kernel, u.verification.inputs, u.verification.modulus)
+
+
+PASSES = (
+    ("check", _check),
+    ("legalise", _legalise),
+    ("allocate", _allocate),
+    ("check allocated", _check_allocated),
+    ("required ISA", _required_isa),
+    ("verify", _verify),
+)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    kernel: Kernel
+    contract: Contract  # with the ensures bounds the verifier proved
+    proof: Proof | None  # None when no verification was asked for
+
+
+def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Target, modulus: int | None = None,
+                   callee_saved: bool = False) -> Compiled:
+    """Run the passes. With a `modulus`, the verifier proves the kernel for
+    every input its contract requires and fills in what it ensures; without,
+    the contract's ensures must be given (arithmetic without overflow, such
+    as GF(2)[x], has no bounds to prove)."""
+    verification = None
+    if modulus is not None:
+        verification = Verification({i: (b.lo, b.hi) for i, b in contract.inputs().items()}, modulus)
+    u = Unit(symbol, contract.specs, target, builder, list(builder.instrs), callee_saved, verification)
+    for name, run in PASSES:
+        try:
+            run(u)
+        except (AllocationError, CheckError) as e:
+            raise type(e)(f"{symbol}: {name}: {e}") from None
+    if u.proof is not None:
+        contract = contract.proven({i: Bound(*u.proof.hull(i)) for i in u.proof.outputs})
+    return Compiled(u.kernel, contract, u.proof)

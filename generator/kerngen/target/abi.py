@@ -1,0 +1,51 @@
+"""Calling conventions: the one place that knows which register holds what.
+
+Builders refer to arguments as `ArgBase(i)`; the allocator, the printer and
+the file frame ask the `Abi` where argument i lives, which registers are
+free and what a kernel must preserve. An argument passed on the stack is
+loaded into a caller-saved register at entry and lives there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GPR_NAMES = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+             "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
+RSP, RBP = 4, 5
+
+
+@dataclass(frozen=True)
+class Abi:
+    name: str
+    title: str
+    arg_registers: tuple[int, ...]  # GPR numbers of the register arguments, in C order
+    callee_saved_gprs: tuple[int, ...]
+    callee_saved_vectors: tuple[int, ...]  # xmm registers whose low 128 bits a callee preserves
+    first_stack_arg: int  # offset from rsp at entry of the first argument passed on the stack
+    stack_arg_homes: tuple[int, ...]  # caller-saved registers the stack arguments are loaded into
+
+    def arg_home(self, index: int) -> int:
+        """The GPR holding pointer argument `index` throughout the kernel."""
+        if index < len(self.arg_registers):
+            return self.arg_registers[index]
+        k = index - len(self.arg_registers)
+        if k >= len(self.stack_arg_homes):
+            raise ValueError(f"{self.name}: argument {index} has no register to be loaded into")
+        return self.stack_arg_homes[k]
+
+    def stack_args(self, nargs: int) -> tuple[tuple[int, int], ...]:
+        """(home register, offset from rsp at entry) of each argument passed on the stack."""
+        first = len(self.arg_registers)
+        return tuple((self.arg_home(i), self.first_stack_arg + 8 * (i - first)) for i in range(first, nargs))
+
+    def scratch_gprs(self, nargs: int) -> tuple[int, ...]:
+        """Caller-saved registers free for the kernel once `nargs` pointers are live."""
+        taken = {self.arg_home(i) for i in range(nargs)} | {RSP, RBP}
+        return tuple(r for r in range(16) if r not in self.callee_saved_gprs and r not in taken)
+
+
+SYSV = Abi("sysv", "System V AMD64", (7, 6, 2, 1, 8, 9), (3, 5, 12, 13, 14, 15), (), 8, (10, 11))
+# four register arguments, then the stack above the caller's 32-byte shadow space
+WIN64 = Abi("win64", "Microsoft x64", (1, 2, 8, 9), (3, 5, 6, 7, 12, 13, 14, 15), tuple(range(6, 16)),
+            8 + 32, (10, 11))

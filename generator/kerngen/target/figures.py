@@ -1,0 +1,45 @@
+"""Static figures of a compiled kernel, repeatable on any machine:
+instructions (frame included), multiplications, memory operands, spills,
+and llvm-mca's block reciprocal throughput."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+from ..ir.instr import Kernel, Mem
+from ..ir.ops import spec
+from .frame import frame_of
+from .printer import INTEL, body_text
+from .render import frame_lines
+
+MCA_CPUS = ("znver3", "skylake")
+
+
+def static_figures(kernel: Kernel) -> dict:
+    body = kernel.body
+    frame = frame_of(kernel)
+    return {
+        "instructions": len(body) + len(frame_lines("prologue", frame)) + len(frame_lines("epilogue", frame)) + 1,
+        "multiplications": sum(1 for i in body if spec(i.op).cls in ("mul", "clmul")),
+        "loads": sum(1 for i in body for k in spec(i.op).read if isinstance(i.operands[k], Mem)),
+        "stores": sum(1 for i in body for k in spec(i.op).written if isinstance(i.operands[k], Mem)),
+        "spills": kernel.spill_slots,
+    }
+
+
+def mca_text(kernel: Kernel) -> str:
+    """The body in the Intel syntax llvm-mca reads."""
+    return "\n".join([".intel_syntax noprefix"] + body_text(kernel.body, kernel.target, INTEL)) + "\n"
+
+
+def mca_throughput(kernel: Kernel, cpu: str) -> float | None:
+    """llvm-mca's block reciprocal throughput on `cpu`; None without llvm-mca."""
+    tool = shutil.which("llvm-mca")
+    if tool is None:
+        return None
+    proc = subprocess.run([tool, f"-mcpu={cpu}", "-iterations=100"], input=mca_text(kernel),
+                          capture_output=True, text=True, check=False)
+    found = re.search(r"Block RThroughput:\s*([0-9.]+)", proc.stdout)
+    return float(found.group(1)) if found else None

@@ -1,0 +1,26 @@
+"""Object formats: how NASM is told to lay out sections and symbols.
+
+One row per format. Templates read these fields and nothing else about the
+object file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ObjectFormat:
+    name: str  # NASM's -f value
+    symbol_prefix: str  # prepended to every exported symbol (Mach-O: "_")
+    rodata: str  # section directive for constant tables
+    text: str  # section directive for code
+    typed_symbols: bool  # ELF: `global f:function (size)`, so tools see sizes
+    gnu_stack_note: bool  # ELF: mark the stack non-executable
+
+
+ELF64 = ObjectFormat("elf64", "", "section .rodata align=32", "section .text", True, True)
+COFF64 = ObjectFormat("win64", "", "section .rdata rdata align=32", "section .text", False, False)
+MACHO64 = ObjectFormat("macho64", "_", "section .rodata align=32", "section .text", False, False)
+
+FORMATS: dict[str, ObjectFormat] = {f.name: f for f in (ELF64, COFF64, MACHO64)}

@@ -1,0 +1,75 @@
+"""Assembly text for allocated instructions: the only place that spells them.
+
+Two dialects share the operand logic: NASM, for the emitted files, and the
+Intel syntax llvm-mca reads, for static throughput figures (there constant
+tables are addressed through a base register: only the instruction mix
+matters to the model). Mnemonics come from the instruction table, VEX or
+legacy by the kernel's target; a legacy form that ties its destination to
+its first source is printed with two operands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.instr import ArgBase, Imm, Instr, Mem, PhysReg, StackBase, TableBase
+from ..ir.ops import spec
+from .abi import GPR_NAMES
+from .target import Target
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    sizes: dict[int, str]  # memory operand size keyword by bytes
+    table_base: str | None  # register standing in for constant tables; None: RIP-relative by label
+
+
+NASM = Dialect("nasm", {1: "byte", 2: "word", 4: "dword", 8: "qword", 16: "oword", 32: "yword"}, None)
+INTEL = Dialect("intel", {1: "byte ptr", 2: "word ptr", 4: "dword ptr", 8: "qword ptr", 16: "xmmword ptr",
+                          32: "ymmword ptr"}, "r11")
+
+
+def register_text(op: PhysReg) -> str:
+    if op.kind == "vec":
+        return ("ymm" if op.bits == 256 else "xmm") + str(op.number)
+    return GPR_NAMES[op.number]
+
+
+def operand_text(op, target: Target, explicit_size: bool, dialect: Dialect = NASM) -> str:
+    if isinstance(op, PhysReg):
+        return register_text(op)
+    if isinstance(op, Imm):
+        return str(op.value) if op.value < 256 else hex(op.value)
+    if isinstance(op, Mem):
+        if isinstance(op.base, ArgBase):
+            inner = GPR_NAMES[target.abi.arg_home(op.base.index)]
+        elif isinstance(op.base, TableBase):
+            inner = dialect.table_base or "rel " + op.base.label
+        elif isinstance(op.base, StackBase):
+            inner = "rsp"
+        else:  # pragma: no cover - the IR has no other bases
+            raise TypeError(op.base)
+        text = f"[{inner} + {op.offset}]" if op.offset else f"[{inner}]"
+        return f"{dialect.sizes[op.size]} {text}" if explicit_size else text
+    raise TypeError(f"unallocated operand {op!r} reached the printer")
+
+
+def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
+    s = spec(ins.op)
+    vex = target.isa.vex
+    operands = ins.operands
+    if not vex and s.tied:
+        if operands[0] != operands[1]:
+            raise AssertionError(f"{ins.op}: legacy form with destination {operands[0]} != first source {operands[1]}")
+        operands = operands[:1] + operands[2:]
+    # sub-vector memory operands need a size keyword (broadcasts, 64-bit moves)
+    parts = [operand_text(o, target, isinstance(o, Mem) and o.size < 16, dialect) for o in operands]
+    line = f"{s.mnemonic(vex):<12} " + ", ".join(parts)
+    if ins.comment and dialect is NASM:
+        line = f"{line:<48} ; {ins.comment}"
+    return line
+
+
+def body_text(body: tuple[Instr, ...], target: Target, dialect: Dialect = NASM) -> list[str]:
+    return [instr_text(ins, target, dialect) for ins in body]

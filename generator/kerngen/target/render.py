@@ -1,0 +1,130 @@
+"""A bundle rendered to its files: NAME.asm, NAME.h, manifest.json.
+
+Templates own the file frame and the ABI boilerplate (reading the target's
+`Abi` and `ObjectFormat`), the printer owns instruction syntax, and every
+comment block, header comment and manifest entry comes from the functions'
+typed contracts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib.resources import files
+
+import jinja2
+
+from .. import __version__
+from ..core.bundle import Bundle, Function
+from .abi import GPR_NAMES
+from .frame import Frame, frame_of, registers_used
+from .printer import body_text
+
+TEMPLATES = files("kerngen") / "templates"
+
+_ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    autoescape=False,
+)
+
+_DIRECTIVES = {1: ("db", 16), 2: ("dw", 16), 4: ("dd", 8), 8: ("dq", 4)}
+
+
+def frame_lines(macro: str, frame: Frame) -> list[str]:
+    text = getattr(_ENV.get_template("frame.j2").module, macro)(frame)
+    return [line for line in str(text).splitlines() if line.strip()]
+
+
+def _clobbers(fn: Function) -> str:
+    """Vector registers written (all of ymm for VEX code, which zeroes upper
+    halves), the caller-saved general registers used, and the flags."""
+    k = fn.kernel
+    vec, gpr = registers_used(k, "vec"), registers_used(k, "gpr")
+    parts = []
+    if vec:
+        parts.append(("ymm" if k.vex else "xmm") + _ranges(vec))
+    parts += [GPR_NAMES[r] for r in gpr if r not in k.target.abi.callee_saved_gprs]
+    parts.append("flags")
+    return ", ".join(parts)
+
+
+def _ranges(nums: list[int]) -> str:
+    out, start, prev = [], nums[0], nums[0]
+    for x in nums[1:] + [None]:
+        if x is not None and x == prev + 1:
+            prev = x
+            continue
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+        if x is not None:
+            start = prev = x
+    return "{" + ",".join(out) + "}" if len(out) > 1 or "-" in out[0] else out[0]
+
+
+def _table_rows(values: tuple[int, ...], elem_bytes: int) -> tuple[str, list[str]]:
+    directive, per_row = _DIRECTIVES[elem_bytes]
+    mask = (1 << (8 * elem_bytes)) - 1
+    rows = []
+    for i in range(0, len(values), per_row):
+        chunk = values[i:i + per_row]
+        if elem_bytes == 8:
+            rows.append(", ".join(f"0x{v & mask:016x}" for v in chunk))
+        else:
+            rows.append(", ".join(str(v) for v in chunk))
+    return directive, rows
+
+
+def _c_arg(a) -> str:
+    const = "const " if a.role == "in" else ""
+    return f"{const}{a.ctype} {a.name}[{a.count}]"
+
+
+def render(bundle: Bundle, command: str) -> dict[str, str]:
+    """All files of the bundle, by name, as text (manifest last: it hashes the others)."""
+    target = bundle.target
+    tables = {}
+    for fn in bundle.functions:
+        for t in fn.kernel.tables:
+            old = tables.get(t.label)
+            if old is not None and old.values != t.values:
+                raise ValueError(f"two kernels define table {t.label} differently")
+            tables[t.label] = t
+    table_ctx = []
+    for t in sorted(tables.values(), key=lambda t: t.label):
+        directive, rows = _table_rows(t.values, t.elem_bytes)
+        table_ctx.append({"label": t.label, "directive": directive, "rows": rows, "comment": t.comment})
+    fn_ctx = []
+    for fn in bundle.functions:
+        frame = frame_of(fn.kernel)
+        fn_ctx.append({
+            "symbol": fn.symbol,
+            "label": target.fmt.symbol_prefix + fn.symbol,
+            "summary": fn.summary,
+            "contract": fn.contract.lines(),
+            "schedule": fn.notes,
+            "clobbers": _clobbers(fn),
+            "prologue": frame_lines("prologue", frame),
+            "body": body_text(fn.kernel.body, fn.kernel.target),
+            "epilogue": frame_lines("epilogue", frame),
+            "c_args": ", ".join(_c_arg(a) for a in fn.kernel.args),
+            "arg_notes": [f"{a.name}: {a.count} x {a.ctype}, {a.role}, {a.align}-byte aligned" for a in fn.kernel.args],
+        })
+    params_lines = [f"{k} = {json.dumps(v)}" for k, v in bundle.params_manifest.items()]
+    common = {"version": __version__, "command": command, "name": bundle.name,
+              "family": bundle.params_manifest["family"], "abi": target.abi, "fmt": target.fmt}
+    asm = _ENV.get_template("asm.j2").render(
+        **common, param_lines=params_lines, notes=bundle.notes, tables=table_ctx, functions=fn_ctx)
+    guard = "KERNGEN_" + "".join(c if c.isalnum() else "_" for c in bundle.name.upper()) + "_H"
+    header = _ENV.get_template("header.j2").render(**common, title=bundle.title, guard=guard, functions=fn_ctx)
+    files_ = {f"{bundle.name}.asm": asm, f"{bundle.name}.h": header}
+    manifest = {
+        "generator": {"name": "kerngen", "version": __version__},
+        "command": command,
+        "params": bundle.params_manifest,
+        "abi": target.abi.name,
+        "files": {name: hashlib.sha256(text.encode()).hexdigest() for name, text in files_.items()},
+        "functions": [fn.manifest() for fn in bundle.functions],
+    }
+    files_["manifest.json"] = json.dumps(manifest, indent=2) + "\n"
+    return files_

@@ -1,0 +1,60 @@
+"""The `Target`: instruction set, lane width, calling convention and object
+format, chosen once from the parameters and the command line and carried
+by every kernel through allocation, verification, emission and the file
+frame."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .abi import SYSV, WIN64, Abi
+from .formats import COFF64, ELF64, MACHO64, ObjectFormat
+from .isa import ISAS, Isa
+
+
+@dataclass(frozen=True)
+class Platform:
+    """A calling convention with the object format it is linked in."""
+
+    name: str
+    abi: Abi
+    fmt: ObjectFormat
+
+
+PLATFORMS: dict[str, Platform] = {p.name: p for p in (
+    Platform("sysv", SYSV, ELF64),
+    Platform("win64", WIN64, COFF64),
+    Platform("macho", SYSV, MACHO64),
+)}
+
+
+@dataclass(frozen=True)
+class Target:
+    isa: Isa
+    lane_bits: int  # width of one vector lane or general-purpose word of the data
+    platform: Platform
+
+    @property
+    def abi(self) -> Abi:
+        return self.platform.abi
+
+    @property
+    def fmt(self) -> ObjectFormat:
+        return self.platform.fmt
+
+    @property
+    def lane_bytes(self) -> int:
+        return self.lane_bits // 8
+
+    @property
+    def lanes(self) -> int:
+        """Lanes of the widest vector register."""
+        return self.isa.vector_bits // self.lane_bits
+
+    def vector_bits(self, lanes: int) -> int:
+        """The register width for vectors of `lanes` lanes."""
+        return self.isa.vector_bits_for(lanes * self.lane_bits)
+
+
+def make_target(isa: str, lane_bits: int, platform: str = "sysv") -> Target:
+    return Target(ISAS[isa], lane_bits, PLATFORMS[platform])
