@@ -15,6 +15,7 @@ from .core.params import Overrides
 from .families import FAMILIES, family_of, load
 from .families.ntt.params import POLICIES, REDUCERS
 from .commands import shipped
+from .target.isa import ISAS
 
 OVERRIDES = ("isa", "policy", "reducer", "prefix")
 
@@ -132,7 +133,7 @@ def parser() -> argparse.ArgumentParser:
 
     def common(p):
         p.add_argument("params", nargs="+", metavar="PARAMS.toml", help=params_help)
-        p.add_argument("--isa", choices=("avx2", "sse"), help="override the file's isa")
+        p.add_argument("--isa", choices=tuple(ISAS), help="override the file's isa")
         p.add_argument("--policy", choices=POLICIES, help="reduction policy for NTT kernels (default: the file's, else index)")
         p.add_argument("--reducer", choices=REDUCERS,
                        help="reduction used by NTT schedules: barrett, special (shifts and adds, for q of sparse "

@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..ir.instr import Kernel
-from ..target.target import Target
 from .contract import Contract
+
+if TYPE_CHECKING:
+    from ..ir.instr import Kernel
+    from ..target.target import Target
 
 
 @dataclass(frozen=True)

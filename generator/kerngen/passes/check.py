@@ -10,10 +10,8 @@ kernels are static, so this is a complete check of memory safety.
 from __future__ import annotations
 
 from ..core.errors import CheckError
-from ..ir.instr import ArgBase, ArgSpec, GReg, Imm, Instr, Mem, PhysReg, StackBase, Table, TableBase, VReg
+from ..ir.instr import SLOT_BYTES, ArgBase, ArgSpec, GReg, Imm, Instr, Mem, PhysReg, StackBase, Table, TableBase, VReg
 from ..ir.ops import spec
-
-SLOT_BYTES = 32  # one spill slot: a ymm register
 
 
 def _fits(kind: str, op) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..core.errors import CheckError
 from ..ir.instr import IdiomTag, Imm, Instr, Mem, Operand, VReg
-from ..ir.ops import spec
+from ..ir.ops import by_width, spec
 from ..target.target import Target
 
 
@@ -41,11 +41,11 @@ def _expand(ins: Instr, fresh) -> list[Instr]:
             raise CheckError(f"{ins.op}: a {op.bits}-bit register has no legacy encoding")
     if s.legacy is not None:
         return [ins]
-    if ins.op == "vpblendd":  # each dword selector bit becomes two word selector bits
+    if ins.op == by_width("blend", 32):  # each dword selector bit becomes two word selector bits
         imm = ins.operands[3].value
         words = sum(3 << (2 * k) for k in range(4) if imm >> k & 1)
-        return [Instr("vpblendw", ins.operands[:3] + (Imm(words),), ins.comment, ins.idiom)]
-    if ins.op == "vpbroadcastq" and isinstance(ins.operands[1], Mem):
+        return [Instr(by_width("blend", 16), ins.operands[:3] + (Imm(words),), ins.comment, ins.idiom)]
+    if ins.op == by_width("broadcast", 64) and isinstance(ins.operands[1], Mem):  # load, then copy to both halves
         low = fresh(128)
         return [Instr("load64", (low, ins.operands[1]), ins.comment),
                 Instr("vpshufd", (ins.operands[0], low, Imm(0x44)))]

@@ -54,12 +54,14 @@ class ScalarIdiom:
         return env[self.steps[-1][1]]
 
     def symbolic(self, z3, x):
+        """The output as a z3 bit-vector expression of input x."""
         env = {"x": x}
         for op, dst, a, b in self.steps:
-            va, vb = (_val(env, s) for s in (a, b))
-            if isinstance(va, int):
-                va = z3.BitVecVal(va, self.bits)
-            env[dst] = _arith(op, self.bits).smt(z3, va, vb if isinstance(vb, int) else vb, self.bits)
+            immediate = spec(by_width(op, self.bits)).slots[2].kind == "i"  # shift counts stay integers
+            va, vb = _val(env, a), _val(env, b)
+            va = z3.BitVecVal(va, self.bits) if isinstance(va, int) else va
+            vb = z3.BitVecVal(vb, self.bits) if isinstance(vb, int) and not immediate else vb
+            env[dst] = _arith(op, self.bits).smt(z3, va, vb, self.bits)
         return env[self.steps[-1][1]]
 
 

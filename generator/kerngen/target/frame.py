@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.instr import Kernel, PhysReg
+from ..ir.instr import SLOT_BYTES, Kernel, PhysReg
 from ..ir.ops import spec
-from ..passes.check import SLOT_BYTES
 from .abi import GPR_NAMES
 
 SAVE_BYTES = 16  # the callee-saved low half of a vector register

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 from ...core.errors import ParamError
 from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isa, require
+from ...target.isa import AVX2, SSE
 from ...target.target import Target, make_target
 from .gf2x import is_irreducible, poly_text
 
-ISAS = ("avx2", "sse")
+ISAS = (AVX2.name, SSE.name)
 LIMB_BITS = 64
 KEYS = COMMON_KEYS | {"m", "poly"}
 

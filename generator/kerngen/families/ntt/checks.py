@@ -14,7 +14,8 @@ from ...core.bundle import BenchItem, Bundle, Check, Comparison
 from ...core.family import Runner
 from ...harness.driver import Arg, Case
 from ...ir.instr import ArgSpec
-from . import baseline, reference
+from .baseline import build as build_baseline, constants_sympy
+from .reference import block_product, layout_is_crt_basis, negacyclic_product, reduce_block
 
 
 def _fn(bundle: Bundle, kind: str, symbol: str | None = None) -> dict:
@@ -59,7 +60,7 @@ def checks(bundle: Bundle, seed: int, randoms: int = 3) -> list[Check]:
                 return bad
             scale = fwd["output"]["scale"]
             for j, blk in enumerate(layout["blocks"]):
-                want = reference.reduce_block(a, layout["d"], blk["zeta"], q)
+                want = reduce_block(a, layout["d"], blk["zeta"], q)
                 have = [got[p] % q for p in blk["positions"]]
                 if have != [scale * w % q for w in want]:
                     return f"block {j} (zeta {blk['zeta']}): got {have}, want {[scale * w % q for w in want]}"
@@ -78,7 +79,7 @@ def checks(bundle: Bundle, seed: int, randoms: int = 3) -> list[Check]:
                 return bad
             scale = inv["output"]["scale"]
             for j, blk in enumerate(layout["blocks"]):
-                have = reference.reduce_block(got, layout["d"], blk["zeta"], q)
+                have = reduce_block(got, layout["d"], blk["zeta"], q)
                 want = [scale * y[p] % q for p in blk["positions"]]
                 if have != want:
                     return f"block {j}: the output reduces to {have}, want scale*input = {want}"
@@ -98,7 +99,7 @@ def checks(bundle: Bundle, seed: int, randoms: int = 3) -> list[Check]:
             scale = bm["output"]["scale"]
             for j, blk in enumerate(layout["blocks"]):
                 pa, pb = [a[p] for p in blk["positions"]], [b[p] for p in blk["positions"]]
-                want = [scale * w % q for w in reference.block_product(pa, pb, blk["zeta"], q)]
+                want = [scale * w % q for w in block_product(pa, pb, blk["zeta"], q)]
                 have = [got[p] % q for p in blk["positions"]]
                 if have != want:
                     return f"block {j}: got {have}, want {want}"
@@ -169,7 +170,7 @@ def round_trips(bundle: Bundle, run: Runner, seed: int, count: int = 2) -> list[
             results.append((name, f"inverse: {r3[0].status} {r3[0].reason}"))
             continue
         got = [v % q for v in r3[0].outputs[0]]
-        want = reference.negacyclic_product(a, b, q)
+        want = negacyclic_product(a, b, q)
         bad = next((i for i in range(n) if got[i] != want[i]), None)
         results.append((name, None if bad is None else f"coefficient {bad}: got {got[bad]}, want {want[bad]}"))
     return results
@@ -177,14 +178,14 @@ def round_trips(bundle: Bundle, run: Runner, seed: int, count: int = 2) -> list[
 
 def layout_check(bundle: Bundle) -> str | None:
     fwd = _fn(bundle, "ntt_forward")
-    return reference.layout_is_crt_basis(bundle.params.n, bundle.params.q, fwd["output"]["layout"])
+    return layout_is_crt_basis(bundle.params.n, bundle.params.q, fwd["output"]["layout"])
 
 
 def bench_items(bundle: Bundle, workdir) -> list[BenchItem]:
     """Each kernel beside the plain-C baseline (-O3 -march=native) for the same parameters."""
     p = bundle.params
     try:
-        base = baseline.build(baseline.constants_sympy(p.n, p.q, p.layers), workdir)
+        base = build_baseline(constants_sympy(p.n, p.q, p.layers), workdir)
     except ValueError as e:  # the baseline's own limits (its lazy arithmetic needs q < 2^14)
         print(f"{p.name}: timed without the plain-C baseline: {e}", file=sys.stderr)
         base = None

@@ -8,13 +8,14 @@ import sympy
 
 from ...core.errors import ParamError
 from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isa, require
+from ...target.isa import AVX2
 from ...target.target import Target, make_target
 from .maths import max_layers
 
 POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
 WIDTHS = (16,)
-ISAS = ("avx2",)
+ISAS = (AVX2.name,)
 MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
 KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer"}
 

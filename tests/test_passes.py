@@ -1,0 +1,174 @@
+"""The instruction table and the passes that read it: lane routes, legalisation
+to two-operand SSE forms, the required-ISA pass, lemma proofs by width."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import pytest
+
+from kerngen.core.bundle import Bundle, Function
+from kerngen.core.contract import ArgContract, Bound, Contract, Values
+from kerngen.core.errors import CheckError
+from kerngen.families import load
+from kerngen.families.ntt.build import build as ntt_build
+from kerngen.families.ntt.kernels import build_reduce, kernel_builder
+from kerngen.families.ntt.layout import plan
+from kerngen.families.ntt.reducers import barrett_idiom, reducers
+from kerngen.families.gf2m.build import build as gf2m_build
+from kerngen.harness import driver
+from kerngen.ir.instr import ArgBase, ArgSpec, Builder, Imm, Mem
+from kerngen.ir.lanes import SPLIT, move_lanes
+from kerngen.ir.ops import OPS, by_width, spec
+from kerngen.passes.lemmas import LemmaError, ScalarIdiom, prove
+from kerngen.passes.pipeline import compile_kernel
+from kerngen.target.files import write
+from kerngen.target.printer import body_text
+from kerngen.target.render import render
+from kerngen.target.target import make_target
+
+from conftest import REPO
+
+AVX2_16, SSE_16 = make_target("avx2", 16), make_target("sse", 16)
+needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None,
+                                 reason="nasm and gcc are needed to run kernels")
+
+
+# --- the table ---------------------------------------------------------------
+
+def test_every_vector_row_has_an_encoding_and_extensions():
+    for op in OPS.values():
+        assert op.vex is not None or op.legacy is not None, op.name
+        if op.vex is not None and not op.gpr_only:
+            assert op.extensions(True, 128) and op.extensions(True, 256), op.name
+        if op.legacy is not None and not op.gpr_only:
+            assert op.extensions(False, 128), op.name
+    assert by_width("add", 16) == "vpaddw" and by_width("add", 32) == "vpaddd" and by_width("xor", 64) == "vpxor"
+    with pytest.raises(KeyError):
+        by_width("mulhi", 32)  # no 32-bit high multiply exists
+
+
+def test_lane_routes_move_whole_lanes_and_see_splits():
+    x, y = list(range(16)), list(range(100, 116))
+    assert move_lanes(spec("vpunpcklwd"), [x, y], None, 16, 16, 0)[:4] == [0, 100, 1, 101]
+    assert move_lanes(spec("vpunpckhqdq"), [x, y], None, 16, 16, 0)[:8] == [4, 5, 6, 7, 104, 105, 106, 107]
+    assert move_lanes(spec("vperm2i128"), [x, y], 0x31, 16, 16, 0) == x[8:] + y[8:]
+    assert move_lanes(spec("vpblendd"), [x, y], 0xAA, 16, 16, 0)[:4] == [0, 1, 102, 103]
+    assert move_lanes(spec("vpsllq"), [x], 32, 16, 16, 0)[:4] == [0, 0, 0, 1]  # qwords: words 0, 1 move up two
+    # bytes move whole 64-bit lanes when the count is whole lanes, else lanes are cut
+    assert move_lanes(spec("vpalignr"), [[1, 2], [3, 4]], 8, 64, 2, 0) == [4, 1]
+    assert move_lanes(spec("vpslldq"), [[7, 8]], 4, 64, 2, 0) == [SPLIT, SPLIT]
+    assert move_lanes(spec("vpsllq"), [x], 4, 16, 16, 0) is None  # a shift by part of a byte is no movement
+
+
+# --- legalisation ------------------------------------------------------------
+
+def _sse_text(b: Builder, nargs: int = 2) -> list[str]:
+    args = tuple(ArgContract(ArgSpec(f"a{i}", "inout", "int16_t", 2, 64, 16), Values(Bound(0, 0)),
+                             Values(Bound(0, 0))) for i in range(nargs))
+    k = compile_kernel(b, "t", Contract(args, ()), SSE_16).kernel
+    return [line.split()[0] + " " + "".join(line.split()[1:]) for line in body_text(k.body, k.target)]
+
+
+def test_a_dying_first_source_takes_the_result_without_a_copy():
+    b = Builder(128)
+    x, y = b.op("load", Mem(ArgBase(0), 0, 16)), b.op("load", Mem(ArgBase(1), 0, 16))
+    b.emit("store", Mem(ArgBase(0), 0, 16), b.op("vpsubw", x, y))
+    text = _sse_text(b)
+    assert text[2] == "psubw xmm0,xmm1" and not any(t.startswith("movdqa") for t in text)
+
+
+def test_a_live_first_source_is_copied_or_the_sources_swap():
+    b = Builder(128)
+    x, y = b.op("load", Mem(ArgBase(0), 0, 16)), b.op("load", Mem(ArgBase(1), 0, 16))
+    b.emit("store", Mem(ArgBase(0), 0, 16), b.op("vpaddw", x, y))  # commutes: y dies, so y takes the sum
+    b.emit("store", Mem(ArgBase(0), 16, 16), b.op("vpsubw", x, x))  # x lives on to here
+    b.emit("store", Mem(ArgBase(1), 0, 16), x)
+    text = _sse_text(b)
+    assert text[2] == "paddw xmm1,xmm0"
+    b = Builder(128)
+    x, y = b.op("load", Mem(ArgBase(0), 0, 16)), b.op("load", Mem(ArgBase(1), 0, 16))
+    b.emit("store", Mem(ArgBase(0), 0, 16), b.op("vpsubw", x, y))  # does not commute: x is copied
+    b.emit("store", Mem(ArgBase(1), 0, 16), x)
+    assert _sse_text(b)[2:4] == ["movdqa xmm2,xmm0", "psubw xmm2,xmm1"]
+
+
+def test_instructions_without_a_legacy_form_are_rewritten_or_refused():
+    b = Builder(128)
+    x, y = b.op("load", Mem(ArgBase(0), 0, 16)), b.op("load", Mem(ArgBase(1), 0, 16))
+    b.emit("store", Mem(ArgBase(0), 0, 16), b.op("vpblendd", x, y, Imm(0b0101)))
+    b.emit("store", Mem(ArgBase(1), 0, 16), b.op("vpbroadcastq", Mem(ArgBase(0), 0, 8)))
+    text = _sse_text(b)
+    assert "pblendw xmm0,xmm1,51" in text  # dwords 0 and 2: words 0, 1, 4, 5
+    assert any(t.startswith("movq") for t in text) and any(t.startswith("pshufd") and t.endswith(",68") for t in text)
+    b = Builder(256)
+    b.emit("store", Mem(ArgBase(0), 0, 32), b.op("load", Mem(ArgBase(0), 0, 32)))
+    with pytest.raises(CheckError, match="256-bit register has no legacy encoding"):
+        _sse_text(b)
+    b = Builder(128)
+    b.emit("store", Mem(ArgBase(0), 0, 16), b.op("vpermq", Mem(ArgBase(0), 0, 16), Imm(0)))
+    with pytest.raises(CheckError, match="vpermq has no legacy encoding"):
+        _sse_text(b)
+
+
+@needs_tools
+def test_a_legalised_reduction_is_verified_and_right(tmp_path):
+    """Barrett on 8 lanes of an SSE target: the legalised idiom (with the copies
+    it needs) is proven by the verifier and gives congruent, bounded results."""
+    q = 3329
+    layout = plan(64, 6, SSE_16)
+    red = reducers(q, 16)["barrett"]
+    b = kernel_builder(layout)
+    build_reduce(b, layout, red)
+    spec_ = ArgSpec("a", "inout", "int16_t", 2, 64, 16)
+    c = compile_kernel(b, "kg_sse_reduce", Contract((ArgContract(spec_, Values(Bound(-32768, 32767)),
+                                                                 Values(None)),), ()), SSE_16, modulus=q)
+    assert c.contract.arg("a").ensures.bound == Bound(-1664, 1664)
+    assert c.proof.idioms_checked == layout.vectors
+    text = body_text(c.kernel.body, c.kernel.target)
+    assert text and not any(line.startswith("v") for line in text)
+    assert "AVX" not in c.kernel.extensions and not c.kernel.vex
+    fn = Function(c.kernel, "reduce", c.contract, "Barrett on SSE", (("n", 64), ("q", q)))
+    write(render(Bundle("sse-reduce", None, SSE_16, "test", {"name": "sse-reduce", "family": "ntt"}, (fn,)), "test"),
+          tmp_path / "b")
+    lib = driver.assemble_shared(tmp_path / "b" / "sse-reduce.asm", tmp_path)
+    x = tuple(range(-32768, 32768, 1024))
+    [r] = driver.run_runner(lib, [driver.Case("sse", "kg_sse_reduce", (driver.Arg("inout", 2, 64, 16, x),))],
+                            workdir=tmp_path)
+    assert r.ok
+    assert all((y - v) % q == 0 and abs(y) <= 1664 for y, v in zip(r.outputs[0], x))
+
+
+# --- required ISA ------------------------------------------------------------
+
+def test_extensions_are_derived_from_the_instructions():
+    kyber = ntt_build(load(REPO / "params/kyber-3329.toml"))
+    for f in kyber.functions:
+        assert f.kernel.extensions == {"AVX", "AVX2"}, f.symbol
+    p = load(REPO / "params/gf2m-233.toml")
+    by = {f.symbol: f.kernel for f in gf2m_build(p, msqr_steps=()).functions}
+    assert by["kg_gf2m233_mul_avx2"].extensions == {"AVX", "PCLMULQDQ"}
+    assert "VPCLMULQDQ" in by["kg_gf2m233_ladder_step2_avx2"].extensions
+    assert by["kg_gf2m233_reduce_gpr_avx2"].extensions == frozenset()
+    assert not by["kg_gf2m233_reduce_gpr_avx2"].vex  # so no vzeroupper
+    sse = gf2m_build(dataclasses.replace(p, isa="sse", target=make_target("sse", 64)), msqr_steps=())
+    for f in sse.functions:
+        assert not {"AVX", "AVX2"} & f.kernel.extensions, f.symbol
+    assert {"SSSE3", "PCLMULQDQ"} <= sse.function("gf2m_mul").kernel.extensions
+
+
+# --- lemmas by width ---------------------------------------------------------
+
+def test_the_smt_proof_agrees_with_the_exhaustive_one():
+    for idiom, box in ((barrett_idiom(3329, 16), (-32768, 32767)), (reducers(7681, 16)["special"].idiom, (-9000, 12345))):
+        exhaustive, smt = prove(idiom, "exhaustive"), prove(idiom, "smt")
+        assert smt.range_for(*box) == exhaustive.range_for(*box)
+
+
+def test_the_smt_proof_refuses_a_wrong_idiom():
+    wrong = dataclasses.replace(barrett_idiom(3329, 16), q=3331)
+    with pytest.raises(LemmaError, match="not congruent"):
+        prove(wrong, "smt")
+    with pytest.raises(LemmaError, match="not congruent"):
+        prove(ScalarIdiom("plain", 3329, (("add", "r", "x", 1),), 32))  # 32-bit lanes: SMT by default

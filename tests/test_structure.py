@@ -1,0 +1,112 @@
+"""The package's shape: no import cycles, no upward or private imports, and
+ISA, ABI and 16-bit instruction names only where they belong."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from conftest import REPO
+
+PKG = REPO / "generator" / "kerngen"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for f in PKG.rglob("*.py"):
+        parts = f.relative_to(PKG.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, list[str]]]:
+    """(module imported, names imported from it) for every kerngen import outside `if TYPE_CHECKING`."""
+    tree = ast.parse(path.read_text())
+    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)}
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in skip or not isinstance(node, ast.ImportFrom):
+            continue
+        base = name.split(".")
+        if node.level:
+            base = base[: len(base) - node.level + (1 if path.name == "__init__.py" else 0)]
+        mod = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+        for a in node.names:
+            target = f"{mod}.{a.name}" if f"{mod}.{a.name}" in modules else mod
+            if target in modules and target != name:
+                out.append((target, [a.name]))
+    return out
+
+
+def test_no_import_cycles():
+    modules = _modules()
+    graph = {m: {t for t, _ in _imports(m, f, modules)} for m, f in modules.items()}
+
+    def reaches(a: str, b: str) -> bool:
+        seen, todo = set(), [a]
+        while todo:
+            for n in graph[todo.pop()]:
+                if n == b:
+                    return True
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        return False
+
+    cycles = sorted({tuple(sorted((a, b))) for a in graph for b in graph[a] if reaches(b, a)})
+    assert cycles == []
+
+
+def test_layers_import_only_downwards_and_nothing_private():
+    """ir and target know no family, pass or command; passes know no family;
+    parameters know no kernels; nobody imports another module's _private name."""
+    modules = _modules()
+    forbidden = {
+        "kerngen.ir": ("kerngen.passes", "kerngen.families", "kerngen.commands", "kerngen.harness"),
+        "kerngen.target": ("kerngen.passes", "kerngen.families", "kerngen.commands", "kerngen.harness"),
+        "kerngen.passes": ("kerngen.families", "kerngen.commands", "kerngen.harness"),
+        "kerngen.core": ("kerngen.families", "kerngen.commands", "kerngen.passes", "kerngen.harness"),
+        "kerngen.families": ("kerngen.commands", "kerngen.cli"),
+        "kerngen.harness": ("kerngen.families", "kerngen.commands", "kerngen.passes"),
+    }
+    bad = []
+    for m, f in modules.items():
+        for target, names in _imports(m, f, modules):
+            for layer, below in forbidden.items():
+                if m.startswith(layer) and target.startswith(below):
+                    bad.append(f"{m} imports {target}")
+            if m.endswith(".params") and m.startswith("kerngen.families") and not target.endswith(
+                    (".maths", ".gf2x")) and target.startswith("kerngen.families"):
+                bad.append(f"{m} imports {target}")
+            bad += [f"{m} imports {target}.{n}" for n in names if n.startswith("_") and n != "__version__"]
+    assert bad == []
+
+
+# string constants that name an ISA, an ABI or object format, a register, or a 16-bit instruction
+_ISA = re.compile(r"^(avx2|sse|ymm\d+|xmm\d+)$")
+_ABI = re.compile(r"^(elf64|win64|macho64|sysv|macho)$|System V")
+_WORD_OPS = re.compile(r"^v?p(add|sub|mull|mulh|mulhu|mulhrs|sra|srl|sll|blend|broadcast|extr)w$|^vpunpck[lh]wd$")
+ALLOWED = ("ir/ops.py", "target/")
+
+
+def _strings(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and id(n) not in docs]
+
+
+def test_isa_abi_and_word_literals_live_in_the_table_and_the_target_layer():
+    hits = []
+    for f in PKG.rglob("*.py"):
+        rel = f.relative_to(PKG).as_posix()
+        if rel.startswith(ALLOWED):
+            continue
+        for s in _strings(f):
+            if _ISA.match(s) or _ABI.search(s) or _WORD_OPS.match(s):
+                hits.append(f"{rel}: {s!r}")
+    assert hits == []
