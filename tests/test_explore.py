@@ -93,7 +93,7 @@ def test_heatmap_marks_exactly_the_reduced_registers():
     for policy in POLICIES:
         for reducer in ("barrett", "special"):
             bundle = build(load(REPO / "params" / "tiny-257.toml", Overrides(policy=policy, reducer=reducer)))
-            members = _register_members(bundle.design.arithmetic.layout)
+            members = _register_members(bundle.design.layout)
             for d, s in schedules(bundle).items():
                 bounds, reduced, labels = panel_data(s, members, bundle.params.n)
                 assert len(bounds) == len(labels) == len(s.per_index) + 1

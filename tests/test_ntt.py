@@ -12,7 +12,7 @@ from kerngen.families.ntt.build import build
 from kerngen.families.ntt.kernels import block_registers, build_ntt, kernel_builder
 from kerngen.families.ntt.layout import plan
 from kerngen.families.ntt.reducers import reducers
-from kerngen.families.ntt.schedule import Arithmetic, schedule
+from kerngen.families.ntt.schedule import schedule
 from kerngen.passes.pipeline import compile_kernel
 from kerngen.passes.verify import verify_kernel
 from kerngen.target.target import make_target
@@ -63,7 +63,7 @@ def test_random_primes_emit_verify_and_pass(n, seed, policy, reducer):
 def test_reduction_counts_are_ordered(path):
     """eager >= layer >= index >= minimal, for every reduction kind and both directions."""
     p = load(path)
-    base = build(p).design.arithmetic
+    base = build(p).design
     for direction, bound in (("forward", p.q - 1), ("inverse", 16383)):
         for red in reducers(p.q, 16).values():
             ar = dataclasses.replace(base, reducer=red)
@@ -83,7 +83,7 @@ def test_verifier_refuses_a_schedule_without_its_reductions():
     """newhope-12289 needs reductions in its forward NTT; drop them and the verifier must say where."""
     p = load(REPO / "params/newhope-12289.toml")
     bundle = build(p)
-    ar = dataclasses.replace(bundle.design.arithmetic, reducer=reducers(p.q, 16)["barrett"])
+    ar = dataclasses.replace(bundle.design, reducer=reducers(p.q, 16)["barrett"])
     good = schedule(ar, "index", "forward", p.q - 1)
     assert good.count > 0
     bad = dataclasses.replace(good, before=tuple((layer, frozenset()) for layer, _ in good.before))

@@ -67,7 +67,7 @@ class Bundle:
     params_manifest: dict[str, Any]  # the parameters as loaded, for manifest.json
     functions: tuple[Function, ...]
     notes: tuple[str, ...] = ()  # file-level comment lines (derived constants)
-    design: Any = None  # the family's derived design (NTT: maths, layout, reductions), for its checks
+    design: Any = None  # what the family derived the kernels from (NTT: maths, layout, arithmetic), for its tools
 
     def function(self, kind: str, symbol: str | None = None) -> Function:
         for f in self.functions:

@@ -23,4 +23,3 @@ ELF64 = ObjectFormat("elf64", "", "section .rodata align=32", "section .text", T
 COFF64 = ObjectFormat("win64", "", "section .rdata rdata align=32", "section .text", False, False)
 MACHO64 = ObjectFormat("macho64", "_", "section .rodata align=32", "section .text", False, False)
 
-FORMATS: dict[str, ObjectFormat] = {f.name: f for f in (ELF64, COFF64, MACHO64)}

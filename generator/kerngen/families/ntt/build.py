@@ -23,14 +23,6 @@ DIRECTIONS = ("forward", "inverse")
 
 
 @dataclass(frozen=True)
-class NttDesign:
-    """What the kernels of a bundle were derived from (for its checks and explore)."""
-
-    arithmetic: Arithmetic
-    reducers: dict[str, Reducer]
-
-
-@dataclass(frozen=True)
 class BlockLayout:
     """The forward NTT's output order: block j holds coefficient k of
     a mod (x^d - zeta_j) at array position positions[j][k]."""
@@ -172,7 +164,7 @@ def build(p: NttParams) -> Bundle:
              f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {mul.qinv}; inverse scale constant = "
              f"{math.inverse_scale(mul.r)}")
     title = f"negacyclic NTT kernels over Z_{q}[x]/(x^{n}+1), {p.width}-bit lanes, {p.isa}"
-    return Bundle(p.name, p, p.target, title, params_manifest, tuple(fns), notes, NttDesign(ar, available))
+    return Bundle(p.name, p, p.target, title, params_manifest, tuple(fns), notes, design=ar)
 
 
 def schedules(bundle: Bundle) -> dict[str, ReductionSchedule]:

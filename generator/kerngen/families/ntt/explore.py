@@ -240,7 +240,7 @@ def render_png(variants: list[Variant], path: Path) -> None:
 
     p = variants[0].params
     q, n = p.q, p.n
-    members = _register_members(variants[0].bundle.design.arithmetic.layout)
+    members = _register_members(variants[0].bundle.design.layout)
     group = max(1, n // MAX_PANEL_ROWS)
     rows = n // group
     limit = lane_max(p) / q
