@@ -11,7 +11,9 @@ import tempfile
 from pathlib import Path
 
 from . import __version__
-from .core.errors import KerngenError, ParamError
+from .core.errors import KerngenError, ParamError, UsageError
+from .core.manifest import is_bundle
+from .target.files import check_new_file
 from .core.params import Overrides
 from .families import FAMILIES, family_of, load
 from .families.ntt.params import POLICIES, REDUCERS
@@ -41,16 +43,23 @@ def _load_all(args) -> list[tuple[object, str]]:
 def cmd_emit(args) -> int:
     from .commands.emit import emit
     flags = "".join(f" --{k} {getattr(args, k)}" for k in OVERRIDES if getattr(args, k) is not None)
-    for written in emit(_load_all(args), args.out, flags, _say):
+    for written in emit(_load_all(args), args.out, flags, args.force, _say):
         print(written)
     return 0
 
 
 def cmd_test(args) -> int:
-    from .commands.test import test_params
+    from .commands.test import test_bundle, test_params
     passed = failed = 0
-    for p, _ in _load_all(args):
-        outcome = test_params(p, args.seed, _say)
+    for arg in args.params:
+        if is_bundle(Path(arg)):
+            given = [f"--{k}" for k in OVERRIDES if getattr(args, k) is not None]
+            if given:
+                raise UsageError(f"{', '.join(given)}: settings for parameter files; {arg} is an emitted bundle")
+            outcome = test_bundle(Path(arg), args.seed, _say)
+        else:
+            path, _ = shipped.resolve(arg)
+            outcome = test_params(load(path, _overrides(args)), args.seed, _say)
         passed += outcome.passed
         failed += outcome.failed
         for f in outcome.failures:
@@ -78,14 +87,14 @@ def cmd_bench(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    cols = [("name", 14), ("kind", 18), ("ticks", 9)]
+    cols = [("symbol", max([len(r["symbol"]) for r in rows] + [6]) + 2), ("ticks", 9)]
     others = sorted({k for r in rows for k in r if k.endswith("_ticks") and k != "ticks"})
     cols += [(k, 15) for k in others] + [(k.replace("_ticks", "_ratio"), 15) for k in others]
     cols += [("instructions", 13), ("bytes", 7), ("multiplications", 16), ("loads", 6), ("stores", 7),
              ("mca_rthroughput", 16), ("mca_rthroughput_skylake", 24)]
-    print("".join(f"{c:>{w}}" for c, w in cols))
+    print(f"{cols[0][0]:<{cols[0][1]}}" + "".join(f"{c:>{w}}" for c, w in cols[1:]))
     for r in rows:
-        print("".join(f"{_fmt(r.get(c)):>{w}}" for c, w in cols))
+        print(f"{r['symbol']:<{cols[0][1]}}" + "".join(f"{_fmt(r.get(c)):>{w}}" for c, w in cols[1:]))
     print("ticks: TSC ticks per call, median over batches of back-to-back calls; ratio = comparison / kerngen")
     return 0
 
@@ -100,6 +109,7 @@ def cmd_explore(args) -> int:
                          f'explore compares NTT reduction schedules and needs family = {with_schedules}, '
                          f'got "{p.family}"')
     png = Path(args.png) if args.png else Path(f"explore-{p.name}.png")
+    check_new_file(png, "--png")
     tester = None
     if args.check:
         from .commands.test import test_params as tester
@@ -118,8 +128,18 @@ def _fmt(v) -> str:
 def cmd_list(args) -> int:
     for path in shipped.shipped():
         p = load(path)
-        print(f"{p.name:<16} {family_of(p).describe(p)}   params/{path.name}")
+        print(f"{p.name:<16} {family_of(p).describe(p)}   {shipped.listed(path)}")
     return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def parser() -> argparse.ArgumentParser:
@@ -147,9 +167,16 @@ def parser() -> argparse.ArgumentParser:
                                    "written unless every kernel verified.")
     common(e)
     e.add_argument("--out", metavar="DIR", help="output directory")
+    e.add_argument("--force", action="store_true",
+                   help="replace an output directory even if it is not empty and holds no kerngen bundle "
+                        "(a directory holding a bundle is always replaced whole)")
     e.set_defaults(func=cmd_emit)
 
-    t = sub.add_parser("test", help="emit, assemble and test against SymPy references; ends with 'N passed, N failed'")
+    t = sub.add_parser("test", help="emit, assemble and test against independent references; ends with 'N passed, N failed'",
+                       description="Test each parameter set (emitted into a temporary directory) or each bundle "
+                                   "directory (or its manifest.json) emitted earlier or copied into another project: "
+                                   "every function is called through the C harness with random and worst-case inputs "
+                                   "of its contract and judged from the manifest alone.")
     common(t)
     t.add_argument("--seed", type=int, default=1, help="seed of random inputs, canaries and register fill (default 1)")
     t.set_defaults(func=cmd_test)
@@ -157,7 +184,7 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="ticks per call beside the comparison code, with static figures")
     common(b)
     b.add_argument("--json", action="store_true", help="print rows as JSON")
-    b.add_argument("--batches", type=int, default=101, help="batches per kernel (median taken; default 101)")
+    b.add_argument("--batches", type=_positive, default=101, help="batches per kernel (median taken; default 101)")
     b.set_defaults(func=cmd_bench)
 
     x = sub.add_parser("explore", help="reduction policies and reductions side by side, with a PNG of the bounds",
@@ -169,7 +196,7 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("params", metavar="PARAMS.toml", help="an NTT parameter file, e.g. params/kyber-r1-7681.toml")
     x.add_argument("--json", action="store_true", help="print rows as JSON")
     x.add_argument("--png", metavar="FILE", help="heatmap file (default: ./explore-NAME.png)")
-    x.add_argument("--batches", type=int, default=101, help="batches per kernel (median taken; default 101)")
+    x.add_argument("--batches", type=_positive, default=101, help="batches per kernel (median taken; default 101)")
     x.add_argument("--check", action="store_true",
                    help="also run every variant against SymPy references (as `kerngen test` does)")
     x.add_argument("--seed", type=int, default=1, help="seed of the --check inputs (default 1)")

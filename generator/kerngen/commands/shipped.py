@@ -20,8 +20,7 @@ def resolve(arg: str) -> tuple[Path, str]:
     """The file a PARAMS argument names, and how the reproduce-command spells it.
 
     An existing file is itself; otherwise `NAME` or `params/NAME.toml` names a
-    shipped set. The spelling is relative, never absolute: no host details in
-    output, and bundles are identical wherever they are written."""
+    shipped set, spelled `params/NAME.toml` (which reproduces anywhere)."""
     path = Path(arg)
     if path.is_file():
         return path, _display(path)
@@ -33,9 +32,20 @@ def resolve(arg: str) -> tuple[Path, str]:
 
 
 def _display(p: Path) -> str:
+    """Relative paths as given; absolute ones relative to the working
+    directory when inside it, else as given (the command must reproduce)."""
     if not p.is_absolute():
         return p.as_posix()
     try:
         return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
-        return p.name
+        return p.as_posix()
+
+
+def listed(path: Path) -> str:
+    """How `kerngen list` shows a shipped set's file: a path valid from the
+    working directory (relative inside it), else the name, which works anywhere."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.stem

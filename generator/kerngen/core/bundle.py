@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..target.isa import cpuinfo_name
 from .contract import Contract
 
 if TYPE_CHECKING:
@@ -44,6 +45,11 @@ class Function:
         """Element type in the manifest: the C type without its _t."""
         return self.kernel.args[0].ctype.removesuffix("_t")
 
+    @property
+    def cpu(self) -> list[str]:
+        """The CPU features the kernel's instructions need (required-ISA pass), as CPUID flags are named."""
+        return sorted(cpuinfo_name(e) for e in self.kernel.extensions)
+
     def fact(self, key: str, default: Any = None) -> Any:
         return dict(self.facts).get(key, default)
 
@@ -51,11 +57,33 @@ class Function:
         entry: dict[str, Any] = {"symbol": self.symbol, "kind": self.kind, "isa": self.isa, "dtype": self.dtype}
         entry.update(self.head)
         entry["args"] = [{"name": a.name, "role": a.role, "count": a.count, "align": a.align}
+                         | ({"preferred_align": a.preferred_align} if a.preferred_align else {})
                          for a in self.kernel.args]
         entry["input"] = self.contract.manifest_input()
         entry["output"] = self.contract.manifest_output()
+        entry["cpu"] = self.cpu
         entry.update(self.facts)
         return entry
+
+
+@dataclass(frozen=True)
+class CDefine:
+    """A constant the C header defines as a macro."""
+
+    name: str
+    value: int
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class CTable:
+    """A constant table the C header carries (`static const`), row-major."""
+
+    name: str
+    ctype: str
+    shape: tuple[int, ...]  # one or two dimensions
+    values: tuple[int, ...]
+    comment: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,6 +95,7 @@ class Bundle:
     params_manifest: dict[str, Any]  # the parameters as loaded, for manifest.json
     functions: tuple[Function, ...]
     notes: tuple[str, ...] = ()  # file-level comment lines (derived constants)
+    header: tuple[CDefine | CTable, ...] = ()  # what a C user needs beyond the prototypes
     design: Any = None  # what the family derived the kernels from (NTT: maths, layout, arithmetic), for its tools
 
     def function(self, kind: str, symbol: str | None = None) -> Function:

@@ -15,6 +15,10 @@ class ParamError(KerngenError):
         super().__init__(f"{source}: {key}: {rule}")
 
 
+class UsageError(KerngenError):
+    """A command-line option or argument breaks a rule; the message names it."""
+
+
 class VerifyError(KerngenError):
     """The verifier found an input in the contract for which a lane can overflow."""
 
@@ -31,3 +35,7 @@ class CheckError(KerngenError):
 
 class HarnessError(KerngenError):
     """Assembling, compiling or running the C harness failed."""
+
+
+class BundleError(KerngenError):
+    """An emitted bundle cannot be read back: no manifest, or files that do not match it."""

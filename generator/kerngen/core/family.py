@@ -36,11 +36,13 @@ class Family:
         """Every kernel, compiled and verified, with its contract."""
         raise NotImplementedError
 
-    def checks(self, bundle: Bundle, seed: int) -> list[Check]:
-        """One harness call each, judged against references independent of the generator."""
+    def checks(self, manifest: dict, seed: int) -> list[Check]:
+        """One harness call each, judged against references independent of the
+        generator, made from a bundle's manifest alone (a copied bundle is
+        tested the same way)."""
         raise NotImplementedError
 
-    def chained_checks(self, bundle: Bundle, run: Runner, seed: int) -> list[tuple[str, str | None]]:
+    def chained_checks(self, manifest: dict, run: Runner, seed: int) -> list[tuple[str, str | None]]:
         """Checks spanning several calls (round trips) or none (manifest facts):
         (name, None when passed else what is wrong)."""
         return []

@@ -98,13 +98,19 @@ def common(table: dict, source: str, families: tuple[str, ...], overrides: Overr
 
 
 def read_table(path: str | Path) -> tuple[dict, str]:
-    """The parsed TOML table of a parameter file, and its name for messages."""
+    """The parsed TOML table of a parameter file, and its name for messages.
+    The file must be UTF-8 (a byte-order mark, as some editors write, is allowed)."""
     path = Path(path)
     src = str(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as e:
         raise ParamError(src, "file", f"cannot be read: {e.strerror}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ParamError(src, "file", f"is not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); "
+                                      "save it as UTF-8") from None
     try:
         return tomllib.loads(text), src
     except tomllib.TOMLDecodeError as e:

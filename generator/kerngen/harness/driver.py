@@ -33,8 +33,8 @@ from ..target.formats import ELF64  # the harness loads kernels on this (Linux) 
 
 __all__ = [
     "HARNESS_DIR", "AbiCapabilities", "Arg", "BenchResult", "Case", "CaseResult", "HarnessError",
-    "abi_capabilities", "assemble_shared", "build_bench", "build_runner", "build_shared_c", "run_bench",
-    "run_runner", "write_vectors",
+    "abi_capabilities", "assemble_shared", "build_bench", "build_runner", "build_shared_c", "cpu_flags",
+    "element_bytes", "manifest_arg", "run_bench", "run_runner", "write_vectors",
 ]
 
 
@@ -458,6 +458,29 @@ def run_bench(
     if [r.case_id for r in results] != [c.case_id for c in cases]:
         raise HarnessError("kg_bench output does not list the cases given")
     return results
+
+
+def element_bytes(dtype: str) -> int:
+    """Bytes of a manifest `dtype` (int16, uint64, ...)."""
+    return int("".join(c for c in dtype if c.isdigit())) // 8
+
+
+def manifest_arg(arg: dict, dtype: str, data: Iterable[int] | None = None, alias_of: int | None = None,
+                 fastest: bool = False) -> Arg:
+    """A harness argument for one entry of a manifest function's `args`, placed
+    at exactly its required alignment (tests), or at its preferred one (`fastest`: timing)."""
+    align = arg.get("preferred_align", arg["align"]) if fastest else arg["align"]
+    return Arg(arg["role"], element_bytes(dtype), arg["count"], align, None if data is None else tuple(data), alias_of)
+
+
+def cpu_flags() -> set[str]:
+    """This machine's CPU feature flags, as /proc/cpuinfo names them (avx2, pclmulqdq, sse4_1, ...)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    return set(line.split(":", 1)[-1].split())
 
 
 def abi_capabilities(workdir: Path) -> AbiCapabilities:

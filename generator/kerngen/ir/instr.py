@@ -133,10 +133,11 @@ class Table:
 class ArgSpec:
     name: str
     role: str  # "in", "out", "inout"
-    ctype: str  # element C type, e.g. "int16_t"
+    ctype: str  # element C type, e.g. "uint64_t"
     elem_bytes: int
     count: int
-    align: int
+    align: int  # the alignment the kernel requires
+    preferred_align: int | None = None  # an alignment that is faster, where there is one
 
 
 @dataclass(frozen=True)

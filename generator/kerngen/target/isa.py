@@ -33,3 +33,8 @@ AVX2 = Isa("avx2", 256, True, X86_64_V3)
 SSE = Isa("sse", 128, False, X86_64_V2)
 
 ISAS: dict[str, Isa] = {isa.name: isa for isa in (AVX2, SSE)}
+
+
+def cpuinfo_name(extension: str) -> str:
+    """An extension as /proc/cpuinfo (and the manifest) names it: SSE4.1 -> sse4_1."""
+    return extension.lower().replace(".", "_")

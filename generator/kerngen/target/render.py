@@ -14,8 +14,8 @@ from importlib.resources import files
 
 import jinja2
 
-from .. import __version__
-from ..core.bundle import Bundle, Function
+from .. import LICENSE, __version__
+from ..core.bundle import Bundle, CDefine, CTable, Function
 from .abi import GPR_NAMES
 from .frame import Frame, frame_of, registers_used
 from .printer import body_text
@@ -81,6 +81,26 @@ def _table_rows(values: tuple[int, ...], elem_bytes: int) -> tuple[str, list[str
     return directive, rows
 
 
+def c_lines(item: CDefine | CTable) -> list[str]:
+    """A header constant as C: a macro, or a static const table (rows of at
+    most 16 values; a two-dimensional table one braced row per entry)."""
+    lines = [f"/* {item.comment} */"] if item.comment else []
+    if isinstance(item, CDefine):
+        return lines + [f"#define {item.name} {item.value}"]
+    dims = "".join(f"[{d}]" for d in item.shape)
+    lines.append(f"static const {item.ctype} {item.name}{dims} = {{")
+    if len(item.shape) == 1:
+        cells = [str(v) for v in item.values]
+        per = 16
+    else:
+        w = item.shape[1]
+        cells = ["{" + ", ".join(str(v) for v in item.values[i:i + w]) + "}" for i in range(0, len(item.values), w)]
+        per = max(1, 16 // w)
+    for i in range(0, len(cells), per):
+        lines.append("    " + ", ".join(cells[i:i + per]) + ",")
+    return lines + ["};"]
+
+
 def _c_arg(a) -> str:
     const = "const " if a.role == "in" else ""
     return f"{const}{a.ctype} {a.name}[{a.count}]"
@@ -108,24 +128,29 @@ def render(bundle: Bundle, command: str) -> dict[str, str]:
             "label": target.fmt.symbol_prefix + fn.symbol,
             "summary": fn.summary,
             "contract": fn.contract.lines(),
+            "cpu": ", ".join(e.upper() for e in fn.cpu) or "none beyond x86-64",
             "schedule": fn.notes,
             "clobbers": _clobbers(fn),
             "prologue": frame_lines("prologue", frame),
             "body": body_text(fn.kernel.body, fn.kernel.target),
             "epilogue": frame_lines("epilogue", frame),
             "c_args": ", ".join(_c_arg(a) for a in fn.kernel.args),
-            "arg_notes": [f"{a.name}: {a.count} x {a.ctype}, {a.role}, {a.align}-byte aligned" for a in fn.kernel.args],
+            "arg_notes": [f"{a.name}: {a.count} x {a.ctype}, {a.role}, {a.align}-byte aligned"
+                          + (f" ({a.preferred_align}-byte alignment is fastest)" if a.preferred_align else "")
+                          for a in fn.kernel.args],
         })
     params_lines = [f"{k} = {json.dumps(v)}" for k, v in bundle.params_manifest.items()]
-    common = {"version": __version__, "command": command, "name": bundle.name,
+    common = {"version": __version__, "license": LICENSE, "command": command, "name": bundle.name,
               "family": bundle.params_manifest["family"], "abi": target.abi, "fmt": target.fmt}
     asm = _ENV.get_template("asm.j2").render(
         **common, param_lines=params_lines, notes=bundle.notes, tables=table_ctx, functions=fn_ctx)
     guard = "KERNGEN_" + "".join(c if c.isalnum() else "_" for c in bundle.name.upper()) + "_H"
-    header = _ENV.get_template("header.j2").render(**common, title=bundle.title, guard=guard, functions=fn_ctx)
+    header = _ENV.get_template("header.j2").render(**common, title=bundle.title, guard=guard, functions=fn_ctx,
+                                                    constants=[c_lines(item) for item in bundle.header])
     files_ = {f"{bundle.name}.asm": asm, f"{bundle.name}.h": header}
     manifest = {
         "generator": {"name": "kerngen", "version": __version__},
+        "license": LICENSE,
         "command": command,
         "params": bundle.params_manifest,
         "abi": target.abi.name,

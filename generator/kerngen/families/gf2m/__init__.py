@@ -20,8 +20,8 @@ class Gf2mFamily(Family):
     def build(self, p):
         return build.build(p)
 
-    def checks(self, bundle, seed):
-        return checks.checks(bundle, seed)
+    def checks(self, manifest, seed):
+        return checks.checks(manifest, seed)
 
     def bench_items(self, bundle, workdir):
         return checks.bench_items(bundle, workdir)

@@ -106,8 +106,7 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
     specs.append(KernelSpec("gf2m_ladder_step", "ladder_step", f.k_ladder_step, step_args, step_summary, step_text))
     if f.wide:
         specs.append(KernelSpec("gf2m_ladder_step", "ladder_step2", f.k_ladder_step2, step_args,
-                                step_summary + " (two operations per ymm lane pair; needs VPCLMULQDQ)",
-                                step_text + ("needs AVX2 and VPCLMULQDQ (check CPUID before calling)",)))
+                                step_summary + " (two operations per ymm lane pair; needs VPCLMULQDQ)", step_text))
     chain = itoh_tsujii_chain(m)
     maps = sorted({k for s_, k in chain if s_ == "double" and f.uses_map(k)})
     specs.append(KernelSpec(
@@ -138,11 +137,7 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
                 kernel = compile_kernel(v.b, symbol, contract, params.target, callee_saved=True).kernel
             except AllocationError:
                 continue
-        facts = s.facts
-        beyond = kernel.extensions - params.target.isa.extensions
-        if beyond:  # what a CPU needs beyond the bundle's isa, from the instructions used
-            facts += (("cpu", [isa] + sorted(e.lower() for e in beyond)),)
-        facts += (("static", {"instructions": len(kernel.body),
+        facts = s.facts + (("static", {"instructions": len(kernel.body),
                               "pclmulqdq": sum(1 for ins in kernel.body if spec(ins.op).cls == "clmul"),
                               "spill_slots": kernel.spill_slots}),)
         notes = (cfg_line, *chunk_lines, *fold_lines) if s.kind in ("gf2m_mul", "gf2m_reduce") else ()

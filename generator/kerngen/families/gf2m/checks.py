@@ -1,5 +1,6 @@
 """Harness cases for GF(2^m) bundles, judged against SymPy (`reference`),
-and the OpenSSL comparisons they are timed beside."""
+and the OpenSSL comparisons they are timed beside. The cases are made from
+a bundle's manifest alone (field, kinds, argument shapes)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-from ...core.bundle import BenchItem, Bundle, Check, Comparison, Function
+from ...core.bundle import BenchItem, Bundle, Check, Comparison
 from ...harness import driver
-from ...harness.driver import Arg, Case
+from ...harness.driver import Case, cpu_flags, manifest_arg
 from .reference import ref_inv, ref_ladder_step, ref_mul, ref_muladd, ref_mulmod, ref_rem
 
 # ---------------------------------------------------------------------------
@@ -47,21 +48,19 @@ def _judge(expected: tuple[int, ...], what: str) -> Callable[[dict[int, list[int
     return judge
 
 
-def _case(fn: Function, tag: str, ins: list[int], alias: bool) -> Case:
-    """Case for a kernel out, in1, in2, ...: inputs as integers; `alias` makes out share in1's buffer."""
+def _case(fn: dict, tag: str, ins: list[int], alias: bool) -> Case:
+    """Case for a kernel out, in1, in2, ... (a manifest entry): inputs as
+    integers; `alias` makes out share in1's buffer."""
     args = []
-    kargs = fn.kernel.args
-    for i, spec in enumerate(kargs):
+    kargs, dtype = fn["args"], fn["dtype"]
+    for i, a in enumerate(kargs):
         if i == 0:
-            if alias:
-                args.append(Arg("out", 8, spec.count, spec.align, alias_of=1))
-            else:
-                args.append(Arg("out", 8, spec.count, spec.align))
+            args.append(manifest_arg(a, dtype, alias_of=1 if alias else None))
         else:
-            args.append(Arg("in", 8, spec.count, spec.align, limbs_of(ins[i - 1], spec.count)))
-    if alias and kargs[1].count < kargs[0].count:
+            args.append(manifest_arg(a, dtype, limbs_of(ins[i - 1], a["count"])))
+    if alias and kargs[1]["count"] < kargs[0]["count"]:
         raise ValueError("an in-place call needs an input at least as long as the output")
-    return Case(f"{fn.symbol}.{tag}", fn.symbol, tuple(args))
+    return Case(f"{fn['symbol']}.{tag}", fn["symbol"], tuple(args))
 
 
 class _Refs:
@@ -97,18 +96,18 @@ class _Refs:
         return chain[k]
 
 
-def function_checks(fn: Function, rng: random.Random, nrandom: int = 4,
+def function_checks(fn: dict, rng: random.Random, nrandom: int = 4,
                     refs: _Refs | None = None, chain_inputs: list[int] | None = None) -> list[Check]:
-    head = dict(fn.head)
-    m, poly = head["m"], tuple(head["poly"])
+    """Cases for one function (its manifest entry)."""
+    m, poly = fn["m"], tuple(fn["poly"])
     refs = refs or _Refs(poly)
-    n_out = fn.kernel.args[0].count
-    kind = fn.kind
+    n_out = fn["args"][0]["count"]
+    kind = fn["kind"]
     out: list[Check] = []
 
     def add(tag, ins, expected, alias=False):
         case = _case(fn, tag, ins, alias)
-        out.append(Check(case, _judge(limbs_of(expected, n_out), f"{fn.symbol} {tag}")))
+        out.append(Check(case, _judge(limbs_of(expected, n_out), f"{fn['symbol']} {tag}")))
 
     if kind in ("gf2m_mul", "gf2m_mulwide"):
         xs = _inputs(m, rng, nrandom)
@@ -131,13 +130,13 @@ def function_checks(fn: Function, rng: random.Random, nrandom: int = 4,
         q = [rng.getrandbits(m) for _ in range(4)]
         add("inplace", q, ref_muladd(*q, poly), alias=True)
     elif kind in ("gf2m_sqr", "gf2m_msqr"):
-        k = fn.fact("k", 1)
+        k = fn.get("k", 1)
         xs = chain_inputs if chain_inputs is not None else _inputs(m, rng, 1)[2:]
         for i, x in enumerate(xs):
             add(f"v{i}", [x], refs.msqr(x, k))
         add("inplace", [xs[-1]], refs.msqr(xs[-1], k), alias=True)
     elif kind == "gf2m_ladder_step":
-        n = fn.kernel.args[2].count
+        n = fn["args"][2]["count"]
         ones = (1 << 64) - 1
 
         def pack(els):
@@ -161,34 +160,16 @@ def function_checks(fn: Function, rng: random.Random, nrandom: int = 4,
     return out
 
 
-def cpu_flags() -> set[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
-    return set(line.split(":", 1)[-1].split())
-
-
-def runnable(fn: Function) -> bool:
-    """Whether this CPU has the extensions the kernel needs beyond its isa
-    (VPCLMULQDQ for the two-lane kernels)."""
-    need = set(fn.fact("cpu", ())) - {fn.isa}
-    return not need or need <= cpu_flags()
-
-
-def checks(bundle: Bundle, seed: int) -> list[Check]:
-    """Random and worst-case cases for every function of a GF(2^m) bundle
-    that this CPU can run."""
+def checks(manifest: dict, seed: int) -> list[Check]:
+    """Random and worst-case cases for every function of a GF(2^m) bundle."""
     rng = random.Random(seed)
-    m, poly = bundle.params.m, bundle.params.poly
+    m, poly = manifest["params"]["m"], manifest["params"]["poly"]
     refs = _Refs(poly)
     ones = (1 << m) - 1
     chain_inputs = [ones, 1 << (m - 1), int("10" * m, 2) & ones, rng.getrandbits(m)]
     out: list[Check] = []
-    for fn in bundle.functions:
-        if runnable(fn):
-            out += function_checks(fn, rng, refs=refs, chain_inputs=chain_inputs)
+    for fn in manifest["functions"]:
+        out += function_checks(fn, rng, refs=refs, chain_inputs=chain_inputs)
     return out
 
 
@@ -203,8 +184,8 @@ def build_openssl_shim(m: int, poly, workdir: Path) -> Path:
                                   "building the OpenSSL comparison (it needs libssl-dev)", link=["-lcrypto"])
 
 
-def _short(fn: Function, prefix: str) -> str:
-    return fn.symbol[len(prefix) + 1: -len(fn.isa) - 1]
+def _short(fn: dict, prefix: str) -> str:
+    return fn["symbol"][len(prefix) + 1: -len(fn["isa"]) - 1]
 
 
 def bench_items(bundle: Bundle, workdir: Path) -> list[BenchItem]:
@@ -217,24 +198,25 @@ def bench_items(bundle: Bundle, workdir: Path) -> list[BenchItem]:
     items = []
     # the GPR reduction has no OpenSSL counterpart of its own: it is timed as
     # a comparison beside the xmm reduction, on the same inputs, from the same library
-    gpr = {fn.kind: fn.symbol for fn in bundle.functions if fn.fact("registers") == "gpr"}
-    for fn in bundle.functions:
-        if not runnable(fn) or fn.fact("registers") == "gpr":
+    functions = [f.manifest() for f in bundle.functions]
+    gpr = {fn["kind"]: fn["symbol"] for fn in functions if fn.get("registers") == "gpr"}
+    host = cpu_flags()
+    for fn in functions:
+        if not set(fn["cpu"]) <= host or fn.get("registers") == "gpr":
             continue
         ins = []
-        for spec in fn.kernel.args[1:]:
-            if fn.kind == "gf2m_ladder_step" and spec.count == 4 * p.limbs:
+        for a in fn["args"][1:]:
+            if fn["kind"] == "gf2m_ladder_step" and a["count"] == 4 * p.limbs:
                 ins.append(sum(rng.getrandbits(p.m) << (64 * p.limbs * i) for i in range(4)))
                 continue
-            if spec.count == 1:  # the ladder step's swap mask
+            if a["count"] == 1:  # the ladder step's swap mask
                 ins.append((1 << 64) - 1)
                 continue
-            bits = 2 * p.m - 1 if spec.count > p.limbs else p.m
+            bits = 2 * p.m - 1 if a["count"] > p.limbs else p.m
             ins.append(rng.getrandbits(bits) | 1)
         case = _case(fn, "bench", ins, alias=False)
-        short = _short(fn, p.prefix)
-        comps = (Comparison("openssl", so, f"kg_ossl_{short}"),)
-        if fn.kind in gpr:
-            comps += (Comparison("gpr", None, gpr[fn.kind]),)
-        items.append(BenchItem(fn.kind, fn.symbol, case, comps))
+        comps = (Comparison("openssl", so, f"kg_ossl_{_short(fn, p.prefix)}"),)
+        if fn["kind"] in gpr:
+            comps += (Comparison("gpr", None, gpr[fn["kind"]]),)
+        items.append(BenchItem(fn["kind"], fn["symbol"], case, comps))
     return items

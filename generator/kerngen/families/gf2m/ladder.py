@@ -129,7 +129,7 @@ def bench_rows(bundle: Bundle, kernel_lib: Path, workdir: Path, batches: int = 2
         lib, ours, theirs = bench_cases(curve, bundle, kernel_lib, workdir)
         res = driver.run_bench([lib], [ours, theirs], batches, workdir=workdir)
         t, o = res[0].median_ticks, res[1].median_ticks
-        rows.append({"name": bundle.name, "kind": f"ecladder_{curve.name}", "symbol": "kg_ladder",
+        rows.append({"name": bundle.name, "kind": f"ecladder_{curve.name}", "symbol": f"kg_ladder ({curve.name})",
                      "ticks": round(t, 1), "openssl_ticks": round(o, 1),
                      "openssl_ratio": round(o / t, 2) if t else None})
     return rows

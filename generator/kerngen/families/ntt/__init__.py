@@ -21,12 +21,12 @@ class NttFamily(Family):
     def build(self, p):
         return build.build(p)
 
-    def checks(self, bundle, seed):
-        return checks.checks(bundle, seed)
+    def checks(self, manifest, seed):
+        return checks.checks(manifest, seed)
 
-    def chained_checks(self, bundle, run, seed):
-        out = checks.round_trips(bundle, run, seed)
-        out.append(("manifest layout", checks.layout_check(bundle)))
+    def chained_checks(self, manifest, run, seed):
+        out = checks.round_trips(manifest, run, seed)
+        out.append(("manifest layout", checks.layout_check(manifest)))
         return out
 
     def bench_items(self, bundle, workdir):

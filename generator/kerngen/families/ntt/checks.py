@@ -1,8 +1,11 @@
-"""Test cases for the NTT family, judged against `reference` (SymPy).
+"""Test cases for the NTT family, judged against `reference`.
 
-Inputs are random and at the edges of each input contract (all at the
-maximum, all at the minimum, alternating). The round trip forward NTT ->
-base multiplication -> inverse NTT runs as a chain of harness calls.
+Everything here works from a bundle's manifest alone (as `kerngen test
+BUNDLE_DIR` does for a copied bundle): symbols, argument shapes, input
+contracts, output bounds, scales and the output layout. Inputs are random
+and at the edges of each input contract (all at the maximum, all at the
+minimum, alternating). The round trip forward NTT -> base multiplication ->
+inverse NTT runs as a chain of harness calls.
 """
 
 from __future__ import annotations
@@ -12,23 +15,32 @@ import sys
 
 from ...core.bundle import BenchItem, Bundle, Check, Comparison
 from ...core.family import Runner
-from ...harness.driver import Arg, Case
-from ...ir.instr import ArgSpec
+from ...harness.driver import Arg, Case, manifest_arg
 from .baseline import build as build_baseline, constants_sympy
-from .reference import block_product, layout_is_crt_basis, negacyclic_product, reduce_block
+from .reference import block_products, blocks_of, layout_is_crt_basis, negacyclic_product, reduce_blocks
 
 
-def _fn(bundle: Bundle, kind: str, symbol: str | None = None) -> dict:
+def _fn(manifest: dict, kind: str, symbol: str | None = None) -> dict:
     """A function's manifest entry: the checks judge kernels by what the manifest promises."""
-    return bundle.function(kind, symbol).manifest()
+    for f in manifest["functions"]:
+        if f["kind"] == kind and symbol in (None, f["symbol"]):
+            return f
+    raise KeyError(kind)
 
 
-def _arg(spec: ArgSpec, data=None, alias_of: int | None = None) -> Arg:
-    return Arg(spec.role, spec.elem_bytes, spec.count, spec.align, None if data is None else tuple(data), alias_of)
-
-
-def _specs(bundle: Bundle, kind: str) -> tuple[ArgSpec, ...]:
-    return bundle.function(kind).kernel.args
+def _args(fn: dict, *data, alias: dict[int, int] | None = None, fastest: bool = False) -> tuple[Arg, ...]:
+    """Harness arguments for `fn`: `data` for its in/inout arguments in order;
+    `alias` maps an argument to the one whose buffer it shares; `fastest`
+    places buffers at their preferred alignment (for timing)."""
+    alias = alias or {}
+    values = iter(data)
+    out = []
+    for i, a in enumerate(fn["args"]):
+        if i in alias:
+            out.append(manifest_arg(a, fn["dtype"], alias_of=alias[i], fastest=fastest))
+        else:
+            out.append(manifest_arg(a, fn["dtype"], None if a["role"] == "out" else next(values), fastest=fastest))
+    return tuple(out)
 
 
 def edge_inputs(lo: int, hi: int, n: int, rng: random.Random, randoms: int) -> list[tuple[str, list[int]]]:
@@ -45,12 +57,14 @@ def _in_bound(vals: list[int], bound: list[int]) -> str | None:
     return None
 
 
-def checks(bundle: Bundle, seed: int, randoms: int = 3) -> list[Check]:
+def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
     rng = random.Random(seed)
-    n, q = bundle.params.n, bundle.params.q
-    fwd, inv, bm = _fn(bundle, "ntt_forward"), _fn(bundle, "ntt_inverse"), _fn(bundle, "basemul")
+    n, q = manifest["params"]["n"], manifest["params"]["q"]
+    fwd, inv, bm = _fn(manifest, "ntt_forward"), _fn(manifest, "ntt_inverse"), _fn(manifest, "basemul")
     layout = fwd["output"]["layout"]
     out: list[Check] = []
+
+    zetas = [blk["zeta"] for blk in layout["blocks"]]
 
     def forward_judge(a: list[int]):
         def judge(outputs: dict[int, list[int]]) -> str | None:
@@ -59,17 +73,16 @@ def checks(bundle: Bundle, seed: int, randoms: int = 3) -> list[Check]:
             if bad:
                 return bad
             scale = fwd["output"]["scale"]
-            for j, blk in enumerate(layout["blocks"]):
-                want = reduce_block(a, layout["d"], blk["zeta"], q)
-                have = [got[p] % q for p in blk["positions"]]
-                if have != [scale * w % q for w in want]:
-                    return f"block {j} (zeta {blk['zeta']}): got {have}, want {[scale * w % q for w in want]}"
+            wants = reduce_blocks(a, layout, q)
+            for j, (have, want) in enumerate(zip(blocks_of(got, layout), wants)):
+                want = [scale * w % q for w in want]
+                if [h % q for h in have] != want:
+                    return f"block {j} (zeta {zetas[j]}): got {[h % q for h in have]}, want {want}"
             return None
         return judge
 
-    [a_spec] = _specs(bundle, "ntt_forward")
     for name, a in edge_inputs(*fwd["input"]["bound"], n, rng, randoms):
-        out.append(Check(Case(f"forward-{name}", fwd["symbol"], (_arg(a_spec, a),)), forward_judge(a)))
+        out.append(Check(Case(f"forward-{name}", fwd["symbol"], _args(fwd, a)), forward_judge(a)))
 
     def inverse_judge(y: list[int]):
         def judge(outputs: dict[int, list[int]]) -> str | None:
@@ -78,17 +91,15 @@ def checks(bundle: Bundle, seed: int, randoms: int = 3) -> list[Check]:
             if bad:
                 return bad
             scale = inv["output"]["scale"]
-            for j, blk in enumerate(layout["blocks"]):
-                have = reduce_block(got, layout["d"], blk["zeta"], q)
-                want = [scale * y[p] % q for p in blk["positions"]]
+            for j, (have, ys) in enumerate(zip(reduce_blocks(got, layout, q), blocks_of(y, layout))):
+                want = [scale * v % q for v in ys]
                 if have != want:
                     return f"block {j}: the output reduces to {have}, want scale*input = {want}"
             return None
         return judge
 
-    [a_spec] = _specs(bundle, "ntt_inverse")
     for name, y in edge_inputs(*inv["input"]["bound"], n, rng, randoms):
-        out.append(Check(Case(f"inverse-{name}", inv["symbol"], (_arg(a_spec, y),)), inverse_judge(y)))
+        out.append(Check(Case(f"inverse-{name}", inv["symbol"], _args(inv, y)), inverse_judge(y)))
 
     def basemul_judge(a: list[int], b: list[int]):
         def judge(outputs: dict[int, list[int]]) -> str | None:
@@ -97,19 +108,17 @@ def checks(bundle: Bundle, seed: int, randoms: int = 3) -> list[Check]:
             if bad:
                 return bad
             scale = bm["output"]["scale"]
-            for j, blk in enumerate(layout["blocks"]):
-                pa, pb = [a[p] for p in blk["positions"]], [b[p] for p in blk["positions"]]
-                want = [scale * w % q for w in block_product(pa, pb, blk["zeta"], q)]
-                have = [got[p] % q for p in blk["positions"]]
-                if have != want:
-                    return f"block {j}: got {have}, want {want}"
+            wants = block_products(blocks_of(a, layout), blocks_of(b, layout), zetas, q)
+            for j, (have, want) in enumerate(zip(blocks_of(got, layout), wants)):
+                want = [scale * w % q for w in want]
+                if [h % q for h in have] != want:
+                    return f"block {j}: got {[h % q for h in have]}, want {want}"
             return None
         return judge
 
-    for f in bundle.functions:
-        if f.kind != "reduce":
+    for red in manifest["functions"]:
+        if red["kind"] not in ("reduce", "freeze"):
             continue
-        red = _fn(bundle, f.kind, f.symbol)
 
         def reduce_judge(x: list[int], red=red):
             def judge(outputs: dict[int, list[int]]) -> str | None:
@@ -125,47 +134,40 @@ def checks(bundle: Bundle, seed: int, randoms: int = 3) -> list[Check]:
         every = list(range(lo, hi + 1))
         total = len(every)
         sweep = [("sweep", every[k:k + n]) for k in range(0, total, n)][:: max(1, total // n // 8)]
-        [x_spec] = f.kernel.args
         for name, x in edge_inputs(lo, hi, n, rng, randoms) + sweep:
-            out.append(Check(Case(f"{red['symbol']}-{name}-{x[0]}", red["symbol"], (_arg(x_spec, x),)),
-                             reduce_judge(x)))
+            out.append(Check(Case(f"{red['symbol']}-{name}-{x[0]}", red["symbol"], _args(red, x)), reduce_judge(x)))
 
     lo, hi = bm["input"]["bound"]
     ins = edge_inputs(lo, hi, n, rng, randoms)
-    r_spec, ia, ib = _specs(bundle, "basemul")
     for k, ((na, a), (_, b)) in enumerate(zip(ins, ins[1:] + ins[:1])):
-        args = (_arg(r_spec), _arg(ia, a), _arg(ib, b))
-        out.append(Check(Case(f"basemul-{na}", bm["symbol"], args), basemul_judge(a, b)))
+        out.append(Check(Case(f"basemul-{na}", bm["symbol"], _args(bm, a, b)), basemul_judge(a, b)))
         if k == 0:  # in place: r is the same array as a
-            args = (_arg(r_spec, alias_of=1), _arg(ia, a), _arg(ib, b))
-            out.append(Check(Case(f"basemul-inplace-{na}", bm["symbol"], args), basemul_judge(a, b)))
+            out.append(Check(Case(f"basemul-inplace-{na}", bm["symbol"], _args(bm, a, b, alias={0: 1})),
+                             basemul_judge(a, b)))
     return out
 
 
-def round_trips(bundle: Bundle, run: Runner, seed: int, count: int = 2) -> list[tuple[str, str | None]]:
+def round_trips(manifest: dict, run: Runner, seed: int, count: int = 2) -> list[tuple[str, str | None]]:
     """forward(a), forward(b), basemul, inverse == a*b mod (x^n+1, q), through the harness."""
     rng = random.Random(seed ^ 0x5EED)
-    n, q = bundle.params.n, bundle.params.q
-    fwd, inv, bm = _fn(bundle, "ntt_forward"), _fn(bundle, "ntt_inverse"), _fn(bundle, "basemul")
-    [f_spec], [i_spec] = _specs(bundle, "ntt_forward"), _specs(bundle, "ntt_inverse")
-    r_spec, ia, ib = _specs(bundle, "basemul")
+    n, q = manifest["params"]["n"], manifest["params"]["q"]
+    fwd, inv, bm = _fn(manifest, "ntt_forward"), _fn(manifest, "ntt_inverse"), _fn(manifest, "basemul")
     lo, hi = fwd["input"]["bound"]
     pairs = [([hi] * n, [lo] * n)] + [([rng.randint(lo, hi) for _ in range(n)],
                                        [rng.randint(lo, hi) for _ in range(n)]) for _ in range(count)]
     results = []
     for k, (a, b) in enumerate(pairs):
         name = f"roundtrip-{k}"
-        r1 = run([Case(f"{name}-fa", fwd["symbol"], (_arg(f_spec, a),)),
-                  Case(f"{name}-fb", fwd["symbol"], (_arg(f_spec, b),))])
+        r1 = run([Case(f"{name}-fa", fwd["symbol"], _args(fwd, a)), Case(f"{name}-fb", fwd["symbol"], _args(fwd, b))])
         if any(not r.ok for r in r1):
             results.append((name, "; ".join(f"{r.case_id}: {r.status} {r.reason}" for r in r1 if not r.ok)))
             continue
         fa, fb = r1[0].outputs[0], r1[1].outputs[0]
-        r2 = run([Case(f"{name}-bm", bm["symbol"], (_arg(r_spec), _arg(ia, fa), _arg(ib, fb)))])
+        r2 = run([Case(f"{name}-bm", bm["symbol"], _args(bm, fa, fb))])
         if not r2[0].ok:
             results.append((name, f"basemul: {r2[0].status} {r2[0].reason}"))
             continue
-        r3 = run([Case(f"{name}-inv", inv["symbol"], (_arg(i_spec, r2[0].outputs[0]),))])
+        r3 = run([Case(f"{name}-inv", inv["symbol"], _args(inv, r2[0].outputs[0]))])
         if not r3[0].ok:
             results.append((name, f"inverse: {r3[0].status} {r3[0].reason}"))
             continue
@@ -176,9 +178,9 @@ def round_trips(bundle: Bundle, run: Runner, seed: int, count: int = 2) -> list[
     return results
 
 
-def layout_check(bundle: Bundle) -> str | None:
-    fwd = _fn(bundle, "ntt_forward")
-    return layout_is_crt_basis(bundle.params.n, bundle.params.q, fwd["output"]["layout"])
+def layout_check(manifest: dict) -> str | None:
+    fwd = _fn(manifest, "ntt_forward")
+    return layout_is_crt_basis(manifest["params"]["n"], manifest["params"]["q"], fwd["output"]["layout"])
 
 
 def bench_items(bundle: Bundle, workdir) -> list[BenchItem]:
@@ -193,20 +195,18 @@ def bench_items(bundle: Bundle, workdir) -> list[BenchItem]:
     items = []
     for kind, base_sym in (("ntt_forward", "kg_baseline_ntt_forward"), ("ntt_inverse", "kg_baseline_ntt_inverse"),
                            ("basemul", "kg_baseline_basemul")):
-        fn = bundle.function(kind)
-        lo, hi = fn.contract.manifest_input()["bound"]
-        args = tuple(_arg(a, None if a.role == "out" else [rng.randint(lo, hi) for _ in range(a.count)])
-                     for a in fn.kernel.args)
-        items.append(BenchItem(kind, fn.symbol, Case(kind, fn.symbol, args),
+        fn = bundle.function(kind).manifest()
+        lo, hi = fn["input"]["bound"]
+        data = [[rng.randint(lo, hi) for _ in range(a["count"])] for a in fn["args"] if a["role"] != "out"]
+        items.append(BenchItem(kind, fn["symbol"], Case(kind, fn["symbol"], _args(fn, *data, fastest=True)),
                                (Comparison("baseline", base, base_sym),) if base else ()))
     # standalone reductions: each other form timed beside Barrett, in the same library and run
-    reduces = {f.fact("reduction"): f for f in bundle.functions if f.kind == "reduce"}
+    reduces = {f.fact("reduction"): f.manifest() for f in bundle.functions if f.kind == "reduce"}
     for kind, fn in reduces.items():
         if kind == "barrett":
             continue
-        lo, hi = fn.contract.manifest_input()["bound"]
-        [spec] = fn.kernel.args
-        args = (_arg(spec, [rng.randint(lo, hi) for _ in range(spec.count)]),)
-        items.append(BenchItem(f"reduce_{kind}", fn.symbol, Case(f"reduce_{kind}", fn.symbol, args),
-                               (Comparison("barrett", None, reduces["barrett"].symbol),)))
+        lo, hi = fn["input"]["bound"]
+        args = _args(fn, [rng.randint(lo, hi) for _ in range(p.n)], fastest=True)
+        items.append(BenchItem(f"reduce_{kind}", fn["symbol"], Case(f"reduce_{kind}", fn["symbol"], args),
+                               (Comparison("barrett", None, reduces["barrett"]["symbol"]),)))
     return items

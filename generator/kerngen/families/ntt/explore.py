@@ -90,7 +90,8 @@ def time_variants(variants: list[Variant], workdir: Path, batches: int, say: Say
             fn = v.function(d)
             [spec] = fn.kernel.args
             cases.append(Case(f"{v.label}-{d}", fn.symbol,
-                              (Arg(spec.role, spec.elem_bytes, spec.count, spec.align, data[d]),), lib=k))
+                              (Arg(spec.role, spec.elem_bytes, spec.count, spec.preferred_align or spec.align, data[d]),),
+                              lib=k))
     say(f"{p0.name}: timing {len(cases)} kernels ({batches} batches each, interleaved in one run)")
     results = run_bench(libs, cases, batches, workdir=workdir)
     keys = [(v.label, d) for v in variants for d in DIRECTIONS]

@@ -63,20 +63,22 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
                                    f"got {q}")
     top = max_layers(n, q)
     min_layers = max(1, (n.bit_length() - 1) - MAX_BLOCK_BITS)
-    if "layers" in table:
-        layers = require(src, table, "layers", int, "a positive integer")
-        if not 1 <= layers <= top:
-            raise ParamError(src, "layers", f"must be between 1 and {top} (2^(layers+1) must divide q-1 = {q - 1} "
-                                            f"and 2^layers must divide n), got {layers}")
-    else:
-        layers = top
-    if layers < min_layers:
+    if top < min_layers:
         need = 1 << (min_layers + 1)
         raise ParamError(
             src, "q",
             f"q-1 = {q - 1} must be divisible by {need}: an NTT of degree n={n} needs at least {min_layers} layers "
             f"(base blocks of degree at most {n >> min_layers}), and q allows only {top}",
         )
+    if "layers" in table:
+        layers = require(src, table, "layers", int, "a positive integer")
+        if not min_layers <= layers <= top:
+            raise ParamError(src, "layers", f"must be between {min_layers} and {top} for n = {n}, q = {q}: at least "
+                                            f"{min_layers} so that base blocks have degree at most {n >> min_layers}, "
+                                            f"at most {top} because 2^(layers+1) must divide q-1 = {q - 1} and "
+                                            f"2^layers must divide n; got {layers}")
+    else:
+        layers = top
     pol = overrides.policy if overrides.policy is not None else table.get("reduction", "index")
     if pol not in POLICIES:
         raise ParamError(src, "reduction", f"must be one of {', '.join(POLICIES)}, got {pol!r}")

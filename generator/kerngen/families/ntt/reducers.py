@@ -62,6 +62,19 @@ def barrett_idiom(q: int, bits: int) -> ScalarIdiom:
     ), bits)
 
 
+def freeze_idiom(q: int, bits: int) -> ScalarIdiom:
+    """Any lane value to its canonical representative in [0, q): centred
+    Barrett, then q added where the result is negative (the sign, spread over
+    the lane by an arithmetic shift, masks q). The lemma proves the range."""
+    barrett = barrett_idiom(q, bits)
+    r = barrett.steps[-1][1]
+    return ScalarIdiom("freeze", q, barrett.steps + (
+        ("sra", "s", r, bits - 1),
+        ("and", "m", "s", q),
+        ("add", "f", r, "m"),
+    ), bits)
+
+
 def signed_digits(value: int) -> tuple[tuple[int, int], ...]:
     """Non-adjacent form of `value`: (sign, exponent) pairs, fewest non-zero digits."""
     out, e = [], 0
@@ -123,6 +136,8 @@ class Reducer:
         """The reduction in words, from the idiom's own steps."""
         if self.kind == "barrett":
             return "centred Barrett, two multiplications"
+        if self.kind == "freeze":
+            return "centred Barrett, then q added where negative"
         steps = self.idiom.steps
         split = next(s for s in steps if s[0] == "sra")[3]
         terms = []
@@ -151,6 +166,11 @@ def reducers(q: int, bits: int) -> dict[str, Reducer]:
     if best is not None:
         found["special"] = best
     return found
+
+
+def freezer(q: int, bits: int) -> Reducer:
+    """The reduction to [0, q), as a Reducer (for the freeze kernel, not for schedules)."""
+    return _reducer("freeze", freeze_idiom(q, bits))
 
 
 def _sample(bits: int) -> tuple[int, ...]:

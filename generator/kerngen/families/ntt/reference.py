@@ -1,58 +1,194 @@
-"""SymPy references, computed without kerngen's own maths module.
+"""Test references for the NTT family, computed without kerngen's own maths.
 
 Everything here works from what a user has: the manifest (q, n, the output
-layout with its zetas and positions) and the inputs. SymPy's dense GF(p)
-polynomial arithmetic does the work.
+layout with its zetas and positions) and the inputs. Each result is computed
+straight from its definition -- a remainder by x^d - zeta, a schoolbook
+product of two polynomials, the product of the layout's binomials -- with
+plain integer arithmetic in numpy. None of the generator's machinery is
+involved (no butterflies, twiddle tables, bit-reversal, Montgomery or Barrett
+constants, layout planner), and nothing here imports from kerngen, so a
+mistake there cannot hide behind a reference computed the same way.
+tests/test_reference.py checks every function against SymPy's GF(p)
+polynomial arithmetic (sympy.polys.galoistools) on random inputs.
+
+Whole-array entry points (one numpy computation for every block at once):
+`reduce_blocks`, `block_products`, `blocks_of`. The single-block functions
+`reduce_block`, `block_product`, `negacyclic_product` are the same code
+applied to one block.
+
+Exactness. Every input is first reduced to a residue in [0, q), so one
+product of two residues is at most (q-1)^2, and a sum of t of them at most
+t (q-1)^2. The longest sums are the rows of the matrix product in
+`_remainders` (t = number of d-chunks of the polynomial, at most n) and the
+schoolbook convolutions in `_products` (t = the shorter factor's length, at
+most n). For the NTT family's range, q < 2^15 and n <= 4096 = 2^12, that is
+below 2^12 * 2^30 = 2^42, far below 2^63: int64 is exact, with a margin of
+2^21. `_dtype` checks the bound for the actual q and t and, outside it, falls
+back to Python integers (dtype object: exact, only slower).
 """
 
 from __future__ import annotations
 
-from sympy import ZZ
-from sympy.polys.galoistools import gf_eval, gf_from_int_poly, gf_mul, gf_rem, gf_to_int_poly
+import numpy as np
+
+# elements of the power matrix V built at a time (8 MiB of int64): bounds memory
+# for n = 4096, d = 1, where the whole V would be 4096 x 4096
+_CHUNK = 1 << 20
 
 
-def _poly(coeffs_low_first: list[int], q: int):
-    return gf_from_int_poly([c % q for c in reversed(coeffs_low_first)], q)
+def _dtype(q: int, terms: int):
+    """int64 when a sum of `terms` products of two residues mod q (plus a few
+    more residues) cannot reach 2^63; else object (Python integers)."""
+    return np.int64 if (terms + 2) * q * q < 1 << 63 else object
 
 
-def _coeffs(p, q: int, length: int) -> list[int]:
-    high_first = [c % q for c in gf_to_int_poly(p, q, symmetric=False)]
-    low_first = list(reversed(high_first))
-    return (low_first + [0] * length)[:length]
+def _residues(values, q: int, dtype) -> np.ndarray:
+    """`values` (a list, or a list of equal-length lists) mod q, in [0, q).
+    Python integers of any size and sign are accepted, as kernels' signed
+    outputs are; numpy's % takes the divisor's sign, as Python's does."""
+    if dtype is np.int64:
+        try:
+            return np.array(values, dtype=np.int64) % q
+        except OverflowError:  # some value beyond int64: reduce it as a Python int
+            pass
+    return (np.array(values, dtype=object) % q).astype(dtype)
 
 
-def _binomial(d: int, zeta: int, q: int):
-    """x^d - zeta, high-degree-first GF(q) list."""
-    return gf_from_int_poly([1] + [0] * (d - 1) + [(-zeta) % q], q)
+def _powers(zetas: np.ndarray, m: int, q: int, dtype) -> np.ndarray:
+    """V[j, i] = zetas[j]^i mod q for i < m, by cumulative products mod q
+    (doubling: columns [f, 2f) are columns [0, f) times zeta^f). Every
+    intermediate is one product of two residues, at most (q-1)^2."""
+    v = np.empty((len(zetas), m), dtype=dtype)
+    v[:, 0] = 1
+    step = zetas.copy()  # zeta^filled
+    filled = 1
+    while filled < m:
+        take = min(filled, m - filled)
+        v[:, filled:filled + take] = v[:, :take] * step[:, None] % q
+        step = step * step % q
+        filled += take
+    return v
+
+
+def _remainders(coeffs: np.ndarray, d: int, zetas: np.ndarray, q: int, dtype) -> np.ndarray:
+    """Row j: the coefficients of a mod (x^d - zetas[j]), lowest degree first,
+    where a is `coeffs` (one polynomial shared by every row, shape (L,)) or
+    row j of `coeffs` (shape (rows, L)); all entries residues mod q.
+
+    From the definition: write a = sum_i A_i(x) x^(d i) with deg A_i < d.
+    Modulo x^d - zeta, x^d = zeta, so a = sum_i A_i(x) zeta^i, a polynomial of
+    degree < d and therefore the remainder: coefficient k is
+    sum_i a[d i + k] zeta^i mod q, i.e. the matrix product V @ A with
+    V[j, i] = zeta_j^i and A[i, k] = a[d i + k]."""
+    length = coeffs.shape[-1]
+    m = max(1, -(-length // d))  # number of chunks A_i
+    pad = np.zeros(coeffs.shape[:-1] + (m * d - length,), dtype=dtype)
+    chunks = np.concatenate([coeffs.astype(dtype), pad], axis=-1).reshape(coeffs.shape[:-1] + (m, d))
+    out = np.empty((len(zetas), d), dtype=dtype)
+    rows = max(1, _CHUNK // m)
+    for s in range(0, len(zetas), rows):
+        v = _powers(zetas[s:s + rows], m, q, dtype)
+        if chunks.ndim == 2:  # one polynomial for every row
+            out[s:s + rows] = v @ chunks % q
+        else:  # (rows, 1, m) @ (rows, m, d): each row its own polynomial
+            out[s:s + rows] = (v[:, None, :] @ chunks[s:s + rows])[:, 0, :] % q
+    return out
+
+
+def _products(a: np.ndarray, b: np.ndarray, dtype) -> np.ndarray:
+    """Row j: the schoolbook product of polynomials a[j] and b[j] (coefficients
+    lowest first, residues mod q), not reduced. Each coefficient is a sum of
+    at most min(len a, len b) products of residues. Loops over whichever is
+    shorter, the rows or the coefficients of a; the rest is one numpy step."""
+    rows, da = a.shape
+    out = np.zeros((rows, da + b.shape[1] - 1), dtype=dtype)
+    if rows <= da:  # few long polynomials (negacyclic_product: one of n)
+        for j in range(rows):
+            out[j] = np.convolve(a[j], b[j])
+    else:  # many short ones (base blocks of degree d)
+        for i in range(da):
+            out[:, i:i + b.shape[1]] += a[:, i:i + 1] * b
+    return out
+
+
+def _reduce(a: list[int], d: int, zetas: list[int], q: int) -> np.ndarray:
+    length = len(a)
+    dtype = _dtype(q, max(1, -(-length // d)))
+    return _remainders(_residues(a, q, dtype), d, _residues(zetas, q, dtype), q, dtype)
+
+
+def reduce_blocks(a: list[int], layout: dict, q: int) -> list[list[int]]:
+    """For every block j of `layout` ({"d": d, "blocks": [{"zeta": zeta_j, ...}]}),
+    in the layout's order: the coefficients of a mod (x^d - zeta_j) over GF(q),
+    lowest degree first. One matrix product for all blocks (see `_remainders`)."""
+    if not layout["blocks"]:
+        return []
+    return _reduce(a, layout["d"], [blk["zeta"] for blk in layout["blocks"]], q).tolist()
 
 
 def reduce_block(a: list[int], d: int, zeta: int, q: int) -> list[int]:
     """Coefficients of a mod (x^d - zeta) over GF(q), lowest degree first."""
-    if d == 1:  # the remainder by x - zeta is the value at zeta
-        return [gf_eval(_poly(a, q), zeta % q, q, ZZ) % q]
-    return _coeffs(gf_rem(_poly(a, q), _binomial(d, zeta, q), q, ZZ), q, d)
+    return _reduce(a, d, [zeta], q)[0].tolist()
+
+
+def blocks_of(values: list[int], layout: dict) -> list[list[int]]:
+    """values[p] for p in each block's positions, block by block in the
+    layout's order: the array a kernel lays out, split into its blocks."""
+    return [[values[p] for p in blk["positions"]] for blk in layout["blocks"]]
+
+
+def block_products(a_blocks: list[list[int]], b_blocks: list[list[int]], zetas: list[int],
+                   q: int) -> list[list[int]]:
+    """Row j: a_j * b_j mod (x^d - zetas[j]) over GF(q), d = len(a_j), lowest
+    degree first; all a_j have one length, all b_j another (normally d).
+    Schoolbook products for every block at once, then the remainder by
+    definition (`_remainders`)."""
+    if len(a_blocks) != len(b_blocks) or len(a_blocks) != len(zetas):
+        raise ValueError("a_blocks, b_blocks and zetas must have one entry per block")
+    if not a_blocks:
+        return []
+    da, db = len(a_blocks[0]), len(b_blocks[0])
+    if da == 0 or db == 0:
+        raise ValueError("blocks must not be empty")
+    # the longest sums: the convolution's, and the remainder's (chunks of the product)
+    dtype = _dtype(q, max(min(da, db), -(-(da + db - 1) // da)))
+    a, b = _residues(a_blocks, q, dtype), _residues(b_blocks, q, dtype)
+    if a.shape != (len(zetas), da) or b.shape != (len(zetas), db):
+        raise ValueError("all a blocks must have one length, all b blocks one length")
+    prods = _products(a, b, dtype) % q
+    return _remainders(prods, da, _residues(zetas, q, dtype), q, dtype).tolist()
 
 
 def block_product(a: list[int], b: list[int], zeta: int, q: int) -> list[int]:
-    d = len(a)
-    prod = gf_mul(_poly(a, q), _poly(b, q), q, ZZ)
-    return _coeffs(gf_rem(prod, _binomial(d, zeta, q), q, ZZ), q, d)
+    """a * b mod (x^d - zeta) over GF(q), d = len(a), lowest degree first."""
+    return block_products([a], [b], [zeta], q)[0]
 
 
 def negacyclic_product(a: list[int], b: list[int], q: int) -> list[int]:
-    n = len(a)
-    modulus = gf_from_int_poly([1] + [0] * (n - 1) + [1], q)
-    return _coeffs(gf_rem(gf_mul(_poly(a, q), _poly(b, q), q, ZZ), modulus, q, ZZ), q, n)
+    """a * b mod (x^n + 1) over GF(q), n = len(a), lowest degree first: the
+    product in the ring the NTT works in. x^n + 1 = x^n - (-1), so this is
+    the one-block case of `block_products` with zeta = -1: the O(n^2)
+    schoolbook product, then x^n folded back as -1."""
+    return block_products([a], [b], [-1], q)[0]
 
 
 def layout_is_crt_basis(n: int, q: int, layout: dict) -> str | None:
-    """None when the blocks' x^d - zeta_j multiply to x^n + 1 and the positions
-    cover the array exactly once; else what is wrong."""
+    """None when the blocks' x^d - zeta_j multiply to x^n + 1 over GF(q) (so
+    the blocks are the CRT factors of the ring) and the positions cover the
+    array exactly once; else what is wrong. The product is expanded one
+    binomial at a time: times (x^d - zeta) is a shift by d minus zeta times
+    the coefficients, each step one product of residues."""
     d = layout["d"]
-    prod = gf_from_int_poly([1], q)
-    for blk in layout["blocks"]:
-        prod = gf_mul(prod, _binomial(d, blk["zeta"], q), q, ZZ)
-    if _coeffs(prod, q, n + 1) != [1] + [0] * (n - 1) + [1]:
+    dtype = _dtype(q, 1)
+    zetas = _residues([blk["zeta"] for blk in layout["blocks"]], q, dtype)
+    prod = np.zeros(len(zetas) * d + 1, dtype=dtype)
+    prod[0] = 1
+    for k, z in enumerate(zetas):
+        top = k * d  # degree of the product so far
+        low = prod[:top + 1].copy()
+        prod[:top + 1] = -z * low % q
+        prod[d:top + d + 1] = (prod[d:top + d + 1] + low) % q
+    if prod.tolist() != [1] + [0] * (n - 1) + [1]:
         return "the product of x^d - zeta_j over all blocks is not x^n + 1"
     positions = sorted(p for blk in layout["blocks"] for p in blk["positions"])
     if positions != list(range(n)):

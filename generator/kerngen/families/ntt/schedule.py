@@ -24,6 +24,15 @@ from .montgomery import Montgomery
 from .reducers import Reducer
 
 
+class ScheduleError(VerifyError):
+    """No placement of reductions keeps a layer inside the signed lane: the
+    sums and products of even fully reduced values can leave it."""
+
+    def __init__(self, direction: str, layer: int, bits: int):
+        self.direction, self.layer, self.bits = direction, layer, bits
+        super().__init__(f"{direction} layer {layer}: no reduction keeps every index inside int{bits}")
+
+
 @dataclass(frozen=True)
 class ReductionSchedule:
     """Registers (by smallest index) to reduce before each layer, and before storing."""
@@ -116,8 +125,7 @@ def _schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int) -> 
                     if nxt is not None and (nxt.bounds not in grown or nxt.count < grown[nxt.bounds].count):
                         grown[nxt.bounds] = nxt
             if not grown:
-                raise VerifyError(f"{direction} layer {lp.layer}: no reduction keeps every index inside "
-                                  f"int{ar.layout.lane_bits}")
+                raise ScheduleError(direction, lp.layer, ar.layout.lane_bits)
             beam = sorted(grown.values(), key=lambda st: (st.count, sum(st.bounds)))[:_BEAM]
         final = beam[0]
     else:
@@ -125,8 +133,7 @@ def _schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int) -> 
         for step, lp in enumerate(layers):
             nxt = _layer(ar, direction, step, lp, final, policy)
             if nxt is None:
-                raise VerifyError(f"{direction} layer {lp.layer}: no reduction keeps every index inside "
-                                  f"int{ar.layout.lane_bits}")
+                raise ScheduleError(direction, lp.layer, ar.layout.lane_bits)
             final = nxt
     at_end = policy == "eager"
     out = [ar.reducer.reduced_bound(x) for x in final.bounds] if at_end else final.bounds
