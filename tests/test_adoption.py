@@ -1,0 +1,250 @@
+"""What a project adopting kerngen's bundles relies on, through the CLI: the
+licence, clean refusals of bad input before any work (exit 2, one line,
+nothing written), whole-bundle replacement, the header's NTT domain, testing
+a copied bundle from its manifest, shipped names anywhere, per-function CPU
+features and alignment, the bench table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+SPDX = "SPDX-License-Identifier: MIT OR Apache-2.0"
+needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None,
+                                 reason="nasm and gcc are needed to run kernels")
+
+
+def kerngen(*args, cwd=REPO, env=None):
+    return subprocess.run([sys.executable, "-m", "kerngen", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, env=env)
+
+
+def refused(r, *words: str) -> None:
+    """Exit 2 with one error line naming what is wrong, and no traceback."""
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
+    for w in words:
+        assert w in errors[0], (w, errors[0])
+
+
+def ntt_file(tmp_path: Path, text: str, name: str = "p.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# --- licence -----------------------------------------------------------------
+
+def test_the_project_and_every_generated_file_carry_the_licence():
+    assert "MIT OR Apache-2.0" in (REPO / "LICENSE").read_text()
+    assert (REPO / "LICENSE-MIT").is_file() and "Apache License" in (REPO / "LICENSE-APACHE").read_text()
+    for bundle in (REPO / "generated").iterdir():
+        for f in bundle.iterdir():
+            text = f.read_text()
+            if f.suffix == ".json":
+                assert json.loads(text)["license"] == "MIT OR Apache-2.0", f
+            else:
+                assert SPDX in "\n".join(text.splitlines()[:3]), f
+
+
+# --- bad input, refused before any work ----------------------------------------
+
+@pytest.mark.parametrize("out, words", [
+    ("/dev/null", "exists and is not a directory"),
+    ("/proc/kerngen-x", "cannot create files in /proc"),
+    ("afile", "exists and is not a directory"),
+    ("afile/sub", "afile is not a directory"),
+])
+def test_bad_output_paths_are_refused_before_building(tmp_path, out, words):
+    (tmp_path / "afile").write_text("keep")
+    r = kerngen("emit", REPO / "params/tiny-257.toml", "--out", out, cwd=tmp_path)
+    refused(r, "--out", words)
+    assert "building" not in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "keep"
+
+
+def test_an_unwritable_heatmap_is_refused_before_building(tmp_path):
+    r = kerngen("explore", "params/tiny-257.toml", "--png", "/proc/kerngen-x.png", "--batches", "1")
+    refused(r, "--png", "/proc")
+    assert "building" not in r.stderr
+
+
+@pytest.mark.parametrize("batches", ["0", "-5", "many"])
+def test_bench_batches_must_be_positive(batches):
+    r = kerngen("bench", "params/tiny-257.toml", "--batches", batches)
+    refused(r, "--batches")
+
+
+def test_encodings(tmp_path):
+    bad = tmp_path / "latin1.toml"
+    bad.write_bytes('name = "x"\nfamily = "ntt"\nn = 64\nq = 257\ndescription = "caf\xe9"\n'.encode("latin-1"))
+    refused(kerngen("emit", bad, "--out", tmp_path / "o"), "file", "not UTF-8")
+    assert not (tmp_path / "o").exists()
+    bom = tmp_path / "bom.toml"
+    bom.write_bytes(b"\xef\xbb\xbf" + (REPO / "params/tiny-257.toml").read_bytes())
+    r = kerngen("emit", bom, "--out", tmp_path / "b")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("n, q, best", [(256, 32257, 26113), (32, 29761, 29569), (32, 30977, 29569)])
+def test_q_beyond_what_the_lanes_hold_names_the_largest_q_that_works(tmp_path, n, q, best):
+    path = ntt_file(tmp_path, f'name = "x"\nfamily = "ntt"\nn = {n}\nq = {q}\n')
+    r = kerngen("emit", path, "--out", tmp_path / "o")
+    refused(r, f"{path}: q:", "too large", f"q = {best}")
+    assert not (tmp_path / "o").exists()
+    r = kerngen("emit", ntt_file(tmp_path, f'name = "x"\nfamily = "ntt"\nn = {n}\nq = {best}\n'), "--out",
+                tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+
+
+def test_too_few_layers_names_the_layers_key(tmp_path):
+    path = ntt_file(tmp_path, (REPO / "params/kyber-3329.toml").read_text() + "layers = 4\n")
+    refused(kerngen("emit", path, "--out", tmp_path / "o"), "layers: must be between 5 and 7",
+            "base blocks have degree at most 8")
+
+
+# --- emitting over a directory -------------------------------------------------
+
+def test_a_bundle_directory_is_replaced_whole(tmp_path):
+    out = tmp_path / "d"
+    assert kerngen("emit", "params/tiny-257.toml", "--out", out).returncode == 0
+    assert kerngen("emit", "params/kyber-3329.toml", "--out", out).returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == ["kyber-3329.asm", "kyber-3329.h", "manifest.json"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left behind
+
+
+def test_a_foreign_directory_needs_force_and_two_bundles_need_two_directories(tmp_path):
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    refused(kerngen("emit", "params/tiny-257.toml", "--out", foreign), "--out", "holds no kerngen bundle", "--force")
+    assert (foreign / "notes.txt").read_text() == "mine"
+    assert kerngen("emit", "params/tiny-257.toml", "--out", foreign, "--force").returncode == 0
+    assert not (foreign / "notes.txt").exists()
+    twin = ntt_file(tmp_path, (REPO / "params/tiny-257.toml").read_text(), "twin.toml")
+    refused(kerngen("emit", "params/tiny-257.toml", twin, "--out", tmp_path / "both"), "--out", "both name the bundle")
+    assert not (tmp_path / "both").exists()
+
+
+def test_directories_follow_the_umask(tmp_path):
+    r = subprocess.run(f"umask 022 && {sys.executable} -m kerngen emit params/tiny-257.toml --out {tmp_path / 'm'}",
+                       shell=True, cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "m").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "m" / "manifest.json").stat().st_mode & 0o777 == 0o644
+
+
+# --- the header's NTT domain, and freeze ---------------------------------------
+
+@needs_tools
+def test_the_header_carries_the_ntt_domain(tmp_path):
+    out = tmp_path / "k"
+    assert kerngen("emit", "params/kyber-3329.toml", "--out", out).returncode == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    layout = next(f for f in manifest["functions"] if f["kind"] == "ntt_forward")["output"]["layout"]
+    (tmp_path / "use.c").write_text("""
+#include <stdio.h>
+#include "kyber-3329.h"
+int main(void) {
+    printf("%d %d %d\\n", KG_KYBER3329_N, KG_KYBER3329_NTT_D, KG_KYBER3329_NTT_BLOCKS);
+    for (int j = 0; j < KG_KYBER3329_NTT_BLOCKS; j++) {
+        printf("%d", kg_kyber3329_ntt_zetas[j]);
+        for (int k = 0; k < KG_KYBER3329_NTT_D; k++) printf(" %d", kg_kyber3329_ntt_positions[j][k]);
+        printf("\\n");
+    }
+    return 0;
+}
+""")
+    r = subprocess.run(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", str(out), "-o", str(tmp_path / "use"),
+                        str(tmp_path / "use.c")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = subprocess.run([str(tmp_path / "use")], capture_output=True, text=True).stdout.splitlines()
+    assert lines[0] == f"256 {layout['d']} {len(layout['blocks'])}"
+    assert lines[1:] == [" ".join(map(str, [b["zeta"], *b["positions"]])) for b in layout["blocks"]]
+    freeze = next(f for f in manifest["functions"] if f["kind"] == "freeze")
+    assert freeze["input"]["bound"] == [-32768, 32767] and freeze["output"]["bound"] == [0, 3328]
+
+
+# --- testing a vendored bundle --------------------------------------------------
+
+@needs_tools
+def test_a_copied_bundle_is_tested_from_its_manifest(tmp_path):
+    vendored = tmp_path / "third_party" / "kerngen"
+    shutil.copytree(REPO / "generated" / "kyber-3329", vendored)
+    r = kerngen("test", vendored, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().splitlines()[-1].endswith(" passed, 0 failed")
+    assert int(r.stdout.split()[-4]) > 40
+    r = kerngen("test", vendored / "manifest.json", cwd=tmp_path)
+    assert r.returncode == 0
+    with (vendored / "kyber-3329.asm").open("a") as f:
+        f.write("; edited\n")
+    refused(kerngen("test", vendored, cwd=tmp_path), "kyber-3329.asm", "does not match its manifest")
+    refused(kerngen("test", vendored, "--policy", "eager", cwd=tmp_path), "--policy", "emitted bundle")
+
+
+@needs_tools
+def test_a_large_ntt_is_tested_with_progress(tmp_path):
+    path = ntt_file(tmp_path, 'name = "big"\nfamily = "ntt"\nn = 4096\nq = 12289\n')
+    r = kerngen("test", path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "running" in r.stderr and "checks" in r.stderr
+
+
+# --- names, paths, commands -----------------------------------------------------
+
+def test_shipped_names_work_anywhere_and_list_prints_usable_paths(tmp_path):
+    r = kerngen("emit", "kyber-3329", "--out", "k", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "k" / "kyber-3329.asm").read_text() == (REPO / "generated/kyber-3329/kyber-3329.asm").read_text()
+    r = kerngen("list", cwd=tmp_path)
+    assert r.returncode == 0
+    for line in r.stdout.splitlines():
+        shown = line.split()[-1]
+        assert not (tmp_path / shown).exists() and "/" not in shown  # a name, which works from here
+    r = kerngen("list")
+    assert all((REPO / line.split()[-1]).is_file() for line in r.stdout.splitlines())
+
+
+def test_the_reproduce_command_keeps_the_directory(tmp_path):
+    src = tmp_path / "sets" / "g.toml"
+    src.parent.mkdir()
+    src.write_text((REPO / "params/gf2m-233.toml").read_text())
+    r = kerngen("emit", src, "--isa", "sse", "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    asm = (tmp_path / "o" / "gf2m-233.asm").read_text()
+    assert f"; Regenerate with: kerngen emit {src} --isa sse" in asm
+
+
+# --- alignment, CPU features, bench -----------------------------------------------
+
+def test_contracts_state_alignment_and_cpu_features():
+    manifest = json.loads((REPO / "generated/kyber-3329/manifest.json").read_text())
+    header = (REPO / "generated/kyber-3329/kyber-3329.h").read_text()
+    for f in manifest["functions"]:
+        assert {"avx", "avx2"} <= set(f["cpu"]), f["symbol"]
+        for a in f["args"]:  # unaligned vector moves: element alignment suffices (the harness places them so)
+            assert a["align"] == 2 and a["preferred_align"] == 32
+    assert header.count("cpu: AVX, AVX2") == len(manifest["functions"])
+    gf = json.loads((REPO / "generated/gf2m-233/manifest.json").read_text())
+    by = {f["symbol"]: f["cpu"] for f in gf["functions"]}
+    assert by["kg_gf2m233_mul_avx2"] == ["avx", "pclmulqdq"] and by["kg_gf2m233_reduce_gpr_avx2"] == []
+    assert "vpclmulqdq" in by["kg_gf2m233_ladder_step2_avx2"]
+
+
+@needs_tools
+def test_bench_rows_are_named_by_symbol():
+    r = kerngen("bench", "params/tiny-257.toml", "--batches", "3")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[0] == "symbol"
+    symbols = [ln.split()[0] for ln in lines[1:-1]]
+    assert len(set(symbols)) == len(symbols) and all(s.startswith("kg_tiny257_") for s in symbols)
