@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kerngen.commands.test import test_bundle as run_bundle_tests
 from kerngen.core.errors import HarnessError, ParamError
 from kerngen.families import from_mapping, load
 from kerngen.families.gf2m import checks as gf2m_checks, ladder as gf2m_ladder, reference
@@ -34,21 +35,10 @@ def work(tmp_path_factory) -> Path:
 
 
 def _run_checks(bundle, work: Path, seed: int = 7) -> list[str]:
+    """Everything `kerngen test` does to a bundle: sampled checks and basis-vector proofs."""
     out = work / bundle.name
-    files = render(bundle, f"kerngen emit {bundle.name}")
-    write(files, out)
-    lib = driver.assemble_shared(out / f"{bundle.name}.asm", work)
-    manifest = json.loads(files["manifest.json"])
-    host = driver.cpu_flags()
-    manifest["functions"] = [f for f in manifest["functions"] if set(f["cpu"]) <= host]
-    checks = gf2m_checks.checks(manifest, seed)
-    results = driver.run_runner(lib, [c.case for c in checks], workdir=work, seed=seed)
-    failures = []
-    for c, r in zip(checks, results):
-        msg = f"{r.status} {r.reason}" if not r.ok else c.judge(r.outputs)
-        if msg:
-            failures.append(f"{c.case.case_id}: {msg}")
-    return failures
+    write(render(bundle, f"kerngen emit {bundle.name}"), out)
+    return list(run_bundle_tests(out, seed, lambda s: None, work, reemit=False).failures)
 
 
 def _params(m: int, poly, isa: str = "avx2", name: str | None = None):

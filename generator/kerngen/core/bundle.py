@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..target.isa import cpuinfo_name
 from .contract import Contract
+from .proof import MapProof
 
 if TYPE_CHECKING:
     from ..ir.instr import Kernel
@@ -31,6 +32,7 @@ class Function:
     facts: tuple[tuple[str, Any], ...] = ()  # further manifest fields, in order
     notes: tuple[str, ...] = ()  # .asm comment lines: the reduction schedule, the fold plan
     schedule: Any = None  # the family's typed schedule of the kernel (explore reads it)
+    proof: MapProof | None = None  # what the verifier proved about the map
 
     @property
     def symbol(self) -> str:
@@ -62,6 +64,8 @@ class Function:
         entry["input"] = self.contract.manifest_input()
         entry["output"] = self.contract.manifest_output()
         entry["cpu"] = self.cpu
+        if self.proof is not None:
+            entry["proof"] = self.proof.manifest()
         entry.update(self.facts)
         return entry
 

@@ -11,6 +11,7 @@ benchmarks, reduction-schedule exploration). The registry
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,17 @@ from .bundle import BenchItem, Bundle, Check
 from .params import Common, Overrides
 
 Runner = Callable[[list], list]  # harness cases -> harness results
+
+
+@dataclass(frozen=True)
+class Calls:
+    """How checks call a bundle's kernels: `run(cases)` once each through the
+    text runner, `batch(function, inputs)` many times through the binary one
+    (a manifest function entry; in/inout argument index -> array of rows;
+    returns out/inout argument index -> array of rows)."""
+
+    run: Runner
+    batch: Callable[[dict, dict], dict]
 
 
 class Family:
@@ -42,9 +54,9 @@ class Family:
         tested the same way)."""
         raise NotImplementedError
 
-    def chained_checks(self, manifest: dict, run: Runner, seed: int) -> list[tuple[str, str | None]]:
-        """Checks spanning several calls (round trips) or none (manifest facts):
-        (name, None when passed else what is wrong)."""
+    def chained_checks(self, manifest: dict, calls: Calls, seed: int) -> list[tuple[str, str | None]]:
+        """Checks spanning several calls (round trips, basis-vector proofs) or
+        none (manifest facts): (name, None when passed else what is wrong)."""
         return []
 
     def bench_items(self, bundle: Bundle, workdir: Path) -> list[BenchItem]:

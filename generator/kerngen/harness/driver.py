@@ -26,15 +26,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import as_file, files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 # one class for the whole tool, so the CLI maps harness failures to exit code 2
 from ..core.errors import HarnessError
 from ..target.formats import ELF64  # the harness loads kernels on this (Linux) machine
 
+if TYPE_CHECKING:
+    import numpy as np
+
 __all__ = [
     "HARNESS_DIR", "AbiCapabilities", "Arg", "BenchResult", "Case", "CaseResult", "HarnessError",
-    "abi_capabilities", "assemble_shared", "build_bench", "build_runner", "build_shared_c", "cpu_flags",
-    "element_bytes", "manifest_arg", "run_bench", "run_runner", "write_vectors",
+    "abi_capabilities", "assemble_shared", "build_batch", "build_bench", "build_runner", "build_shared_c", "cpu_flags",
+    "element_bytes", "manifest_arg", "run_batch", "run_bench", "run_runner", "write_vectors",
 ]
 
 
@@ -253,6 +257,11 @@ def build_runner(workdir: Path) -> Path:
     return _build_program(Path(workdir), "kg_runner", "runner.c")
 
 
+def build_batch(workdir: Path) -> Path:
+    """Compiles ``kg_batch`` into ``workdir`` (cached) and returns its path."""
+    return _build_program(Path(workdir), "kg_batch", "batch.c")
+
+
 def build_bench(workdir: Path) -> Path:
     """Compiles ``kg_bench`` into ``workdir`` (cached) and returns its path."""
     return _build_program(Path(workdir), "kg_bench", "bench.c")
@@ -458,6 +467,51 @@ def run_bench(
     if [r.case_id for r in results] != [c.case_id for c in cases]:
         raise HarnessError("kg_bench output does not list the cases given")
     return results
+
+
+def run_batch(lib: Path, symbol: str, args: Sequence[dict], dtype: str, inputs: dict[int, "np.ndarray"],
+              workdir: Path, seed: int | None = None, timeout: float = 600.0) -> dict[int, "np.ndarray"]:
+    """Calls `symbol` once per row of the input arrays, through the checked
+    call, with binary input and output (``harness/batch.c``).
+
+    `args` are the function's manifest argument entries; `inputs` maps every
+    in/inout argument index to an array of shape (records, count). Returns the
+    out/inout arguments after each call, by index, in the same shape. A call
+    that breaks the ABI or its buffers raises HarnessError naming the record."""
+    import numpy as np
+
+    width = element_bytes(dtype)
+    kind = np.dtype(f"<i{width}") if width < 8 else np.dtype("<u8")
+    records = len(next(iter(inputs.values())))
+    words = [f"{a['role']}:{width}:{a['count']}:{a['align']}" for a in args]
+    batch = build_batch(Path(workdir))
+    env = dict(os.environ)
+    env.pop("KG_SEED", None)
+    if seed is not None:
+        env["KG_SEED"] = str(seed)
+    with tempfile.TemporaryDirectory(prefix="kg-batch-") as tmp_s:
+        tmp = Path(tmp_s)
+        parts = [np.asarray(inputs[i]).astype(kind, casting="unsafe").reshape(records, a["count"])
+                 for i, a in enumerate(args) if a["role"] != "out"]
+        np.concatenate(parts, axis=1).tofile(tmp / "in.bin")
+        argv = [str(batch), str(Path(lib).resolve()), symbol, str(records), str(tmp / "in.bin"), str(tmp / "out.bin"),
+                *words]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise HarnessError(f"kg_batch timed out after {timeout} s") from exc
+        if proc.returncode != 0:
+            raise HarnessError(f"kg_batch {_describe_exit(proc.returncode)} on {symbol}: "
+                               f"{(proc.stdout + proc.stderr).strip()}")
+        raw = np.fromfile(tmp / "out.bin", dtype=kind)
+    outs = [i for i, a in enumerate(args) if a["role"] != "in"]
+    widths = [args[i]["count"] for i in outs]
+    rows = raw.reshape(records, sum(widths))
+    result, at = {}, 0
+    for i, w in zip(outs, widths):
+        result[i] = rows[:, at:at + w].astype(np.int64) if width < 8 else rows[:, at:at + w]
+        at += w
+    return result
 
 
 def element_bytes(dtype: str) -> int:

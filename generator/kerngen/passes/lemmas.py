@@ -92,7 +92,7 @@ class ExhaustiveLemma(Lemma):
         found = self._ranges.get((lo, hi))
         if found is None:
             half = 1 << (self.bits - 1)
-            chunk = self.outputs[lo + half:hi + half + 1]
+            chunk = self.outputs[max(lo, -half) + half:min(hi, half - 1) + half + 1]  # a lane holds no more
             found = self._ranges[(lo, hi)] = (int(chunk.min()), int(chunk.max()))
         return found
 

@@ -20,17 +20,7 @@ from ..target.target import Target
 from .allocate import RegisterPools, allocate
 from .check import check_memory, check_operands
 from .legalise import legalise
-from .verify import Proof, verify_kernel
-
-
-@dataclass(frozen=True)
-class Verification:
-    """What the verify pass proves a kernel against: the interval of every
-    input element, by argument index, and the modulus every reduction idiom
-    must be congruent under."""
-
-    inputs: dict[int, tuple[int, int]]
-    modulus: int
+from .verify import Proof, Verification, verify_kernel
 
 
 @dataclass
@@ -109,20 +99,21 @@ class Compiled:
 
 
 def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Target, modulus: int | None = None,
-                   callee_saved: bool = False) -> Compiled:
-    """Run the passes. With a `modulus`, the verifier proves the kernel for
-    every input its contract requires and fills in what it ensures; without,
-    the contract's ensures must be given (arithmetic without overflow, such
-    as GF(2)[x], has no bounds to prove)."""
+                   gf2: bool = False, callee_saved: bool = False) -> Compiled:
+    """Run the passes. With a `modulus` (lanes mod q), the verifier proves the
+    kernel for every input its contract requires and fills in what it
+    ensures; with `gf2` (bit-vector lanes, nothing to overflow) it derives the
+    forms and dependences only, and the contract's ensures must be given."""
     verification = None
-    if modulus is not None:
-        verification = Verification({i: (b.lo, b.hi) for i, b in contract.inputs().items()}, modulus)
+    if modulus is not None or gf2:
+        verification = Verification({i: (b.lo, b.hi) for i, b in contract.inputs().items()} if modulus else {},
+                                    modulus)
     u = Unit(symbol, contract.specs, target, builder, list(builder.instrs), callee_saved, verification)
     for name, run in PASSES:
         try:
             run(u)
         except (AllocationError, CheckError) as e:
             raise type(e)(f"{symbol}: {name}: {e}") from None
-    if u.proof is not None:
+    if u.proof is not None and modulus is not None:
         contract = contract.proven({i: Bound(*u.proof.hull(i)) for i in u.proof.outputs})
     return Compiled(u.kernel, contract, u.proof)

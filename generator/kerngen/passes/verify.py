@@ -1,130 +1,211 @@
 """The verifier: abstract interpretation of a kernel's final instruction list.
 
-Every lane of every register and every array element carries an interval;
-the kernel is run once on intervals covering all inputs in its contract.
-Lanes are as wide as the kernel's target says (`Target.lane_bits`), and
-what each instruction does to them comes from the instruction table alone:
-element-wise arithmetic through its exact semantics (interval corners where
-the table says they suffice), data movement through its routes. Additions
-and subtractions must stay inside the lane's signed range; wrap-around is
-allowed only where it is meant: inside a reduction idiom, whose result
-comes from a lemma proven by running the idiom's own instructions on every
-input (`lemmas.prove`). A kernel whose lanes could overflow is refused with
-the instruction, lane and bound; otherwise the proven bound of every output
-element is returned.
+Every register and stack slot holds a `Value`, numbered where it is made and
+followed by data flow (a copy, a spill and its reload keep the number). A
+value carries, per lane, an interval (for lanes mod q) and the set of input
+elements it depends on, and as a whole its *form*: which products of input
+arguments it is a sum of, mod q or over GF(2) — {(0,)} for a map linear in
+argument 0, {(1, 2)} for one bilinear in arguments 1 and 2, None when no such
+statement can be made. What each instruction does to intervals, lanes and
+forms comes from the instruction table alone.
+
+Lanes mod q (the NTTs): additions and subtractions must stay inside the
+signed lane; wrap-around is allowed only inside a reduction idiom, whose
+result comes from a lemma proven on every input (`lemmas.prove`). An idiom
+applies only to the values it made itself: every register it reads must hold
+its input or a value one of its own instructions produced, whatever other
+instructions do in between. A Montgomery product (a tagged group of four
+instructions) is checked the same way: the same x in both products, q itself
+as the modulus operand, and w' = w * q^-1 mod 2^bits — for constant w lane by
+lane from the tables, for a variable w as the product the kernel computed.
+Then the SMT-proven Montgomery lemma makes its result congruent to x*w/R, and
+a kernel whose outputs have a linear form is a linear map mod q: its values on
+the basis vectors determine it for every input (the basis-vector proof).
+
+GF(2) lanes (binary fields): nothing can overflow; forms are followed through
+xors, masks, shifts, shuffles and carry-less products (a square of a value
+stays linear), so linear and bilinear kernels get basis-vector proofs too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import count
 
 from ..core.errors import VerifyError
 from ..ir.instr import ArgBase, Imm, Instr, Kernel, Mem, PhysReg, StackBase, TableBase
 from ..ir.lanes import SPLIT, move_lanes
-from ..ir.ops import Arith, generic_name, spec
+from ..ir.ops import Arith, generic_name, spec, wrap
 from ..target.printer import instr_text
-from .lemmas import LemmaError, ScalarIdiom, prove
+from .lemmas import LemmaError, ScalarIdiom, prove, prove_montgomery
 
 Interval = tuple[int, int]
-Lanes = list[Interval]
+Form = frozenset  # of sorted tuples of argument indices; None: not a sum of such products
 ZERO: Interval = (0, 0)
+PRODUCT = "montgomery"  # the tag kind of a Montgomery product group
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What a kernel is proven against: the interval of every input element
+    (by argument index) and, for lanes mod q, the modulus; modulus None means
+    GF(2) lanes (no overflow to prove, forms only)."""
+
+    inputs: dict[int, tuple[int, int]]
+    modulus: int | None
 
 
 @dataclass(frozen=True)
 class Proof:
-    """What the verifier established: per output argument, the interval of each element."""
+    """What the verifier established, per output argument: the interval of
+    each element (lanes mod q), the form of the map, and the input elements
+    each output element depends on (bit masks over all input elements, the
+    elements of argument i after those of arguments 0..i-1)."""
 
     outputs: dict[int, tuple[Interval, ...]]
+    forms: dict[int, Form | None]
+    deps: dict[int, tuple[int, ...]]
+    bases: tuple[int, ...]  # first global element index of each argument
     idioms_checked: int
+    products_checked: int
 
     def hull(self, arg: int) -> Interval:
         elems = self.outputs[arg]
         return min(lo for lo, _ in elems), max(hi for _, hi in elems)
 
 
-class _Machine:
-    """Registers, memory and stack of one abstract run."""
+@dataclass(frozen=True)
+class Value:
+    vid: int
+    lanes: tuple[Interval, ...]
+    deps: tuple[int, ...]
+    form: Form | None
 
-    def __init__(self, kernel: Kernel, inputs: dict[int, Interval]):
-        self.kernel = kernel
+    @property
+    def constant(self) -> tuple[int, ...] | None:
+        """The lanes' values when they are exact and depend on no input."""
+        if self.form == frozenset({()}) and all(lo == hi for lo, hi in self.lanes):
+            return tuple(lo for lo, _ in self.lanes)
+        return None
+
+
+def _union(*forms):
+    if any(f is None for f in forms):
+        return None
+    return frozenset().union(*forms)
+
+
+def _product(a, b):
+    if a is None or b is None:
+        return None
+    return frozenset(tuple(sorted(x + y)) for x in a for y in b)
+
+
+class _Machine:
+    def __init__(self, kernel: Kernel, v: Verification):
+        self.kernel, self.v = kernel, v
+        self.gf2 = v.modulus is None
         self.bits = kernel.target.lane_bits
         self.lane_bytes = self.bits // 8
         self.lo, self.hi = -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
         self.top: Interval = (self.lo, self.hi)
         self.model_lanes = kernel.target.isa.vector_bits // self.bits
         self.tables = {t.label: t for t in kernel.tables}
-        self.regs: dict[int, Lanes] = {}
-        self.stack: dict[int, Lanes] = {}
-        self.memory: dict[int, list[Interval | None]] = {}
+        self.ids = count(1)
+        self.defs: dict[int, tuple[str | None, list[Value]]] = {}  # value -> (operation, operands)
+        self.regs: dict[tuple[str, int], Value] = {}
+        self.stack: dict[int, Value] = {}
+        self.memory: dict[int, list[tuple[Interval, int, Form | None] | None]] = {}
+        bases, at = [], 0
         for i, a in enumerate(kernel.args):
             if a.elem_bytes != self.lane_bytes:
                 raise VerifyError(f"{kernel.symbol}: argument {a.name} has {8 * a.elem_bytes}-bit elements, "
                                   f"the lanes {self.bits} bits")
-            self.memory[i] = [inputs.get(i) if a.role != "out" else None] * a.count
+            bases.append(at)
+            if a.role == "out":
+                self.memory[i] = [None] * a.count
+            else:
+                iv = v.inputs.get(i, self.top)
+                self.memory[i] = [(iv, 1 << (at + k), frozenset({(i,)})) for k in range(a.count)]
+            at += a.count
+        self.bases = tuple(bases)
+
+    def new(self, lanes, deps, form) -> Value:
+        return Value(next(self.ids), tuple(lanes), tuple(deps), form)
 
     def fail(self, index: int, ins: Instr, message: str):
         raise VerifyError(f"{self.kernel.symbol}: instruction {index} "
                           f"`{instr_text(ins, self.kernel.target).strip()}` {message}")
 
-    def lanes_of(self, op, index: int, ins: Instr, count: int) -> Lanes:
-        """The first `count` lanes an operand supplies (a memory operand: as many as it holds)."""
-        if isinstance(op, Imm):
-            return [(op.value, op.value)] * count
+    # -- operands
+
+    def value(self, op, index: int, ins: Instr, count_: int) -> Value:
+        """What an operand supplies: a register's value, or the first `count_`
+        lanes (at most as many as it holds) a memory operand loads."""
         if isinstance(op, PhysReg):
-            if op.number not in self.regs:
+            key = (op.kind, op.number)
+            if key not in self.regs:
                 self.fail(index, ins, f"reads register {op.number} before writing it")
-            return self.regs[op.number][:count]
+            return self.regs[key]
         if not isinstance(op, Mem):
             raise TypeError(op)
-        n = min(count, op.size // self.lane_bytes)
+        n = max(1, min(count_, op.size // self.lane_bytes))
         if isinstance(op.base, TableBase):
             t = self.tables[op.base.label]
             if t.elem_bytes != self.lane_bytes:
-                return [self.top] * n
+                return self.new([self.top] * n, [0] * n, frozenset({()}))
             first = op.offset // t.elem_bytes
-            return [(v, v) for v in t.values[first:first + n]]
+            vals = t.values[first:first + n]
+            lanes = [(wrap(x, self.bits),) * 2 for x in vals]
+            return self.new(lanes, [0] * n, frozenset({()}))
         if isinstance(op.base, StackBase):
-            return list(self.stack[op.offset][:n])
+            return self.stack[op.offset]
         elems = self.memory[op.base.index]
         first = op.offset // self.lane_bytes
         if op.offset % self.lane_bytes or first + n > len(elems):
             self.fail(index, ins, f"reads outside argument {op.base.index}")
-        vals = elems[first:first + n]
-        if any(v is None for v in vals):
+        got = elems[first:first + n]
+        if any(e is None for e in got):
             self.fail(index, ins, f"reads elements of argument {op.base.index} that hold no value yet")
-        return list(vals)
+        return self.new([e[0] for e in got], [e[1] for e in got], _union(*(e[2] for e in got)))
 
     def store(self, index: int, ins: Instr) -> None:
         m, src = ins.operands[0], ins.operands[1]
         s = spec(ins.op)
-        val = self.lanes_of(src, index, ins, self.model_lanes)
-        if len(ins.operands) > 2:  # one element, chosen by the immediate
+        val = self.value(src, index, ins, self.model_lanes)
+        lanes, deps = list(val.lanes), list(val.deps)
+        if len(ins.operands) > 2 and s.cls == "store":  # one element, chosen by the immediate
             if s.elem != self.bits:
                 self.fail(index, ins, f"stores a {s.elem}-bit element of {self.bits}-bit lanes")
-            val = val[ins.operands[2].value:]
+            lanes, deps = lanes[ins.operands[2].value:], deps[ins.operands[2].value:]
         if isinstance(m.base, StackBase):
             self.stack[m.offset] = val
             return
         if not isinstance(m.base, ArgBase):
             self.fail(index, ins, "stores into constant memory")
-        count = m.size // self.lane_bytes
+        n = max(1, m.size // self.lane_bytes)
         elems, first = self.memory[m.base.index], m.offset // self.lane_bytes
-        if m.offset % self.lane_bytes or first + count > len(elems) or self.kernel.args[m.base.index].role == "in":
+        if m.offset % self.lane_bytes or first + n > len(elems) or self.kernel.args[m.base.index].role == "in":
             self.fail(index, ins, "writes outside its output buffers")
-        elems[first:first + count] = val[:count]
+        for k in range(n):
+            elems[first + k] = (lanes[k], deps[k], val.form)
 
-    def arith(self, a: Arith, sources: list[Lanes], lanes: int, index: int, ins: Instr, in_idiom: bool) -> Lanes:
+    # -- semantics
+
+    def arith(self, a: Arith, sources: list[Value], lanes: int, index: int, ins: Instr, wraps: bool) -> list[Interval]:
         out = []
         for lane in range(lanes):
-            boxes = [src[lane] for src in sources]
+            boxes = [src.lanes[lane] for src in sources]
+            if self.gf2:
+                out.append(self.top)
+                continue
             if a.corners:
-                corners = [(x, y) for x in boxes[0] for y in boxes[1]]
-                vals = [a.value(x, y, self.bits) for x, y in corners]
+                vals = [a.value(x, y, self.bits) for x in boxes[0] for y in boxes[1]]
                 lo, hi = min(vals), max(vals)
                 if self.lo <= lo and hi <= self.hi:
                     out.append((lo, hi))
                     continue
-                if a.checked and not in_idiom:
+                if a.checked and not wraps:
                     self.fail(index, ins, f"can overflow in lane {lane}: result in [{lo}, {hi}] leaves "
                                           f"int{self.bits}")
             if all(x[0] == x[1] for x in boxes) and not (a.corners and a.checked):
@@ -134,105 +215,237 @@ class _Machine:
                 out.append(self.top)
         return out
 
-    def move(self, index: int, ins: Instr, dest_lanes: int) -> Lanes | None:
+    def form_of(self, ins: Instr, sources: list[Value]) -> Form | None:
+        """The form of an instruction's result outside tagged groups."""
         s = spec(ins.op)
-        srcs, imm = [], None
-        for k in s.read:
-            op = ins.operands[k]
-            if isinstance(op, Imm):
-                imm = op.value
-            else:
-                width = op.bits // self.bits if isinstance(op, PhysReg) else self.model_lanes
-                srcs.append(self.lanes_of(op, index, ins, width))
-        moved = move_lanes(s, srcs, imm, self.bits, dest_lanes, ZERO)
-        if moved is None:
+        forms = [src.form for src in sources]
+        if s.cls in ("load", "move", "store"):
+            return _union(*forms)
+        g = s.generic
+        if not self.gf2:
+            if g in ("add", "sub"):
+                return _union(*forms)
+            if s.arith is None and s.move is not None or (s.move is not None and s.elem != self.bits):
+                return _union(*forms)  # a movement of whole lanes (or of zeros)
             return None
-        return [self.top if v is SPLIT else v for v in moved]
+        consts = [src.constant is not None for src in sources]
+        if g == "xor" or ins.op in ("xor", "shld", "shrd"):
+            return _union(*forms)
+        if g == "and" or ins.op == "and":
+            if any(consts):  # a mask: a linear map
+                return _union(*(f for f, c in zip(forms, consts) if not c)) if not all(consts) else frozenset({()})
+            return _product(*forms)
+        if ins.op == "vpclmulqdq":
+            a, b = sources[0], sources[1]
+            imm = ins.operands[3].value
+            if a.constant is not None:
+                return b.form
+            if b.constant is not None:
+                return a.form
+            if a.vid == b.vid and imm in (0x00, 0x11):  # a square: GF(2)-linear
+                return a.form
+            return _product(a.form, b.form)
+        if g == "cmpgt" and sources[0].constant is not None and not any(sources[0].constant):
+            return sources[1].form  # 0 > x: the sign bit spread over the element
+        if s.move is not None or g in ("sll", "srl") or ins.op in ("shl", "shr"):
+            return _union(*forms)
+        return None
+
+    def lanes_deps(self, s, sources: list[Value], imm, lanes: int, elementwise: bool) -> list[int]:
+        if elementwise:
+            return [self._or(src.deps[lane] for src in sources) for lane in range(lanes)]
+        if s.move is not None:
+            moved = move_lanes(s, [list(src.deps) for src in sources], imm, self.bits, lanes, 0)
+            if moved is not None:
+                every = self._or(d for src in sources for d in src.deps)
+                return [every if d is SPLIT else d for d in moved]
+        every = self._or(d for src in sources for d in src.deps)
+        return [every] * lanes
+
+    @staticmethod
+    def _or(masks) -> int:
+        out = 0
+        for m in masks:
+            out |= m
+        return out
 
 
-def verify_kernel(kernel: Kernel, inputs: dict[int, Interval], modulus: int) -> Proof:
-    """`inputs`: argument index -> interval of every element of that array;
-    every reduction idiom must be congruent mod `modulus` on all inputs."""
-    mc = _Machine(kernel, inputs)
-    idiom_inputs: dict[int, Lanes] = {}
-    idiom_instrs: dict[int, list[Instr]] = {}
-    checked = 0
+def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: int | None) -> Proof:
+    """Run the kernel on abstract values covering every input in its contract
+    (`inputs`: argument index -> interval of every element); every reduction
+    idiom must be congruent mod `modulus`, every Montgomery product consistent.
+    With modulus None the lanes are GF(2) bit vectors."""
+    mc = _Machine(kernel, Verification(inputs, modulus))
+    groups: dict[int, _Group] = {}
+    checked = products = 0
     for index, ins in enumerate(kernel.body):
         s = spec(ins.op)
         tag = ins.idiom
-        if tag is not None and tag.role == "start":
-            idiom_inputs[tag.group] = mc.lanes_of(ins.operands[tag.source], index, ins, mc.model_lanes)
-            idiom_instrs[tag.group] = []
+        group = None
         if tag is not None:
-            idiom_instrs[tag.group].append(ins)
-        if s.cls == "store":
+            if tag.role == "start":
+                groups[tag.group] = _Group(tag.kind, mc.value(ins.operands[tag.source], index, ins, mc.model_lanes))
+            group = groups[tag.group]
+        if s.cls == "store" and isinstance(ins.operands[0], Mem):
             mc.store(index, ins)
             continue
         dst = ins.operands[0]
-        if not isinstance(dst, PhysReg) or dst.kind != "vec":
-            mc.fail(index, ins, "writes a general-purpose register; the verifier models vector lanes only")
-        lanes = dst.bits // mc.bits
-        res = None
-        if s.arith is not None and s.elem in (None, mc.bits):
-            sources = [mc.lanes_of(ins.operands[k], index, ins, lanes) for k in s.read]
-            res = mc.arith(s.arith, sources, lanes, index, ins, tag is not None)
-        elif s.move is not None:
-            res = mc.move(index, ins, lanes)
-        if res is None:
-            if s.arith is None and s.move is None:
-                mc.fail(index, ins, "has no lane semantics in the instruction table")
-            res = [mc.top] * lanes  # not element-wise at this width, nor a movement of whole lanes
-        if lanes < mc.model_lanes:  # a VEX.128 write zeroes the upper half; a legacy one keeps it
-            upper = [ZERO] * (mc.model_lanes - lanes) if kernel.target.isa.vex else \
-                mc.regs.get(dst.number, [mc.top] * mc.model_lanes)[lanes:]
-            res = res + upper
-        if tag is not None and tag.role == "end":
-            res = _apply_lemma(mc, idiom_instrs.pop(tag.group), idiom_inputs.pop(tag.group), modulus)
-            checked += 1
-        mc.regs[dst.number] = res
-    outputs = {}
+        if not isinstance(dst, PhysReg):
+            mc.fail(index, ins, "writes no register")
+        lanes = dst.bits // mc.bits if dst.kind == "vec" else 1
+        reads = [ins.operands[k] for k in s.read]
+        imm = next((op.value for op in reads if isinstance(op, Imm)), None)
+        sources = [mc.value(op, index, ins, lanes if s.move is None else mc.model_lanes) for op in reads
+                   if not isinstance(op, Imm)]
+        copy = s.cls == "move" and ins.op in ("copy", "mov") and not isinstance(reads[0], Mem)
+        reload = s.cls == "load" and isinstance(reads[0], Mem) and isinstance(reads[0].base, StackBase)
+        if copy or reload:
+            result = sources[0]  # a copy, or a spilled value reloaded, is the same value
+        else:
+            result = _evaluate(mc, ins, index, s, sources, imm, lanes, group)
+        if dst.kind == "vec" and lanes < mc.model_lanes:  # a VEX.128 write zeroes the upper half; legacy keeps it
+            if kernel.target.isa.vex:
+                upper_l, upper_d = [ZERO] * (mc.model_lanes - lanes), [0] * (mc.model_lanes - lanes)
+            else:
+                old = mc.regs.get((dst.kind, dst.number))
+                upper_l = list(old.lanes[lanes:]) if old else [mc.top] * (mc.model_lanes - lanes)
+                upper_d = list(old.deps[lanes:]) if old else [0] * (mc.model_lanes - lanes)
+            result = Value(result.vid, tuple(result.lanes[:lanes]) + tuple(upper_l),
+                           tuple(result.deps[:lanes]) + tuple(upper_d), result.form)
+        if group is not None:
+            group.record(ins, reads, sources, result)
+            if tag.role == "end":
+                del groups[tag.group]
+                if group.kind == PRODUCT:
+                    result = group.check_product(mc, index, ins, result)
+                    products += 1
+                else:
+                    result = group.apply_lemma(mc, index, ins, result)
+                    checked += 1
+        mc.regs[(dst.kind, dst.number)] = result
+    outputs, forms, deps = {}, {}, {}
     for i, a in enumerate(kernel.args):
         if a.role == "in":
             continue
         elems = mc.memory[i]
-        if any(v is None for v in elems):
-            missing = next(k for k, v in enumerate(elems) if v is None)
+        if any(e is None for e in elems):
+            missing = next(k for k, e in enumerate(elems) if e is None)
             raise VerifyError(f"{kernel.symbol}: output element {missing} of argument {a.name} is never written")
-        outputs[i] = tuple(elems)
-    return Proof(outputs, checked)
+        outputs[i] = tuple(e[0] for e in elems)
+        deps[i] = tuple(e[1] for e in elems)
+        forms[i] = _union(*(e[2] for e in elems))
+    return Proof(outputs, forms, deps, mc.bases, checked, products)
 
 
-def _apply_lemma(mc: _Machine, instrs: list[Instr], inputs: Lanes, modulus: int) -> Lanes:
-    """Rebuild the idiom in lane form from the allocated instructions and prove it."""
-    kernel = mc.kernel
-    first = instrs[0]
-    names: dict[int, str] = {first.operands[first.idiom.source].number: "x"}
-    steps = []
-    for k, ins in enumerate(instrs):
-        s = spec(ins.op)
-        srcs = []
-        for op in (ins.operands[i] for i in s.read):
-            if isinstance(op, Imm):
-                srcs.append(op.value)
-            elif isinstance(op, Mem) and isinstance(op.base, TableBase):
-                t = mc.tables[op.base.label]
-                vals = set(t.values[op.offset // t.elem_bytes:(op.offset + op.size) // t.elem_bytes])
-                if len(vals) != 1:
-                    raise VerifyError(f"{kernel.symbol}: idiom {first.idiom.kind} uses a non-broadcast constant")
-                srcs.append(vals.pop())
-            elif isinstance(op, PhysReg) and op.number in names:
-                srcs.append(names[op.number])
-            else:
-                raise VerifyError(f"{kernel.symbol}: idiom {first.idiom.kind} reads {op} from outside itself")
-        if s.cls == "move":  # a copy: the value keeps its name
-            names[ins.operands[0].number] = srcs[0]
-            continue
-        name = f"v{k}"
-        steps.append((generic_name(ins.op), name, *srcs))
-        names[ins.operands[0].number] = name
-    idiom = ScalarIdiom(first.idiom.kind, modulus, tuple(steps), mc.bits)
-    try:
-        lemma = prove(idiom)
-    except LemmaError as e:
-        raise VerifyError(f"{kernel.symbol}: {e}") from None
-    return [lemma.range_for(lo, hi) for lo, hi in inputs]
+def _evaluate(mc: _Machine, ins: Instr, index: int, s, sources: list[Value], imm, lanes: int, group) -> Value:
+    """One instruction outside the copy case: intervals, dependences and form."""
+    in_lemma = group is not None and group.kind != PRODUCT
+    elementwise = s.arith is not None and s.elem in (None, mc.bits)
+    if elementwise:
+        operands = list(sources) + ([Value(0, ((imm, imm),) * lanes, (0,) * lanes, frozenset({()}))]
+                                    if imm is not None else [])
+        intervals = mc.arith(s.arith, operands, lanes, index, ins, wraps=in_lemma)
+    elif s.move is not None:
+        moved = move_lanes(s, [list(src.lanes) for src in sources], imm, mc.bits, lanes, ZERO)
+        intervals = [mc.top if v is SPLIT else v for v in moved] if moved is not None else [mc.top] * lanes
+    elif mc.gf2 or (s.arith is not None and s.elem != mc.bits):
+        intervals = [mc.top] * lanes
+    else:
+        mc.fail(index, ins, "has no lane semantics in the instruction table")
+    deps = mc.lanes_deps(s, sources, imm, lanes, elementwise)
+    form = None if group is not None else mc.form_of(ins, sources)
+    made = mc.new(intervals, deps, form)
+    mc.defs[made.vid] = (s.generic, list(sources))
+    return made
+
+
+class _Group:
+    """The instructions of one tagged idiom or Montgomery product, followed by value."""
+
+    def __init__(self, kind: str, input_value: Value):
+        self.kind = kind
+        self.input = input_value
+        self.steps: list[tuple[Instr, list, list[Value], Value]] = []
+
+    def record(self, ins: Instr, reads: list, sources: list[Value], result: Value) -> None:
+        self.steps.append((ins, reads, sources, result))
+
+    def apply_lemma(self, mc: _Machine, index: int, ins: Instr, result: Value) -> Value:
+        """Rebuild the idiom in lane form from the values its instructions read
+        and made, prove it, and take its result from the lemma."""
+        names: dict[int, str] = {self.input.vid: "x"}
+        steps = []
+        for k, (step, reads, sources, made) in enumerate(self.steps):
+            if spec(step.op).cls == "move":  # a copy: the same value under the same name
+                continue
+            srcs: list[str | int] = []
+            values = iter(sources)
+            for op in reads:
+                if isinstance(op, Imm):
+                    srcs.append(op.value)
+                    continue
+                v = next(values)
+                if v.vid in names:
+                    srcs.append(names[v.vid])
+                elif v.constant is not None and len(set(v.constant)) == 1:
+                    srcs.append(v.constant[0])
+                else:
+                    mc.fail(index, ins, f"ends a {self.kind} idiom that reads a value from outside itself "
+                                        f"(at `{instr_text(step, mc.kernel.target).strip()}`)")
+            name = f"v{k}"
+            steps.append((generic_name(step.op), name, *srcs))
+            names[made.vid] = name
+        if names.get(result.vid) != steps[-1][1]:
+            mc.fail(index, ins, f"ends a {self.kind} idiom whose result is not its last step's")
+        idiom = ScalarIdiom(self.kind, mc.v.modulus, tuple(steps), mc.bits)
+        try:
+            lemma = prove(idiom)
+        except LemmaError as e:
+            raise VerifyError(f"{mc.kernel.symbol}: {e}") from None
+        n = len(result.lanes)
+        lanes = [lemma.range_for(lo, hi) for lo, hi in self.input.lanes[:n]]
+        return Value(result.vid, tuple(lanes), self.input.deps[:n], self.input.form)
+
+    def check_product(self, mc: _Machine, index: int, ins: Instr, result: Value) -> Value:
+        """t = mullo(x, w'); h = mulhi(x, w); u = mulhi(t, q); r = h - u, with
+        w' = w*q^-1 mod 2^bits: then r*2^bits = x*w - t*q exactly (the
+        Montgomery lemma), so r is congruent to x*w/2^bits mod q."""
+        def bad(why: str):
+            mc.fail(index, ins, f"ends a Montgomery product that {why}")
+
+        ops = [(spec(step.op).generic, sources, made) for step, _, sources, made in self.steps
+               if spec(step.op).cls != "move"]
+        if [g for g, _, _ in ops] != ["mullo", "mulhi", "mulhi", "sub"]:
+            bad("is not mullo, mulhi, mulhi, sub")
+        (_, lo_srcs, t), (_, hi_srcs, h), (_, q_srcs, u), (_, (h2, u2), r) = ops
+        shared = {v.vid for v in lo_srcs} & {v.vid for v in hi_srcs}
+        if len(shared) != 1 or r.vid != result.vid:
+            bad("does not multiply one x in both products")
+        x = next(v for v in lo_srcs if v.vid in shared)
+        wq = next(v for v in lo_srcs if v.vid not in shared)
+        w = next(v for v in hi_srcs if v.vid not in shared)
+        qv = next((v for v in q_srcs if v.vid != t.vid), None)
+        if t.vid not in {v.vid for v in q_srcs} or h2.vid != h.vid or u2.vid != u.vid or qv is None:
+            bad("does not follow its values through its four steps")
+        q, bits = mc.v.modulus, mc.bits
+        active = ins.operands[0].bits // bits  # the lanes the product computes
+
+        def lanes(v: Value):
+            return None if v.constant is None else v.constant[:active]
+
+        if lanes(qv) is None or set(lanes(qv)) != {q}:
+            bad(f"does not reduce by q = {q}")
+        qinv = pow(q, -1, 1 << bits)
+        if lanes(w) is not None:
+            if lanes(wq) is None or any((a - b * qinv) % (1 << bits) for a, b in zip(lanes(wq), lanes(w))):
+                bad("pairs a constant w with a w' that is not w*q^-1 mod 2^bits")
+            form = x.form
+        else:
+            op, operands = mc.defs.get(wq.vid, (None, []))
+            mates = [v for v in operands if v.vid != w.vid]
+            if op != "mullo" or len(mates) != 1 or lanes(mates[0]) is None or \
+                    any((c - qinv) % (1 << bits) for c in lanes(mates[0])):
+                bad("pairs a variable w with a w' not computed as mullo(w, q^-1)")
+            form = _product(x.form, w.form)
+        prove_montgomery(q, bits)
+        return Value(result.vid, result.lanes, result.deps, form)

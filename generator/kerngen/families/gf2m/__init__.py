@@ -23,6 +23,9 @@ class Gf2mFamily(Family):
     def checks(self, manifest, seed):
         return checks.checks(manifest, seed)
 
+    def chained_checks(self, manifest, calls, seed):
+        return checks.basis_proofs(manifest, calls)
+
     def bench_items(self, bundle, workdir):
         return checks.bench_items(bundle, workdir)
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from ...core.bundle import Bundle, Function
 from ...core.contract import ArgContract, Bound, Contract, Values
-from ...core.errors import AllocationError
+from ...core.errors import AllocationError, VerifyError
+from ...core.proof import MapProof, monomials
 from ...ir.instr import ArgSpec
 from ...ir.ops import spec
 from ...passes.pipeline import compile_kernel
@@ -32,6 +33,7 @@ class KernelSpec:
     text: tuple[str, ...]  # contract lines
     facts: tuple[tuple[str, object], ...] = ()
     gpr: bool = False  # general-purpose registers only
+    expect: tuple[tuple[str, ...], ...] | None = None  # the GF(2)-multilinear map it must be
 
 
 def _arg(name: str, role: str, count: int) -> ArgSpec:
@@ -69,31 +71,33 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
     specs = [
         KernelSpec("gf2m_mul", "mul", f.k_mul, args(n, elem, ("a", n, elem), ("b", n, elem)),
                    f"out = a * b mod f in GF(2^{m})", ("requires: a, b: " + red, "ensures: out = a*b mod f: " + red,
-                                                       alias)),
+                                                       alias), expect=(("a", "b"),)),
         KernelSpec("gf2m_sqr", "sqr", f.k_sqr, args(n, elem, ("a", n, elem)), f"out = a^2 mod f in GF(2^{m})",
-                   ("requires: a: " + red, "ensures: out = a^2 mod f: " + red, alias)),
+                   ("requires: a: " + red, "ensures: out = a^2 mod f: " + red, alias), expect=(("a",),)),
         KernelSpec("gf2m_reduce", "reduce", f.k_reduce, reduce_args,
-                   f"out = c mod f for an unreduced c of degree <= {2 * m - 2}", reduce_text, (("registers", "xmm"),)),
+                   f"out = c mod f for an unreduced c of degree <= {2 * m - 2}", reduce_text, (("registers", "xmm"),),
+                   expect=(("c",),)),
         KernelSpec("gf2m_mulwide", "mulwide", f.k_mulwide, args(2 * n, wide, ("a", n, elem), ("b", n, elem)),
                    "out = a * b in GF(2)[x], not reduced (xor such products, then gf2m_reduce once)",
                    ("requires: a, b: " + red, f"ensures: out = a*b: {2 * n} limbs, degree <= {2 * m - 2}, not reduced",
-                    alias)),
+                    alias), expect=(("a", "b"),)),
         KernelSpec("gf2m_muladd", "muladd", f.k_muladd,
                    args(n, elem, ("a", n, elem), ("b", n, elem), ("c", n, elem), ("d", n, elem)),
                    f"out = a*b + c*d mod f in GF(2^{m}), one reduction",
-                   ("requires: a, b, c, d: " + red, "ensures: out = a*b + c*d mod f: " + red, alias)),
+                   ("requires: a, b, c, d: " + red, "ensures: out = a*b + c*d mod f: " + red, alias),
+                   expect=(("a", "b"), ("c", "d"))),
     ]
     if gpr_reduce_streams(plan):  # the same reduction on 64-bit registers, to measure beside the xmm one
         specs.append(KernelSpec("gf2m_reduce", "reduce_gpr", lambda v: reduce_gpr(v.b, plan, 2 * m - 2),
                                 reduce_args, f"out = c mod f for an unreduced c of degree <= {2 * m - 2} "
                                 "(64-bit general registers, one pass from the top word down)", reduce_text,
-                                (("registers", "gpr"),), gpr=True))
+                                (("registers", "gpr"),), gpr=True, expect=(("c",),)))
     for k in msqr_steps:
         how = "one precomputed linear map, applied under masks" if f.uses_map(k) else f"{k} squarings"
         specs.append(KernelSpec("gf2m_msqr", f"msqr{k}", (lambda v, k=k: f.k_msqr(v, k)), args(n, elem, ("a", n, elem)),
                                 f"out = a^(2^{k}) mod f in GF(2^{m}) ({how})",
                                 ("requires: a: " + red, f"ensures: out = a^(2^{k}) mod f: " + red, alias),
-                                (("k", k),)))
+                                (("k", k),), expect=(("a",),)))
     step_args = args(4 * n, elem, ("st", 4 * n, elem), ("x", n, elem), ("c", n, elem), ("swap", 1, None))
     step_summary = f"one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^{m})"
     step_text = (f"requires: st = (X0, Z0, X1, Z1), four elements of {n} limbs each, {degree}",
@@ -125,7 +129,7 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
         contract = Contract(s.args, tuple((line,) for line in s.text + (f"f = {poly_s}; limbs 8-byte aligned; "
                                                                           "constant time",)))
         try:
-            kernel = compile_kernel(v.b, symbol, contract, params.target).kernel
+            compiled = compile_kernel(v.b, symbol, contract, params.target, gf2=True)
         except AllocationError:
             if not s.gpr:
                 raise
@@ -134,15 +138,20 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
             # callee-saved registers too, at the price of their push and pop;
             # beyond those, the field gets the xmm reduction only
             try:
-                kernel = compile_kernel(v.b, symbol, contract, params.target, callee_saved=True).kernel
+                compiled = compile_kernel(v.b, symbol, contract, params.target, gf2=True, callee_saved=True)
             except AllocationError:
                 continue
+        kernel = compiled.kernel
+        [form] = compiled.proof.forms.values()
+        found = monomials(form, [a.name for a in kernel.args])
+        if s.expect is not None and found != s.expect:
+            raise VerifyError(f"{symbol}: the verifier finds the map {found} over GF(2), not {s.expect}")
         facts = s.facts + (("static", {"instructions": len(kernel.body),
                               "pclmulqdq": sum(1 for ins in kernel.body if spec(ins.op).cls == "clmul"),
                               "spill_slots": kernel.spill_slots}),)
         notes = (cfg_line, *chunk_lines, *fold_lines) if s.kind in ("gf2m_mul", "gf2m_reduce") else ()
         functions.append(Function(kernel, s.kind, contract, s.summary, (("m", m), ("poly", list(params.poly))),
-                                  facts, notes))
+                                  facts, notes, proof=MapProof("gf2", found)))
     pm = {"name": params.name, "family": "gf2m", "m": m, "poly": list(params.poly), "isa": params.isa,
           "prefix": params.prefix}
     notes = (f"f = {poly_s}, {n} limbs of 64 bits, slack s = {plan.slack} bits",

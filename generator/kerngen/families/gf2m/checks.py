@@ -8,10 +8,13 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from ...core.bundle import BenchItem, Bundle, Check, Comparison
+from ...core.family import Calls
 from ...harness import driver
 from ...harness.driver import Case, cpu_flags, manifest_arg
-from .reference import ref_inv, ref_ladder_step, ref_mul, ref_muladd, ref_mulmod, ref_rem
+from .reference import monomial_remainders, ref_inv, ref_ladder_step, ref_mul, ref_muladd, ref_mulmod, ref_rem
 
 # ---------------------------------------------------------------------------
 # cases
@@ -175,6 +178,81 @@ def checks(manifest: dict, seed: int) -> list[Check]:
 
 # ---------------------------------------------------------------------------
 # benchmarks against OpenSSL
+
+
+def _limbs(values: list[int], count: int) -> np.ndarray:
+    return np.array([limbs_of(v, count) for v in values], dtype=np.uint64).reshape(len(values), count)
+
+
+def _bits_to_limbs(bits: np.ndarray, count: int) -> np.ndarray:
+    """Rows of 0/1 (bit i of each row) as rows of `count` uint64 limbs."""
+    rows, width = bits.shape
+    padded = np.zeros((rows, 64 * count), dtype=np.uint64)
+    padded[:, :width] = bits
+    weights = np.left_shift(np.uint64(1), np.arange(64, dtype=np.uint64))
+    return (padded.reshape(rows, count, 64) * weights).sum(axis=2, dtype=np.uint64)
+
+
+def _square_power(table: list[int], m: int, k: int) -> np.ndarray:
+    """Row i: the bits of (x^i)^(2^k) mod f, from the squaring matrix (column
+    i: x^(2i) mod f, from `table`) raised to the k-th power over GF(2)."""
+    sq = np.array([[(table[2 * i] >> b) & 1 for b in range(m)] for i in range(m)], dtype=np.float64)  # row i: image
+    result = np.eye(m, dtype=np.float64)
+    for _ in range(k):  # rows are images: applying the square to image rows is a right product
+        result = (result @ sq) % 2
+    return result.astype(np.uint64)
+
+
+def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
+    """Every kernel proven GF(2)-multilinear (its manifest `proof`) run on a
+    whole basis — each basis monomial x^i of a linear argument, each pair
+    (x^i, x^j) of a bilinear product, each product of a sum of products with
+    the other product's arguments zero — and compared with the images SymPy
+    gives: together with the verifier's proof of the form, that determines the
+    kernel for every input. Inversion and the ladder step are not multilinear
+    and are checked by sampling only."""
+    m, poly = manifest["params"]["m"], manifest["params"]["poly"]
+    table = monomial_remainders(poly, 2 * m - 1)  # x^s mod f
+    out = []
+    for fn in manifest["functions"]:
+        mono = (fn.get("proof") or {}).get("monomials")
+        if not mono:
+            continue
+        counts = [a["count"] for a in fn["args"]]
+        n_out = counts[0]
+        name = f"basis proof of {fn['symbol']}"
+        if len(mono) == 1 and len(mono[0]) == 1:  # linear in one argument (1)
+            bits = 2 * m - 1 if fn["kind"] == "gf2m_reduce" else m
+            units = _bits_to_limbs(np.eye(bits, dtype=np.uint64), counts[1])
+            if fn["kind"] == "gf2m_reduce":
+                want = _limbs(table[:bits], n_out)
+            else:
+                want = _bits_to_limbs(_square_power(table, m, fn.get("k", 1)), n_out)
+            got = calls.batch(fn, {1: units})[0]
+            label, cases = f"{bits} basis monomials", [(i,) for i in range(bits)]
+        else:  # products: pairs of basis monomials, one product at a time
+            units = _bits_to_limbs(np.eye(m, dtype=np.uint64), counts[1])
+            i, j = np.divmod(np.arange(m * m), m)
+            zero = np.zeros((m * m, counts[1]), dtype=np.uint64)
+            if fn["kind"] == "gf2m_mulwide":
+                pair_want = _limbs([1 << s for s in range(2 * m - 1)], n_out)
+            else:
+                pair_want = _limbs(table, n_out)
+            gots, wants, cases = [], [], []
+            for p, product in enumerate(mono):
+                inputs = {k: zero for k in range(1, len(counts))}
+                first, second = (1 + 2 * p, 2 + 2 * p)
+                inputs[first], inputs[second] = units[i], units[j]
+                gots.append(calls.batch(fn, inputs)[0])
+                wants.append(pair_want[i + j])
+                cases += [(product, a, b) for a, b in zip(i.tolist(), j.tolist())]
+            got, want = np.concatenate(gots), np.concatenate(wants)
+            label = f"{len(cases)} pairs of basis monomials"
+        bad = np.argwhere(got != want)
+        out.append((f"{name} ({label})", None if not len(bad) else
+                    f"basis input {cases[bad[0][0]]}: limb {bad[0][1]} is {int(got[tuple(bad[0])]):#x}, "
+                    f"want {int(want[tuple(bad[0])]):#x}"))
+    return out
 
 
 def build_openssl_shim(m: int, poly, workdir: Path) -> Path:

@@ -9,7 +9,7 @@ plan cannot hide behind a reference computed the same way.
 from __future__ import annotations
 
 from sympy.polys.domains import ZZ
-from sympy.polys.galoistools import gf_add, gf_gcdex, gf_mul, gf_rem
+from sympy.polys.galoistools import gf_add, gf_gcdex, gf_lshift, gf_mul, gf_rem
 
 def _dense(x: int) -> list:
     """Integer whose bit i is the coefficient of x^i -> SymPy dense list (highest first)."""
@@ -68,3 +68,14 @@ def ref_inv(a: int, poly) -> int:
     s, _, g = gf_gcdex(_dense(a), _fpoly(poly), 2, ZZ)
     assert g == [ZZ(1)], "the field polynomial must be irreducible"
     return _int(s)
+
+
+def monomial_remainders(poly, count: int) -> list[int]:
+    """x^s mod f for s < count, one multiplication by x (a shift) and one
+    remainder each, with SymPy's dense GF(2)[x] arithmetic."""
+    f = _fpoly(poly)
+    out, cur = [], [ZZ(1)]
+    for _ in range(count):
+        out.append(_int(cur))
+        cur = gf_rem(gf_lshift(cur, 1, ZZ), f, 2, ZZ)
+    return out

@@ -12,7 +12,10 @@ class NttFamily(Family):
     keys = params.KEYS
 
     def parse(self, table, common, overrides):
-        return params.parse(table, common, overrides)
+        """The schema, then the bound analysis: a set that validates emits."""
+        p = params.parse(table, common, overrides)
+        build.design(p)
+        return p
 
     def describe(self, p) -> str:
         return (f"ntt   n={p.n:<5} q={p.q:<6} width={p.width} layers={p.layers} d={p.d} isa={p.isa} "
@@ -24,10 +27,10 @@ class NttFamily(Family):
     def checks(self, manifest, seed):
         return checks.checks(manifest, seed)
 
-    def chained_checks(self, manifest, run, seed):
-        out = checks.round_trips(manifest, run, seed)
+    def chained_checks(self, manifest, calls, seed):
+        out = checks.round_trips(manifest, calls.run, seed)
         out.append(("manifest layout", checks.layout_check(manifest)))
-        return out
+        return out + checks.basis_proofs(manifest, calls)
 
     def bench_items(self, bundle, workdir):
         return checks.bench_items(bundle, workdir)

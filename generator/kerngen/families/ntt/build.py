@@ -5,12 +5,14 @@ reductions, each with its typed contract."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import sympy
 
 from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
-from ...core.errors import ParamError
+from ...core.errors import ParamError, VerifyError
+from ...core.proof import MapProof, monomials
 from ...ir.instr import ArgSpec
 from ...passes.pipeline import Compiled, compile_kernel
 from .kernels import build_basemul, build_ntt, build_reduce, kernel_builder
@@ -123,15 +125,48 @@ def _compile(b, symbol: str, contract: Contract, p: NttParams) -> Compiled:
     return compile_kernel(b, symbol, contract, p.target, modulus=p.q)
 
 
+def map_proof(c: Compiled, expect: tuple[tuple[str, ...], ...], blocks: BlockLayout | None = None,
+              element: bool = False) -> MapProof:
+    """What the verifier proved of the map, checked against what the kernel
+    must be: linear (or bilinear) mod q in the `expect`ed arguments, and, for
+    base multiplication, each output block from the same block of its inputs;
+    for a reduction, each element from its own. Anything else is a generator bug."""
+    k, proof = c.kernel, c.proof
+    [(out, form)] = proof.forms.items()
+    found = monomials(form, [a.name for a in k.args])
+    if found != expect:
+        raise VerifyError(f"{k.symbol}: the verifier finds the map {found} mod q, not {expect}")
+    deps = proof.deps[out]
+    if element:
+        bad = next((p for p, d in enumerate(deps) if d != 1 << (proof.bases[out] + p)), None)
+        if bad is not None:
+            raise VerifyError(f"{k.symbol}: output element {bad} depends on other input elements")
+    if blocks is not None:
+        ins = [i for i, a in enumerate(k.args) if a.role != "out"]
+        for j, positions in enumerate(blocks.positions):
+            allowed = sum(1 << (proof.bases[i] + p) for i in ins for p in positions)
+            if any(deps[p] & ~allowed for p in positions):
+                raise VerifyError(f"{k.symbol}: output block {j} depends on inputs outside its block")
+    return MapProof("q", found, "element" if element else "block" if blocks is not None else None)
+
+
+@lru_cache(maxsize=64)
+def design(p: NttParams) -> Arithmetic:
+    """What the kernels are derived from: maths, layout, multiplication and
+    the reducer the schedules use. Raises ParamError when no schedule keeps
+    the lanes in range (validation calls it, so a valid set always emits)."""
+    math = NttMath(p.n, p.q, p.layers)
+    mul = Montgomery(p.q, p.width)
+    layout = plan(p.n, p.layers, p.target)
+    return Arithmetic(math, layout, mul, choose_reducer(p, math, mul, layout, reducers(p.q, p.width)))
+
+
 def build(p: NttParams) -> Bundle:
     bits, isa = p.width, p.target.isa.name
-    math = NttMath(p.n, p.q, p.layers)
-    mul = Montgomery(p.q, bits)
-    layout = plan(p.n, p.layers, p.target)
+    ar = design(p)
+    math, layout, mul, red = ar.math, ar.layout, ar.mul, ar.reducer
     available = reducers(p.q, bits)
-    red = choose_reducer(p, math, mul, layout, available)
     mul.prove()
-    ar = Arithmetic(math, layout, mul, red)
     lay = block_layout(math, layout.output_order)
     q, n, d, r_bits = p.q, p.n, math.d, f"2^{bits}"
     head = (("n", n), ("q", q))
@@ -144,7 +179,7 @@ def build(p: NttParams) -> Bundle:
         build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles")
         c = _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p)
         return Function(c.kernel, f"ntt_{direction}", c.contract, summary, head, (("reduction", s.manifest()),),
-                        s.describe(), s), c
+                        s.describe(), s, map_proof(c, (("a",),))), c
 
     fwd_in = Bound(-(q - 1), q - 1)
     forward, fc = ntt("forward", Contract(
@@ -168,14 +203,16 @@ def build(p: NttParams) -> Bundle:
          (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
     for reduce_outputs in (False, True):  # reduce outputs only if they could exceed the inverse's input
         b = kernel_builder(layout)
-        build_basemul(b, ar, available["barrett"], reduce_inputs, f"{p.prefix}_basemul_zetas", reduce_outputs)
+        build_basemul(b, ar, available["barrett"], reduce_inputs, f"{p.prefix}_basemul_zetas", fwd_out.magnitude,
+                      reduce_outputs)
         bc = _compile(b, f"{p.prefix}_basemul_{isa}", bm_contract, p)
         out = bc.contract.arg("r").ensures.bound
         if inv_in.lo <= out.lo and out.hi <= inv_in.hi:
             break
     fns.append(Function(bc.kernel, "basemul", bc.contract,
                         f"base multiplication r = a*b blockwise mod (x^{d} - zeta_j), NTT domain", head,
-                        (("aliasing", "r may be the same array as a or b"),)))
+                        (("aliasing", "r may be the same array as a or b"),),
+                        proof=map_proof(bc, (("a", "b"),), blocks=lay)))
 
     inverse, _ = ntt("inverse", Contract(
         (ArgContract(_arg(p, "a", "inout"), Values(inv_in, layout="ntt_forward output"),
@@ -198,12 +235,14 @@ def build(p: NttParams) -> Bundle:
              ("ensures:  every a[i] in ", a_ens, f" (proven over all {r_bits} inputs), congruent to the input mod {q}"
               + (": the canonical representative" if canonical else "")))),
             p)
+        congruent = map_proof(rc, (("a",),), element=True)
         if canonical:
             fns.append(Function(rc.kernel, "freeze", rc.contract,
-                                f"a[{n}] in place to canonical form in [0, {q}) ({r.describe()})", head))
+                                f"a[{n}] in place to canonical form in [0, {q}) ({r.describe()})", head,
+                                proof=congruent))
         else:
             fns.append(Function(rc.kernel, "reduce", rc.contract, f"reduce a[{n}] in place mod {q} ({r.describe()})",
-                                head, (("reduction", kind),)))
+                                head, (("reduction", kind),), proof=congruent))
 
     params_manifest = {"name": p.name, "family": "ntt", "n": n, "q": q, "width": p.width, "isa": p.isa,
                        "layers": p.layers, "d": d, "reduction": p.policy, "reducer": p.reducer,

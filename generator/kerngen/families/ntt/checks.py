@@ -13,11 +13,14 @@ from __future__ import annotations
 import random
 import sys
 
+import numpy as np
+
 from ...core.bundle import BenchItem, Bundle, Check, Comparison
-from ...core.family import Runner
+from ...core.family import Calls, Runner
 from ...harness.driver import Arg, Case, manifest_arg
 from .baseline import build as build_baseline, constants_sympy
-from .reference import block_products, blocks_of, layout_is_crt_basis, negacyclic_product, reduce_blocks
+from .reference import (block_products, blocks_of, lagrange_images, layout_is_crt_basis, negacyclic_product,
+                        reduce_blocks, unit_block_products, unit_images)
 
 
 def _fn(manifest: dict, kind: str, symbol: str | None = None) -> dict:
@@ -176,6 +179,52 @@ def round_trips(manifest: dict, run: Runner, seed: int, count: int = 2) -> list[
         bad = next((i for i in range(n) if got[i] != want[i]), None)
         results.append((name, None if bad is None else f"coefficient {bad}: got {got[bad]}, want {want[bad]}"))
     return results
+
+
+def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
+    """Every kernel proven linear mod q (its manifest `proof`) run on a whole
+    basis and compared with the images the definitions give: with the
+    verifier's proof that no lane overflows and every multiplication and
+    reduction is congruent, this determines the kernel for every input of its
+    contract. Base multiplication, proven bilinear and block by block, runs
+    on the d^2 pairs of unit vectors, every block at once."""
+    n, q = manifest["params"]["n"], manifest["params"]["q"]
+    layout = _fn(manifest, "ntt_forward")["output"]["layout"]
+    out = []
+    for fn in manifest["functions"]:
+        proof = fn.get("proof") or {}
+        mono, scale = proof.get("monomials"), fn["output"]["scale"]
+        name = f"basis proof of {fn['symbol']}"
+        if proof.get("field") != "q" or not mono:
+            continue
+        if mono == [["a"]]:
+            eye = np.eye(n, dtype=np.int64)
+            if fn["kind"] == "ntt_forward":
+                want = unit_images(layout, n, q)
+            elif fn["kind"] == "ntt_inverse":
+                want = lagrange_images(layout, n, q)
+            else:  # a reduction: congruent to its input, element by element
+                want = eye
+            got = calls.batch(fn, {0: eye})[0]
+            bad = np.argwhere((got - scale * want) % q)
+            out.append((f"{name} ({n} unit vectors)", None if not len(bad) else
+                        f"basis vector {bad[0][0]}: element {bad[0][1]} is {got[tuple(bad[0])]}, "
+                        f"want {scale * want[tuple(bad[0])] % q} mod {q}"))
+        elif mono == [["a", "b"]] and proof.get("locality") == "block":
+            d = layout["d"]
+            pairs = [(k, l) for k in range(d) for l in range(d)]
+            units = [unit_block_products(layout, n, q, k, 0) for k in range(d)]  # x^k in every block
+            a = np.array([units[k] for k, _ in pairs])
+            b = np.array([units[l] for _, l in pairs])
+            got = calls.batch(fn, {1: a, 2: b})[0]
+            want = np.array([unit_block_products(layout, n, q, k, l) for k, l in pairs])
+            bad = np.argwhere((got - scale * want) % q)
+            out.append((f"{name} ({len(pairs)} pairs of unit blocks)", None if not len(bad) else
+                        f"pair {pairs[bad[0][0]]}: element {bad[0][1]} is {got[tuple(bad[0])]}, "
+                        f"want {scale * want[tuple(bad[0])] % q} mod {q}"))
+        else:
+            out.append((name, f"no basis proof for a map of form {mono} with locality {proof.get('locality')}"))
+    return out
 
 
 def layout_check(manifest: dict) -> str | None:

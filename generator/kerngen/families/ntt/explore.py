@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...core.bundle import Bundle, Function
-from ...core.errors import KerngenError
+from ...core.errors import KerngenError, ParamError
 from ...harness.driver import Arg, Case, assemble_shared, run_bench
 from ...target.figures import mca_throughput, static_figures
 from ...target.files import write
@@ -68,7 +68,10 @@ def build_variants(base: NttParams, say: Say) -> list[Variant]:
         for kind in reducers(base.q, base.width):
             say(f"{base.name}: building and verifying policy {policy} with {kind} reduction")
             p = dataclasses.replace(base, policy=policy, reducer=kind)
-            out.append(Variant(policy, kind, p, build(p)))
+            try:
+                out.append(Variant(policy, kind, p, build(p)))
+            except ParamError as e:  # no schedule keeps this q in the lanes with this combination
+                say(f"{base.name}: policy {policy} with {kind} reduction is not possible: {e.rule}")
     return out
 
 

@@ -153,15 +153,19 @@ def block_registers(layout: NttLayout) -> list[tuple[tuple[int, ...], list[int]]
 
 
 def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, reduce_inputs: bool, table_label: str,
-                  reduce_outputs: bool = False) -> None:
-    """r = a*b/R blockwise mod (x^d - zeta_j): args (r, a, b), r may alias a or b."""
+                  in_abs: int, reduce_outputs: bool = False) -> None:
+    """r = a*b/R blockwise mod (x^d - zeta_j): args (r, a, b), r may alias a or b.
+    `in_abs` bounds |a[i]| and |b[i]|; a running sum is reduced before a
+    term that could take it out of the lane (large q, large blocks)."""
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
-    add = by_width("add", bits)
     q, d = math.q, layout.d
     table = TwiddleTable(b, table_label, bits)
     qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
     qinv = broadcast_const(b, mul.qinv, bits)
+    x_abs = barrett.reduced_bound(in_abs) if reduce_inputs else in_abs
+    term = mul.bound(x_abs, x_abs)
+    acc = _Accumulator(b, by_width("add", bits), barrett, ar.lane_max)
     for blocks, vecs in block_registers(layout):
         a = [_load(b, _vector(layout, v, 1)) for v in vecs]
         c = [_load(b, _vector(layout, v, 2)) for v in vecs]
@@ -174,25 +178,41 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, reduce_inputs: b
             for j in range(d):
                 prod[i, j] = mul.multiply(b, a[i], c[j], c_qinv[j], qv)
         zc = [mul.constant(math.final_zetas[blk]) for blk in blocks]
-        zw, zq = table.vector([z.w for z in zc]), table.vector([z.w_qinv for z in zc])
         for k in range(d):
-            low = [prod[i, k - i] for i in range(k + 1)]
-            wrap = [prod[i, k + d - i] for i in range(k + 1, d)]
-            acc = _sum(b, add, low)
-            if wrap:
-                acc = b.op(add, acc, mul.multiply(b, _sum(b, add, wrap), zw, zq, qv))
+            low = acc.sum([(prod[i, k - i], term) for i in range(k + 1)])
+            wrap = [(prod[i, k + d - i], term) for i in range(k + 1, d)]
+            if wrap:  # blocks of degree 1 wrap nothing and need no zeta table
+                zw, zq = table.vector([z.w for z in zc]), table.vector([z.w_qinv for z in zc])
+                z_abs = max(abs(z.w) for z in zc)
+                w_sum, w_abs = acc.sum(wrap)
+                low = acc.sum([low, (mul.multiply(b, w_sum, zw, zq, qv), mul.bound(w_abs, z_abs))])
+            total = low[0]
             if reduce_outputs:
-                acc = _reduce(b, acc, barrett, "into the inverse NTT's input range")
-            _store(b, _vector(layout, vecs[k]), acc)
+                total = _reduce(b, total, barrett, "into the inverse NTT's input range")
+            _store(b, _vector(layout, vecs[k]), total)
     if table.rows:
         table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}) for base multiplication")
 
 
-def _sum(b: Builder, add: str, terms: list[VReg]) -> VReg:
-    acc = terms[0]
-    for t in terms[1:]:
-        acc = b.op(add, acc, t)
-    return acc
+class _Accumulator:
+    """Sums of bounded terms that stay inside the lane: before a term that
+    could take the running sum out of it, the sum is reduced."""
+
+    def __init__(self, b: Builder, add: str, reducer: Reducer, limit: int):
+        self.b, self.add, self.reducer, self.limit = b, add, reducer, limit
+
+    def sum(self, terms: list[tuple[VReg, int]]) -> tuple[VReg, int]:
+        acc, bound = terms[0]
+        for t, t_bound in terms[1:]:
+            if bound + t_bound > self.limit:
+                acc, bound = self._reduced(acc, bound)
+            if bound + t_bound > self.limit:
+                t, t_bound = self._reduced(t, t_bound)
+            acc, bound = self.b.op(self.add, acc, t), bound + t_bound
+        return acc, bound
+
+    def _reduced(self, x: VReg, bound: int) -> tuple[VReg, int]:
+        return _reduce(self.b, x, self.reducer, "keep the sum inside the lane"), self.reducer.reduced_bound(bound)
 
 
 def build_reduce(b: Builder, layout: NttLayout, reducer: Reducer) -> None:

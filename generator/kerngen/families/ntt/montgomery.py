@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.instr import Builder, Mem, VReg
+from ...ir.instr import Builder, IdiomTag, Mem, VReg
 from ...ir.ops import by_width, wrap
 from ...passes.lemmas import MontgomeryLemma, prove_montgomery
 from .maths import centred
@@ -52,11 +52,18 @@ class Montgomery:
 
     def multiply(self, b: Builder, x: VReg, w: Mem | VReg, w_qinv: Mem | VReg, q: Mem | VReg) -> VReg:
         """x*c*R^-1 mod q for c given as (w, w'); a variable w works the same
-        way (x*w*R^-1), with w' = mullo(w, q^-1) computed first."""
-        t = b.op(by_width("mullo", self.bits), x, w_qinv)
-        hi = b.op(by_width("mulhi", self.bits), x, w)
-        tq = b.op(by_width("mulhi", self.bits), t, q)
-        return b.op(by_width("sub", self.bits), hi, tq)
+        way (x*w*R^-1), with w' = mullo(w, q^-1) computed first. The four
+        instructions are tagged as one product, which the verifier checks
+        (same x, q itself, w' consistent with w) before relying on the lemma."""
+        group = b.new_group()
+
+        def tag(role: str) -> IdiomTag:
+            return IdiomTag(group, "montgomery", role, 1)
+
+        t = b.op(by_width("mullo", self.bits), x, w_qinv, idiom=tag("start"))
+        hi = b.op(by_width("mulhi", self.bits), x, w, idiom=tag("body"))
+        tq = b.op(by_width("mulhi", self.bits), t, q, idiom=tag("body"))
+        return b.op(by_width("sub", self.bits), hi, tq, idiom=tag("end"))
 
     def bound(self, x_abs: int, w_abs: int) -> int:
         """Upper bound of |multiply(x, w)| for |x| <= x_abs, |w| <= w_abs."""

@@ -11,6 +11,7 @@ pw_m3327 for 16-bit lanes).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
 from ...ir.ops import by_width, spec
@@ -149,6 +150,7 @@ class Reducer:
         return f"shifts, masks and adds: x = h*2^{split} + l, x = l {' '.join(terms)} mod q"
 
 
+@lru_cache(maxsize=None)
 def reducers(q: int, bits: int) -> dict[str, Reducer]:
     """The reductions that apply to q; "special" only if q has a shape that gives
     a real reduction (output below 2^(bits-2) in absolute value for every input)."""

@@ -194,3 +194,61 @@ def layout_is_crt_basis(n: int, q: int, layout: dict) -> str | None:
     if positions != list(range(n)):
         return "block positions do not cover the array exactly once"
     return None
+
+
+# --- images of basis vectors (the basis-vector proofs) -----------------------
+#
+# A kernel proven linear mod q (forward and inverse NTT, the reductions) or
+# bilinear (base multiplication) is determined by its values on basis
+# vectors. These give those values from the definitions, as arrays: row r is
+# the array a kernel must write for basis input r.
+
+
+def _powers_of(zetas: np.ndarray, m: int, q: int) -> np.ndarray:
+    return _powers(zetas, m, q, _dtype(q, 1))
+
+
+def unit_images(layout: dict, n: int, q: int) -> np.ndarray:
+    """Row i: where x^i lands in the NTT domain. x^i mod (x^d - zeta_j) is
+    zeta_j^(i div d) x^(i mod d), so block j's coefficient i mod d is
+    zeta_j^(i div d), written at positions[j][i mod d]; all else is zero."""
+    d = layout["d"]
+    zetas = np.array([blk["zeta"] % q for blk in layout["blocks"]], dtype=np.int64)
+    pos = np.array([blk["positions"] for blk in layout["blocks"]], dtype=np.int64)  # (blocks, d)
+    powers = _powers_of(zetas, n // d, q)  # (blocks, n/d): zeta_j^t
+    out = np.zeros((n, n), dtype=np.int64)
+    i = np.arange(n)
+    for j in range(len(zetas)):
+        out[i, pos[j, i % d]] = powers[j, i // d]
+    return out
+
+
+def lagrange_images(layout: dict, n: int, q: int) -> np.ndarray:
+    """Row p: the polynomial whose NTT domain is the unit vector at array
+    position p. For p = positions[j][k] it is x^k L_j(x^d), where, with
+    y = x^d and m = n/d blocks, x^n + 1 = prod_j (y - zeta_j) and the
+    Lagrange polynomial L_j(y) = m^-1 sum_t zeta_j^-t y^t is 1 at zeta_j and
+    0 at the other roots: so x^k L_j(x^d) leaves x^k in block j and nothing
+    in the others. Its coefficient at x^(k + d t) is m^-1 zeta_j^-t."""
+    d = layout["d"]
+    m = n // d
+    inv_m = pow(m, -1, q)
+    zinv = np.array([pow(blk["zeta"], -1, q) for blk in layout["blocks"]], dtype=np.int64)
+    powers = _powers_of(zinv, m, q) * inv_m % q  # (blocks, m)
+    out = np.zeros((n, n), dtype=np.int64)
+    t = np.arange(m)
+    for j, blk in enumerate(layout["blocks"]):
+        for k, p in enumerate(blk["positions"]):
+            out[p, k + d * t] = powers[j]
+    return out
+
+
+def unit_block_products(layout: dict, n: int, q: int, k: int, l: int) -> np.ndarray:
+    """The NTT-domain array of x^k * x^l in every block: x^(k+l) when k + l < d,
+    else zeta_j x^(k+l-d) (x^d = zeta_j in block j)."""
+    d = layout["d"]
+    out = np.zeros(n, dtype=np.int64)
+    for blk in layout["blocks"]:
+        s = k + l
+        out[blk["positions"][s % d]] = 1 if s < d else blk["zeta"] % q
+    return out

@@ -171,8 +171,8 @@ def _layer(ar: Arithmetic, direction: str, step: int, lp: LayerPairs, state: _St
         for i in reg:
             b[i] = ar.reducer.reduced_bound(b[i])
 
-    if strategy == "eager":
-        if step > 0:
+    if strategy == "eager":  # after every layer; before the first only where inputs could overflow (as `layer`)
+        if step > 0 or any(overflow(lo, hi, row) for (lo, hi), row in zip(lp.pairs, w)):
             for lo, hi in lp.pairs:
                 reduce_reg(lo)
                 reduce_reg(hi)

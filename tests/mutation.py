@@ -1,0 +1,190 @@
+"""Mutation testing of the NTT kernels: wrong kernels must not get through.
+
+A mutant is made inside the real build: the builder of one kernel is changed
+(a constant-table entry, a twiddle with its companion kept consistent, an
+addition turned into a subtraction, a shuffle's immediate, a reduction
+dropped, q itself) just before it enters the passes, so it is allocated,
+verified and emitted like any kernel. Then:
+
+- rejected: the build refuses it (verifier, map proof, checks);
+- caught: `kerngen test` of the emitted bundle fails (sampled checks,
+  round trips, basis-vector proofs; the fresh-emission comparison is left out:
+  a mutant stands for a generator bug, which a fresh emission would repeat);
+- harmless or wrong: it passes both; an oracle then runs it beside the
+  unmutated kernel on random and extreme inputs of the contract — a mutant
+  whose outputs leave the original bound or are not congruent to the
+  original's is wrong.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kerngen.commands.test import test_bundle
+from kerngen.core.errors import KerngenError
+from kerngen.families.ntt import build as ntt_build
+from kerngen.harness import driver
+from kerngen.ir.instr import Imm, Instr, Mem, Table, TableBase
+from kerngen.ir.ops import spec
+from kerngen.target.files import write
+from kerngen.target.render import render
+
+OPERATORS = ("table", "pair", "swap", "imm", "drop", "modulus")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    what: str
+    verdict: str  # "rejected", "caught", "harmless", "wrong", "inapplicable"
+    detail: str = ""
+
+
+def _groups(instrs: list[Instr], kind: str | None = None) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for i, ins in enumerate(instrs):
+        if ins.idiom is not None and (kind is None or (ins.idiom.kind == "montgomery") == (kind == "montgomery")):
+            out.setdefault(ins.idiom.group, []).append(i)
+    return out
+
+
+def mutate(b, operator: str, rng: random.Random, q: int) -> str | None:
+    """Change the builder in place; say what was changed (None: nothing to change)."""
+    instrs, tables = b.instrs, b.tables
+    if operator == "table":
+        label = rng.choice(sorted(tables))
+        t = tables[label]
+        k = rng.randrange(len(t.values))
+        delta = rng.choice((-1, 1))
+        values = list(t.values)
+        values[k] += delta
+        tables[label] = dataclasses.replace(t, values=tuple(values))
+        return f"{label}[{k}] {delta:+d}"
+    if operator == "pair":  # a twiddle and its companion, changed consistently: linear, but the wrong twiddle
+        products = [idx for idx in _groups(instrs, "montgomery").values()
+                    if isinstance(instrs[idx[0]].operands[2], Mem) and isinstance(instrs[idx[1]].operands[2], Mem)]
+        if not products:
+            return None
+        lo, hi = (instrs[i] for i in rng.choice(products)[:2])
+        wq_mem, w_mem = lo.operands[2], hi.operands[2]
+        if not isinstance(w_mem.base, TableBase) or not isinstance(wq_mem.base, TableBase):
+            return None
+        tw, tq = tables[w_mem.base.label], tables[wq_mem.base.label]
+        lane = rng.randrange(w_mem.size // tw.elem_bytes)
+        kw, kq = w_mem.offset // tw.elem_bytes + lane, wq_mem.offset // tq.elem_bytes + lane
+        w = tw.values[kw] + 1
+        wq = (w * pow(q, -1, 1 << 16)) % (1 << 16)
+        wq -= (1 << 16) if wq >= 1 << 15 else 0
+        vw, vq = list(tw.values), list(tq.values)
+        vw[kw] = w
+        if tw.label == tq.label:
+            vw[kq] = wq
+            tables[tw.label] = dataclasses.replace(tw, values=tuple(vw))
+        else:
+            vq[kq] = wq
+            tables[tw.label] = dataclasses.replace(tw, values=tuple(vw))
+            tables[tq.label] = dataclasses.replace(tq, values=tuple(vq))
+        return f"twiddle {tw.label}[{kw}] +1 with its companion"
+    if operator == "swap":
+        cands = [i for i, ins in enumerate(instrs) if ins.idiom is None and spec(ins.op).generic in ("add", "sub")]
+        if not cands:
+            return None
+        i = rng.choice(cands)
+        ins = instrs[i]
+        other = spec(ins.op).name.replace("add", "SUB").replace("sub", "add").replace("SUB", "sub")
+        instrs[i] = dataclasses.replace(ins, op=other)
+        return f"instruction {i} {ins.op} -> {other}"
+    if operator == "imm":
+        cands = [i for i, ins in enumerate(instrs) if ins.idiom is None and isinstance(ins.operands[-1], Imm)
+                 and spec(ins.op).cls == "shuffle"]
+        if not cands:
+            return None
+        i = rng.choice(cands)
+        ins = instrs[i]
+        old = ins.operands[-1].value
+        new = old ^ (1 << rng.randrange(max(1, old.bit_length())))
+        instrs[i] = dataclasses.replace(ins, operands=ins.operands[:-1] + (Imm(new),))
+        return f"instruction {i} {ins.op} immediate {old} -> {new}"
+    if operator == "drop":  # a reduction removed: its result is its input
+        idioms = [idx for idx in _groups(instrs).values() if instrs[idx[0]].idiom.kind != "montgomery"]
+        if not idioms:
+            return None
+        idx = rng.choice(idioms)
+        source = instrs[idx[0]].operands[instrs[idx[0]].idiom.source]
+        result = instrs[idx[-1]].operands[0]
+        keep = [ins for k, ins in enumerate(instrs) if k not in set(idx)]
+        instrs[:] = [dataclasses.replace(ins, operands=tuple(source if op == result else op for op in ins.operands))
+                     for ins in keep]
+        return f"reduction at instruction {idx[0]} dropped"
+    if operator == "modulus":
+        label = next((lab for lab, t in tables.items() if set(t.values) == {q}), None)
+        if label is None:
+            return None
+        t = tables[label]
+        tables[label] = dataclasses.replace(t, values=(q + 2,) * len(t.values))
+        return f"{label}: q -> q + 2"
+    raise ValueError(operator)
+
+
+def run_mutant(p, symbol: str, operator: str, seed: int, work: Path, original) -> Outcome:
+    """Build `p` with one mutation in the kernel `symbol`, and judge the result."""
+    said: list[str] = []
+    compile_ = ntt_build._compile
+
+    def mutated(b, sym, contract, params):
+        if sym == symbol:  # every build of it (base multiplication may be built twice), the same way
+            what = mutate(b, operator, random.Random(seed), params.q)
+            said.append(what or "")
+        return compile_(b, sym, contract, params)
+
+    ntt_build._compile = mutated
+    try:
+        bundle = ntt_build.build(p)
+    except KerngenError as e:
+        return Outcome(said[0] if said else operator, "rejected" if said and said[0] else "inapplicable", str(e)[:120])
+    finally:
+        ntt_build._compile = compile_
+    what = said[0] if said else ""
+    if not what:
+        return Outcome(operator, "inapplicable")
+    out = work / f"m{seed}-{operator}"
+    write(render(bundle, "mutant"), out)
+    outcome = test_bundle(out, seed, lambda s: None, work, reemit=False)
+    if outcome.failed:
+        return Outcome(what, "caught", outcome.failures[0][:120])
+    wrong = oracle(original, out, bundle, symbol, work, seed)
+    return Outcome(what, "wrong" if wrong else "harmless", wrong or "")
+
+
+def oracle(original: Path, mutant: Path, bundle, symbol: str, work: Path, seed: int) -> str | None:
+    """The mutant beside the original on random and extreme inputs of the
+    original contract: None when every output is congruent to the original's
+    and inside the original bound."""
+    import json
+
+    base = json.loads((original / "manifest.json").read_text())
+    fn = next(f for f in base["functions"] if f["symbol"] == symbol)
+    q = base["params"]["q"]
+    lo, hi = fn["input"]["bound"]
+    rng = np.random.default_rng(seed)
+    ins = [i for i, a in enumerate(fn["args"]) if a["role"] != "out"]
+    count = fn["args"][ins[0]]["count"]
+    rows = np.concatenate([rng.integers(lo, hi + 1, size=(256, count)),
+                           np.full((1, count), hi), np.full((1, count), lo),
+                           np.tile([hi, lo], (1, count // 2 + 1))[:, :count]])
+    inputs = {i: np.roll(rows, k, axis=0) for k, i in enumerate(ins)}
+    libs = [driver.assemble_shared(d / f"{base['params']['name']}.asm", work) for d in (original, mutant)]
+    out = [driver.run_batch(lib, symbol, fn["args"], fn["dtype"], inputs, work) for lib in libs]
+    for k in out[0]:
+        a, b = out[0][k], out[1][k]
+        if np.any((a - b) % q):
+            r, e = np.argwhere((a - b) % q)[0]
+            return f"input {r}: element {e} is {b[r, e]}, not congruent to {a[r, e]}"
+        olo, ohi = fn["output"]["bound"]
+        if np.any(b < olo) or np.any(b > ohi):
+            return f"an output leaves the bound [{olo}, {ohi}]"
+    return None

@@ -1,0 +1,35 @@
+"""No wrong kernel gets through the verifier and `kerngen test` (see mutation.py)."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+
+import pytest
+
+from kerngen.families import load
+from kerngen.families.ntt.build import build
+from kerngen.target.files import write
+from kerngen.target.render import render
+
+from conftest import REPO
+from mutation import OPERATORS, run_mutant
+
+needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None,
+                                 reason="nasm and gcc are needed to run kernels")
+
+
+@needs_tools
+def test_no_wrong_mutant_survives(tmp_path):
+    """Every operator on the three kyber-3329 NTT kernels, two mutants each."""
+    p = load(REPO / "params/kyber-3329.toml")
+    original = tmp_path / "original"
+    write(render(build(p), "original"), original)
+    outcomes = []
+    for kind in ("ntt_forward", "ntt_inverse", "basemul"):
+        for operator in OPERATORS:
+            for seed in (1, 2):
+                outcomes.append(run_mutant(p, f"kg_kyber3329_{kind}_avx2", operator, seed, tmp_path, original))
+    verdicts = Counter(o.verdict for o in outcomes)
+    assert verdicts["wrong"] == 0, [o for o in outcomes if o.verdict == "wrong"]
+    assert verdicts["rejected"] >= 8 and verdicts["caught"] >= 12, verdicts
