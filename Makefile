@@ -7,15 +7,7 @@ DEFAULT_PARAMS := params/kyber-3329.toml
 .PHONY: setup demo test generated clean
 
 setup: $(BIN)/kerngen
-	@command -v nasm >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing nasm from Debian's packages"; \
-	    (apt-get install -y nasm >/dev/null 2>&1 || (apt-get update >/dev/null && apt-get install -y nasm >/dev/null)) \
-	      || { echo "error: could not install nasm" >&2; exit 1; }; \
-	  else \
-	    echo "error: nasm is missing; install it (e.g. 'sudo apt-get install nasm') and run make again" >&2; exit 1; \
-	  fi; }
-	@command -v gcc >/dev/null 2>&1 || { echo "error: gcc is missing (the C harness needs it)" >&2; exit 1; }
+	@bash tools/system-packages.sh
 
 $(BIN)/kerngen: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +21,7 @@ demo: setup
 	$(BIN)/kerngen bench $(DEFAULT_PARAMS) --batches 51
 
 test: setup
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto
 
 # regenerate every shipped bundle (the test suite fails when generated/ is stale)
 generated: setup

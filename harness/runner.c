@@ -36,7 +36,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _WIN32
+#include "abi_check_win64.h"
+#include "win64.h"
+#else
 #include "abi_check.h"
+#endif
 #include "vectors.h"
 
 static int shared_with_writer(const struct kg_case *c, unsigned j)
@@ -54,7 +59,11 @@ static int run_case(const struct kg_case *c, FILE *out)
         fprintf(stderr, "case %s: out of memory\n", c->id);
         return -1;
     }
+#ifdef _WIN32
+    for (unsigned r = 0; r < KG_ABI_NSEEDS; r++)
+#else
     for (unsigned r = 0; r < 6; r++)
+#endif
         kg_abi_seed[r] = kg_rand64();
 
     uint64_t mask = kg_checked_call(c->fn, cb.argv[0], cb.argv[1], cb.argv[2], cb.argv[3],
@@ -107,6 +116,9 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+#ifdef _WIN32
+    kg_win64_init();
+#endif
     unsigned flags = kg_abi_init();
     if (argc == 2 && !strcmp(argv[1], "--caps")) {
         printf("avx %d\nxinuse %d\n", !!(flags & KG_ABI_HAVE_AVX),

@@ -5,14 +5,24 @@
 #include "vectors.h"
 
 #include <cpuid.h>
+#ifdef _WIN32
+#include <malloc.h>
+
+#include "win64.h"
+#else
 #include <dlfcn.h>
+#endif
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#ifdef _WIN32
+#include "abi_check_win64.h"
+#else
 #include "abi_check.h"
+#endif
 
 /* ---- random numbers ---------------------------------------------------- */
 
@@ -55,12 +65,16 @@ uint64_t kg_seed_from_env(void)
             return seed;
         fprintf(stderr, "warning: ignoring KG_SEED=%s (not a number)\n", s);
     }
+#ifdef _WIN32
+    seed = kg_win64_random64();
+#else
     FILE *f = fopen("/dev/urandom", "rb");
     if (f) {
         if (fread(&seed, sizeof seed, 1, f) != 1)
             seed = 0;
         fclose(f);
     }
+#endif
     if (seed == 0)
         seed = (uint64_t)(uintptr_t)&seed ^ (uint64_t)clock();
     return seed;
@@ -91,9 +105,17 @@ unsigned kg_abi_init(void)
 
 const char *kg_abi_bit_name(unsigned bit)
 {
+#ifdef _WIN32
+    static const char *const names[KG_ABI_NBITS] = {
+        "rbx", "rbp", "rdi", "rsi", "r12", "r13", "r14", "r15", "rsp", "ymm-upper",
+        "direction-flag", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
+        "xmm14", "xmm15", "mxcsr",
+    };
+#else
     static const char *const names[KG_ABI_NBITS] = {
         "rbx", "rbp", "r12", "r13", "r14", "r15", "rsp", "ymm-upper", "direction-flag",
     };
+#endif
     return bit < KG_ABI_NBITS ? names[bit] : "unknown";
 }
 
@@ -428,6 +450,9 @@ void kg_free_cases(struct kg_caseset *set)
 
 /* ---- libraries --------------------------------------------------------- */
 
+#ifdef _WIN32
+/* kg_resolve_symbols with LoadLibrary and GetProcAddress is in win64.c */
+#else
 int kg_resolve_symbols(struct kg_caseset *set, char *const *libs, unsigned nlibs, void **handles)
 {
     for (unsigned k = 0; k < nlibs; k++) {
@@ -466,6 +491,7 @@ int kg_resolve_symbols(struct kg_caseset *set, char *const *libs, unsigned nlibs
     }
     return 0;
 }
+#endif
 
 /* ---- output ------------------------------------------------------------ */
 
@@ -511,8 +537,14 @@ int kg_buf_alloc(struct kg_buf *b, size_t size, size_t align)
     size_t back = KG_CANARY_BYTES + (-(size + KG_CANARY_BYTES) & (KG_CANARY_BYTES - 1));
     size_t total = front + size + back;
     void *block;
+#ifdef _WIN32
+    block = _aligned_malloc(total, block_align);
+    if (!block)
+        return -1;
+#else
     if (posix_memalign(&block, block_align, total))
         return -1;
+#endif
     b->block = block;
     b->block_size = total;
     b->ptr = b->block + front;
@@ -520,7 +552,11 @@ int kg_buf_alloc(struct kg_buf *b, size_t size, size_t align)
     kg_rand_fill(b->block, total);
     b->canary = malloc(total);
     if (!b->canary) {
+#ifdef _WIN32
+        _aligned_free(block);
+#else
         free(block);
+#endif
         b->block = NULL;
         return -1;
     }
@@ -538,7 +574,11 @@ int kg_buf_canary_ok(const struct kg_buf *b)
 
 void kg_buf_free(struct kg_buf *b)
 {
+#ifdef _WIN32
+    _aligned_free(b->block);
+#else
     free(b->block);
+#endif
     free(b->canary);
     memset(b, 0, sizeof *b);
 }

@@ -29,7 +29,7 @@ from kerngen.commands.test import test_bundle
 from kerngen.core.errors import KerngenError
 from kerngen.families.ntt import build as ntt_build
 from kerngen.harness import driver
-from kerngen.ir.instr import Imm, Instr, Mem, Table, TableBase
+from kerngen.ir.instr import Imm, Instr, Mem, TableBase
 from kerngen.ir.ops import spec
 from kerngen.target.files import write
 from kerngen.target.render import render
@@ -131,15 +131,19 @@ def mutate(b, operator: str, rng: random.Random, q: int) -> str | None:
 
 
 def run_mutant(p, symbol: str, operator: str, seed: int, work: Path, original) -> Outcome:
-    """Build `p` with one mutation in the kernel `symbol`, and judge the result."""
+    """Build `p` with one mutation in the kernel `symbol`, and judge the result
+    (only the kernels of the symbol's ISA are built: the others would share
+    constant tables with the mutant)."""
+    t = next(t for t in p.targets if symbol.endswith("_" + t.isa.name))
+    p = dataclasses.replace(p, isas=(t.isa.name,), targets=(t,))
     said: list[str] = []
     compile_ = ntt_build._compile
 
-    def mutated(b, sym, contract, params):
+    def mutated(b, sym, contract, params, target):
         if sym == symbol:  # every build of it (base multiplication may be built twice), the same way
             what = mutate(b, operator, random.Random(seed), params.q)
             said.append(what or "")
-        return compile_(b, sym, contract, params)
+        return compile_(b, sym, contract, params, target)
 
     ntt_build._compile = mutated
     try:

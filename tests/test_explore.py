@@ -105,3 +105,21 @@ def test_gf2m_is_refused(tmp_path):
     assert r.returncode == 2
     assert "family" in r.stderr and "ntt" in r.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_explore_runs_on_the_isa_named(tmp_path):
+    """--isa sse explores the SSE kernels (8 lanes: more instructions than the
+    AVX2 default on the same schedules); one ISA at a time."""
+    rows = {}
+    for isa in ("sse", None):
+        args = ["explore", "params/tiny-257.toml", "--json", "--batches", "3", "--png", str(tmp_path / "t.png")]
+        r = kerngen(*args, *(["--isa", isa] if isa else []))
+        assert r.returncode == 0, r.stderr
+        rows[isa] = json.loads(r.stdout)
+    assert {r["isa"] for r in rows["sse"]} == {"sse"} and {r["isa"] for r in rows[None]} == {"avx2"}
+    for sse, avx2 in zip(rows["sse"], rows[None]):
+        assert (sse["policy"], sse["reduction"], sse["reductions"]) == (avx2["policy"], avx2["reduction"],
+                                                                        avx2["reductions"])
+        assert sse["instructions"] > avx2["instructions"] and sse["ticks"] > 0
+    r = kerngen("explore", "params/tiny-257.toml", "--isa", "avx2,sse")
+    assert r.returncode == 2 and "--isa takes one ISA" in r.stderr

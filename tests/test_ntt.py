@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 import sympy
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from kerngen.commands.test import test_params as run_kerngen_test
 from kerngen.core.errors import VerifyError
@@ -54,7 +54,7 @@ def test_random_primes_emit_verify_and_pass(n, seed, policy, reducer):
     while q >= 32768 or not _usable(n, q):
         q = sympy.nextprime(q) if q < 32000 else 257
     p = from_mapping({"name": f"r{n}-{q}", "family": "ntt", "n": n, "q": q, "reduction": policy,
-                      "reducer": reducer}, "random")
+                      "reducer": reducer, "isa": ["avx2", "sse"]}, "random")
     outcome = run_kerngen_test(p, seed=seed, say=lambda s: None)
     assert outcome.failed == 0, outcome.failures
 
@@ -122,9 +122,30 @@ SMALL = [(2, 13), (4, 13), (4, 17), (8, 13), (8, 41), (8, 17), (16, 13), (16, 41
 
 @pytest.mark.parametrize("n, q", SMALL, ids=[f"n{n}-q{q}" for n, q in SMALL])
 def test_small_vectors_pass_against_sympy(n, q):
-    p = from_mapping({"name": f"s{n}-{q}", "family": "ntt", "n": n, "q": q}, "small")
+    p = from_mapping({"name": f"s{n}-{q}", "family": "ntt", "n": n, "q": q, "isa": ["avx2", "sse"]}, "small")
     layout = plan(p.n, p.layers, p.target)
     assert layout.lanes < 16
     outcome = run_kerngen_test(p, seed=n + q, say=lambda s: None)
     assert outcome.failed == 0, outcome.failures
     assert outcome.passed > 0
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.integers(min_value=1, max_value=10), st.integers(min_value=1, max_value=2000),
+       st.sampled_from(["eager", "layer", "index", "minimal"]), st.sampled_from(["auto", "barrett", "special"]))
+def test_every_validated_set_emits(log_n, k, policy, reducer):
+    """Any (n, q, policy, reducer) that validation accepts builds and verifies:
+    q of the NTT-friendly shape k * 2^(log2 n + 1) + 1, up to the lanes' limit."""
+    from kerngen.core.errors import ParamError
+    n = 1 << log_n
+    q = k * (2 * n) + 1
+    assume(q < 32768 and sympy.isprime(q))
+    try:
+        p = from_mapping({"name": "v", "family": "ntt", "n": n, "q": q, "reduction": policy, "reducer": reducer,
+                          "isa": ["avx2", "sse"]}, "v")
+    except ParamError as e:
+        assert e.key in ("q", "reducer"), e
+        return
+    bundle = build(p)
+    for isa in ("avx2", "sse"):
+        assert {f.kind for f in bundle.functions if f.isa == isa} >= {"ntt_forward", "ntt_inverse", "basemul", "freeze"}

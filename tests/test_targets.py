@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,8 @@ import pytest
 
 from kerngen.families import family_of, load
 from kerngen.families.ntt.layout import plan
+from kerngen.target.abi import GPR_NAMES, RBP
+from kerngen.target.frame import Frame, frame_of
 from kerngen.target.render import render
 from kerngen.target.target import make_target
 
@@ -23,7 +26,7 @@ needs_nasm = pytest.mark.skipif(shutil.which("nasm") is None, reason="nasm is ne
 
 def _render_for(name: str, platform: str) -> str:
     p = load(REPO / f"params/{name}.toml")
-    p = dataclasses.replace(p, target=make_target(p.isa, p.target.lane_bits, platform))
+    p = dataclasses.replace(p, targets=tuple(make_target(t.isa.name, t.lane_bits, platform) for t in p.targets))
     return render(family_of(p).build(p), "test")[f"{name}.asm"]
 
 
@@ -48,28 +51,94 @@ def test_other_platforms_render_and_assemble(name, platform, fmt, abi, tmp_path)
         assert all(ln.startswith("global _kg_") for ln in asm.splitlines() if ln.startswith("global"))
 
 
+_SAVE = re.compile(r"^v?movdqa \[rsp \+ (\d+)\], (xmm\d+)$")
+_RESTORE = re.compile(r"^v?movdqa (xmm\d+), \[(rsp|rbp) \+ (\d+)\]$")
+
+
 def _saved_and_used(body: list[str]) -> tuple[set[str], set[str], set[str]]:
-    """xmm6-15 the body writes or reads, those its prologue saves, those its epilogue restores."""
+    """xmm6-15 the body writes or reads, those its prologue saves, those its epilogue
+    restores (relative to rbp when it is the frame pointer, else to rsp)."""
     callee_saved = {f"xmm{r}" for r in range(6, 16)} | {f"ymm{r}" for r in range(6, 16)}
-    used = {op.strip().replace("ymm", "xmm") for ln in body if not ln.startswith("vmovdqa [rsp +")
+    used = {op.strip().replace("ymm", "xmm") for ln in body if not _SAVE.match(ln)
             for op in ln.split(None, 1)[-1].split(",") if op.strip() in callee_saved}
-    saved = {ln.split(", ")[1] for ln in body if ln.startswith("vmovdqa [rsp +")}
-    restored = {ln.split()[1].rstrip(",") for ln in body if ln.startswith("vmovdqa xmm") and ln.endswith("]")
-                and "[rsp +" in ln}
+    saved = {m.group(2) for m in map(_SAVE.match, body) if m}
+    restored = {m.group(1) for m in map(_RESTORE.match, body) if m}
     return used, saved, restored
 
 
 @needs_nasm
 def test_win64_saves_the_vector_registers_it_uses_and_loads_stack_arguments():
+    """The Win64 frame is the one its unwind codes describe: stack-argument
+    loads, pushes, a fixed allocation holding 16-aligned xmm saves, the saves,
+    rbp as frame pointer only when the kernel spills (then the body aligns rsp
+    and allocates the spill slots), each described instruction followed by its
+    `.uwK` label; the epilogue restores, then lea/add rsp, pops and returns."""
     asm = _render_for("gf2m-233", "win64")
-    assert body_of_ladder(asm)[0] == "mov r10, [rsp + 40]"  # the fifth argument, above the shadow space
-    labels = [ln[:-1] for ln in asm.splitlines() if ln.startswith("kg_") and ln.endswith(":")]
+    ladder = body_of_ladder(asm)
+    assert ladder[0] == "mov r10, [rsp + 40]"  # the fifth argument, above the shadow space
+    assert ladder[1:5] == ["push rbp", ".uw0:", "sub rsp, 160", ".uw1:"]
+    fp = ladder.index("mov rbp, rsp")
+    assert ladder[fp + 1:fp + 4] == [".uw12:", "and rsp, -32", "sub rsp, 480"]
+    assert ladder[-4:] == ["vzeroupper", "lea rsp, [rbp + 160]", "pop rbp", "ret"]
+    labels = [ln[:-1] for ln in asm.splitlines() if ln.startswith("kg_") and ln.endswith(":")
+              and ".xdata" not in ln]
     some = 0
     for label in labels:
-        used, saved, restored = _saved_and_used(_function(asm, label))
+        body = _function(asm, label)
+        used, saved, restored = _saved_and_used(body)
         assert saved == used and restored == used, label
         some += bool(used)
+        pushes = [ln.split()[1] for ln in body if ln.startswith("push ")]
+        fixed = [int(ln.split(", ")[1]) for i, ln in enumerate(body)
+                 if ln.startswith("sub rsp, ") and body[i - 1] != "and rsp, -32"]
+        alloc = fixed[0] if fixed else 0
+        # rsp is 8 mod 16 at entry: the saves are 16-aligned, inside the fixed allocation
+        offsets = [int(m.group(1)) for m in map(_SAVE.match, body) if m]
+        if offsets:
+            assert (8 + 8 * len(pushes) + alloc) % 16 == 0 and max(offsets) + 16 <= alloc, label
+        frame_pointer = "mov rbp, rsp" in body
+        assert all(m.group(2) == ("rbp" if frame_pointer else "rsp") for m in map(_RESTORE.match, body) if m)
+        # the canonical epilogue: lea rsp, [rbp + alloc] or add rsp, alloc, the pops, ret
+        tail = [f"pop {r}" for r in reversed(pushes)] + ["ret"]
+        if frame_pointer:
+            tail.insert(0, f"lea rsp, [rbp + {alloc}]")
+        elif alloc:
+            tail.insert(0, f"add rsp, {alloc}")
+        assert body[-len(tail):] == tail, label
+        described = len(pushes) + bool(alloc) + len(offsets) + frame_pointer
+        assert [ln for ln in body if ln.startswith(".uw")] == [f".uw{k}:" for k in range(described)], label
     assert some
+
+
+def test_win64_unwind_codes_describe_the_prologue():
+    """UNWIND_CODEs in prologue order, from GPR_NAMES (the x64 register
+    encoding: rax=0 ... r15=15) and the frame's sizes; ALLOC_SMALL up to 128
+    bytes, ALLOC_LARGE (size/8 in one extra slot) above."""
+    assert GPR_NAMES.index("rbx") == 3 and GPR_NAMES.index("rbp") == RBP == 5 and GPR_NAMES.index("rsi") == 6
+    assert [GPR_NAMES.index(f"r{k}") for k in range(8, 16)] == list(range(8, 16))
+    small = Frame((), ("rbx", "rsi"), 0, (("xmm6", 0), ("xmm9", 16)), "movdqa", False,
+                  unwind=True, alloc=40)
+    assert [(c.label, c.op, c.info, c.extra) for c in small.unwind_codes] == [
+        (0, 0, 3, ()), (1, 0, 6, ()), (2, 2, 4, ()), (3, 8, 6, (0,)), (4, 8, 9, (1,))]
+    assert small.unwind_slots == 7 and small.frame_register == 0
+    large = Frame((), ("rbp",), 0, tuple((f"xmm{6 + k}", 16 * k) for k in range(10)), "vmovdqa", True,
+                  unwind=True, alloc=160, frame_pointer=True, spill_bytes=64)
+    codes = large.unwind_codes
+    assert (codes[1].op, codes[1].info, codes[1].extra) == (1, 0, (20,))
+    assert (codes[-1].label, codes[-1].op, codes[-1].info) == (12, 3, 0)
+    assert large.unwind_slots == 1 + 2 + 20 + 1 and large.frame_register == RBP
+    leaf = Frame((("r10", 40),), (), 0, (), "movdqa", False, unwind=True)
+    assert not leaf.has_frame and leaf.unwind_codes == ()
+
+
+def test_win64_refuses_a_frame_of_4_kib_or_more():
+    """A page or more of stack would need probes (__chkstk)."""
+    p = load(REPO / "params/gf2m-233.toml")
+    p = dataclasses.replace(p, targets=tuple(make_target(t.isa.name, t.lane_bits, "win64") for t in p.targets))
+    kernel = next(fn.kernel for fn in family_of(p).build(p).functions if fn.symbol == "kg_gf2m233_ladder_step_avx2")
+    frame_of(dataclasses.replace(kernel, spill_slots=100))
+    with pytest.raises(ValueError, match="kg_gf2m233_ladder_step_avx2"):
+        frame_of(dataclasses.replace(kernel, spill_slots=128))
 
 
 def body_of_ladder(asm: str) -> list[str]:
@@ -82,7 +151,9 @@ def test_layouts_plan_for_other_lane_widths():
     for n, layers in ((256, 8), (1024, 10), (64, 5)):
         layout = plan(n, layers, make_target("avx2", 32))
         assert layout.lanes == 8 and sorted(layout.output_order) == list(range(n))
-    assert plan(256, 7, make_target("sse", 16)).lanes == 8
+    # SSE plans the same IR vectors (16 lanes); legalisation keeps their halves in two xmm registers
+    sse, avx2 = plan(256, 7, make_target("sse", 16)), plan(256, 7, make_target("avx2", 16))
+    assert sse.lanes == 16 and sse.output_order == avx2.output_order
 
 
 def test_a_plain_install_runs_from_another_directory(tmp_path):

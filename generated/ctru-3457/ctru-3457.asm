@@ -8,7 +8,7 @@
 ;   n = 256
 ;   q = 3457
 ;   width = 16
-;   isa = "avx2"
+;   isa = ["avx2", "sse"]
 ;   layers = 6
 ;   d = 4
 ;   reduction = "index"
@@ -27,7 +27,19 @@ section .rodata align=32
 
 ; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
-kg_ctru3457_basemul_zetas:
+kg_ctru3457_basemul_zetas_avx2:
+    dw 1110, 442, -1110, -442, 1141, -1651, -1141, 1651, -1294, -1624, 1294, 1624, -47, 1389, 47, -1389
+    dw -1194, 12986, 1194, -12986, 6389, 18957, -6389, -18957, -18446, -25176, 18446, 25176, -17839, 1517, 17839, -1517
+    dw 693, -621, -693, 621, -250, -629, 250, 629, 332, 780, -332, -780, -20, -880, 20, 880
+    dw -18635, 32019, 18635, -32019, -20986, -5877, 20986, 5877, 32588, -7924, -32588, 7924, 3564, 25744, -3564, -25744
+    dw 1372, 1599, -1372, -1599, -41, 1653, 41, -1653, 1216, 1649, -1216, -1649, 135, -974, -135, 974
+    dw -21668, 29631, 21668, -29631, -5801, 6901, 5801, -6901, -6976, 20721, 6976, -20721, -24057, -9934, 24057, 9934
+    dw -1255, 92, 1255, -92, -91, -547, 91, 547, 591, -1652, -591, 1652, 131, -1150, -131, 1150
+    dw 27033, 9820, -27033, -9820, 3109, 5725, -3109, -5725, -26673, 6028, 26673, -6028, -10237, 8322, 10237, -8322
+
+; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
+align 32
+kg_ctru3457_basemul_zetas_sse:
     dw 1110, 442, -1110, -442, 1141, -1651, -1141, 1651, -1294, -1624, 1294, 1624, -47, 1389, 47, -1389
     dw -1194, 12986, 1194, -12986, 6389, 18957, -6389, -18957, -18446, -25176, 18446, 25176, -17839, 1517, 17839, -1517
     dw 693, -621, -693, 621, -250, -629, 250, 629, 332, 780, -332, -780, -20, -880, 20, 880
@@ -39,7 +51,7 @@ kg_ctru3457_basemul_zetas:
 
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
-kg_ctru3457_ntt_forward_twiddles:
+kg_ctru3457_ntt_forward_twiddles_avx2:
     dw -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366
     dw -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422
     dw -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118
@@ -103,9 +115,75 @@ kg_ctru3457_ntt_forward_twiddles:
     dw 92, -547, 92, -547, 92, -547, 92, -547, -1652, -1150, -1652, -1150, -1652, -1150, -1652, -1150
     dw 9820, 5725, 9820, 5725, 9820, 5725, 9820, 5725, 6028, 8322, 6028, 8322, 6028, 8322, 6028, 8322
 
+; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
+align 32
+kg_ctru3457_ntt_forward_twiddles_sse:
+    dw -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366, -366
+    dw -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422, -13422
+    dw -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118, -1118
+    dw 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834, 28834
+    dw 446, 446, 446, 446, 446, 446, 446, 446, 446, 446, 446, 446, 446, 446, 446, 446
+    dw -834, -834, -834, -834, -834, -834, -834, -834, -834, -834, -834, -834, -834, -834, -834, -834
+    dw 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181, 1181
+    dw -739, -739, -739, -739, -739, -739, -739, -739, -739, -739, -739, -739, -739, -739, -739, -739
+    dw 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11
+    dw 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147, 11147
+    dw 874, 874, 874, 874, 874, 874, 874, 874, 874, 874, 874, 874, 874, 874, 874, 874
+    dw 27754, 27754, 27754, 27754, 27754, 27754, 27754, 27754, 27754, 27754, 27754, 27754, 27754, 27754, 27754, 27754
+    dw 554, 554, 554, 554, 554, 554, 554, 554, 554, 554, 554, 554, 554, 554, 554, 554
+    dw 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242, 19242
+    dw 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591, 1591
+    dw -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265, -8265
+    dw 790, 790, 790, 790, 790, 790, 790, 790, -714, -714, -714, -714, -714, -714, -714, -714
+    dw -9706, -9706, -9706, -9706, -9706, -9706, -9706, -9706, 9270, 9270, 9270, 9270, 9270, 9270, 9270, 9270
+    dw 1446, 1446, 1446, 1446, 1446, 1446, 1446, 1446, 496, 496, 496, 496, 496, 496, 496, 496
+    dw 17574, 17574, 17574, 17574, 17574, 17574, 17574, 17574, -9744, -9744, -9744, -9744, -9744, -9744, -9744, -9744
+    dw 190, 190, 190, 190, 190, 190, 190, 190, -303, -303, -303, -303, -303, -303, -303, -303
+    dw 31678, 31678, 31678, 31678, 31678, 31678, 31678, 31678, 14673, 14673, 14673, 14673, 14673, 14673, 14673, 14673
+    dw 1398, 1398, 1398, 1398, 1398, 1398, 1398, 1398, 1082, 1082, 1082, 1082, 1082, 1082, 1082, 1082
+    dw -13194, -13194, -13194, -13194, -13194, -13194, -13194, -13194, 30010, 30010, 30010, 30010, 30010, 30010, 30010, 30010
+    dw 1110, 1141, 1110, 1141, 1110, 1141, 1110, 1141, -1294, -47, -1294, -47, -1294, -47, -1294, -47
+    dw -1194, 6389, -1194, 6389, -1194, 6389, -1194, 6389, -18446, -17839, -18446, -17839, -18446, -17839, -18446, -17839
+    dw 442, -1651, 442, -1651, 442, -1651, 442, -1651, -1624, 1389, -1624, 1389, -1624, 1389, -1624, 1389
+    dw 12986, 18957, 12986, 18957, 12986, 18957, 12986, 18957, -25176, 1517, -25176, 1517, -25176, 1517, -25176, 1517
+    dw 693, -250, 693, -250, 693, -250, 693, -250, 332, -20, 332, -20, 332, -20, 332, -20
+    dw -18635, -20986, -18635, -20986, -18635, -20986, -18635, -20986, 32588, 3564, 32588, 3564, 32588, 3564, 32588, 3564
+    dw -621, -629, -621, -629, -621, -629, -621, -629, 780, -880, 780, -880, 780, -880, 780, -880
+    dw 32019, -5877, 32019, -5877, 32019, -5877, 32019, -5877, -7924, 25744, -7924, 25744, -7924, 25744, -7924, 25744
+    dw 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109, 109
+    dw -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531, -32531
+    dw -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794, -794
+    dw 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526, 23526
+    dw 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339, 1339
+    dw 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427, 10427
+    dw 484, 484, 484, 484, 484, 484, 484, 484, 484, 484, 484, 484, 484, 484, 484, 484
+    dw 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716, 31716
+    dw 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429
+    dw -24019, -24019, -24019, -24019, -24019, -24019, -24019, -24019, -24019, -24019, -24019, -24019, -24019, -24019, -24019, -24019
+    dw 177, 177, 177, 177, 177, 177, 177, 177, 177, 177, 177, 177, 177, 177, 177, 177
+    dw -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327, -5327
+    dw 864, 864, 864, 864, 864, 864, 864, 864, 864, 864, 864, 864, 864, 864, 864, 864
+    dw 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536, 29536
+    dw -1282, -1282, -1282, -1282, -1282, -1282, -1282, -1282, 1535, 1535, 1535, 1535, 1535, 1535, 1535, 1535
+    dw 5630, 5630, 5630, 5630, 5630, 5630, 5630, 5630, -11393, -11393, -11393, -11393, -11393, -11393, -11393, -11393
+    dw 174, 174, 174, 174, 174, 174, 174, 174, -1260, -1260, -1260, -1260, -1260, -1260, -1260, -1260
+    dw 21422, 21422, 21422, 21422, 21422, 21422, 21422, 21422, 27924, 27924, 27924, 27924, 27924, 27924, 27924, 27924
+    dw -1096, -1096, -1096, -1096, -1096, -1096, -1096, -1096, -1600, -1600, -1600, -1600, -1600, -1600, -1600, -1600
+    dw -14408, -14408, -14408, -14408, -14408, -14408, -14408, -14408, 22976, 22976, 22976, 22976, 22976, 22976, 22976, 22976
+    dw 742, 742, 742, 742, 742, 742, 742, 742, -128, -128, -128, -128, -128, -128, -128, -128
+    dw 25062, 25062, 25062, 25062, 25062, 25062, 25062, 25062, -16512, -16512, -16512, -16512, -16512, -16512, -16512, -16512
+    dw 1372, -41, 1372, -41, 1372, -41, 1372, -41, 1216, 135, 1216, 135, 1216, 135, 1216, 135
+    dw -21668, -5801, -21668, -5801, -21668, -5801, -21668, -5801, -6976, -24057, -6976, -24057, -6976, -24057, -6976, -24057
+    dw 1599, 1653, 1599, 1653, 1599, 1653, 1599, 1653, 1649, -974, 1649, -974, 1649, -974, 1649, -974
+    dw 29631, 6901, 29631, 6901, 29631, 6901, 29631, 6901, 20721, -9934, 20721, -9934, 20721, -9934, 20721, -9934
+    dw -1255, -91, -1255, -91, -1255, -91, -1255, -91, 591, 131, 591, 131, 591, 131, 591, 131
+    dw 27033, 3109, 27033, 3109, 27033, 3109, 27033, 3109, -26673, -10237, -26673, -10237, -26673, -10237, -26673, -10237
+    dw 92, -547, 92, -547, 92, -547, 92, -547, -1652, -1150, -1652, -1150, -1652, -1150, -1652, -1150
+    dw 9820, 5725, 9820, 5725, 9820, 5725, 9820, 5725, 6028, 8322, 6028, 8322, 6028, 8322, 6028, 8322
+
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
-kg_ctru3457_ntt_inverse_twiddles:
+kg_ctru3457_ntt_inverse_twiddles_avx2:
     dw -1237, -1237, -1237, -1237, 1175, 1175, 1175, 1175, 94, 94, 94, 94, -869, -869, -869, -869
     dw -2389, -2389, -2389, -2389, -12777, -12777, -12777, -12777, -29858, -29858, -29858, -29858, -28645, -28645, -28645, -28645
     dw 679, 679, 679, 679, -209, -209, -209, -209, -155, -155, -155, -155, -884, -884, -884, -884
@@ -164,6 +242,72 @@ kg_ctru3457_ntt_inverse_twiddles:
     dw 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834
     dw -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109
     dw 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531
+    dw 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118
+    dw -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834
+    dw 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366
+    dw 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422
+
+; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
+align 32
+kg_ctru3457_ntt_inverse_twiddles_sse:
+    dw -1237, -1237, -1237, -1237, 1175, 1175, 1175, 1175, 94, 94, 94, 94, -869, -869, -869, -869
+    dw -2389, -2389, -2389, -2389, -12777, -12777, -12777, -12777, -29858, -29858, -29858, -29858, -28645, -28645, -28645, -28645
+    dw 679, 679, 679, 679, -209, -209, -209, -209, -155, -155, -155, -155, -884, -884, -884, -884
+    dw -3033, -3033, -3033, -3033, -15185, -15185, -15185, -15185, 27621, 27621, 27621, 27621, -25972, -25972, -25972, -25972
+    dw -1697, -1697, -1697, -1697, -1560, -1560, -1560, -1560, 1258, 1258, 1258, 1258, 1242, 1242, 1242, 1242
+    dw 14047, 14047, 14047, 14047, 15848, 15848, 15848, 15848, 11754, 11754, 11754, 11754, 1498, 1498, 1498, 1498
+    dw 40, 40, 40, 40, -664, -664, -664, -664, 500, 500, 500, 500, -1386, -1386, -1386, -1386
+    dw -7128, -7128, -7128, -7128, 360, 360, 360, 360, -23564, -23564, -23564, -23564, -28266, -28266, -28266, -28266
+    dw 128, 128, 128, 128, 128, 128, 128, 128, -742, -742, -742, -742, -742, -742, -742, -742
+    dw 16512, 16512, 16512, 16512, 16512, 16512, 16512, 16512, -25062, -25062, -25062, -25062, -25062, -25062, -25062, -25062
+    dw 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1096, 1096, 1096, 1096, 1096, 1096, 1096, 1096
+    dw -22976, -22976, -22976, -22976, -22976, -22976, -22976, -22976, 14408, 14408, 14408, 14408, 14408, 14408, 14408, 14408
+    dw 1260, 1260, 1260, 1260, 1260, 1260, 1260, 1260, -174, -174, -174, -174, -174, -174, -174, -174
+    dw -27924, -27924, -27924, -27924, -27924, -27924, -27924, -27924, -21422, -21422, -21422, -21422, -21422, -21422, -21422, -21422
+    dw -1535, -1535, -1535, -1535, -1535, -1535, -1535, -1535, 1282, 1282, 1282, 1282, 1282, 1282, 1282, 1282
+    dw 11393, 11393, 11393, 11393, 11393, 11393, 11393, 11393, -5630, -5630, -5630, -5630, -5630, -5630, -5630, -5630
+    dw -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864, -864
+    dw -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536, -29536
+    dw -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177, -177
+    dw 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327, 5327
+    dw -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429, -429
+    dw 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019, 24019
+    dw -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484, -484
+    dw -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716, -31716
+    dw -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339, -1339
+    dw -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427, -10427
+    dw 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794, 794
+    dw -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526, -23526
+    dw -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109, -109
+    dw 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531, 32531
+    dw -1157, -1157, -1157, -1157, -153, -153, -153, -153, 1094, 1094, 1094, 1094, -184, -184, -184, -184
+    dw -16645, -16645, -16645, -16645, -12057, -12057, -12057, -12057, -11450, -11450, -11450, -11450, -19640, -19640, -19640, -19640
+    dw -262, -262, -262, -262, -1182, -1182, -1182, -1182, 182, 182, 182, 182, -947, -947, -947, -947
+    dw 20474, 20474, 20474, 20474, -12190, -12190, -12190, -12190, -6218, -6218, -6218, -6218, 11469, 11469, 11469, 11469
+    dw -1509, -1509, -1509, -1509, 159, 159, 159, 159, 151, 151, 151, 151, 259, 259, 259, 259
+    dw 19867, 19867, 19867, 19867, 24095, 24095, 24095, 24095, -13801, -13801, -13801, -13801, 6275, 6275, 6275, 6275
+    dw -270, -270, -270, -270, 1025, 1025, 1025, 1025, 82, 82, 82, 82, 713, 713, 713, 713
+    dw -17422, -17422, -17422, -17422, 13953, 13953, 13953, 13953, 11602, 11602, 11602, 11602, -22199, -22199, -22199, -22199
+    dw -1082, -1082, -1082, -1082, -1082, -1082, -1082, -1082, -1398, -1398, -1398, -1398, -1398, -1398, -1398, -1398
+    dw -30010, -30010, -30010, -30010, -30010, -30010, -30010, -30010, 13194, 13194, 13194, 13194, 13194, 13194, 13194, 13194
+    dw 303, 303, 303, 303, 303, 303, 303, 303, -190, -190, -190, -190, -190, -190, -190, -190
+    dw -14673, -14673, -14673, -14673, -14673, -14673, -14673, -14673, -31678, -31678, -31678, -31678, -31678, -31678, -31678, -31678
+    dw -496, -496, -496, -496, -496, -496, -496, -496, -1446, -1446, -1446, -1446, -1446, -1446, -1446, -1446
+    dw 9744, 9744, 9744, 9744, 9744, 9744, 9744, 9744, -17574, -17574, -17574, -17574, -17574, -17574, -17574, -17574
+    dw 714, 714, 714, 714, 714, 714, 714, 714, -790, -790, -790, -790, -790, -790, -790, -790
+    dw -9270, -9270, -9270, -9270, -9270, -9270, -9270, -9270, 9706, 9706, 9706, 9706, 9706, 9706, 9706, 9706
+    dw -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591, -1591
+    dw 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265, 8265
+    dw -554, -554, -554, -554, -554, -554, -554, -554, -554, -554, -554, -554, -554, -554, -554, -554
+    dw -19242, -19242, -19242, -19242, -19242, -19242, -19242, -19242, -19242, -19242, -19242, -19242, -19242, -19242, -19242, -19242
+    dw -874, -874, -874, -874, -874, -874, -874, -874, -874, -874, -874, -874, -874, -874, -874, -874
+    dw -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754, -27754
+    dw -11, -11, -11, -11, -11, -11, -11, -11, -11, -11, -11, -11, -11, -11, -11, -11
+    dw -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147, -11147
+    dw -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181, -1181
+    dw 739, 739, 739, 739, 739, 739, 739, 739, 739, 739, 739, 739, 739, 739, 739, 739
+    dw -446, -446, -446, -446, -446, -446, -446, -446, -446, -446, -446, -446, -446, -446, -446, -446
+    dw 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834, 834
     dw 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118, 1118
     dw -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834, -28834
     dw 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366
@@ -240,208 +384,208 @@ kg_ctru3457_ntt_forward_avx2:
     vmovdqa      [rsp], ymm8                         ; spill
     vmovdqu      ymm8, [rdi + 480]
     vmovdqa      [rsp + 32], ymm8                    ; spill
-    vpmullw      ymm8, ymm9, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm9, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm1, ymm8                    ; layer 0
     vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm8, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm10, ymm8
     vpaddw       ymm10, ymm2, ymm8                   ; layer 0
     vpsubw       ymm2, ymm2, ymm8
-    vpmullw      ymm8, ymm11, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm11, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm11, ymm8
     vpaddw       ymm11, ymm3, ymm8                   ; layer 0
     vpsubw       ymm3, ymm3, ymm8
-    vpmullw      ymm8, ymm12, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm12, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
     vpaddw       ymm12, ymm4, ymm8                   ; layer 0
     vpsubw       ymm4, ymm4, ymm8
-    vpmullw      ymm8, ymm13, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm13, ymm13, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm13, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm13, ymm13, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
     vpaddw       ymm13, ymm5, ymm8                   ; layer 0
     vpsubw       ymm5, ymm5, ymm8
-    vpmullw      ymm8, ymm14, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm14, ymm14, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm14, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm14, ymm14, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm14, ymm8
     vpaddw       ymm14, ymm6, ymm8                   ; layer 0
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm15, ymm8
     vpaddw       ymm15, ymm7, ymm8                   ; layer 0
     vpsubw       ymm7, ymm7, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm4                    ; spill
-    vpmullw      ymm4, ymm8, [rel kg_ctru3457_ntt_forward_twiddles + 32]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_forward_twiddles]
+    vpmullw      ymm4, ymm8, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_forward_twiddles_avx2]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm8, ymm4
     vmovdqa      ymm8, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpaddw       ymm3, ymm8, ymm4                    ; layer 0
     vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm13, [rel kg_ctru3457_ntt_forward_twiddles + 96]
-    vpmulhw      ymm13, ymm13, [rel kg_ctru3457_ntt_forward_twiddles + 64]
+    vpmullw      ymm8, ymm13, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 96]
+    vpmulhw      ymm13, ymm13, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
     vpaddw       ymm13, ymm9, ymm8                   ; layer 1
     vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm14, [rel kg_ctru3457_ntt_forward_twiddles + 96]
-    vpmulhw      ymm14, ymm14, [rel kg_ctru3457_ntt_forward_twiddles + 64]
+    vpmullw      ymm9, ymm14, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 96]
+    vpmulhw      ymm14, ymm14, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm14, ymm9
     vpaddw       ymm14, ymm10, ymm9                  ; layer 1
     vpsubw       ymm9, ymm10, ymm9
-    vpmullw      ymm10, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 96]
-    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 64]
+    vpmullw      ymm10, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 96]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm10, ymm15, ymm10
     vpaddw       ymm15, ymm11, ymm10                 ; layer 1
     vpsubw       ymm10, ymm11, ymm10
-    vpmullw      ymm11, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 96]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 64]
+    vpmullw      ymm11, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 96]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm3, ymm3, ymm11
     vpaddw       ymm11, ymm12, ymm3                  ; layer 1
     vpsubw       ymm3, ymm12, ymm3
-    vpmullw      ymm12, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 160]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 128]
+    vpmullw      ymm12, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 160]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm1, ymm5                   ; layer 1
     vpsubw       ymm1, ymm1, ymm5
-    vpmullw      ymm5, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 160]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 128]
+    vpmullw      ymm5, ymm6, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 160]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 1
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_forward_twiddles + 160]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_forward_twiddles + 128]
+    vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 160]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vmovdqa      ymm7, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm2                         ; spill
     vpaddw       ymm2, ymm7, ymm5                    ; layer 1
     vpsubw       ymm5, ymm7, ymm5
-    vpmullw      ymm7, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 160]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 128]
+    vpmullw      ymm7, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 160]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vmovdqa      ymm7, [rsp + 64]                    ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpaddw       ymm1, ymm7, ymm4                    ; layer 1
     vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 224]
-    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 192]
+    vpmullw      ymm7, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 224]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 192]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm13, ymm7                  ; layer 2
     vpsubw       ymm7, ymm13, ymm7
-    vpmullw      ymm13, ymm11, [rel kg_ctru3457_ntt_forward_twiddles + 224]
-    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_forward_twiddles + 192]
+    vpmullw      ymm13, ymm11, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 224]
+    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 192]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpaddw       ymm13, ymm14, ymm11                 ; layer 2
     vpsubw       ymm11, ymm14, ymm11
-    vpmullw      ymm14, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 288]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 256]
+    vpmullw      ymm14, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 288]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 256]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm10, ymm10, ymm14
     vpaddw       ymm14, ymm8, ymm10                  ; layer 2
     vpsubw       ymm8, ymm8, ymm10
-    vpmullw      ymm10, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 288]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 256]
+    vpmullw      ymm10, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 288]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 256]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm3, ymm3, ymm10
     vpaddw       ymm10, ymm9, ymm3                   ; layer 2
     vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 320]
+    vpmullw      ymm9, ymm2, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 352]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 320]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm12, ymm2                   ; layer 2
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 352]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 320]
+    vpmullw      ymm12, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 352]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 320]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm6, ymm1                   ; layer 2
     vpsubw       ymm1, ymm6, ymm1
-    vpmullw      ymm6, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 416]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 384]
+    vpmullw      ymm6, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 416]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 384]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm2                    ; spill
     vpaddw       ymm2, ymm6, ymm5                    ; layer 2
     vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 416]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 384]
+    vpmullw      ymm6, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 416]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 384]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vmovdqa      ymm6, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm5                    ; spill
     vpaddw       ymm5, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm13, [rel kg_ctru3457_ntt_forward_twiddles + 480]
-    vpmulhw      ymm13, ymm13, [rel kg_ctru3457_ntt_forward_twiddles + 448]
+    vpmullw      ymm6, ymm13, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 480]
+    vpmulhw      ymm13, ymm13, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 448]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm13, ymm6
     vpaddw       ymm13, ymm15, ymm6                  ; layer 3
     vpsubw       ymm6, ymm15, ymm6
-    vpmullw      ymm15, ymm11, [rel kg_ctru3457_ntt_forward_twiddles + 544]
-    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_forward_twiddles + 512]
+    vpmullw      ymm15, ymm11, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 544]
+    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 512]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm11, ymm11, ymm15
     vpaddw       ymm15, ymm7, ymm11                  ; layer 3
     vpsubw       ymm7, ymm7, ymm11
-    vpmullw      ymm11, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 608]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 576]
+    vpmullw      ymm11, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 608]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 576]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm14, ymm10                 ; layer 3
     vpsubw       ymm10, ymm14, ymm10
-    vpmullw      ymm14, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 672]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 640]
+    vpmullw      ymm14, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 672]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 640]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm3, ymm3, ymm14
     vpaddw       ymm14, ymm8, ymm3                   ; layer 3
     vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm12, [rel kg_ctru3457_ntt_forward_twiddles + 736]
-    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_forward_twiddles + 704]
+    vpmullw      ymm8, ymm12, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 736]
+    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 704]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
     vpaddw       ymm12, ymm9, ymm8                   ; layer 3
     vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 800]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 768]
+    vpmullw      ymm9, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 800]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 768]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vmovdqa      ymm9, [rsp + 64]                    ; reload
     vmovdqa      [rsp], ymm8                         ; spill
     vpaddw       ymm8, ymm9, ymm1                    ; layer 3
     vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 864]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 832]
+    vpmullw      ymm9, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 864]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 832]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm2, ymm5                    ; layer 3
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 928]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 896]
+    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 928]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 896]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vmovdqa      ymm5, [rsp + 32]                    ; reload
@@ -464,54 +608,54 @@ kg_ctru3457_ntt_forward_avx2:
     vperm2i128   ymm2, ymm9, ymm2, 49
     vperm2i128   ymm9, ymm0, ymm4, 32
     vperm2i128   ymm0, ymm0, ymm4, 49
-    vpmullw      ymm4, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 992]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_forward_twiddles + 960]
+    vpmullw      ymm4, ymm6, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 992]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 960]
     vmovdqa      [rsp + 32], ymm9                    ; spill
     vmovdqu      ymm9, [rel pw_3457]                 ; reload
     vpmulhw      ymm4, ymm4, ymm9
     vpsubw       ymm4, ymm6, ymm4
     vpaddw       ymm6, ymm5, ymm4                    ; layer 4
     vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_forward_twiddles + 1056]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_forward_twiddles + 1024]
+    vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1056]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1024]
     vpmulhw      ymm5, ymm5, ymm9
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm13, ymm5                   ; layer 4
     vpsubw       ymm5, ymm13, ymm5
-    vpmullw      ymm13, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 1120]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 1088]
+    vpmullw      ymm13, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1120]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1088]
     vpmulhw      ymm13, ymm13, ymm9
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm15, ymm10                 ; layer 4
     vpsubw       ymm10, ymm15, ymm10
-    vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1184]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1152]
+    vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1184]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1152]
     vpmulhw      ymm15, ymm15, ymm9
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm11, ymm3                  ; layer 4
     vpsubw       ymm3, ymm11, ymm3
-    vpmullw      ymm11, ymm12, [rel kg_ctru3457_ntt_forward_twiddles + 1248]
-    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_forward_twiddles + 1216]
+    vpmullw      ymm11, ymm12, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1248]
+    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1216]
     vpmulhw      ymm11, ymm11, ymm9
     vpsubw       ymm11, ymm12, ymm11
     vmovdqa      ymm12, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm3                    ; spill
     vpaddw       ymm3, ymm12, ymm11                  ; layer 4
     vpsubw       ymm11, ymm12, ymm11
-    vpmullw      ymm12, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 1312]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 1280]
+    vpmullw      ymm12, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1312]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1280]
     vpmulhw      ymm12, ymm12, ymm9
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm14, ymm1                  ; layer 4
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 1376]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 1344]
+    vpmullw      ymm14, ymm2, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1376]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1344]
     vpmulhw      ymm14, ymm14, ymm9
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm8, ymm2                   ; layer 4
     vpsubw       ymm2, ymm8, ymm2
-    vpmullw      ymm8, ymm0, [rel kg_ctru3457_ntt_forward_twiddles + 1440]
-    vpmulhw      ymm0, ymm0, [rel kg_ctru3457_ntt_forward_twiddles + 1408]
+    vpmullw      ymm8, ymm0, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1440]
+    vpmulhw      ymm0, ymm0, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1408]
     vpmulhw      ymm8, ymm8, ymm9
     vpsubw       ymm0, ymm0, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
@@ -534,54 +678,54 @@ kg_ctru3457_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm14, ymm2
     vpunpcklwd   ymm14, ymm9, ymm0
     vpunpckhwd   ymm0, ymm9, ymm0
-    vpmullw      ymm9, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1504]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles + 1472]
+    vpmullw      ymm9, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1504]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1472]
     vmovdqa      [rsp + 32], ymm14                   ; spill
     vmovdqu      ymm14, [rel pw_3457]                ; reload
     vpmulhw      ymm9, ymm9, ymm14
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm8, ymm4                    ; layer 5
     vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 1568]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles + 1536]
+    vpmullw      ymm8, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1568]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1536]
     vpmulhw      ymm8, ymm8, ymm14
     vpsubw       ymm5, ymm5, ymm8
     vpaddw       ymm8, ymm6, ymm5                    ; layer 5
     vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 1632]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles + 1600]
+    vpmullw      ymm6, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1632]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1600]
     vpmulhw      ymm6, ymm6, ymm14
     vpsubw       ymm6, ymm10, ymm6
     vpaddw       ymm10, ymm7, ymm6                   ; layer 5
     vpsubw       ymm6, ymm7, ymm6
-    vpmullw      ymm7, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 1696]
-    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles + 1664]
+    vpmullw      ymm7, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1696]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1664]
     vpmulhw      ymm7, ymm7, ymm14
     vpsubw       ymm7, ymm15, ymm7
     vmovdqa      ymm15, [rsp + 64]                   ; reload
     vmovdqa      [rsp], ymm6                         ; spill
     vpaddw       ymm6, ymm15, ymm7                   ; layer 5
     vpsubw       ymm7, ymm15, ymm7
-    vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1760]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles + 1728]
+    vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1760]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1728]
     vpmulhw      ymm15, ymm15, ymm14
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm13, ymm3                  ; layer 5
     vpsubw       ymm3, ymm13, ymm3
-    vpmullw      ymm13, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 1824]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles + 1792]
+    vpmullw      ymm13, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1824]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1792]
     vpmulhw      ymm13, ymm13, ymm14
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm11, ymm1                  ; layer 5
     vpsubw       ymm1, ymm11, ymm1
-    vpmullw      ymm11, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 1888]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles + 1856]
+    vpmullw      ymm11, ymm2, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1888]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1856]
     vpmulhw      ymm11, ymm11, ymm14
     vpsubw       ymm2, ymm2, ymm11
     vpaddw       ymm11, ymm12, ymm2                  ; layer 5
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm0, [rel kg_ctru3457_ntt_forward_twiddles + 1952]
-    vpmulhw      ymm0, ymm0, [rel kg_ctru3457_ntt_forward_twiddles + 1920]
+    vpmullw      ymm12, ymm0, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1952]
+    vpmulhw      ymm0, ymm0, [rel kg_ctru3457_ntt_forward_twiddles_avx2 + 1920]
     vpmulhw      ymm12, ymm12, ymm14
     vpsubw       ymm0, ymm0, ymm12
     vmovdqa      ymm12, [rsp + 32]                   ; reload
@@ -748,8 +892,8 @@ kg_ctru3457_basemul_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm2, ymm2, ymm14
     vpaddw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas]
+    vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm2, ymm13, ymm2
@@ -762,8 +906,8 @@ kg_ctru3457_basemul_avx2:
     vmovdqa      ymm2, [rsp]                         ; reload
     vpaddw       ymm1, ymm2, ymm1
     vpaddw       ymm2, ymm3, ymm7
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_basemul_zetas + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas]
+    vpmullw      ymm3, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
@@ -776,8 +920,8 @@ kg_ctru3457_basemul_avx2:
     vmovdqa      ymm1, [rsp + 64]                    ; reload
     vpaddw       ymm1, ymm1, [rsp + 96]
     vpaddw       ymm1, ymm1, [rsp + 160]
-    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas + 32]
-    vpmulhw      ymm3, ymm4, [rel kg_ctru3457_basemul_zetas]
+    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
+    vpmulhw      ymm3, ymm4, [rel kg_ctru3457_basemul_zetas_avx2]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm3, ymm2
     vpaddw       ymm1, ymm1, ymm2
@@ -882,8 +1026,8 @@ kg_ctru3457_basemul_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm2, ymm2, ymm14
     vpaddw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas + 96]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas + 64]
+    vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm2, ymm13, ymm2
@@ -896,8 +1040,8 @@ kg_ctru3457_basemul_avx2:
     vmovdqa      ymm2, [rsp + 192]                   ; reload
     vpaddw       ymm1, ymm2, ymm1
     vpaddw       ymm2, ymm3, ymm7
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_basemul_zetas + 96]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas + 64]
+    vpmullw      ymm3, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
@@ -910,8 +1054,8 @@ kg_ctru3457_basemul_avx2:
     vmovdqa      ymm1, [rsp + 32]                    ; reload
     vpaddw       ymm1, ymm1, [rsp + 160]
     vpaddw       ymm1, ymm1, [rsp + 64]
-    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas + 96]
-    vpmulhw      ymm3, ymm4, [rel kg_ctru3457_basemul_zetas + 64]
+    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm3, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm3, ymm2
     vpaddw       ymm1, ymm1, ymm2
@@ -1016,8 +1160,8 @@ kg_ctru3457_basemul_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm2, ymm2, ymm14
     vpaddw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas + 160]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas + 128]
+    vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm2, ymm13, ymm2
@@ -1030,8 +1174,8 @@ kg_ctru3457_basemul_avx2:
     vmovdqa      ymm2, [rsp]                         ; reload
     vpaddw       ymm1, ymm2, ymm1
     vpaddw       ymm2, ymm3, ymm7
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_basemul_zetas + 160]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas + 128]
+    vpmullw      ymm3, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
@@ -1044,8 +1188,8 @@ kg_ctru3457_basemul_avx2:
     vmovdqa      ymm1, [rsp + 128]                   ; reload
     vpaddw       ymm1, ymm1, [rsp + 64]
     vpaddw       ymm1, ymm1, [rsp + 32]
-    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas + 160]
-    vpmulhw      ymm3, ymm4, [rel kg_ctru3457_basemul_zetas + 128]
+    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
+    vpmulhw      ymm3, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm3, ymm2
     vpaddw       ymm1, ymm1, ymm2
@@ -1150,8 +1294,8 @@ kg_ctru3457_basemul_avx2:
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm2, ymm2, ymm14
     vpaddw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas + 224]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas + 192]
+    vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm2, ymm13, ymm2
@@ -1164,8 +1308,8 @@ kg_ctru3457_basemul_avx2:
     vmovdqa      ymm2, [rsp + 192]                   ; reload
     vpaddw       ymm1, ymm2, ymm1
     vpaddw       ymm2, ymm3, ymm7
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_basemul_zetas + 224]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas + 192]
+    vpmullw      ymm3, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
@@ -1178,8 +1322,8 @@ kg_ctru3457_basemul_avx2:
     vmovdqa      ymm1, [rsp + 96]                    ; reload
     vpaddw       ymm1, ymm1, [rsp + 32]
     vpaddw       ymm1, ymm1, [rsp + 128]
-    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas + 224]
-    vpmulhw      ymm3, ymm4, [rel kg_ctru3457_basemul_zetas + 192]
+    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
+    vpmulhw      ymm3, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm3, ymm0
     vpaddw       ymm0, ymm1, ymm0
@@ -1316,8 +1460,8 @@ kg_ctru3457_ntt_inverse_avx2:
     vpblendd     ymm0, ymm10, ymm0, 170
     vpaddw       ymm10, ymm13, ymm3                  ; layer 5
     vpsubw       ymm3, ymm13, ymm3
-    vpmullw      ymm13, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 32]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles]
+    vpmullw      ymm13, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 32]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2]
     vmovdqa      [rsp + 32], ymm0                    ; spill
     vmovdqu      ymm0, [rel pw_3457]                 ; reload
     vpmulhw      ymm13, ymm13, ymm0
@@ -1328,8 +1472,8 @@ kg_ctru3457_ntt_inverse_avx2:
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm14, ymm1                  ; layer 5
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 96]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 64]
+    vpmullw      ymm14, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 96]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 64]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm1, ymm1, ymm14
     vpmullw      ymm14, ymm13, [rel pw_m19412]
@@ -1338,8 +1482,8 @@ kg_ctru3457_ntt_inverse_avx2:
     vpsubw       ymm13, ymm13, ymm14
     vpaddw       ymm14, ymm2, ymm4                   ; layer 5
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 160]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 128]
+    vpmullw      ymm4, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 160]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpmullw      ymm4, ymm14, [rel pw_m19412]
@@ -1348,8 +1492,8 @@ kg_ctru3457_ntt_inverse_avx2:
     vpsubw       ymm4, ymm14, ymm4
     vpaddw       ymm14, ymm7, ymm5                   ; layer 5
     vpsubw       ymm5, ymm7, ymm5
-    vpmullw      ymm7, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 224]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 192]
+    vpmullw      ymm7, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 224]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 192]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm5, ymm5, ymm7
     vpmullw      ymm7, ymm14, [rel pw_m19412]
@@ -1358,8 +1502,8 @@ kg_ctru3457_ntt_inverse_avx2:
     vpsubw       ymm7, ymm14, ymm7
     vpaddw       ymm14, ymm6, ymm8                   ; layer 5
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 288]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 256]
+    vpmullw      ymm8, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 288]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 256]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpmullw      ymm8, ymm14, [rel pw_m19412]
@@ -1368,8 +1512,8 @@ kg_ctru3457_ntt_inverse_avx2:
     vpsubw       ymm8, ymm14, ymm8
     vpaddw       ymm14, ymm11, ymm9                  ; layer 5
     vpsubw       ymm9, ymm11, ymm9
-    vpmullw      ymm11, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles + 352]
-    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles + 320]
+    vpmullw      ymm11, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 352]
+    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 320]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm9, ymm9, ymm11
     vpmullw      ymm11, ymm14, [rel pw_m19412]
@@ -1380,8 +1524,8 @@ kg_ctru3457_ntt_inverse_avx2:
     vmovdqa      [rsp + 64], ymm9                    ; spill
     vpaddw       ymm9, ymm14, ymm12                  ; layer 5
     vpsubw       ymm12, ymm14, ymm12
-    vpmullw      ymm14, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles + 416]
-    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles + 384]
+    vpmullw      ymm14, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 416]
+    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 384]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm12, ymm12, ymm14
     vpmullw      ymm14, ymm9, [rel pw_m19412]
@@ -1391,8 +1535,8 @@ kg_ctru3457_ntt_inverse_avx2:
     vpaddw       ymm14, ymm15, [rsp + 32]            ; layer 5
     vpsubw       ymm15, ymm15, [rsp + 32]
     vmovdqa      [rsp + 32], ymm9                    ; spill
-    vpmullw      ymm9, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles + 480]
-    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles + 448]
+    vpmullw      ymm9, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 480]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 448]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm15, ymm9
     vpmullw      ymm15, ymm14, [rel pw_m19412]
@@ -1420,32 +1564,32 @@ kg_ctru3457_ntt_inverse_avx2:
     vpunpckhqdq  ymm9, ymm14, ymm9
     vpaddw       ymm14, ymm15, ymm3                  ; layer 4
     vpsubw       ymm3, ymm15, ymm3
-    vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 544]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 512]
+    vpmullw      ymm15, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 544]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 512]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm10, ymm1                  ; layer 4
     vpsubw       ymm1, ymm10, ymm1
-    vpmullw      ymm10, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 608]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 576]
+    vpmullw      ymm10, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 608]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 576]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm1, ymm1, ymm10
     vpaddw       ymm10, ymm13, ymm2                  ; layer 4
     vpsubw       ymm2, ymm13, ymm2
-    vpmullw      ymm13, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 672]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 640]
+    vpmullw      ymm13, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 672]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 640]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm2, ymm2, ymm13
     vpaddw       ymm13, ymm4, ymm5                   ; layer 4
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 736]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 704]
+    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 736]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 704]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm7, ymm6                    ; layer 4
     vpsubw       ymm6, ymm7, ymm6
-    vpmullw      ymm7, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 800]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 768]
+    vpmullw      ymm7, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 800]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 768]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vmovdqa      ymm7, [rsp + 64]                    ; reload
@@ -1453,20 +1597,20 @@ kg_ctru3457_ntt_inverse_avx2:
     vpaddw       ymm5, ymm7, [rsp]                   ; layer 4
     vpsubw       ymm7, ymm7, [rsp]
     vmovdqa      [rsp], ymm5                         ; spill
-    vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 864]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 832]
+    vpmullw      ymm5, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 864]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 832]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm11, ymm8                   ; layer 4
     vpsubw       ymm8, ymm11, ymm8
-    vpmullw      ymm11, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 928]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 896]
+    vpmullw      ymm11, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 928]
+    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 896]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm8, ymm8, ymm11
     vpaddw       ymm11, ymm12, ymm9                  ; layer 4
     vpsubw       ymm9, ymm12, ymm9
-    vpmullw      ymm12, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles + 992]
-    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles + 960]
+    vpmullw      ymm12, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 992]
+    vpmulhw      ymm9, ymm9, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 960]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm9, ymm9, ymm12
     vperm2i128   ymm12, ymm14, ymm3, 32
@@ -1491,71 +1635,71 @@ kg_ctru3457_ntt_inverse_avx2:
     vperm2i128   ymm9, ymm11, ymm9, 49
     vpaddw       ymm11, ymm12, ymm3                  ; layer 3
     vpsubw       ymm3, ymm12, ymm3
-    vpmullw      ymm12, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1056]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1024]
+    vpmullw      ymm12, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1056]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1024]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm3, ymm3, ymm12
     vpaddw       ymm12, ymm14, ymm1                  ; layer 3
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1120]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1088]
+    vpmullw      ymm14, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1120]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1088]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm1, ymm1, ymm14
     vpaddw       ymm14, ymm15, ymm2                  ; layer 3
     vpsubw       ymm2, ymm15, ymm2
-    vpmullw      ymm15, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1184]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1152]
+    vpmullw      ymm15, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1184]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1152]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm2, ymm2, ymm15
     vpaddw       ymm15, ymm10, [rsp + 64]            ; layer 3
     vpsubw       ymm10, ymm10, [rsp + 64]
     vmovdqa      [rsp + 64], ymm2                    ; spill
-    vpmullw      ymm2, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles + 1248]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles + 1216]
+    vpmullw      ymm2, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1248]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1216]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm10, ymm2
     vmovdqa      ymm10, [rsp + 32]                   ; reload
     vmovdqa      [rsp], ymm2                         ; spill
     vpaddw       ymm2, ymm10, ymm6                   ; layer 3
     vpsubw       ymm6, ymm10, ymm6
-    vpmullw      ymm10, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1312]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1280]
+    vpmullw      ymm10, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1312]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1280]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm6, ymm6, ymm10
     vpaddw       ymm10, ymm4, ymm5                   ; layer 3
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1376]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1344]
+    vpmullw      ymm5, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1376]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1344]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm13, ymm7                   ; layer 3
     vpsubw       ymm7, ymm13, ymm7
-    vpmullw      ymm13, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1440]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1408]
+    vpmullw      ymm13, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1440]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1408]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm7, ymm7, ymm13
     vpaddw       ymm13, ymm8, ymm9                   ; layer 3
     vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 1504]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 1472]
+    vpmullw      ymm9, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1504]
+    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1472]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm11, ymm12                  ; layer 2
     vpsubw       ymm11, ymm11, ymm12
-    vpmullw      ymm12, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles + 1568]
-    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles + 1536]
+    vpmullw      ymm12, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1568]
+    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1536]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm11, ymm11, ymm12
     vpaddw       ymm12, ymm3, ymm1                   ; layer 2
     vpsubw       ymm1, ymm3, ymm1
-    vpmullw      ymm3, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1568]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1536]
+    vpmullw      ymm3, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1568]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1536]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm14, ymm15                  ; layer 2
     vpsubw       ymm14, ymm14, ymm15
-    vpmullw      ymm15, ymm14, [rel kg_ctru3457_ntt_inverse_twiddles + 1632]
-    vpmulhw      ymm14, ymm14, [rel kg_ctru3457_ntt_inverse_twiddles + 1600]
+    vpmullw      ymm15, ymm14, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1632]
+    vpmulhw      ymm14, ymm14, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1600]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vmovdqa      ymm15, [rsp + 64]                   ; reload
@@ -1563,32 +1707,32 @@ kg_ctru3457_ntt_inverse_avx2:
     vpaddw       ymm1, ymm15, [rsp]                  ; layer 2
     vpsubw       ymm15, ymm15, [rsp]
     vmovdqa      [rsp], ymm11                        ; spill
-    vpmullw      ymm11, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles + 1632]
-    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles + 1600]
+    vpmullw      ymm11, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1632]
+    vpmulhw      ymm15, ymm15, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1600]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm15, ymm11
     vpaddw       ymm15, ymm2, ymm10                  ; layer 2
     vpsubw       ymm2, ymm2, ymm10
-    vpmullw      ymm10, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1696]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1664]
+    vpmullw      ymm10, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1696]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1664]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm2, ymm2, ymm10
     vpaddw       ymm10, ymm6, ymm4                   ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1696]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1664]
+    vpmullw      ymm6, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1696]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1664]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm13                   ; layer 2
     vpsubw       ymm5, ymm5, ymm13
-    vpmullw      ymm13, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1760]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1728]
+    vpmullw      ymm13, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1760]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1728]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm5, ymm5, ymm13
     vpaddw       ymm13, ymm7, ymm8                   ; layer 2
     vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1760]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1728]
+    vpmullw      ymm8, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1760]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1728]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpmulhw      ymm8, ymm9, [rel pw_19412]          ; barrett: before layer 1
@@ -1598,30 +1742,30 @@ kg_ctru3457_ntt_inverse_avx2:
     vpsubw       ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm8, ymm3                    ; layer 1
     vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
+    vpmullw      ymm8, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1824]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1792]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm12, ymm1                   ; layer 1
     vpsubw       ymm1, ymm12, ymm1
-    vpmullw      ymm12, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
+    vpmullw      ymm12, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1824]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1792]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm1, ymm1, ymm12
     vmovdqa      ymm12, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm1                    ; spill
     vpaddw       ymm1, ymm12, ymm14                  ; layer 1
     vpsubw       ymm12, ymm12, ymm14
-    vpmullw      ymm14, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
-    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
+    vpmullw      ymm14, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1824]
+    vpmulhw      ymm12, ymm12, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1792]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm12, ymm12, ymm14
     vmovdqa      ymm14, [rsp + 32]                   ; reload
     vmovdqa      [rsp], ymm12                        ; spill
     vpaddw       ymm12, ymm14, ymm11                 ; layer 1
     vpsubw       ymm11, ymm14, ymm11
-    vpmullw      ymm14, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles + 1824]
-    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles + 1792]
+    vpmullw      ymm14, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1824]
+    vpmulhw      ymm11, ymm11, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1792]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm11, ymm11, ymm14
     vpmulhw      ymm14, ymm15, [rel pw_19412]        ; barrett: before layer 1
@@ -1631,26 +1775,26 @@ kg_ctru3457_ntt_inverse_avx2:
     vpsubw       ymm14, ymm15, ymm14
     vpaddw       ymm15, ymm14, ymm6                  ; layer 1
     vpsubw       ymm6, ymm14, ymm6
-    vpmullw      ymm14, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
+    vpmullw      ymm14, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1888]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1856]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm6, ymm6, ymm14
     vpaddw       ymm14, ymm10, ymm13                 ; layer 1
     vpsubw       ymm10, ymm10, ymm13
-    vpmullw      ymm13, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
+    vpmullw      ymm13, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1888]
+    vpmulhw      ymm10, ymm10, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1856]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm2, ymm5                   ; layer 1
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
+    vpmullw      ymm5, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1888]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1856]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm4, ymm7                    ; layer 1
     vpsubw       ymm4, ymm4, ymm7
-    vpmullw      ymm7, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1856]
+    vpmullw      ymm7, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1888]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1856]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpmulhw      ymm7, ymm9, [rel pw_19412]          ; barrett: before layer 0
@@ -1660,54 +1804,54 @@ kg_ctru3457_ntt_inverse_avx2:
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm7, ymm15                   ; layer 0
     vpsubw       ymm7, ymm7, ymm15
-    vpmullw      ymm15, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmullw      ymm15, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm7, ymm7, ymm15
     vpaddw       ymm15, ymm8, ymm14                  ; layer 0
     vpsubw       ymm8, ymm8, ymm14
-    vpmullw      ymm14, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmullw      ymm14, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
+    vpmulhw      ymm8, ymm8, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm8, ymm8, ymm14
     vpaddw       ymm14, ymm1, ymm13                  ; layer 0
     vpsubw       ymm1, ymm1, ymm13
-    vpmullw      ymm13, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmullw      ymm13, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
+    vpmulhw      ymm1, ymm1, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm12, ymm5                  ; layer 0
     vpsubw       ymm5, ymm12, ymm5
-    vpmullw      ymm12, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmullw      ymm12, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
+    vpmulhw      ymm5, ymm5, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm3, ymm6                   ; layer 0
     vpsubw       ymm3, ymm3, ymm6
-    vpmullw      ymm6, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmullw      ymm6, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vmovdqa      ymm6, [rsp + 64]                    ; reload
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpaddw       ymm3, ymm6, ymm10                   ; layer 0
     vpsubw       ymm6, ymm6, ymm10
-    vpmullw      ymm10, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmullw      ymm10, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
+    vpmulhw      ymm6, ymm6, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm6, ymm6, ymm10
     vmovdqa      ymm10, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm6                    ; spill
     vpaddw       ymm6, ymm10, ymm2                   ; layer 0
     vpsubw       ymm2, ymm10, ymm2
-    vpmullw      ymm10, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmullw      ymm10, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
+    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm2, ymm2, ymm10
     vpaddw       ymm10, ymm11, ymm4                  ; layer 0
     vpsubw       ymm4, ymm11, ymm4
-    vpmullw      ymm11, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles + 1920]
+    vpmullw      ymm11, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1952]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_ntt_inverse_twiddles_avx2 + 1920]
     vpmulhw      ymm0, ymm11, ymm0
     vpsubw       ymm0, ymm4, ymm0
     vmovdqu      [rdi], ymm9
@@ -2195,6 +2339,5083 @@ kg_ctru3457_freeze_avx2:
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_ctru3457_ntt_forward_sse: forward negacyclic NTT of a[256] in place (6 layers, blocks of degree 4)
+;
+;   requires: every a[i] in [-3456, 3456]
+;   ensures:  every a[i] in [-14652, 14652] (proven), block j at kg_ctru3457_ntt_positions[j] (manifest: layout),
+;             a[pos_j[k]] = (a mod (x^4 - zeta_j))_k mod 3457 (scale 1)
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-15}, flags
+;
+; reduction schedule:
+;   policy index, barrett reduction, 0 vector reductions
+;   worst |value| after each layer: 5205, 7023, 8879, 10824, 12784, 14658
+; ---------------------------------------------------------------------------
+global kg_ctru3457_ntt_forward_sse:function (kg_ctru3457_ntt_forward_sse.end - kg_ctru3457_ntt_forward_sse)
+align 32
+kg_ctru3457_ntt_forward_sse:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 160
+    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
+    movdqu       xmm1, [rdi]
+    movdqu       xmm2, [rdi + 16]
+    movdqu       xmm3, [rdi + 256]
+    movdqu       xmm4, [rdi + 272]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi], xmm5
+    movdqu       [rdi + 16], xmm6
+    movdqu       [rdi + 256], xmm1
+    movdqu       [rdi + 272], xmm2
+    movdqu       xmm1, [rdi + 32]
+    movdqu       xmm2, [rdi + 48]
+    movdqu       xmm3, [rdi + 288]
+    movdqu       xmm4, [rdi + 304]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 32], xmm5
+    movdqu       [rdi + 48], xmm6
+    movdqu       [rdi + 288], xmm1
+    movdqu       [rdi + 304], xmm2
+    movdqu       xmm1, [rdi + 64]
+    movdqu       xmm2, [rdi + 80]
+    movdqu       xmm3, [rdi + 320]
+    movdqu       xmm4, [rdi + 336]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 64], xmm5
+    movdqu       [rdi + 80], xmm6
+    movdqu       [rdi + 320], xmm1
+    movdqu       [rdi + 336], xmm2
+    movdqu       xmm1, [rdi + 96]
+    movdqu       xmm2, [rdi + 112]
+    movdqu       xmm3, [rdi + 352]
+    movdqu       xmm4, [rdi + 368]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 96], xmm5
+    movdqu       [rdi + 112], xmm6
+    movdqu       [rdi + 352], xmm1
+    movdqu       [rdi + 368], xmm2
+    movdqu       xmm1, [rdi + 128]
+    movdqu       xmm2, [rdi + 144]
+    movdqu       xmm3, [rdi + 384]
+    movdqu       xmm4, [rdi + 400]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 128], xmm5
+    movdqu       [rdi + 144], xmm6
+    movdqu       [rdi + 384], xmm1
+    movdqu       [rdi + 400], xmm2
+    movdqu       xmm1, [rdi + 160]
+    movdqu       xmm2, [rdi + 176]
+    movdqu       xmm3, [rdi + 416]
+    movdqu       xmm4, [rdi + 432]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 160], xmm5
+    movdqu       [rdi + 176], xmm6
+    movdqu       [rdi + 416], xmm1
+    movdqu       [rdi + 432], xmm2
+    movdqu       xmm1, [rdi + 192]
+    movdqu       xmm2, [rdi + 208]
+    movdqu       xmm3, [rdi + 448]
+    movdqu       xmm4, [rdi + 464]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 192], xmm5
+    movdqu       [rdi + 208], xmm6
+    movdqu       [rdi + 448], xmm1
+    movdqu       [rdi + 464], xmm2
+    movdqu       xmm1, [rdi + 224]
+    movdqu       xmm2, [rdi + 240]
+    movdqu       xmm3, [rdi + 480]
+    movdqu       xmm4, [rdi + 496]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 224], xmm5
+    movdqu       [rdi + 240], xmm6
+    movdqu       [rdi + 480], xmm1
+    movdqu       [rdi + 496], xmm2
+    movdqu       xmm1, [rdi]
+    movdqu       xmm2, [rdi + 16]
+    movdqu       xmm3, [rdi + 32]
+    movdqu       xmm4, [rdi + 48]
+    movdqu       xmm5, [rdi + 64]
+    movdqu       xmm6, [rdi + 80]
+    movdqu       xmm7, [rdi + 96]
+    movdqu       xmm8, [rdi + 112]
+    movdqu       xmm9, [rdi + 128]
+    movdqu       xmm10, [rdi + 144]
+    movdqu       xmm11, [rdi + 160]
+    movdqu       xmm12, [rdi + 176]
+    movdqu       xmm13, [rdi + 192]
+    movdqu       xmm14, [rdi + 208]
+    movdqu       xmm15, [rdi + 224]
+    movdqa       [rsp], xmm8                         ; spill
+    movdqu       xmm8, [rdi + 240]
+    movdqa       [rsp + 32], xmm7                    ; spill
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel kg_ctru3457_ntt_forward_twiddles_sse + 96]
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm10
+    pmullw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 112]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 64]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 80]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm10, xmm8
+    movdqa       xmm7, xmm1                          ; layer 1
+    paddw        xmm7, xmm9
+    movdqa       xmm8, xmm2
+    paddw        xmm8, xmm10
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    movdqa       xmm9, xmm11
+    pmullw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 96]
+    movdqa       xmm10, xmm12
+    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 112]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 64]
+    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 80]
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm11, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm3                          ; layer 1
+    paddw        xmm9, xmm11
+    movdqa       xmm10, xmm4
+    paddw        xmm10, xmm12
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm11, xmm13
+    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 96]
+    movdqa       xmm12, xmm14
+    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 112]
+    pmulhw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 64]
+    pmulhw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 80]
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm13, xmm11
+    psubw        xmm14, xmm12
+    movdqa       xmm11, xmm5                         ; layer 1
+    paddw        xmm11, xmm13
+    movdqa       xmm12, xmm6
+    paddw        xmm12, xmm14
+    psubw        xmm5, xmm13
+    psubw        xmm6, xmm14
+    movdqa       xmm13, xmm15
+    pmullw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 96]
+    movdqa       xmm14, [rsp + 64]                   ; reload
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm14
+    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 112]
+    pmulhw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 64]
+    pmulhw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 80]
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm15, xmm13
+    psubw        xmm14, xmm4
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm13, xmm4                         ; layer 1
+    paddw        xmm13, xmm15
+    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       xmm3, [rsp]                         ; reload
+    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       xmm2, xmm3
+    paddw        xmm2, xmm14
+    psubw        xmm4, xmm15
+    psubw        xmm3, xmm14
+    movdqa       xmm14, xmm11
+    pmullw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 160]
+    movdqa       xmm15, xmm12
+    pmullw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 176]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 128]
+    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 144]
+    pmulhw       xmm14, xmm0
+    pmulhw       xmm15, xmm0
+    psubw        xmm11, xmm14
+    psubw        xmm12, xmm15
+    movdqa       xmm14, xmm7                         ; layer 2
+    paddw        xmm14, xmm11
+    movdqa       xmm15, xmm8
+    paddw        xmm15, xmm12
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
+    movdqa       xmm11, xmm13
+    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 160]
+    movdqa       xmm12, xmm2
+    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 176]
+    pmulhw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 128]
+    pmulhw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 144]
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm13, xmm11
+    psubw        xmm2, xmm12
+    movdqa       xmm11, xmm9                         ; layer 2
+    paddw        xmm11, xmm13
+    movdqa       xmm12, xmm10
+    paddw        xmm12, xmm2
+    psubw        xmm9, xmm13
+    psubw        xmm10, xmm2
+    movdqa       xmm2, xmm5
+    pmullw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 224]
+    movdqa       xmm13, xmm6
+    pmullw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 240]
+    pmulhw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 192]
+    pmulhw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 208]
+    pmulhw       xmm2, xmm0
+    pmulhw       xmm13, xmm0
+    psubw        xmm5, xmm2
+    psubw        xmm6, xmm13
+    movdqa       xmm2, xmm1                          ; layer 2
+    paddw        xmm2, xmm5
+    movdqa       xmm13, [rsp + 128]                  ; reload
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, xmm13
+    paddw        xmm2, xmm6
+    psubw        xmm1, xmm5
+    psubw        xmm13, xmm6
+    movdqa       xmm5, xmm4
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 224]
+    movdqa       xmm6, xmm3
+    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 240]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 192]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 208]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm4, xmm5
+    psubw        xmm3, xmm6
+    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm6, xmm5                          ; layer 2
+    paddw        xmm6, xmm4
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm1                    ; spill
+    movdqa       xmm1, xmm13
+    paddw        xmm1, xmm3
+    psubw        xmm5, xmm4
+    psubw        xmm13, xmm3
+    movdqa       xmm3, xmm11
+    pmullw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 288]
+    movdqa       xmm4, xmm12
+    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 304]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 256]
+    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 272]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm11, xmm3
+    psubw        xmm12, xmm4
+    movdqa       xmm3, xmm14                         ; layer 3
+    paddw        xmm3, xmm11
+    movdqa       xmm4, xmm15
+    paddw        xmm4, xmm12
+    psubw        xmm14, xmm11
+    psubw        xmm15, xmm12
+    movdqa       xmm11, xmm9
+    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 352]
+    movdqa       xmm12, xmm10
+    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 368]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 320]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 336]
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm7                         ; layer 3
+    paddw        xmm11, xmm9
+    movdqa       xmm12, xmm8
+    paddw        xmm12, xmm10
+    psubw        xmm7, xmm9
+    psubw        xmm8, xmm10
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 416]
+    movdqa       xmm10, xmm1
+    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 432]
+    pmulhw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 384]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 400]
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm6, xmm9
+    psubw        xmm1, xmm10
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm10, xmm9                         ; layer 3
+    paddw        xmm10, xmm6
+    movdqa       [rsp + 96], xmm10                   ; spill
+    movdqa       xmm10, xmm2
+    paddw        xmm10, xmm1
+    psubw        xmm9, xmm6
+    psubw        xmm2, xmm1
+    movdqa       xmm1, xmm5
+    pmullw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 480]
+    movdqa       xmm6, xmm13
+    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 496]
+    pmulhw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 448]
+    pmulhw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 464]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm5, xmm1
+    psubw        xmm13, xmm6
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqa       xmm6, xmm1                          ; layer 3
+    paddw        xmm6, xmm5
+    movdqa       [rsp], xmm6                         ; spill
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm6
+    paddw        xmm9, xmm13
+    psubw        xmm1, xmm5
+    psubw        xmm6, xmm13
+    movdqa       xmm5, xmm4
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 544]
+    movdqa       xmm13, xmm15
+    pmullw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 560]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 512]
+    pmulhw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 528]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm13, xmm0
+    psubw        xmm4, xmm5
+    psubw        xmm15, xmm13
+    movdqa       xmm5, xmm3                          ; layer 4
+    paddw        xmm5, xmm4
+    movdqa       xmm13, xmm14
+    paddw        xmm13, xmm15
+    psubw        xmm3, xmm4
+    psubw        xmm14, xmm15
+    movdqa       xmm4, xmm12
+    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 608]
+    movdqa       xmm15, xmm8
+    pmullw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 624]
+    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 576]
+    pmulhw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 592]
+    pmulhw       xmm4, xmm0
+    pmulhw       xmm15, xmm0
+    psubw        xmm12, xmm4
+    psubw        xmm8, xmm15
+    movdqa       xmm4, xmm11                         ; layer 4
+    paddw        xmm4, xmm12
+    movdqa       xmm15, xmm7
+    paddw        xmm15, xmm8
+    psubw        xmm11, xmm12
+    psubw        xmm7, xmm8
+    movdqa       xmm8, xmm10
+    pmullw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 672]
+    movdqa       xmm12, xmm2
+    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 688]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 640]
+    pmulhw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 656]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm10, xmm8
+    psubw        xmm2, xmm12
+    movdqa       xmm8, [rsp + 96]                    ; reload
+    movdqa       xmm12, xmm8                         ; layer 4
+    paddw        xmm12, xmm10
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, [rsp + 64]                   ; reload
+    movdqa       [rsp + 32], xmm7                    ; spill
+    movdqa       xmm7, xmm12
+    paddw        xmm7, xmm2
+    psubw        xmm8, xmm10
+    psubw        xmm12, xmm2
+    movdqa       xmm2, xmm9
+    pmullw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 736]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 752]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 704]
+    pmulhw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 720]
+    pmulhw       xmm2, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm9, xmm2
+    psubw        xmm6, xmm10
+    movdqa       xmm2, [rsp]                         ; reload
+    movdqa       xmm10, xmm2                         ; layer 4
+    paddw        xmm10, xmm9
+    movdqa       xmm0, xmm1
+    paddw        xmm0, xmm6
+    psubw        xmm2, xmm9
+    psubw        xmm1, xmm6
+    movdqa       xmm6, xmm5
+    punpcklwd    xmm6, xmm3
+    movdqa       xmm9, xmm13
+    punpcklwd    xmm9, xmm14
+    punpckhwd    xmm5, xmm3
+    punpckhwd    xmm13, xmm14
+    movdqa       xmm3, xmm4
+    punpcklwd    xmm3, xmm11
+    movdqa       xmm14, xmm15
+    punpcklwd    xmm14, [rsp + 32]
+    punpckhwd    xmm4, xmm11
+    punpckhwd    xmm15, [rsp + 32]
+    movdqa       xmm11, [rsp + 128]                  ; reload
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       xmm14, xmm11
+    punpcklwd    xmm14, xmm8
+    movdqa       [rsp], xmm14                        ; spill
+    movdqa       xmm14, xmm7
+    punpcklwd    xmm14, xmm12
+    punpckhwd    xmm11, xmm8
+    punpckhwd    xmm7, xmm12
+    movdqa       xmm8, xmm10
+    punpcklwd    xmm8, xmm2
+    movdqa       xmm12, xmm0
+    punpcklwd    xmm12, xmm1
+    punpckhwd    xmm10, xmm2
+    punpckhwd    xmm0, xmm1
+    movdqa       xmm1, xmm5
+    pmullw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 800]
+    movdqa       xmm2, xmm13
+    pmullw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 816]
+    pmulhw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 768]
+    pmulhw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 784]
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqu       xmm12, [rel pw_3457]                ; reload
+    pmulhw       xmm1, xmm12
+    pmulhw       xmm2, xmm12
+    psubw        xmm5, xmm1
+    psubw        xmm13, xmm2
+    movdqa       xmm1, xmm6                          ; layer 5
+    paddw        xmm1, xmm5
+    movdqa       xmm2, xmm9
+    paddw        xmm2, xmm13
+    psubw        xmm6, xmm5
+    psubw        xmm9, xmm13
+    movdqa       xmm5, xmm4
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 864]
+    movdqa       xmm13, xmm15
+    pmullw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 880]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 832]
+    pmulhw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 848]
+    pmulhw       xmm5, xmm12
+    pmulhw       xmm13, xmm12
+    psubw        xmm4, xmm5
+    psubw        xmm15, xmm13
+    movdqa       xmm5, xmm3                          ; layer 5
+    paddw        xmm5, xmm4
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       [rsp + 64], xmm5                    ; spill
+    movdqa       xmm5, xmm13
+    paddw        xmm5, xmm15
+    psubw        xmm3, xmm4
+    psubw        xmm13, xmm15
+    movdqa       xmm4, xmm11
+    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 928]
+    movdqa       xmm15, xmm7
+    pmullw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 944]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 896]
+    pmulhw       xmm7, [rel kg_ctru3457_ntt_forward_twiddles_sse + 912]
+    pmulhw       xmm4, xmm12
+    pmulhw       xmm15, xmm12
+    psubw        xmm11, xmm4
+    psubw        xmm7, xmm15
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       xmm15, xmm4                         ; layer 5
+    paddw        xmm15, xmm11
+    movdqa       [rsp + 32], xmm15                   ; spill
+    movdqa       xmm15, xmm14
+    paddw        xmm15, xmm7
+    psubw        xmm4, xmm11
+    psubw        xmm14, xmm7
+    movdqa       xmm7, xmm10
+    pmullw       xmm7, [rel kg_ctru3457_ntt_forward_twiddles_sse + 992]
+    movdqa       xmm11, xmm0
+    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1008]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 960]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_forward_twiddles_sse + 976]
+    pmulhw       xmm7, xmm12
+    pmulhw       xmm11, xmm12
+    psubw        xmm10, xmm7
+    psubw        xmm0, xmm11
+    movdqa       xmm7, xmm8                          ; layer 5
+    paddw        xmm7, xmm10
+    movdqa       xmm11, [rsp + 128]                  ; reload
+    movdqa       xmm12, xmm11
+    paddw        xmm12, xmm0
+    psubw        xmm8, xmm10
+    psubw        xmm11, xmm0
+    movdqa       xmm0, xmm1
+    punpcklwd    xmm0, xmm6
+    movdqa       xmm10, xmm2
+    punpcklwd    xmm10, xmm9
+    punpckhwd    xmm1, xmm6
+    punpckhwd    xmm2, xmm9
+    movdqa       xmm6, [rsp + 64]                    ; reload
+    movdqa       xmm9, xmm6
+    punpcklwd    xmm9, xmm3
+    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       xmm2, xmm5
+    punpcklwd    xmm2, xmm13
+    punpckhwd    xmm6, xmm3
+    punpckhwd    xmm5, xmm13
+    movdqa       xmm3, [rsp + 32]                    ; reload
+    movdqa       xmm13, xmm3
+    punpcklwd    xmm13, xmm4
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm15
+    punpcklwd    xmm13, xmm14
+    punpckhwd    xmm3, xmm4
+    punpckhwd    xmm15, xmm14
+    movdqa       xmm4, xmm7
+    punpcklwd    xmm4, xmm8
+    movdqa       xmm14, xmm12
+    punpcklwd    xmm14, xmm11
+    punpckhwd    xmm7, xmm8
+    punpckhwd    xmm12, xmm11
+    movdqa       xmm8, xmm0
+    punpcklwd    xmm8, xmm9
+    movdqa       xmm11, xmm10
+    punpcklwd    xmm11, xmm2
+    punpckhwd    xmm0, xmm9
+    punpckhwd    xmm10, xmm2
+    movdqa       xmm2, xmm1
+    punpcklwd    xmm2, xmm6
+    movdqa       xmm9, [rsp + 128]                   ; reload
+    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       xmm10, xmm9
+    punpcklwd    xmm10, xmm5
+    punpckhwd    xmm1, xmm6
+    punpckhwd    xmm9, xmm5
+    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm6, xmm5
+    punpcklwd    xmm6, xmm4
+    movdqa       [rsp + 128], xmm6                   ; spill
+    movdqa       xmm6, xmm13
+    punpcklwd    xmm6, xmm14
+    punpckhwd    xmm5, xmm4
+    punpckhwd    xmm13, xmm14
+    movdqa       xmm4, xmm3
+    punpcklwd    xmm4, xmm7
+    movdqa       xmm14, xmm15
+    punpcklwd    xmm14, xmm12
+    punpckhwd    xmm3, xmm7
+    punpckhwd    xmm15, xmm12
+    movdqu       [rdi], xmm8
+    movdqu       [rdi + 16], xmm11
+    movdqu       [rdi + 32], xmm2
+    movdqu       [rdi + 48], xmm10
+    movdqu       [rdi + 64], xmm0
+    movdqa       xmm0, [rsp + 32]                    ; reload
+    movdqu       [rdi + 80], xmm0
+    movdqu       [rdi + 96], xmm1
+    movdqu       [rdi + 112], xmm9
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqu       [rdi + 128], xmm0
+    movdqu       [rdi + 144], xmm6
+    movdqu       [rdi + 160], xmm4
+    movdqu       [rdi + 176], xmm14
+    movdqu       [rdi + 192], xmm5
+    movdqu       [rdi + 208], xmm13
+    movdqu       [rdi + 224], xmm3
+    movdqu       [rdi + 240], xmm15
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm1, [rdi + 272]
+    movdqu       xmm2, [rdi + 288]
+    movdqu       xmm3, [rdi + 304]
+    movdqu       xmm4, [rdi + 320]
+    movdqu       xmm5, [rdi + 336]
+    movdqu       xmm6, [rdi + 352]
+    movdqu       xmm7, [rdi + 368]
+    movdqu       xmm8, [rdi + 384]
+    movdqu       xmm9, [rdi + 400]
+    movdqu       xmm10, [rdi + 416]
+    movdqu       xmm11, [rdi + 432]
+    movdqu       xmm12, [rdi + 448]
+    movdqu       xmm13, [rdi + 464]
+    movdqu       xmm14, [rdi + 480]
+    movdqu       xmm15, [rdi + 496]
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movdqa       xmm7, xmm8
+    pmullw       xmm7, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1056]
+    movdqa       [rsp + 32], xmm6                    ; spill
+    movdqa       xmm6, xmm9
+    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1072]
+    pmulhw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1024]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1040]
+    movdqa       [rsp + 64], xmm15                   ; spill
+    movdqu       xmm15, [rel pw_3457]                ; reload
+    pmulhw       xmm7, xmm15
+    pmulhw       xmm6, xmm15
+    psubw        xmm8, xmm7
+    psubw        xmm9, xmm6
+    movdqa       xmm6, xmm0                          ; layer 1
+    paddw        xmm6, xmm8
+    movdqa       xmm7, xmm1
+    paddw        xmm7, xmm9
+    psubw        xmm0, xmm8
+    psubw        xmm1, xmm9
+    movdqa       xmm8, xmm10
+    pmullw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1056]
+    movdqa       xmm9, xmm11
+    pmullw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1072]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1024]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1040]
+    pmulhw       xmm8, xmm15
+    pmulhw       xmm9, xmm15
+    psubw        xmm10, xmm8
+    psubw        xmm11, xmm9
+    movdqa       xmm8, xmm2                          ; layer 1
+    paddw        xmm8, xmm10
+    movdqa       xmm9, xmm3
+    paddw        xmm9, xmm11
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    movdqa       xmm10, xmm12
+    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1056]
+    movdqa       xmm11, xmm13
+    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1072]
+    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1024]
+    pmulhw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1040]
+    pmulhw       xmm10, xmm15
+    pmulhw       xmm11, xmm15
+    psubw        xmm12, xmm10
+    psubw        xmm13, xmm11
+    movdqa       xmm10, xmm4                         ; layer 1
+    paddw        xmm10, xmm12
+    movdqa       xmm11, xmm5
+    paddw        xmm11, xmm13
+    psubw        xmm4, xmm12
+    psubw        xmm5, xmm13
+    movdqa       xmm12, xmm14
+    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1056]
+    movdqa       xmm13, [rsp + 64]                   ; reload
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1072]
+    pmulhw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1024]
+    pmulhw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1040]
+    pmulhw       xmm12, xmm15
+    pmulhw       xmm3, xmm15
+    psubw        xmm14, xmm12
+    psubw        xmm13, xmm3
+    movdqa       xmm3, [rsp + 32]                    ; reload
+    movdqa       xmm12, xmm3                         ; layer 1
+    paddw        xmm12, xmm14
+    movdqa       [rsp + 64], xmm2                    ; spill
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       [rsp + 96], xmm1                    ; spill
+    movdqa       xmm1, xmm2
+    paddw        xmm1, xmm13
+    psubw        xmm3, xmm14
+    psubw        xmm2, xmm13
+    movdqa       xmm13, xmm10
+    pmullw       xmm13, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1120]
+    movdqa       xmm14, xmm11
+    pmullw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1136]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1088]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1104]
+    pmulhw       xmm13, xmm15
+    pmulhw       xmm14, xmm15
+    psubw        xmm10, xmm13
+    psubw        xmm11, xmm14
+    movdqa       xmm13, xmm6                         ; layer 2
+    paddw        xmm13, xmm10
+    movdqa       xmm14, xmm7
+    paddw        xmm14, xmm11
+    psubw        xmm6, xmm10
+    psubw        xmm7, xmm11
+    movdqa       xmm10, xmm12
+    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1120]
+    movdqa       xmm11, xmm1
+    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1136]
+    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1088]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1104]
+    pmulhw       xmm10, xmm15
+    pmulhw       xmm11, xmm15
+    psubw        xmm12, xmm10
+    psubw        xmm1, xmm11
+    movdqa       xmm10, xmm8                         ; layer 2
+    paddw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    paddw        xmm11, xmm1
+    psubw        xmm8, xmm12
+    psubw        xmm9, xmm1
+    movdqa       xmm1, xmm4
+    pmullw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1184]
+    movdqa       xmm12, xmm5
+    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1200]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1152]
+    pmulhw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1168]
+    pmulhw       xmm1, xmm15
+    pmulhw       xmm12, xmm15
+    psubw        xmm4, xmm1
+    psubw        xmm5, xmm12
+    movdqa       xmm1, xmm0                          ; layer 2
+    paddw        xmm1, xmm4
+    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm12
+    paddw        xmm1, xmm5
+    psubw        xmm0, xmm4
+    psubw        xmm12, xmm5
+    movdqa       xmm4, xmm3
+    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1184]
+    movdqa       xmm5, xmm2
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1200]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1152]
+    pmulhw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1168]
+    pmulhw       xmm4, xmm15
+    pmulhw       xmm5, xmm15
+    psubw        xmm3, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       xmm5, xmm4                          ; layer 2
+    paddw        xmm5, xmm3
+    movdqa       [rsp + 96], xmm12                   ; spill
+    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       [rsp + 32], xmm0                    ; spill
+    movdqa       xmm0, xmm12
+    paddw        xmm0, xmm2
+    psubw        xmm4, xmm3
+    psubw        xmm12, xmm2
+    movdqa       xmm2, xmm10
+    pmullw       xmm2, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1248]
+    movdqa       xmm3, xmm11
+    pmullw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1264]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1216]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1232]
+    pmulhw       xmm2, xmm15
+    pmulhw       xmm3, xmm15
+    psubw        xmm10, xmm2
+    psubw        xmm11, xmm3
+    movdqa       xmm2, xmm13                         ; layer 3
+    paddw        xmm2, xmm10
+    movdqa       xmm3, xmm14
+    paddw        xmm3, xmm11
+    psubw        xmm13, xmm10
+    psubw        xmm14, xmm11
+    movdqa       xmm10, xmm8
+    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1312]
+    movdqa       xmm11, xmm9
+    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1328]
+    pmulhw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1280]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1296]
+    pmulhw       xmm10, xmm15
+    pmulhw       xmm11, xmm15
+    psubw        xmm8, xmm10
+    psubw        xmm9, xmm11
+    movdqa       xmm10, xmm6                         ; layer 3
+    paddw        xmm10, xmm8
+    movdqa       xmm11, xmm7
+    paddw        xmm11, xmm9
+    psubw        xmm6, xmm8
+    psubw        xmm7, xmm9
+    movdqa       xmm8, xmm5
+    pmullw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1376]
+    movdqa       xmm9, xmm0
+    pmullw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1392]
+    pmulhw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1344]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1360]
+    pmulhw       xmm8, xmm15
+    pmulhw       xmm9, xmm15
+    psubw        xmm5, xmm8
+    psubw        xmm0, xmm9
+    movdqa       xmm8, [rsp + 128]                   ; reload
+    movdqa       xmm9, xmm8                          ; layer 3
+    paddw        xmm9, xmm5
+    movdqa       [rsp], xmm9                         ; spill
+    movdqa       xmm9, xmm1
+    paddw        xmm9, xmm0
+    psubw        xmm8, xmm5
+    psubw        xmm1, xmm0
+    movdqa       xmm0, xmm4
+    pmullw       xmm0, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1440]
+    movdqa       xmm5, xmm12
+    pmullw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1456]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1408]
+    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1424]
+    pmulhw       xmm0, xmm15
+    pmulhw       xmm5, xmm15
+    psubw        xmm4, xmm0
+    psubw        xmm12, xmm5
+    movdqa       xmm0, [rsp + 32]                    ; reload
+    movdqa       xmm5, xmm0                          ; layer 3
+    paddw        xmm5, xmm4
+    movdqa       [rsp + 128], xmm5                   ; spill
+    movdqa       xmm5, [rsp + 96]                    ; reload
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm5
+    paddw        xmm8, xmm12
+    psubw        xmm0, xmm4
+    psubw        xmm5, xmm12
+    movdqa       xmm4, xmm3
+    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1504]
+    movdqa       xmm12, xmm14
+    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1520]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1472]
+    pmulhw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1488]
+    pmulhw       xmm4, xmm15
+    pmulhw       xmm12, xmm15
+    psubw        xmm3, xmm4
+    psubw        xmm14, xmm12
+    movdqa       xmm4, xmm2                          ; layer 4
+    paddw        xmm4, xmm3
+    movdqa       xmm12, xmm13
+    paddw        xmm12, xmm14
+    psubw        xmm2, xmm3
+    psubw        xmm13, xmm14
+    movdqa       xmm3, xmm11
+    pmullw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1568]
+    movdqa       xmm14, xmm7
+    pmullw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1584]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1536]
+    pmulhw       xmm7, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1552]
+    pmulhw       xmm3, xmm15
+    pmulhw       xmm14, xmm15
+    psubw        xmm11, xmm3
+    psubw        xmm7, xmm14
+    movdqa       xmm3, xmm10                         ; layer 4
+    paddw        xmm3, xmm11
+    movdqa       xmm14, xmm6
+    paddw        xmm14, xmm7
+    psubw        xmm10, xmm11
+    psubw        xmm6, xmm7
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1632]
+    movdqa       xmm11, xmm1
+    pmullw       xmm11, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1648]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1600]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1616]
+    pmulhw       xmm7, xmm15
+    pmulhw       xmm11, xmm15
+    psubw        xmm9, xmm7
+    psubw        xmm1, xmm11
+    movdqa       xmm7, [rsp]                         ; reload
+    movdqa       xmm11, xmm7                         ; layer 4
+    paddw        xmm11, xmm9
+    movdqa       [rsp + 96], xmm11                   ; spill
+    movdqa       xmm11, [rsp + 64]                   ; reload
+    movdqa       [rsp + 32], xmm6                    ; spill
+    movdqa       xmm6, xmm11
+    paddw        xmm6, xmm1
+    psubw        xmm7, xmm9
+    psubw        xmm11, xmm1
+    movdqa       xmm1, xmm8
+    pmullw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1696]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1712]
+    pmulhw       xmm8, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1664]
+    pmulhw       xmm5, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1680]
+    pmulhw       xmm1, xmm15
+    pmulhw       xmm9, xmm15
+    psubw        xmm8, xmm1
+    psubw        xmm5, xmm9
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm9, xmm1                          ; layer 4
+    paddw        xmm9, xmm8
+    movdqa       xmm15, xmm0
+    paddw        xmm15, xmm5
+    psubw        xmm1, xmm8
+    psubw        xmm0, xmm5
+    movdqa       xmm5, xmm4
+    punpcklwd    xmm5, xmm2
+    movdqa       xmm8, xmm12
+    punpcklwd    xmm8, xmm13
+    punpckhwd    xmm4, xmm2
+    punpckhwd    xmm12, xmm13
+    movdqa       xmm2, xmm3
+    punpcklwd    xmm2, xmm10
+    movdqa       xmm13, xmm14
+    punpcklwd    xmm13, [rsp + 32]
+    punpckhwd    xmm3, xmm10
+    punpckhwd    xmm14, [rsp + 32]
+    movdqa       xmm10, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, xmm10
+    punpcklwd    xmm13, xmm7
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm6
+    punpcklwd    xmm13, xmm11
+    punpckhwd    xmm10, xmm7
+    punpckhwd    xmm6, xmm11
+    movdqa       xmm7, xmm9
+    punpcklwd    xmm7, xmm1
+    movdqa       xmm11, xmm15
+    punpcklwd    xmm11, xmm0
+    punpckhwd    xmm9, xmm1
+    punpckhwd    xmm15, xmm0
+    movdqa       xmm0, xmm4
+    pmullw       xmm0, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1760]
+    movdqa       xmm1, xmm12
+    pmullw       xmm1, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1776]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1728]
+    pmulhw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1744]
+    movdqa       [rsp + 96], xmm11                   ; spill
+    movdqu       xmm11, [rel pw_3457]                ; reload
+    pmulhw       xmm0, xmm11
+    pmulhw       xmm1, xmm11
+    psubw        xmm4, xmm0
+    psubw        xmm12, xmm1
+    movdqa       xmm0, xmm5                          ; layer 5
+    paddw        xmm0, xmm4
+    movdqa       xmm1, xmm8
+    paddw        xmm1, xmm12
+    psubw        xmm5, xmm4
+    psubw        xmm8, xmm12
+    movdqa       xmm4, xmm3
+    pmullw       xmm4, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1824]
+    movdqa       xmm12, xmm14
+    pmullw       xmm12, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1840]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1792]
+    pmulhw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1808]
+    pmulhw       xmm4, xmm11
+    pmulhw       xmm12, xmm11
+    psubw        xmm3, xmm4
+    psubw        xmm14, xmm12
+    movdqa       xmm4, xmm2                          ; layer 5
+    paddw        xmm4, xmm3
+    movdqa       xmm12, [rsp + 32]                   ; reload
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm12
+    paddw        xmm4, xmm14
+    psubw        xmm2, xmm3
+    psubw        xmm12, xmm14
+    movdqa       xmm3, xmm10
+    pmullw       xmm3, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1888]
+    movdqa       xmm14, xmm6
+    pmullw       xmm14, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1904]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1856]
+    pmulhw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1872]
+    pmulhw       xmm3, xmm11
+    pmulhw       xmm14, xmm11
+    psubw        xmm10, xmm3
+    psubw        xmm6, xmm14
+    movdqa       xmm3, [rsp + 128]                   ; reload
+    movdqa       xmm14, xmm3                         ; layer 5
+    paddw        xmm14, xmm10
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm6
+    psubw        xmm3, xmm10
+    psubw        xmm13, xmm6
+    movdqa       xmm6, xmm9
+    pmullw       xmm6, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1952]
+    movdqa       xmm10, xmm15
+    pmullw       xmm10, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1968]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1920]
+    pmulhw       xmm15, [rel kg_ctru3457_ntt_forward_twiddles_sse + 1936]
+    pmulhw       xmm6, xmm11
+    pmulhw       xmm10, xmm11
+    psubw        xmm9, xmm6
+    psubw        xmm15, xmm10
+    movdqa       xmm6, xmm7                          ; layer 5
+    paddw        xmm6, xmm9
+    movdqa       xmm10, [rsp + 96]                   ; reload
+    movdqa       xmm11, xmm10
+    paddw        xmm11, xmm15
+    psubw        xmm7, xmm9
+    psubw        xmm10, xmm15
+    movdqa       xmm9, xmm0
+    punpcklwd    xmm9, xmm5
+    movdqa       xmm15, xmm1
+    punpcklwd    xmm15, xmm8
+    punpckhwd    xmm0, xmm5
+    punpckhwd    xmm1, xmm8
+    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm8, xmm5
+    punpcklwd    xmm8, xmm2
+    movdqa       [rsp + 96], xmm1                    ; spill
+    movdqa       xmm1, xmm4
+    punpcklwd    xmm1, xmm12
+    punpckhwd    xmm5, xmm2
+    punpckhwd    xmm4, xmm12
+    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       xmm12, xmm2
+    punpcklwd    xmm12, xmm3
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm14
+    punpcklwd    xmm12, xmm13
+    punpckhwd    xmm2, xmm3
+    punpckhwd    xmm14, xmm13
+    movdqa       xmm3, xmm6
+    punpcklwd    xmm3, xmm7
+    movdqa       xmm13, xmm11
+    punpcklwd    xmm13, xmm10
+    punpckhwd    xmm6, xmm7
+    punpckhwd    xmm11, xmm10
+    movdqa       xmm7, xmm9
+    punpcklwd    xmm7, xmm8
+    movdqa       xmm10, xmm15
+    punpcklwd    xmm10, xmm1
+    punpckhwd    xmm9, xmm8
+    punpckhwd    xmm15, xmm1
+    movdqa       xmm1, xmm0
+    punpcklwd    xmm1, xmm5
+    movdqa       xmm8, [rsp + 96]                    ; reload
+    movdqa       [rsp + 32], xmm15                   ; spill
+    movdqa       xmm15, xmm8
+    punpcklwd    xmm15, xmm4
+    punpckhwd    xmm0, xmm5
+    punpckhwd    xmm8, xmm4
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       xmm5, xmm4
+    punpcklwd    xmm5, xmm3
+    movdqa       [rsp + 96], xmm5                    ; spill
+    movdqa       xmm5, xmm12
+    punpcklwd    xmm5, xmm13
+    punpckhwd    xmm4, xmm3
+    punpckhwd    xmm12, xmm13
+    movdqa       xmm3, xmm2
+    punpcklwd    xmm3, xmm6
+    movdqa       xmm13, xmm14
+    punpcklwd    xmm13, xmm11
+    punpckhwd    xmm2, xmm6
+    punpckhwd    xmm14, xmm11
+    movdqu       [rdi + 256], xmm7
+    movdqu       [rdi + 272], xmm10
+    movdqu       [rdi + 288], xmm1
+    movdqu       [rdi + 304], xmm15
+    movdqu       [rdi + 320], xmm9
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 336], xmm1
+    movdqu       [rdi + 352], xmm0
+    movdqu       [rdi + 368], xmm8
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqu       [rdi + 384], xmm0
+    movdqu       [rdi + 400], xmm5
+    movdqu       [rdi + 416], xmm3
+    movdqu       [rdi + 432], xmm13
+    movdqu       [rdi + 448], xmm4
+    movdqu       [rdi + 464], xmm12
+    movdqu       [rdi + 480], xmm2
+    movdqu       [rdi + 496], xmm14
+    mov rsp, rbp
+    pop rbp
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_ctru3457_basemul_sse: base multiplication r = a*b blockwise mod (x^4 - zeta_j), NTT domain
+;
+;   requires: every a[i], b[i] in [-14652, 14652] (the forward NTT's output), in its layout
+;   ensures:  every r[i] in [-1728, 1728] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
+;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-15}, flags
+; ---------------------------------------------------------------------------
+global kg_ctru3457_basemul_sse:function (kg_ctru3457_basemul_sse.end - kg_ctru3457_basemul_sse)
+align 32
+kg_ctru3457_basemul_sse:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 992
+    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
+    movdqu       xmm1, [rsi]
+    movdqu       xmm2, [rsi + 16]
+    movdqu       xmm3, [rsi + 64]
+    movdqu       xmm4, [rsi + 80]
+    movdqu       xmm5, [rsi + 32]
+    movdqu       xmm6, [rsi + 48]
+    movdqu       xmm7, [rsi + 96]
+    movdqu       xmm8, [rsi + 112]
+    movdqu       xmm9, [rdx]
+    movdqu       xmm10, [rdx + 16]
+    movdqu       xmm11, [rdx + 64]
+    movdqu       xmm12, [rdx + 80]
+    movdqu       xmm13, [rdx + 32]
+    movdqu       xmm14, [rdx + 48]
+    movdqu       xmm15, [rdx + 96]
+    movdqa       [rsp], xmm8                         ; spill
+    movdqu       xmm8, [rdx + 112]
+    movdqa       [rsp + 32], xmm7                    ; spill
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel pw_12929]
+    movdqa       [rsp + 64], xmm6                    ; spill
+    movdqa       xmm6, xmm10
+    pmullw       xmm6, [rel pw_12929 + 16]
+    movdqa       [rsp + 96], xmm5                    ; spill
+    movdqa       xmm5, xmm11
+    pmullw       xmm5, [rel pw_12929]
+    movdqa       [rsp + 128], xmm4                   ; spill
+    movdqa       xmm4, xmm12
+    pmullw       xmm4, [rel pw_12929 + 16]
+    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel pw_12929]
+    movdqa       [rsp + 192], xmm13                  ; spill
+    movdqa       xmm13, xmm14
+    pmullw       xmm13, [rel pw_12929 + 16]
+    movdqa       [rsp + 224], xmm14                  ; spill
+    movdqa       xmm14, xmm15
+    pmullw       xmm14, [rel pw_12929]
+    movdqa       [rsp + 256], xmm15                  ; spill
+    movdqa       xmm15, xmm8
+    pmullw       xmm15, [rel pw_12929 + 16]
+    movdqa       [rsp + 288], xmm8                   ; spill
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm7
+    movdqa       [rsp + 320], xmm7                   ; spill
+    movdqa       xmm7, xmm2
+    pmullw       xmm7, xmm6
+    movdqa       [rsp + 352], xmm6                   ; spill
+    movdqa       xmm6, xmm1
+    pmulhw       xmm6, xmm9
+    movdqa       [rsp + 384], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm10
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm6, xmm8
+    psubw        xmm9, xmm7
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm4
+    movdqa       [rsp + 416], xmm9                   ; spill
+    movdqa       xmm9, xmm1
+    pmulhw       xmm9, xmm11
+    movdqa       [rsp + 448], xmm6                   ; spill
+    movdqa       xmm6, xmm2
+    pmulhw       xmm6, xmm12
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm3
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm13
+    movdqa       [rsp + 480], xmm6                   ; spill
+    movdqa       xmm6, xmm1
+    pmulhw       xmm6, [rsp + 192]
+    movdqa       [rsp + 512], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, [rsp + 224]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm6, xmm7
+    psubw        xmm9, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm14
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm15
+    pmulhw       xmm1, [rsp + 256]
+    pmulhw       xmm2, [rsp + 288]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
+    movdqa       xmm7, [rsp + 160]                   ; reload
+    movdqa       xmm8, xmm7
+    pmullw       xmm8, [rsp + 320]
+    movdqa       [rsp + 544], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       [rsp + 576], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    pmullw       xmm1, [rsp + 352]
+    movdqa       [rsp + 608], xmm9                   ; spill
+    movdqa       xmm9, xmm7
+    pmulhw       xmm9, [rsp + 384]
+    movdqa       [rsp + 640], xmm6                   ; spill
+    movdqa       xmm6, xmm2
+    pmulhw       xmm6, xmm10
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm1, xmm0
+    psubw        xmm9, xmm8
+    psubw        xmm6, xmm1
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm4
+    movdqa       [rsp + 672], xmm6                   ; spill
+    movdqa       xmm6, xmm7
+    pmulhw       xmm6, xmm11
+    movdqa       [rsp + 704], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm12
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm6, xmm1
+    psubw        xmm9, xmm8
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm3
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm13
+    movdqa       [rsp + 736], xmm9                   ; spill
+    movdqa       xmm9, xmm7
+    pmulhw       xmm9, [rsp + 192]
+    movdqa       [rsp + 768], xmm6                   ; spill
+    movdqa       xmm6, xmm2
+    pmulhw       xmm6, [rsp + 224]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm1
+    psubw        xmm6, xmm8
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm14
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm15
+    pmulhw       xmm7, [rsp + 256]
+    pmulhw       xmm2, [rsp + 288]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm7, xmm1
+    psubw        xmm2, xmm8
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, [rsp + 320]
+    movdqa       [rsp + 128], xmm6                   ; spill
+    movdqa       xmm6, [rsp + 64]                    ; reload
+    movdqa       [rsp + 160], xmm9                   ; spill
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, [rsp + 352]
+    movdqa       [rsp + 800], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmulhw       xmm2, [rsp + 384]
+    movdqa       [rsp + 832], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmulhw       xmm7, xmm10
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm2, xmm8
+    psubw        xmm7, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm5
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, xmm4
+    movdqa       [rsp + 864], xmm7                   ; spill
+    movdqa       xmm7, xmm1
+    pmulhw       xmm7, xmm11
+    movdqa       [rsp + 896], xmm2                   ; spill
+    movdqa       xmm2, xmm6
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm7, xmm8
+    psubw        xmm2, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm3
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, xmm13
+    movdqa       [rsp + 928], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmulhw       xmm2, [rsp + 192]
+    movdqa       [rsp + 960], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmulhw       xmm7, [rsp + 224]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm2, xmm8
+    psubw        xmm7, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm14
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, xmm15
+    pmulhw       xmm1, [rsp + 256]
+    pmulhw       xmm6, [rsp + 288]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm8
+    psubw        xmm6, xmm9
+    movdqa       xmm8, [rsp + 320]                   ; reload
+    pmullw       xmm8, [rsp + 32]
+    movdqa       xmm9, [rsp + 352]                   ; reload
+    pmullw       xmm9, [rsp]
+    movdqa       [rsp + 352], xmm6                   ; spill
+    movdqa       xmm6, [rsp + 384]                   ; reload
+    pmulhw       xmm6, [rsp + 32]
+    pmulhw       xmm10, [rsp]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm6, xmm8
+    psubw        xmm10, xmm9
+    pmullw       xmm5, [rsp + 32]
+    pmullw       xmm4, [rsp]
+    pmulhw       xmm11, [rsp + 32]
+    pmulhw       xmm12, [rsp]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm11, xmm5
+    psubw        xmm12, xmm4
+    pmullw       xmm3, [rsp + 32]
+    pmullw       xmm13, [rsp]
+    movdqa       xmm4, [rsp + 192]                   ; reload
+    pmulhw       xmm4, [rsp + 32]
+    movdqa       xmm5, [rsp + 224]                   ; reload
+    pmulhw       xmm5, [rsp]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm13, xmm0
+    psubw        xmm4, xmm3
+    psubw        xmm5, xmm13
+    pmullw       xmm14, [rsp + 32]
+    pmullw       xmm15, [rsp]
+    movdqa       xmm3, [rsp + 32]                    ; reload
+    pmulhw       xmm3, [rsp + 256]
+    movdqa       xmm8, [rsp]                         ; reload
+    pmulhw       xmm8, [rsp + 288]
+    pmulhw       xmm14, xmm0
+    pmulhw       xmm15, xmm0
+    psubw        xmm3, xmm14
+    psubw        xmm8, xmm15
+    movdqa       xmm9, [rsp + 832]                   ; reload
+    paddw        xmm9, xmm2
+    movdqa       xmm2, [rsp + 800]                   ; reload
+    paddw        xmm2, xmm7
+    paddw        xmm9, xmm11
+    paddw        xmm2, xmm12
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 32]
+    movdqa       xmm11, xmm2
+    pmullw       xmm11, [rel kg_ctru3457_basemul_zetas_sse + 48]
+    pmulhw       xmm9, [rel kg_ctru3457_basemul_zetas_sse]
+    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 16]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm11, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm2, xmm11
+    movdqa       xmm7, [rsp + 448]                   ; reload
+    paddw        xmm7, xmm9
+    movdqa       xmm9, [rsp + 416]                   ; reload
+    paddw        xmm9, xmm2
+    movdqa       xmm2, xmm7                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm11, xmm9
+    pmulhw       xmm11, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm11, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm11, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm11, [rel pw_3457 + 16]
+    psubw        xmm7, xmm2
+    psubw        xmm9, xmm11
+    movdqu       [rdi], xmm7
+    movdqu       [rdi + 16], xmm9
+    movdqa       xmm2, [rsp + 512]                   ; reload
+    paddw        xmm2, [rsp + 704]
+    movdqa       xmm7, [rsp + 480]                   ; reload
+    paddw        xmm7, [rsp + 672]
+    paddw        xmm1, xmm4
+    movdqa       xmm4, [rsp + 352]                   ; reload
+    paddw        xmm4, xmm5
+    movdqa       xmm5, xmm1
+    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 32]
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 48]
+    pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse]
+    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm4, xmm9
+    paddw        xmm2, xmm1
+    paddw        xmm7, xmm4
+    movdqa       xmm1, xmm2                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm1, [rel pw_19412]
+    movdqa       xmm4, xmm7
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm1, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
+    psraw        xmm1, 10
+    psraw        xmm4, 10
+    pmullw       xmm1, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
+    psubw        xmm2, xmm1
+    psubw        xmm7, xmm4
+    movdqu       [rdi + 64], xmm2
+    movdqu       [rdi + 80], xmm7
+    movdqa       xmm1, [rsp + 640]                   ; reload
+    paddw        xmm1, [rsp + 768]
+    movdqa       xmm2, [rsp + 608]                   ; reload
+    paddw        xmm2, [rsp + 736]
+    paddw        xmm1, [rsp + 896]
+    paddw        xmm2, [rsp + 864]
+    movdqa       xmm4, xmm3
+    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 32]
+    movdqa       xmm5, xmm8
+    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 48]
+    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse]
+    pmulhw       xmm8, [rel kg_ctru3457_basemul_zetas_sse + 16]
+    pmulhw       xmm4, xmm0
+    pmulhw       xmm5, xmm0
+    psubw        xmm3, xmm4
+    psubw        xmm8, xmm5
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm8
+    movdqa       xmm3, xmm1                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm3, [rel pw_19412]
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm3, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
+    psraw        xmm3, 10
+    psraw        xmm4, 10
+    pmullw       xmm3, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 32], xmm1
+    movdqu       [rdi + 48], xmm2
+    movdqa       xmm1, [rsp + 576]                   ; reload
+    paddw        xmm1, [rsp + 160]
+    movdqa       xmm2, [rsp + 544]                   ; reload
+    paddw        xmm2, [rsp + 128]
+    paddw        xmm1, [rsp + 960]
+    paddw        xmm2, [rsp + 928]
+    paddw        xmm1, xmm6
+    paddw        xmm2, xmm10
+    movdqa       xmm3, xmm1                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm3, [rel pw_19412]
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm3, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
+    psraw        xmm3, 10
+    psraw        xmm4, 10
+    pmullw       xmm3, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 96], xmm1
+    movdqu       [rdi + 112], xmm2
+    movdqu       xmm1, [rsi + 128]
+    movdqu       xmm2, [rsi + 144]
+    movdqu       xmm3, [rsi + 192]
+    movdqu       xmm4, [rsi + 208]
+    movdqu       xmm5, [rsi + 160]
+    movdqu       xmm6, [rsi + 176]
+    movdqu       xmm7, [rsi + 224]
+    movdqu       xmm8, [rsi + 240]
+    movdqu       xmm9, [rdx + 128]
+    movdqu       xmm10, [rdx + 144]
+    movdqu       xmm11, [rdx + 192]
+    movdqu       xmm12, [rdx + 208]
+    movdqu       xmm13, [rdx + 160]
+    movdqu       xmm14, [rdx + 176]
+    movdqu       xmm15, [rdx + 224]
+    movdqa       [rsp + 928], xmm8                   ; spill
+    movdqu       xmm8, [rdx + 240]
+    movdqa       [rsp + 960], xmm7                   ; spill
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel pw_12929]
+    movdqa       [rsp + 128], xmm6                   ; spill
+    movdqa       xmm6, xmm10
+    pmullw       xmm6, [rel pw_12929 + 16]
+    movdqa       [rsp + 544], xmm5                   ; spill
+    movdqa       xmm5, xmm11
+    pmullw       xmm5, [rel pw_12929]
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, xmm12
+    pmullw       xmm4, [rel pw_12929 + 16]
+    movdqa       [rsp + 576], xmm3                   ; spill
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel pw_12929]
+    movdqa       [rsp + 864], xmm13                  ; spill
+    movdqa       xmm13, xmm14
+    pmullw       xmm13, [rel pw_12929 + 16]
+    movdqa       [rsp + 896], xmm14                  ; spill
+    movdqa       xmm14, xmm15
+    pmullw       xmm14, [rel pw_12929]
+    movdqa       [rsp + 736], xmm15                  ; spill
+    movdqa       xmm15, xmm8
+    pmullw       xmm15, [rel pw_12929 + 16]
+    movdqa       [rsp + 608], xmm8                   ; spill
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm7
+    movdqa       [rsp + 768], xmm7                   ; spill
+    movdqa       xmm7, xmm2
+    pmullw       xmm7, xmm6
+    movdqa       [rsp + 640], xmm6                   ; spill
+    movdqa       xmm6, xmm1
+    pmulhw       xmm6, xmm9
+    movdqa       [rsp + 352], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm10
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm6, xmm8
+    psubw        xmm9, xmm7
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm4
+    movdqa       [rsp + 672], xmm9                   ; spill
+    movdqa       xmm9, xmm1
+    pmulhw       xmm9, xmm11
+    movdqa       [rsp + 480], xmm6                   ; spill
+    movdqa       xmm6, xmm2
+    pmulhw       xmm6, xmm12
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm3
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm13
+    movdqa       [rsp + 704], xmm6                   ; spill
+    movdqa       xmm6, xmm1
+    pmulhw       xmm6, [rsp + 864]
+    movdqa       [rsp + 512], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, [rsp + 896]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm6, xmm7
+    psubw        xmm9, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm14
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm15
+    pmulhw       xmm1, [rsp + 736]
+    pmulhw       xmm2, [rsp + 608]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
+    movdqa       xmm7, [rsp + 576]                   ; reload
+    movdqa       xmm8, xmm7
+    pmullw       xmm8, [rsp + 768]
+    movdqa       [rsp + 416], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 160]                   ; reload
+    movdqa       [rsp + 448], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    pmullw       xmm1, [rsp + 640]
+    movdqa       [rsp + 800], xmm9                   ; spill
+    movdqa       xmm9, xmm7
+    pmulhw       xmm9, [rsp + 352]
+    movdqa       [rsp + 832], xmm6                   ; spill
+    movdqa       xmm6, xmm2
+    pmulhw       xmm6, xmm10
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm1, xmm0
+    psubw        xmm9, xmm8
+    psubw        xmm6, xmm1
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm4
+    movdqa       [rsp + 288], xmm6                   ; spill
+    movdqa       xmm6, xmm7
+    pmulhw       xmm6, xmm11
+    movdqa       [rsp], xmm9                         ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm12
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm6, xmm1
+    psubw        xmm9, xmm8
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm3
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm13
+    movdqa       [rsp + 256], xmm9                   ; spill
+    movdqa       xmm9, xmm7
+    pmulhw       xmm9, [rsp + 864]
+    movdqa       [rsp + 32], xmm6                    ; spill
+    movdqa       xmm6, xmm2
+    pmulhw       xmm6, [rsp + 896]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm1
+    psubw        xmm6, xmm8
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm14
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm15
+    pmulhw       xmm7, [rsp + 736]
+    pmulhw       xmm2, [rsp + 608]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm7, xmm1
+    psubw        xmm2, xmm8
+    movdqa       xmm1, [rsp + 544]                   ; reload
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, [rsp + 768]
+    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       [rsp + 576], xmm9                   ; spill
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, [rsp + 640]
+    movdqa       [rsp + 224], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmulhw       xmm2, [rsp + 352]
+    movdqa       [rsp + 192], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmulhw       xmm7, xmm10
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm2, xmm8
+    psubw        xmm7, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm5
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, xmm4
+    movdqa       [rsp + 384], xmm7                   ; spill
+    movdqa       xmm7, xmm1
+    pmulhw       xmm7, xmm11
+    movdqa       [rsp + 320], xmm2                   ; spill
+    movdqa       xmm2, xmm6
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm7, xmm8
+    psubw        xmm2, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm3
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, xmm13
+    movdqa       [rsp + 64], xmm2                    ; spill
+    movdqa       xmm2, xmm1
+    pmulhw       xmm2, [rsp + 864]
+    movdqa       [rsp + 96], xmm7                    ; spill
+    movdqa       xmm7, xmm6
+    pmulhw       xmm7, [rsp + 896]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm2, xmm8
+    psubw        xmm7, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm14
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, xmm15
+    pmulhw       xmm1, [rsp + 736]
+    pmulhw       xmm6, [rsp + 608]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm8
+    psubw        xmm6, xmm9
+    movdqa       xmm8, [rsp + 768]                   ; reload
+    pmullw       xmm8, [rsp + 960]
+    movdqa       xmm9, [rsp + 640]                   ; reload
+    pmullw       xmm9, [rsp + 928]
+    movdqa       [rsp + 640], xmm6                   ; spill
+    movdqa       xmm6, [rsp + 352]                   ; reload
+    pmulhw       xmm6, [rsp + 960]
+    pmulhw       xmm10, [rsp + 928]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm6, xmm8
+    psubw        xmm10, xmm9
+    pmullw       xmm5, [rsp + 960]
+    pmullw       xmm4, [rsp + 928]
+    pmulhw       xmm11, [rsp + 960]
+    pmulhw       xmm12, [rsp + 928]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm11, xmm5
+    psubw        xmm12, xmm4
+    pmullw       xmm3, [rsp + 960]
+    pmullw       xmm13, [rsp + 928]
+    movdqa       xmm4, [rsp + 864]                   ; reload
+    pmulhw       xmm4, [rsp + 960]
+    movdqa       xmm5, [rsp + 896]                   ; reload
+    pmulhw       xmm5, [rsp + 928]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm13, xmm0
+    psubw        xmm4, xmm3
+    psubw        xmm5, xmm13
+    pmullw       xmm14, [rsp + 960]
+    pmullw       xmm15, [rsp + 928]
+    movdqa       xmm3, [rsp + 960]                   ; reload
+    pmulhw       xmm3, [rsp + 736]
+    movdqa       xmm8, [rsp + 928]                   ; reload
+    pmulhw       xmm8, [rsp + 608]
+    pmulhw       xmm14, xmm0
+    pmulhw       xmm15, xmm0
+    psubw        xmm3, xmm14
+    psubw        xmm8, xmm15
+    movdqa       xmm9, [rsp + 192]                   ; reload
+    paddw        xmm9, xmm2
+    movdqa       xmm2, [rsp + 224]                   ; reload
+    paddw        xmm2, xmm7
+    paddw        xmm9, xmm11
+    paddw        xmm2, xmm12
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 96]
+    movdqa       xmm11, xmm2
+    pmullw       xmm11, [rel kg_ctru3457_basemul_zetas_sse + 112]
+    pmulhw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 64]
+    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 80]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm11, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm2, xmm11
+    movdqa       xmm7, [rsp + 480]                   ; reload
+    paddw        xmm7, xmm9
+    movdqa       xmm9, [rsp + 672]                   ; reload
+    paddw        xmm9, xmm2
+    movdqa       xmm2, xmm7                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm11, xmm9
+    pmulhw       xmm11, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm11, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm11, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm11, [rel pw_3457 + 16]
+    psubw        xmm7, xmm2
+    psubw        xmm9, xmm11
+    movdqu       [rdi + 128], xmm7
+    movdqu       [rdi + 144], xmm9
+    movdqa       xmm2, [rsp + 512]                   ; reload
+    paddw        xmm2, [rsp]
+    movdqa       xmm7, [rsp + 704]                   ; reload
+    paddw        xmm7, [rsp + 288]
+    paddw        xmm1, xmm4
+    movdqa       xmm4, [rsp + 640]                   ; reload
+    paddw        xmm4, xmm5
+    movdqa       xmm5, xmm1
+    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 96]
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 112]
+    pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 64]
+    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 80]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm4, xmm9
+    paddw        xmm2, xmm1
+    paddw        xmm7, xmm4
+    movdqa       xmm1, xmm2                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm1, [rel pw_19412]
+    movdqa       xmm4, xmm7
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm1, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
+    psraw        xmm1, 10
+    psraw        xmm4, 10
+    pmullw       xmm1, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
+    psubw        xmm2, xmm1
+    psubw        xmm7, xmm4
+    movdqu       [rdi + 192], xmm2
+    movdqu       [rdi + 208], xmm7
+    movdqa       xmm1, [rsp + 832]                   ; reload
+    paddw        xmm1, [rsp + 32]
+    movdqa       xmm2, [rsp + 800]                   ; reload
+    paddw        xmm2, [rsp + 256]
+    paddw        xmm1, [rsp + 320]
+    paddw        xmm2, [rsp + 384]
+    movdqa       xmm4, xmm3
+    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 96]
+    movdqa       xmm5, xmm8
+    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 112]
+    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 64]
+    pmulhw       xmm8, [rel kg_ctru3457_basemul_zetas_sse + 80]
+    pmulhw       xmm4, xmm0
+    pmulhw       xmm5, xmm0
+    psubw        xmm3, xmm4
+    psubw        xmm8, xmm5
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm8
+    movdqa       xmm3, xmm1                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm3, [rel pw_19412]
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm3, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
+    psraw        xmm3, 10
+    psraw        xmm4, 10
+    pmullw       xmm3, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 160], xmm1
+    movdqu       [rdi + 176], xmm2
+    movdqa       xmm1, [rsp + 448]                   ; reload
+    paddw        xmm1, [rsp + 576]
+    movdqa       xmm2, [rsp + 416]                   ; reload
+    paddw        xmm2, [rsp + 160]
+    paddw        xmm1, [rsp + 96]
+    paddw        xmm2, [rsp + 64]
+    paddw        xmm1, xmm6
+    paddw        xmm2, xmm10
+    movdqa       xmm3, xmm1                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm3, [rel pw_19412]
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm3, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
+    psraw        xmm3, 10
+    psraw        xmm4, 10
+    pmullw       xmm3, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 224], xmm1
+    movdqu       [rdi + 240], xmm2
+    movdqu       xmm1, [rsi + 256]
+    movdqu       xmm2, [rsi + 272]
+    movdqu       xmm3, [rsi + 320]
+    movdqu       xmm4, [rsi + 336]
+    movdqu       xmm5, [rsi + 288]
+    movdqu       xmm6, [rsi + 304]
+    movdqu       xmm7, [rsi + 352]
+    movdqu       xmm8, [rsi + 368]
+    movdqu       xmm9, [rdx + 256]
+    movdqu       xmm10, [rdx + 272]
+    movdqu       xmm11, [rdx + 320]
+    movdqu       xmm12, [rdx + 336]
+    movdqu       xmm13, [rdx + 288]
+    movdqu       xmm14, [rdx + 304]
+    movdqu       xmm15, [rdx + 352]
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqu       xmm8, [rdx + 368]
+    movdqa       [rsp + 96], xmm7                    ; spill
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel pw_12929]
+    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       xmm6, xmm10
+    pmullw       xmm6, [rel pw_12929 + 16]
+    movdqa       [rsp + 416], xmm5                   ; spill
+    movdqa       xmm5, xmm11
+    pmullw       xmm5, [rel pw_12929]
+    movdqa       [rsp + 576], xmm4                   ; spill
+    movdqa       xmm4, xmm12
+    pmullw       xmm4, [rel pw_12929 + 16]
+    movdqa       [rsp + 448], xmm3                   ; spill
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel pw_12929]
+    movdqa       [rsp + 384], xmm13                  ; spill
+    movdqa       xmm13, xmm14
+    pmullw       xmm13, [rel pw_12929 + 16]
+    movdqa       [rsp + 320], xmm14                  ; spill
+    movdqa       xmm14, xmm15
+    pmullw       xmm14, [rel pw_12929]
+    movdqa       [rsp + 256], xmm15                  ; spill
+    movdqa       xmm15, xmm8
+    pmullw       xmm15, [rel pw_12929 + 16]
+    movdqa       [rsp + 800], xmm8                   ; spill
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm7
+    movdqa       [rsp + 32], xmm7                    ; spill
+    movdqa       xmm7, xmm2
+    pmullw       xmm7, xmm6
+    movdqa       [rsp + 832], xmm6                   ; spill
+    movdqa       xmm6, xmm1
+    pmulhw       xmm6, xmm9
+    movdqa       [rsp + 640], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm10
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm6, xmm8
+    psubw        xmm9, xmm7
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm4
+    movdqa       [rsp + 288], xmm9                   ; spill
+    movdqa       xmm9, xmm1
+    pmulhw       xmm9, xmm11
+    movdqa       [rsp + 704], xmm6                   ; spill
+    movdqa       xmm6, xmm2
+    pmulhw       xmm6, xmm12
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm3
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm13
+    movdqa       [rsp], xmm6                         ; spill
+    movdqa       xmm6, xmm1
+    pmulhw       xmm6, [rsp + 384]
+    movdqa       [rsp + 512], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, [rsp + 320]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm6, xmm7
+    psubw        xmm9, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm14
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm15
+    pmulhw       xmm1, [rsp + 256]
+    pmulhw       xmm2, [rsp + 800]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
+    movdqa       xmm7, [rsp + 448]                   ; reload
+    movdqa       xmm8, xmm7
+    pmullw       xmm8, [rsp + 32]
+    movdqa       [rsp + 672], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 576]                   ; reload
+    movdqa       [rsp + 480], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    pmullw       xmm1, [rsp + 832]
+    movdqa       [rsp + 224], xmm9                   ; spill
+    movdqa       xmm9, xmm7
+    pmulhw       xmm9, [rsp + 640]
+    movdqa       [rsp + 192], xmm6                   ; spill
+    movdqa       xmm6, xmm2
+    pmulhw       xmm6, xmm10
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm1, xmm0
+    psubw        xmm9, xmm8
+    psubw        xmm6, xmm1
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm4
+    movdqa       [rsp + 608], xmm6                   ; spill
+    movdqa       xmm6, xmm7
+    pmulhw       xmm6, xmm11
+    movdqa       [rsp + 928], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm12
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm6, xmm1
+    psubw        xmm9, xmm8
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm3
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm13
+    movdqa       [rsp + 736], xmm9                   ; spill
+    movdqa       xmm9, xmm7
+    pmulhw       xmm9, [rsp + 384]
+    movdqa       [rsp + 960], xmm6                   ; spill
+    movdqa       xmm6, xmm2
+    pmulhw       xmm6, [rsp + 320]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm1
+    psubw        xmm6, xmm8
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm14
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm15
+    pmulhw       xmm7, [rsp + 256]
+    pmulhw       xmm2, [rsp + 800]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm7, xmm1
+    psubw        xmm2, xmm8
+    movdqa       xmm1, [rsp + 416]                   ; reload
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, [rsp + 32]
+    movdqa       [rsp + 576], xmm6                   ; spill
+    movdqa       xmm6, [rsp + 160]                   ; reload
+    movdqa       [rsp + 448], xmm9                   ; spill
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, [rsp + 832]
+    movdqa       [rsp + 896], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmulhw       xmm2, [rsp + 640]
+    movdqa       [rsp + 864], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmulhw       xmm7, xmm10
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm2, xmm8
+    psubw        xmm7, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm5
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, xmm4
+    movdqa       [rsp + 352], xmm7                   ; spill
+    movdqa       xmm7, xmm1
+    pmulhw       xmm7, xmm11
+    movdqa       [rsp + 768], xmm2                   ; spill
+    movdqa       xmm2, xmm6
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm7, xmm8
+    psubw        xmm2, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm3
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, xmm13
+    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmulhw       xmm2, [rsp + 384]
+    movdqa       [rsp + 544], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmulhw       xmm7, [rsp + 320]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm2, xmm8
+    psubw        xmm7, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm14
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, xmm15
+    pmulhw       xmm1, [rsp + 256]
+    pmulhw       xmm6, [rsp + 800]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm8
+    psubw        xmm6, xmm9
+    movdqa       xmm8, [rsp + 32]                    ; reload
+    pmullw       xmm8, [rsp + 96]
+    movdqa       xmm9, [rsp + 832]                   ; reload
+    pmullw       xmm9, [rsp + 64]
+    movdqa       [rsp + 832], xmm6                   ; spill
+    movdqa       xmm6, [rsp + 640]                   ; reload
+    pmulhw       xmm6, [rsp + 96]
+    pmulhw       xmm10, [rsp + 64]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm6, xmm8
+    psubw        xmm10, xmm9
+    pmullw       xmm5, [rsp + 96]
+    pmullw       xmm4, [rsp + 64]
+    pmulhw       xmm11, [rsp + 96]
+    pmulhw       xmm12, [rsp + 64]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm11, xmm5
+    psubw        xmm12, xmm4
+    pmullw       xmm3, [rsp + 96]
+    pmullw       xmm13, [rsp + 64]
+    movdqa       xmm4, [rsp + 384]                   ; reload
+    pmulhw       xmm4, [rsp + 96]
+    movdqa       xmm5, [rsp + 320]                   ; reload
+    pmulhw       xmm5, [rsp + 64]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm13, xmm0
+    psubw        xmm4, xmm3
+    psubw        xmm5, xmm13
+    pmullw       xmm14, [rsp + 96]
+    pmullw       xmm15, [rsp + 64]
+    movdqa       xmm3, [rsp + 96]                    ; reload
+    pmulhw       xmm3, [rsp + 256]
+    movdqa       xmm8, [rsp + 64]                    ; reload
+    pmulhw       xmm8, [rsp + 800]
+    pmulhw       xmm14, xmm0
+    pmulhw       xmm15, xmm0
+    psubw        xmm3, xmm14
+    psubw        xmm8, xmm15
+    movdqa       xmm9, [rsp + 864]                   ; reload
+    paddw        xmm9, xmm2
+    movdqa       xmm2, [rsp + 896]                   ; reload
+    paddw        xmm2, xmm7
+    paddw        xmm9, xmm11
+    paddw        xmm2, xmm12
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 160]
+    movdqa       xmm11, xmm2
+    pmullw       xmm11, [rel kg_ctru3457_basemul_zetas_sse + 176]
+    pmulhw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 128]
+    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 144]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm11, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm2, xmm11
+    movdqa       xmm7, [rsp + 704]                   ; reload
+    paddw        xmm7, xmm9
+    movdqa       xmm9, [rsp + 288]                   ; reload
+    paddw        xmm9, xmm2
+    movdqa       xmm2, xmm7                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm11, xmm9
+    pmulhw       xmm11, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm11, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm11, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm11, [rel pw_3457 + 16]
+    psubw        xmm7, xmm2
+    psubw        xmm9, xmm11
+    movdqu       [rdi + 256], xmm7
+    movdqu       [rdi + 272], xmm9
+    movdqa       xmm2, [rsp + 512]                   ; reload
+    paddw        xmm2, [rsp + 928]
+    movdqa       xmm7, [rsp]                         ; reload
+    paddw        xmm7, [rsp + 608]
+    paddw        xmm1, xmm4
+    movdqa       xmm4, [rsp + 832]                   ; reload
+    paddw        xmm4, xmm5
+    movdqa       xmm5, xmm1
+    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 160]
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 176]
+    pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 128]
+    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 144]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm4, xmm9
+    paddw        xmm2, xmm1
+    paddw        xmm7, xmm4
+    movdqa       xmm1, xmm2                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm1, [rel pw_19412]
+    movdqa       xmm4, xmm7
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm1, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
+    psraw        xmm1, 10
+    psraw        xmm4, 10
+    pmullw       xmm1, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
+    psubw        xmm2, xmm1
+    psubw        xmm7, xmm4
+    movdqu       [rdi + 320], xmm2
+    movdqu       [rdi + 336], xmm7
+    movdqa       xmm1, [rsp + 192]                   ; reload
+    paddw        xmm1, [rsp + 960]
+    movdqa       xmm2, [rsp + 224]                   ; reload
+    paddw        xmm2, [rsp + 736]
+    paddw        xmm1, [rsp + 768]
+    paddw        xmm2, [rsp + 352]
+    movdqa       xmm4, xmm3
+    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 160]
+    movdqa       xmm5, xmm8
+    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 176]
+    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 128]
+    pmulhw       xmm8, [rel kg_ctru3457_basemul_zetas_sse + 144]
+    pmulhw       xmm4, xmm0
+    pmulhw       xmm5, xmm0
+    psubw        xmm3, xmm4
+    psubw        xmm8, xmm5
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm8
+    movdqa       xmm3, xmm1                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm3, [rel pw_19412]
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm3, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
+    psraw        xmm3, 10
+    psraw        xmm4, 10
+    pmullw       xmm3, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 288], xmm1
+    movdqu       [rdi + 304], xmm2
+    movdqa       xmm1, [rsp + 480]                   ; reload
+    paddw        xmm1, [rsp + 448]
+    movdqa       xmm2, [rsp + 672]                   ; reload
+    paddw        xmm2, [rsp + 576]
+    paddw        xmm1, [rsp + 544]
+    paddw        xmm2, [rsp + 128]
+    paddw        xmm1, xmm6
+    paddw        xmm2, xmm10
+    movdqa       xmm3, xmm1                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm3, [rel pw_19412]
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm3, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
+    psraw        xmm3, 10
+    psraw        xmm4, 10
+    pmullw       xmm3, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 352], xmm1
+    movdqu       [rdi + 368], xmm2
+    movdqu       xmm1, [rsi + 384]
+    movdqu       xmm2, [rsi + 400]
+    movdqu       xmm3, [rsi + 448]
+    movdqu       xmm4, [rsi + 464]
+    movdqu       xmm5, [rsi + 416]
+    movdqu       xmm6, [rsi + 432]
+    movdqu       xmm7, [rsi + 480]
+    movdqu       xmm8, [rsi + 496]
+    movdqu       xmm9, [rdx + 384]
+    movdqu       xmm10, [rdx + 400]
+    movdqu       xmm11, [rdx + 448]
+    movdqu       xmm12, [rdx + 464]
+    movdqu       xmm13, [rdx + 416]
+    movdqu       xmm14, [rdx + 432]
+    movdqu       xmm15, [rdx + 480]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqu       xmm8, [rdx + 496]
+    movdqa       [rsp + 544], xmm7                   ; spill
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel pw_12929]
+    movdqa       [rsp + 576], xmm6                   ; spill
+    movdqa       xmm6, xmm10
+    pmullw       xmm6, [rel pw_12929 + 16]
+    movdqa       [rsp + 672], xmm5                   ; spill
+    movdqa       xmm5, xmm11
+    pmullw       xmm5, [rel pw_12929]
+    movdqa       [rsp + 448], xmm4                   ; spill
+    movdqa       xmm4, xmm12
+    pmullw       xmm4, [rel pw_12929 + 16]
+    movdqa       [rsp + 480], xmm3                   ; spill
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel pw_12929]
+    movdqa       [rsp + 352], xmm13                  ; spill
+    movdqa       xmm13, xmm14
+    pmullw       xmm13, [rel pw_12929 + 16]
+    movdqa       [rsp + 768], xmm14                  ; spill
+    movdqa       xmm14, xmm15
+    pmullw       xmm14, [rel pw_12929]
+    movdqa       [rsp + 736], xmm15                  ; spill
+    movdqa       xmm15, xmm8
+    pmullw       xmm15, [rel pw_12929 + 16]
+    movdqa       [rsp + 224], xmm8                   ; spill
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm7
+    movdqa       [rsp + 960], xmm7                   ; spill
+    movdqa       xmm7, xmm2
+    pmullw       xmm7, xmm6
+    movdqa       [rsp + 192], xmm6                   ; spill
+    movdqa       xmm6, xmm1
+    pmulhw       xmm6, xmm9
+    movdqa       [rsp + 832], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm10
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm6, xmm8
+    psubw        xmm9, xmm7
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm4
+    movdqa       [rsp + 608], xmm9                   ; spill
+    movdqa       xmm9, xmm1
+    pmulhw       xmm9, xmm11
+    movdqa       [rsp], xmm6                         ; spill
+    movdqa       xmm6, xmm2
+    pmulhw       xmm6, xmm12
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm3
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm13
+    movdqa       [rsp + 928], xmm6                   ; spill
+    movdqa       xmm6, xmm1
+    pmulhw       xmm6, [rsp + 352]
+    movdqa       [rsp + 512], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, [rsp + 768]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm6, xmm7
+    psubw        xmm9, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm14
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm15
+    pmulhw       xmm1, [rsp + 736]
+    pmulhw       xmm2, [rsp + 224]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
+    movdqa       xmm7, [rsp + 480]                   ; reload
+    movdqa       xmm8, xmm7
+    pmullw       xmm8, [rsp + 960]
+    movdqa       [rsp + 288], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 448]                   ; reload
+    movdqa       [rsp + 704], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    pmullw       xmm1, [rsp + 192]
+    movdqa       [rsp + 896], xmm9                   ; spill
+    movdqa       xmm9, xmm7
+    pmulhw       xmm9, [rsp + 832]
+    movdqa       [rsp + 864], xmm6                   ; spill
+    movdqa       xmm6, xmm2
+    pmulhw       xmm6, xmm10
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm1, xmm0
+    psubw        xmm9, xmm8
+    psubw        xmm6, xmm1
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm4
+    movdqa       [rsp + 800], xmm6                   ; spill
+    movdqa       xmm6, xmm7
+    pmulhw       xmm6, xmm11
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm12
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm6, xmm1
+    psubw        xmm9, xmm8
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm3
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm13
+    movdqa       [rsp + 256], xmm9                   ; spill
+    movdqa       xmm9, xmm7
+    pmulhw       xmm9, [rsp + 352]
+    movdqa       [rsp + 96], xmm6                    ; spill
+    movdqa       xmm6, xmm2
+    pmulhw       xmm6, [rsp + 768]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm1
+    psubw        xmm6, xmm8
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm14
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm15
+    pmulhw       xmm7, [rsp + 736]
+    pmulhw       xmm2, [rsp + 224]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm7, xmm1
+    psubw        xmm2, xmm8
+    movdqa       xmm1, [rsp + 672]                   ; reload
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, [rsp + 960]
+    movdqa       [rsp + 448], xmm6                   ; spill
+    movdqa       xmm6, [rsp + 576]                   ; reload
+    movdqa       [rsp + 480], xmm9                   ; spill
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, [rsp + 192]
+    movdqa       [rsp + 320], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmulhw       xmm2, [rsp + 832]
+    movdqa       [rsp + 384], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmulhw       xmm7, xmm10
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm2, xmm8
+    psubw        xmm7, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm5
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, xmm4
+    movdqa       [rsp + 640], xmm7                   ; spill
+    movdqa       xmm7, xmm1
+    pmulhw       xmm7, xmm11
+    movdqa       [rsp + 32], xmm2                    ; spill
+    movdqa       xmm2, xmm6
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm7, xmm8
+    psubw        xmm2, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm3
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, xmm13
+    movdqa       [rsp + 160], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmulhw       xmm2, [rsp + 352]
+    movdqa       [rsp + 416], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmulhw       xmm7, [rsp + 768]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm2, xmm8
+    psubw        xmm7, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, xmm14
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, xmm15
+    pmulhw       xmm1, [rsp + 736]
+    pmulhw       xmm6, [rsp + 224]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm8
+    psubw        xmm6, xmm9
+    movdqa       xmm8, [rsp + 960]                   ; reload
+    pmullw       xmm8, [rsp + 544]
+    movdqa       xmm9, [rsp + 192]                   ; reload
+    pmullw       xmm9, [rsp + 128]
+    movdqa       [rsp + 192], xmm6                   ; spill
+    movdqa       xmm6, [rsp + 832]                   ; reload
+    pmulhw       xmm6, [rsp + 544]
+    pmulhw       xmm10, [rsp + 128]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm6, xmm8
+    psubw        xmm10, xmm9
+    pmullw       xmm5, [rsp + 544]
+    pmullw       xmm4, [rsp + 128]
+    pmulhw       xmm11, [rsp + 544]
+    pmulhw       xmm12, [rsp + 128]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm11, xmm5
+    psubw        xmm12, xmm4
+    pmullw       xmm3, [rsp + 544]
+    pmullw       xmm13, [rsp + 128]
+    movdqa       xmm4, [rsp + 352]                   ; reload
+    pmulhw       xmm4, [rsp + 544]
+    movdqa       xmm5, [rsp + 768]                   ; reload
+    pmulhw       xmm5, [rsp + 128]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm13, xmm0
+    psubw        xmm4, xmm3
+    psubw        xmm5, xmm13
+    pmullw       xmm14, [rsp + 544]
+    pmullw       xmm15, [rsp + 128]
+    movdqa       xmm3, [rsp + 544]                   ; reload
+    pmulhw       xmm3, [rsp + 736]
+    movdqa       xmm8, [rsp + 128]                   ; reload
+    pmulhw       xmm8, [rsp + 224]
+    pmulhw       xmm14, xmm0
+    pmulhw       xmm15, xmm0
+    psubw        xmm3, xmm14
+    psubw        xmm8, xmm15
+    movdqa       xmm9, [rsp + 384]                   ; reload
+    paddw        xmm9, xmm2
+    movdqa       xmm2, [rsp + 320]                   ; reload
+    paddw        xmm2, xmm7
+    paddw        xmm9, xmm11
+    paddw        xmm2, xmm12
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 224]
+    movdqa       xmm11, xmm2
+    pmullw       xmm11, [rel kg_ctru3457_basemul_zetas_sse + 240]
+    pmulhw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 192]
+    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 208]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm11, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm2, xmm11
+    movdqa       xmm7, [rsp]                         ; reload
+    paddw        xmm7, xmm9
+    movdqa       xmm9, [rsp + 608]                   ; reload
+    paddw        xmm9, xmm2
+    movdqa       xmm2, xmm7                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm11, xmm9
+    pmulhw       xmm11, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm11, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm11, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm11, [rel pw_3457 + 16]
+    psubw        xmm7, xmm2
+    psubw        xmm9, xmm11
+    movdqu       [rdi + 384], xmm7
+    movdqu       [rdi + 400], xmm9
+    movdqa       xmm2, [rsp + 512]                   ; reload
+    paddw        xmm2, [rsp + 64]
+    movdqa       xmm7, [rsp + 928]                   ; reload
+    paddw        xmm7, [rsp + 800]
+    paddw        xmm1, xmm4
+    movdqa       xmm4, [rsp + 192]                   ; reload
+    paddw        xmm4, xmm5
+    movdqa       xmm5, xmm1
+    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 224]
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 240]
+    pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 192]
+    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 208]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm4, xmm9
+    paddw        xmm2, xmm1
+    paddw        xmm7, xmm4
+    movdqa       xmm1, xmm2                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm1, [rel pw_19412]
+    movdqa       xmm4, xmm7
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm1, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
+    psraw        xmm1, 10
+    psraw        xmm4, 10
+    pmullw       xmm1, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
+    psubw        xmm2, xmm1
+    psubw        xmm7, xmm4
+    movdqu       [rdi + 448], xmm2
+    movdqu       [rdi + 464], xmm7
+    movdqa       xmm1, [rsp + 864]                   ; reload
+    paddw        xmm1, [rsp + 96]
+    movdqa       xmm2, [rsp + 896]                   ; reload
+    paddw        xmm2, [rsp + 256]
+    paddw        xmm1, [rsp + 32]
+    paddw        xmm2, [rsp + 640]
+    movdqa       xmm4, xmm3
+    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 224]
+    movdqa       xmm5, xmm8
+    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 240]
+    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 192]
+    pmulhw       xmm8, [rel kg_ctru3457_basemul_zetas_sse + 208]
+    pmulhw       xmm4, xmm0
+    pmulhw       xmm5, xmm0
+    psubw        xmm3, xmm4
+    psubw        xmm8, xmm5
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm8
+    movdqa       xmm0, xmm1                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm0, [rel pw_19412]
+    movdqa       xmm3, xmm2
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm0, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm0, 10
+    psraw        xmm3, 10
+    pmullw       xmm0, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm1, xmm0
+    psubw        xmm2, xmm3
+    movdqu       [rdi + 416], xmm1
+    movdqu       [rdi + 432], xmm2
+    movdqa       xmm0, [rsp + 704]                   ; reload
+    paddw        xmm0, [rsp + 480]
+    movdqa       xmm1, [rsp + 288]                   ; reload
+    paddw        xmm1, [rsp + 448]
+    paddw        xmm0, [rsp + 416]
+    paddw        xmm1, [rsp + 160]
+    paddw        xmm0, xmm6
+    paddw        xmm1, xmm10
+    movdqa       xmm2, xmm0                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 480], xmm0
+    movdqu       [rdi + 496], xmm1
+    mov rsp, rbp
+    pop rbp
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_ctru3457_ntt_inverse_sse: inverse negacyclic NTT of a[256] in place, natural order out
+;
+;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+;   ensures:  every a[i] in [-23600, 23600] (proven), natural order,
+;             a = 2^16 * INTT(a) mod 3457: forward, basemul, inverse give a*b mod (x^256+1, 3457)
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   clobbers: xmm{0-15}, flags
+;
+; reduction schedule:
+;   policy index, barrett reduction, 3 vector reductions
+;   before layer 1: 2 register(s), smallest indices 0,128
+;   before layer 0: 1 register(s), smallest indices 0
+;   worst |value| after each layer: 2578, 5087, 10076, 20152, 21880, 23608
+; ---------------------------------------------------------------------------
+global kg_ctru3457_ntt_inverse_sse:function (kg_ctru3457_ntt_inverse_sse.end - kg_ctru3457_ntt_inverse_sse)
+align 32
+kg_ctru3457_ntt_inverse_sse:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 192
+    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
+    movdqu       xmm1, [rdi]
+    movdqu       xmm2, [rdi + 16]
+    movdqu       xmm3, [rdi + 32]
+    movdqu       xmm4, [rdi + 48]
+    movdqu       xmm5, [rdi + 64]
+    movdqu       xmm6, [rdi + 80]
+    movdqu       xmm7, [rdi + 96]
+    movdqu       xmm8, [rdi + 112]
+    movdqu       xmm9, [rdi + 128]
+    movdqu       xmm10, [rdi + 144]
+    movdqu       xmm11, [rdi + 160]
+    movdqu       xmm12, [rdi + 176]
+    movdqu       xmm13, [rdi + 192]
+    movdqu       xmm14, [rdi + 208]
+    movdqu       xmm15, [rdi + 224]
+    movdqu       xmm0, [rdi + 240]
+    movdqa       [rsp], xmm12                        ; spill
+    movdqa       xmm12, xmm5
+    pslld        xmm12, 16
+    movdqa       [rsp + 32], xmm11                   ; spill
+    movdqa       xmm11, xmm6
+    pslld        xmm11, 16
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm1
+    pblendw      xmm0, xmm12, 170
+    movdqa       xmm12, xmm2
+    pblendw      xmm12, xmm11, 170
+    psrld        xmm1, 16
+    psrld        xmm2, 16
+    pblendw      xmm1, xmm5, 170
+    pblendw      xmm2, xmm6, 170
+    movdqa       xmm5, xmm7
+    pslld        xmm5, 16
+    movdqa       xmm6, xmm8
+    pslld        xmm6, 16
+    movdqa       xmm11, xmm3
+    pblendw      xmm11, xmm5, 170
+    movdqa       xmm5, xmm4
+    pblendw      xmm5, xmm6, 170
+    psrld        xmm3, 16
+    psrld        xmm4, 16
+    pblendw      xmm3, xmm7, 170
+    pblendw      xmm4, xmm8, 170
+    movdqa       xmm6, xmm13
+    pslld        xmm6, 16
+    movdqa       xmm7, xmm14
+    pslld        xmm7, 16
+    movdqa       xmm8, xmm9
+    pblendw      xmm8, xmm6, 170
+    movdqa       xmm6, xmm10
+    pblendw      xmm6, xmm7, 170
+    psrld        xmm9, 16
+    psrld        xmm10, 16
+    pblendw      xmm9, xmm13, 170
+    pblendw      xmm10, xmm14, 170
+    movdqa       xmm7, xmm15
+    pslld        xmm7, 16
+    movdqa       xmm13, [rsp + 64]                   ; reload
+    movdqa       xmm14, xmm13
+    pslld        xmm14, 16
+    movdqa       [rsp + 96], xmm10                   ; spill
+    movdqa       xmm10, [rsp + 32]                   ; reload
+    movdqa       [rsp + 128], xmm9                   ; spill
+    movdqa       xmm9, xmm10
+    pblendw      xmm9, xmm7, 170
+    movdqa       xmm7, [rsp]                         ; reload
+    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       xmm6, xmm7
+    pblendw      xmm6, xmm14, 170
+    psrld        xmm10, 16
+    psrld        xmm7, 16
+    pblendw      xmm10, xmm15, 170
+    pblendw      xmm7, xmm13, 170
+    movdqa       xmm13, xmm11
+    psllq        xmm13, 32
+    movdqa       xmm14, xmm5
+    psllq        xmm14, 32
+    movdqa       xmm15, xmm0
+    pblendw      xmm15, xmm13, 204
+    movdqa       xmm13, xmm12
+    pblendw      xmm13, xmm14, 204
+    psrlq        xmm0, 32
+    psrlq        xmm12, 32
+    pblendw      xmm0, xmm11, 204
+    pblendw      xmm12, xmm5, 204
+    movdqa       xmm5, xmm3
+    psllq        xmm5, 32
+    movdqa       xmm11, xmm4
+    psllq        xmm11, 32
+    movdqa       xmm14, xmm1
+    pblendw      xmm14, xmm5, 204
+    movdqa       xmm5, xmm2
+    pblendw      xmm5, xmm11, 204
+    psrlq        xmm1, 32
+    psrlq        xmm2, 32
+    pblendw      xmm1, xmm3, 204
+    pblendw      xmm2, xmm4, 204
+    movdqa       xmm3, xmm9
+    psllq        xmm3, 32
+    movdqa       xmm4, xmm6
+    psllq        xmm4, 32
+    movdqa       xmm11, xmm8
+    pblendw      xmm11, xmm3, 204
+    movdqa       xmm3, [rsp + 160]                   ; reload
+    movdqa       [rsp + 64], xmm11                   ; spill
+    movdqa       xmm11, xmm3
+    pblendw      xmm11, xmm4, 204
+    psrlq        xmm8, 32
+    psrlq        xmm3, 32
+    pblendw      xmm8, xmm9, 204
+    pblendw      xmm3, xmm6, 204
+    movdqa       xmm4, xmm10
+    psllq        xmm4, 32
+    movdqa       xmm6, xmm7
+    psllq        xmm6, 32
+    movdqa       xmm9, [rsp + 128]                   ; reload
+    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqa       xmm3, xmm9
+    pblendw      xmm3, xmm4, 204
+    movdqa       xmm4, [rsp + 96]                    ; reload
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm4
+    pblendw      xmm3, xmm6, 204
+    psrlq        xmm9, 32
+    psrlq        xmm4, 32
+    pblendw      xmm9, xmm10, 204
+    pblendw      xmm4, xmm7, 204
+    movdqa       xmm6, xmm15                         ; layer 5
+    paddw        xmm6, xmm0
+    movdqa       xmm7, xmm13
+    paddw        xmm7, xmm12
+    psubw        xmm15, xmm0
+    psubw        xmm13, xmm12
+    movdqa       xmm0, xmm15
+    pmullw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 32]
+    movdqa       xmm10, xmm13
+    pmullw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 48]
+    pmulhw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse]
+    pmulhw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 16]
+    movdqu       xmm12, [rel pw_3457]                ; reload
+    pmulhw       xmm0, xmm12
+    pmulhw       xmm10, xmm12
+    psubw        xmm15, xmm0
+    psubw        xmm13, xmm10
+    movdqa       xmm0, xmm6
+    pmullw       xmm0, [rel pw_m19412]
+    movdqa       xmm10, xmm7
+    pmullw       xmm10, [rel pw_m19412 + 16]
+    pmulhw       xmm6, [rel pw_1580]
+    pmulhw       xmm7, [rel pw_1580 + 16]
+    pmulhw       xmm0, xmm12
+    pmulhw       xmm10, xmm12
+    psubw        xmm6, xmm0
+    psubw        xmm7, xmm10
+    movdqa       xmm0, xmm14                         ; layer 5
+    paddw        xmm0, xmm1
+    movdqa       xmm10, xmm5
+    paddw        xmm10, xmm2
+    psubw        xmm14, xmm1
+    psubw        xmm5, xmm2
+    movdqa       xmm1, xmm14
+    pmullw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 96]
+    movdqa       xmm2, xmm5
+    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 112]
+    pmulhw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 64]
+    pmulhw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 80]
+    pmulhw       xmm1, xmm12
+    pmulhw       xmm2, xmm12
+    psubw        xmm14, xmm1
+    psubw        xmm5, xmm2
+    movdqa       xmm1, xmm0
+    pmullw       xmm1, [rel pw_m19412]
+    movdqa       xmm2, xmm10
+    pmullw       xmm2, [rel pw_m19412 + 16]
+    pmulhw       xmm0, [rel pw_1580]
+    pmulhw       xmm10, [rel pw_1580 + 16]
+    pmulhw       xmm1, xmm12
+    pmulhw       xmm2, xmm12
+    psubw        xmm0, xmm1
+    psubw        xmm10, xmm2
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       xmm2, xmm1                          ; layer 5
+    paddw        xmm2, xmm8
+    movdqa       [rsp + 96], xmm5                    ; spill
+    movdqa       xmm5, xmm11
+    paddw        xmm5, [rsp + 160]
+    psubw        xmm1, xmm8
+    psubw        xmm11, [rsp + 160]
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 160]
+    movdqa       [rsp + 160], xmm10                  ; spill
+    movdqa       xmm10, xmm11
+    pmullw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 176]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 128]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 144]
+    pmulhw       xmm8, xmm12
+    pmulhw       xmm10, xmm12
+    psubw        xmm1, xmm8
+    psubw        xmm11, xmm10
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, [rel pw_m19412]
+    movdqa       xmm10, xmm5
+    pmullw       xmm10, [rel pw_m19412 + 16]
+    pmulhw       xmm2, [rel pw_1580]
+    pmulhw       xmm5, [rel pw_1580 + 16]
+    pmulhw       xmm8, xmm12
+    pmulhw       xmm10, xmm12
+    psubw        xmm2, xmm8
+    psubw        xmm5, xmm10
+    movdqa       xmm8, [rsp]                         ; reload
+    movdqa       xmm10, xmm8                         ; layer 5
+    paddw        xmm10, xmm9
+    movdqa       [rsp + 64], xmm11                   ; spill
+    movdqa       xmm11, xmm3
+    paddw        xmm11, xmm4
+    psubw        xmm8, xmm9
+    psubw        xmm3, xmm4
+    movdqa       xmm4, xmm8
+    pmullw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 224]
+    movdqa       xmm9, xmm3
+    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 240]
+    pmulhw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 192]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 208]
+    pmulhw       xmm4, xmm12
+    pmulhw       xmm9, xmm12
+    psubw        xmm8, xmm4
+    psubw        xmm3, xmm9
+    movdqa       xmm4, xmm10
+    pmullw       xmm4, [rel pw_m19412]
+    movdqa       xmm9, xmm11
+    pmullw       xmm9, [rel pw_m19412 + 16]
+    pmulhw       xmm10, [rel pw_1580]
+    pmulhw       xmm11, [rel pw_1580 + 16]
+    pmulhw       xmm4, xmm12
+    pmulhw       xmm9, xmm12
+    psubw        xmm10, xmm4
+    psubw        xmm11, xmm9
+    movdqa       xmm4, xmm6
+    punpcklqdq   xmm4, xmm15
+    movdqa       xmm9, xmm7
+    punpcklqdq   xmm9, xmm13
+    punpckhqdq   xmm6, xmm15
+    punpckhqdq   xmm7, xmm13
+    movdqa       xmm13, xmm0
+    punpcklqdq   xmm13, xmm14
+    movdqa       xmm15, [rsp + 160]                  ; reload
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm15
+    punpcklqdq   xmm13, [rsp + 96]
+    punpckhqdq   xmm0, xmm14
+    punpckhqdq   xmm15, [rsp + 96]
+    movdqa       xmm14, xmm2
+    punpcklqdq   xmm14, xmm1
+    movdqa       [rsp + 96], xmm14                   ; spill
+    movdqa       xmm14, xmm5
+    punpcklqdq   xmm14, [rsp + 64]
+    punpckhqdq   xmm2, xmm1
+    punpckhqdq   xmm5, [rsp + 64]
+    movdqa       xmm1, xmm10
+    punpcklqdq   xmm1, xmm8
+    movdqa       [rsp + 64], xmm1                    ; spill
+    movdqa       xmm1, xmm11
+    punpcklqdq   xmm1, xmm3
+    punpckhqdq   xmm10, xmm8
+    punpckhqdq   xmm11, xmm3
+    movdqa       xmm3, xmm4                          ; layer 4
+    paddw        xmm3, xmm6
+    movdqa       xmm8, xmm9
+    paddw        xmm8, xmm7
+    psubw        xmm4, xmm6
+    psubw        xmm9, xmm7
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 288]
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 304]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 256]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 272]
+    pmulhw       xmm6, xmm12
+    pmulhw       xmm7, xmm12
+    psubw        xmm4, xmm6
+    psubw        xmm9, xmm7
+    movdqa       xmm6, [rsp]                         ; reload
+    movdqa       xmm7, xmm6                          ; layer 4
+    paddw        xmm7, xmm0
+    movdqa       [rsp + 160], xmm7                   ; spill
+    movdqa       xmm7, xmm13
+    paddw        xmm7, xmm15
+    psubw        xmm6, xmm0
+    psubw        xmm13, xmm15
+    movdqa       xmm0, xmm6
+    pmullw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 352]
+    movdqa       xmm15, xmm13
+    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 368]
+    pmulhw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 320]
+    pmulhw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 336]
+    pmulhw       xmm0, xmm12
+    pmulhw       xmm15, xmm12
+    psubw        xmm6, xmm0
+    psubw        xmm13, xmm15
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqa       xmm15, xmm0                         ; layer 4
+    paddw        xmm15, xmm2
+    movdqa       [rsp], xmm15                        ; spill
+    movdqa       xmm15, xmm14
+    paddw        xmm15, xmm5
+    psubw        xmm0, xmm2
+    psubw        xmm14, xmm5
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 416]
+    movdqa       xmm5, xmm14
+    pmullw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 432]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 384]
+    pmulhw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 400]
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm5, xmm12
+    psubw        xmm0, xmm2
+    psubw        xmm14, xmm5
+    movdqa       xmm2, [rsp + 64]                    ; reload
+    movdqa       xmm5, xmm2                          ; layer 4
+    paddw        xmm5, xmm10
+    movdqa       [rsp + 96], xmm5                    ; spill
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm11
+    psubw        xmm2, xmm10
+    psubw        xmm1, xmm11
+    movdqa       xmm10, xmm2
+    pmullw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 480]
+    movdqa       xmm11, xmm1
+    pmullw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 496]
+    pmulhw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 448]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 464]
+    pmulhw       xmm10, xmm12
+    pmulhw       xmm11, xmm12
+    psubw        xmm2, xmm10
+    psubw        xmm1, xmm11
+    movdqa       xmm10, xmm3                         ; layer 3
+    paddw        xmm10, xmm8
+    movdqa       xmm11, xmm4
+    paddw        xmm11, xmm9
+    psubw        xmm3, xmm8
+    psubw        xmm4, xmm9
+    movdqa       xmm8, xmm3
+    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 544]
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 560]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 512]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 528]
+    pmulhw       xmm8, xmm12
+    pmulhw       xmm9, xmm12
+    psubw        xmm3, xmm8
+    psubw        xmm4, xmm9
+    movdqa       xmm8, [rsp + 160]                   ; reload
+    movdqa       xmm9, xmm8                          ; layer 3
+    paddw        xmm9, xmm7
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm13
+    psubw        xmm8, xmm7
+    psubw        xmm6, xmm13
+    movdqa       xmm7, xmm8
+    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 608]
+    movdqa       xmm13, xmm6
+    pmullw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 624]
+    pmulhw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 576]
+    pmulhw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 592]
+    pmulhw       xmm7, xmm12
+    pmulhw       xmm13, xmm12
+    psubw        xmm8, xmm7
+    psubw        xmm6, xmm13
+    movdqa       xmm7, [rsp]                         ; reload
+    movdqa       xmm13, xmm7                         ; layer 3
+    paddw        xmm13, xmm15
+    movdqa       [rsp + 160], xmm13                  ; spill
+    movdqa       xmm13, xmm0
+    paddw        xmm13, xmm14
+    psubw        xmm7, xmm15
+    psubw        xmm0, xmm14
+    movdqa       xmm14, xmm7
+    pmullw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 672]
+    movdqa       xmm15, xmm0
+    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 688]
+    pmulhw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 640]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 656]
+    pmulhw       xmm14, xmm12
+    pmulhw       xmm15, xmm12
+    psubw        xmm7, xmm14
+    psubw        xmm0, xmm15
+    movdqa       xmm14, [rsp + 96]                   ; reload
+    movdqa       xmm15, xmm14                        ; layer 3
+    paddw        xmm15, xmm5
+    movdqa       [rsp], xmm0                         ; spill
+    movdqa       xmm0, xmm2
+    paddw        xmm0, xmm1
+    psubw        xmm14, xmm5
+    psubw        xmm2, xmm1
+    movdqa       xmm1, xmm14
+    pmullw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 736]
+    movdqa       xmm5, xmm2
+    pmullw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 752]
+    pmulhw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 704]
+    pmulhw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 720]
+    pmulhw       xmm1, xmm12
+    pmulhw       xmm5, xmm12
+    psubw        xmm14, xmm1
+    psubw        xmm2, xmm5
+    movdqa       xmm1, xmm10                         ; layer 2
+    paddw        xmm1, xmm9
+    movdqa       xmm5, xmm11
+    paddw        xmm5, xmm4
+    psubw        xmm10, xmm9
+    psubw        xmm11, xmm4
+    movdqa       xmm4, xmm10
+    pmullw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 800]
+    movdqa       xmm9, xmm11
+    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 816]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 768]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 784]
+    pmulhw       xmm4, xmm12
+    pmulhw       xmm9, xmm12
+    psubw        xmm10, xmm4
+    psubw        xmm11, xmm9
+    movdqa       xmm4, xmm3                          ; layer 2
+    paddw        xmm4, xmm8
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       [rsp + 96], xmm11                   ; spill
+    movdqa       xmm11, xmm9
+    paddw        xmm11, xmm6
+    psubw        xmm3, xmm8
+    psubw        xmm9, xmm6
+    movdqa       xmm6, xmm3
+    pmullw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 800]
+    movdqa       xmm8, xmm9
+    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 816]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 768]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 784]
+    pmulhw       xmm6, xmm12
+    pmulhw       xmm8, xmm12
+    psubw        xmm3, xmm6
+    psubw        xmm9, xmm8
+    movdqa       xmm6, [rsp + 160]                   ; reload
+    movdqa       xmm8, xmm6                          ; layer 2
+    paddw        xmm8, xmm15
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm13
+    paddw        xmm9, xmm0
+    psubw        xmm6, xmm15
+    psubw        xmm13, xmm0
+    movdqa       xmm0, xmm6
+    pmullw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 864]
+    movdqa       xmm15, xmm13
+    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 880]
+    pmulhw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 832]
+    pmulhw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 848]
+    pmulhw       xmm0, xmm12
+    pmulhw       xmm15, xmm12
+    psubw        xmm6, xmm0
+    psubw        xmm13, xmm15
+    movdqa       xmm0, xmm7                          ; layer 2
+    paddw        xmm0, xmm14
+    movdqa       xmm15, [rsp]                        ; reload
+    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqa       xmm3, xmm15
+    paddw        xmm3, xmm2
+    psubw        xmm7, xmm14
+    psubw        xmm15, xmm2
+    movdqa       xmm2, xmm7
+    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 864]
+    movdqa       xmm14, xmm15
+    pmullw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 880]
+    pmulhw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 832]
+    pmulhw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 848]
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm14, xmm12
+    psubw        xmm7, xmm2
+    psubw        xmm15, xmm14
+    movdqa       xmm2, xmm1                          ; barrett: before layer 1
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm14, xmm5
+    pmulhw       xmm14, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm14, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm14, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm14, [rel pw_3457 + 16]
+    psubw        xmm1, xmm2
+    psubw        xmm5, xmm14
+    movdqa       xmm2, xmm1                          ; layer 1
+    paddw        xmm2, xmm8
+    movdqa       xmm14, xmm5
+    paddw        xmm14, xmm9
+    psubw        xmm1, xmm8
+    psubw        xmm5, xmm9
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 928]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 944]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 896]
+    pmulhw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 912]
+    pmulhw       xmm8, xmm12
+    pmulhw       xmm9, xmm12
+    psubw        xmm1, xmm8
+    psubw        xmm5, xmm9
+    movdqa       xmm8, xmm4                          ; layer 1
+    paddw        xmm8, xmm0
+    movdqa       xmm9, xmm11
+    paddw        xmm9, xmm3
+    psubw        xmm4, xmm0
+    psubw        xmm11, xmm3
+    movdqa       xmm0, xmm4
+    pmullw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 928]
+    movdqa       xmm3, xmm11
+    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 944]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 896]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 912]
+    pmulhw       xmm0, xmm12
+    pmulhw       xmm3, xmm12
+    psubw        xmm4, xmm0
+    psubw        xmm11, xmm3
+    movdqa       xmm0, xmm10                         ; layer 1
+    paddw        xmm0, xmm6
+    movdqa       xmm3, [rsp + 96]                    ; reload
+    movdqa       [rsp], xmm11                        ; spill
+    movdqa       xmm11, xmm3
+    paddw        xmm11, xmm13
+    psubw        xmm10, xmm6
+    psubw        xmm3, xmm13
+    movdqa       xmm6, xmm10
+    pmullw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 928]
+    movdqa       xmm13, xmm3
+    pmullw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 944]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 896]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 912]
+    pmulhw       xmm6, xmm12
+    pmulhw       xmm13, xmm12
+    psubw        xmm10, xmm6
+    psubw        xmm3, xmm13
+    movdqa       xmm6, [rsp + 160]                   ; reload
+    movdqa       xmm13, xmm6                         ; layer 1
+    paddw        xmm13, xmm7
+    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       [rsp + 128], xmm10                  ; spill
+    movdqa       xmm10, xmm3
+    paddw        xmm10, xmm15
+    psubw        xmm6, xmm7
+    psubw        xmm3, xmm15
+    movdqa       xmm7, xmm6
+    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 928]
+    movdqa       xmm15, xmm3
+    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 944]
+    pmulhw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 896]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 912]
+    pmulhw       xmm7, xmm12
+    pmulhw       xmm15, xmm12
+    psubw        xmm6, xmm7
+    psubw        xmm3, xmm15
+    movdqu       [rdi], xmm2
+    movdqu       [rdi + 16], xmm14
+    movdqu       [rdi + 32], xmm8
+    movdqu       [rdi + 48], xmm9
+    movdqu       [rdi + 64], xmm0
+    movdqu       [rdi + 80], xmm11
+    movdqu       [rdi + 96], xmm13
+    movdqu       [rdi + 112], xmm10
+    movdqu       [rdi + 128], xmm1
+    movdqu       [rdi + 144], xmm5
+    movdqu       [rdi + 160], xmm4
+    movdqa       xmm0, [rsp]                         ; reload
+    movdqu       [rdi + 176], xmm0
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqu       [rdi + 192], xmm0
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqu       [rdi + 208], xmm0
+    movdqu       [rdi + 224], xmm6
+    movdqu       [rdi + 240], xmm3
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm1, [rdi + 272]
+    movdqu       xmm2, [rdi + 288]
+    movdqu       xmm3, [rdi + 304]
+    movdqu       xmm4, [rdi + 320]
+    movdqu       xmm5, [rdi + 336]
+    movdqu       xmm6, [rdi + 352]
+    movdqu       xmm7, [rdi + 368]
+    movdqu       xmm8, [rdi + 384]
+    movdqu       xmm9, [rdi + 400]
+    movdqu       xmm10, [rdi + 416]
+    movdqu       xmm11, [rdi + 432]
+    movdqu       xmm13, [rdi + 448]
+    movdqu       xmm14, [rdi + 464]
+    movdqu       xmm15, [rdi + 480]
+    movdqu       xmm12, [rdi + 496]
+    movdqa       [rsp + 96], xmm11                   ; spill
+    movdqa       xmm11, xmm4
+    pslld        xmm11, 16
+    movdqa       [rsp + 128], xmm10                  ; spill
+    movdqa       xmm10, xmm5
+    pslld        xmm10, 16
+    movdqa       [rsp], xmm12                        ; spill
+    movdqa       xmm12, xmm0
+    pblendw      xmm12, xmm11, 170
+    movdqa       xmm11, xmm1
+    pblendw      xmm11, xmm10, 170
+    psrld        xmm0, 16
+    psrld        xmm1, 16
+    pblendw      xmm0, xmm4, 170
+    pblendw      xmm1, xmm5, 170
+    movdqa       xmm4, xmm6
+    pslld        xmm4, 16
+    movdqa       xmm5, xmm7
+    pslld        xmm5, 16
+    movdqa       xmm10, xmm2
+    pblendw      xmm10, xmm4, 170
+    movdqa       xmm4, xmm3
+    pblendw      xmm4, xmm5, 170
+    psrld        xmm2, 16
+    psrld        xmm3, 16
+    pblendw      xmm2, xmm6, 170
+    pblendw      xmm3, xmm7, 170
+    movdqa       xmm5, xmm13
+    pslld        xmm5, 16
+    movdqa       xmm6, xmm14
+    pslld        xmm6, 16
+    movdqa       xmm7, xmm8
+    pblendw      xmm7, xmm5, 170
+    movdqa       xmm5, xmm9
+    pblendw      xmm5, xmm6, 170
+    psrld        xmm8, 16
+    psrld        xmm9, 16
+    pblendw      xmm8, xmm13, 170
+    pblendw      xmm9, xmm14, 170
+    movdqa       xmm6, xmm15
+    pslld        xmm6, 16
+    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       xmm14, xmm13
+    pslld        xmm14, 16
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, [rsp + 128]                   ; reload
+    movdqa       [rsp + 160], xmm8                   ; spill
+    movdqa       xmm8, xmm9
+    pblendw      xmm8, xmm6, 170
+    movdqa       xmm6, [rsp + 96]                    ; reload
+    movdqa       [rsp + 32], xmm5                    ; spill
+    movdqa       xmm5, xmm6
+    pblendw      xmm5, xmm14, 170
+    psrld        xmm9, 16
+    psrld        xmm6, 16
+    pblendw      xmm9, xmm15, 170
+    pblendw      xmm6, xmm13, 170
+    movdqa       xmm13, xmm10
+    psllq        xmm13, 32
+    movdqa       xmm14, xmm4
+    psllq        xmm14, 32
+    movdqa       xmm15, xmm12
+    pblendw      xmm15, xmm13, 204
+    movdqa       xmm13, xmm11
+    pblendw      xmm13, xmm14, 204
+    psrlq        xmm12, 32
+    psrlq        xmm11, 32
+    pblendw      xmm12, xmm10, 204
+    pblendw      xmm11, xmm4, 204
+    movdqa       xmm4, xmm2
+    psllq        xmm4, 32
+    movdqa       xmm10, xmm3
+    psllq        xmm10, 32
+    movdqa       xmm14, xmm0
+    pblendw      xmm14, xmm4, 204
+    movdqa       xmm4, xmm1
+    pblendw      xmm4, xmm10, 204
+    psrlq        xmm0, 32
+    psrlq        xmm1, 32
+    pblendw      xmm0, xmm2, 204
+    pblendw      xmm1, xmm3, 204
+    movdqa       xmm2, xmm8
+    psllq        xmm2, 32
+    movdqa       xmm3, xmm5
+    psllq        xmm3, 32
+    movdqa       xmm10, xmm7
+    pblendw      xmm10, xmm2, 204
+    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       [rsp], xmm10                        ; spill
+    movdqa       xmm10, xmm2
+    pblendw      xmm10, xmm3, 204
+    psrlq        xmm7, 32
+    psrlq        xmm2, 32
+    pblendw      xmm7, xmm8, 204
+    pblendw      xmm2, xmm5, 204
+    movdqa       xmm3, xmm9
+    psllq        xmm3, 32
+    movdqa       xmm5, xmm6
+    psllq        xmm5, 32
+    movdqa       xmm8, [rsp + 160]                   ; reload
+    movdqa       [rsp + 32], xmm2                    ; spill
+    movdqa       xmm2, xmm8
+    pblendw      xmm2, xmm3, 204
+    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       [rsp + 96], xmm2                    ; spill
+    movdqa       xmm2, xmm3
+    pblendw      xmm2, xmm5, 204
+    psrlq        xmm8, 32
+    psrlq        xmm3, 32
+    pblendw      xmm8, xmm9, 204
+    pblendw      xmm3, xmm6, 204
+    movdqa       xmm5, xmm15                         ; layer 5
+    paddw        xmm5, xmm12
+    movdqa       xmm6, xmm13
+    paddw        xmm6, xmm11
+    psubw        xmm15, xmm12
+    psubw        xmm13, xmm11
+    movdqa       xmm9, xmm15
+    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 992]
+    movdqa       xmm11, xmm13
+    pmullw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1008]
+    pmulhw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 960]
+    pmulhw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 976]
+    movdqu       xmm12, [rel pw_3457]                ; reload
+    pmulhw       xmm9, xmm12
+    pmulhw       xmm11, xmm12
+    psubw        xmm15, xmm9
+    psubw        xmm13, xmm11
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m19412]
+    movdqa       xmm11, xmm6
+    pmullw       xmm11, [rel pw_m19412 + 16]
+    pmulhw       xmm5, [rel pw_1580]
+    pmulhw       xmm6, [rel pw_1580 + 16]
+    pmulhw       xmm9, xmm12
+    pmulhw       xmm11, xmm12
+    psubw        xmm5, xmm9
+    psubw        xmm6, xmm11
+    movdqa       xmm9, xmm14                         ; layer 5
+    paddw        xmm9, xmm0
+    movdqa       xmm11, xmm4
+    paddw        xmm11, xmm1
+    psubw        xmm14, xmm0
+    psubw        xmm4, xmm1
+    movdqa       xmm0, xmm14
+    pmullw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1056]
+    movdqa       xmm1, xmm4
+    pmullw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1072]
+    pmulhw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1024]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1040]
+    pmulhw       xmm0, xmm12
+    pmulhw       xmm1, xmm12
+    psubw        xmm14, xmm0
+    psubw        xmm4, xmm1
+    movdqa       xmm0, xmm9
+    pmullw       xmm0, [rel pw_m19412]
+    movdqa       xmm1, xmm11
+    pmullw       xmm1, [rel pw_m19412 + 16]
+    pmulhw       xmm9, [rel pw_1580]
+    pmulhw       xmm11, [rel pw_1580 + 16]
+    pmulhw       xmm0, xmm12
+    pmulhw       xmm1, xmm12
+    psubw        xmm9, xmm0
+    psubw        xmm11, xmm1
+    movdqa       xmm0, [rsp]                         ; reload
+    movdqa       xmm1, xmm0                          ; layer 5
+    paddw        xmm1, xmm7
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm10
+    paddw        xmm4, [rsp + 32]
+    psubw        xmm0, xmm7
+    psubw        xmm10, [rsp + 32]
+    movdqa       xmm7, xmm0
+    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1120]
+    movdqa       [rsp + 32], xmm11                   ; spill
+    movdqa       xmm11, xmm10
+    pmullw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1136]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1088]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1104]
+    pmulhw       xmm7, xmm12
+    pmulhw       xmm11, xmm12
+    psubw        xmm0, xmm7
+    psubw        xmm10, xmm11
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, [rel pw_m19412]
+    movdqa       xmm11, xmm4
+    pmullw       xmm11, [rel pw_m19412 + 16]
+    pmulhw       xmm1, [rel pw_1580]
+    pmulhw       xmm4, [rel pw_1580 + 16]
+    pmulhw       xmm7, xmm12
+    pmulhw       xmm11, xmm12
+    psubw        xmm1, xmm7
+    psubw        xmm4, xmm11
+    movdqa       xmm7, [rsp + 96]                    ; reload
+    movdqa       xmm11, xmm7                         ; layer 5
+    paddw        xmm11, xmm8
+    movdqa       [rsp], xmm10                        ; spill
+    movdqa       xmm10, xmm2
+    paddw        xmm10, xmm3
+    psubw        xmm7, xmm8
+    psubw        xmm2, xmm3
+    movdqa       xmm3, xmm7
+    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1184]
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1200]
+    pmulhw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1152]
+    pmulhw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1168]
+    pmulhw       xmm3, xmm12
+    pmulhw       xmm8, xmm12
+    psubw        xmm7, xmm3
+    psubw        xmm2, xmm8
+    movdqa       xmm3, xmm11
+    pmullw       xmm3, [rel pw_m19412]
+    movdqa       xmm8, xmm10
+    pmullw       xmm8, [rel pw_m19412 + 16]
+    pmulhw       xmm11, [rel pw_1580]
+    pmulhw       xmm10, [rel pw_1580 + 16]
+    pmulhw       xmm3, xmm12
+    pmulhw       xmm8, xmm12
+    psubw        xmm11, xmm3
+    psubw        xmm10, xmm8
+    movdqa       xmm3, xmm5
+    punpcklqdq   xmm3, xmm15
+    movdqa       xmm8, xmm6
+    punpcklqdq   xmm8, xmm13
+    punpckhqdq   xmm5, xmm15
+    punpckhqdq   xmm6, xmm13
+    movdqa       xmm13, xmm9
+    punpcklqdq   xmm13, xmm14
+    movdqa       xmm15, [rsp + 32]                   ; reload
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, xmm15
+    punpcklqdq   xmm13, [rsp + 64]
+    punpckhqdq   xmm9, xmm14
+    punpckhqdq   xmm15, [rsp + 64]
+    movdqa       xmm14, xmm1
+    punpcklqdq   xmm14, xmm0
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm4
+    punpcklqdq   xmm14, [rsp]
+    punpckhqdq   xmm1, xmm0
+    punpckhqdq   xmm4, [rsp]
+    movdqa       xmm0, xmm11
+    punpcklqdq   xmm0, xmm7
+    movdqa       [rsp], xmm0                         ; spill
+    movdqa       xmm0, xmm10
+    punpcklqdq   xmm0, xmm2
+    punpckhqdq   xmm11, xmm7
+    punpckhqdq   xmm10, xmm2
+    movdqa       xmm2, xmm3                          ; layer 4
+    paddw        xmm2, xmm5
+    movdqa       xmm7, xmm8
+    paddw        xmm7, xmm6
+    psubw        xmm3, xmm5
+    psubw        xmm8, xmm6
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1248]
+    movdqa       xmm6, xmm8
+    pmullw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1264]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1216]
+    pmulhw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1232]
+    pmulhw       xmm5, xmm12
+    pmulhw       xmm6, xmm12
+    psubw        xmm3, xmm5
+    psubw        xmm8, xmm6
+    movdqa       xmm5, [rsp + 96]                    ; reload
+    movdqa       xmm6, xmm5                          ; layer 4
+    paddw        xmm6, xmm9
+    movdqa       [rsp + 32], xmm6                    ; spill
+    movdqa       xmm6, xmm13
+    paddw        xmm6, xmm15
+    psubw        xmm5, xmm9
+    psubw        xmm13, xmm15
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1312]
+    movdqa       xmm15, xmm13
+    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1328]
+    pmulhw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1280]
+    pmulhw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1296]
+    pmulhw       xmm9, xmm12
+    pmulhw       xmm15, xmm12
+    psubw        xmm5, xmm9
+    psubw        xmm13, xmm15
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm9                         ; layer 4
+    paddw        xmm15, xmm1
+    movdqa       [rsp + 96], xmm15                   ; spill
+    movdqa       xmm15, xmm14
+    paddw        xmm15, xmm4
+    psubw        xmm9, xmm1
+    psubw        xmm14, xmm4
+    movdqa       xmm1, xmm9
+    pmullw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1376]
+    movdqa       xmm4, xmm14
+    pmullw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1392]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1344]
+    pmulhw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1360]
+    pmulhw       xmm1, xmm12
+    pmulhw       xmm4, xmm12
+    psubw        xmm9, xmm1
+    psubw        xmm14, xmm4
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqa       xmm4, xmm1                          ; layer 4
+    paddw        xmm4, xmm11
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm0
+    paddw        xmm4, xmm10
+    psubw        xmm1, xmm11
+    psubw        xmm0, xmm10
+    movdqa       xmm10, xmm1
+    pmullw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1440]
+    movdqa       xmm11, xmm0
+    pmullw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1456]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1408]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1424]
+    pmulhw       xmm10, xmm12
+    pmulhw       xmm11, xmm12
+    psubw        xmm1, xmm10
+    psubw        xmm0, xmm11
+    movdqa       xmm10, xmm2                         ; layer 3
+    paddw        xmm10, xmm7
+    movdqa       xmm11, xmm3
+    paddw        xmm11, xmm8
+    psubw        xmm2, xmm7
+    psubw        xmm3, xmm8
+    movdqa       xmm7, xmm2
+    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1504]
+    movdqa       xmm8, xmm3
+    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1520]
+    pmulhw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1472]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1488]
+    pmulhw       xmm7, xmm12
+    pmulhw       xmm8, xmm12
+    psubw        xmm2, xmm7
+    psubw        xmm3, xmm8
+    movdqa       xmm7, [rsp + 32]                    ; reload
+    movdqa       xmm8, xmm7                          ; layer 3
+    paddw        xmm8, xmm6
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm5
+    paddw        xmm3, xmm13
+    psubw        xmm7, xmm6
+    psubw        xmm5, xmm13
+    movdqa       xmm6, xmm7
+    pmullw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1568]
+    movdqa       xmm13, xmm5
+    pmullw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1584]
+    pmulhw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1536]
+    pmulhw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1552]
+    pmulhw       xmm6, xmm12
+    pmulhw       xmm13, xmm12
+    psubw        xmm7, xmm6
+    psubw        xmm5, xmm13
+    movdqa       xmm6, [rsp + 96]                    ; reload
+    movdqa       xmm13, xmm6                         ; layer 3
+    paddw        xmm13, xmm15
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, xmm9
+    paddw        xmm13, xmm14
+    psubw        xmm6, xmm15
+    psubw        xmm9, xmm14
+    movdqa       xmm14, xmm6
+    pmullw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1632]
+    movdqa       xmm15, xmm9
+    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1648]
+    pmulhw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1600]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1616]
+    pmulhw       xmm14, xmm12
+    pmulhw       xmm15, xmm12
+    psubw        xmm6, xmm14
+    psubw        xmm9, xmm15
+    movdqa       xmm14, [rsp + 64]                   ; reload
+    movdqa       xmm15, xmm14                        ; layer 3
+    paddw        xmm15, xmm4
+    movdqa       [rsp + 96], xmm9                    ; spill
+    movdqa       xmm9, xmm1
+    paddw        xmm9, xmm0
+    psubw        xmm14, xmm4
+    psubw        xmm1, xmm0
+    movdqa       xmm0, xmm14
+    pmullw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1696]
+    movdqa       xmm4, xmm1
+    pmullw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1712]
+    pmulhw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1664]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1680]
+    pmulhw       xmm0, xmm12
+    pmulhw       xmm4, xmm12
+    psubw        xmm14, xmm0
+    psubw        xmm1, xmm4
+    movdqa       xmm0, xmm10                         ; layer 2
+    paddw        xmm0, xmm8
+    movdqa       xmm4, xmm11
+    paddw        xmm4, xmm3
+    psubw        xmm10, xmm8
+    psubw        xmm11, xmm3
+    movdqa       xmm3, xmm10
+    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1760]
+    movdqa       xmm8, xmm11
+    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1776]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1728]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1744]
+    pmulhw       xmm3, xmm12
+    pmulhw       xmm8, xmm12
+    psubw        xmm10, xmm3
+    psubw        xmm11, xmm8
+    movdqa       xmm3, xmm2                          ; layer 2
+    paddw        xmm3, xmm7
+    movdqa       xmm8, [rsp]                         ; reload
+    movdqa       [rsp + 64], xmm11                   ; spill
+    movdqa       xmm11, xmm8
+    paddw        xmm11, xmm5
+    psubw        xmm2, xmm7
+    psubw        xmm8, xmm5
+    movdqa       xmm5, xmm2
+    pmullw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1760]
+    movdqa       xmm7, xmm8
+    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1776]
+    pmulhw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1728]
+    pmulhw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1744]
+    pmulhw       xmm5, xmm12
+    pmulhw       xmm7, xmm12
+    psubw        xmm2, xmm5
+    psubw        xmm8, xmm7
+    movdqa       xmm5, [rsp + 32]                    ; reload
+    movdqa       xmm7, xmm5                          ; layer 2
+    paddw        xmm7, xmm15
+    movdqa       [rsp], xmm8                         ; spill
+    movdqa       xmm8, xmm13
+    paddw        xmm8, xmm9
+    psubw        xmm5, xmm15
+    psubw        xmm13, xmm9
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1824]
+    movdqa       xmm15, xmm13
+    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1840]
+    pmulhw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1792]
+    pmulhw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1808]
+    pmulhw       xmm9, xmm12
+    pmulhw       xmm15, xmm12
+    psubw        xmm5, xmm9
+    psubw        xmm13, xmm15
+    movdqa       xmm9, xmm6                          ; layer 2
+    paddw        xmm9, xmm14
+    movdqa       xmm15, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm2                    ; spill
+    movdqa       xmm2, xmm15
+    paddw        xmm2, xmm1
+    psubw        xmm6, xmm14
+    psubw        xmm15, xmm1
+    movdqa       xmm1, xmm6
+    pmullw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1824]
+    movdqa       xmm14, xmm15
+    pmullw       xmm14, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1840]
+    pmulhw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1792]
+    pmulhw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1808]
+    pmulhw       xmm1, xmm12
+    pmulhw       xmm14, xmm12
+    psubw        xmm6, xmm1
+    psubw        xmm15, xmm14
+    movdqa       xmm1, xmm0                          ; barrett: before layer 1
+    pmulhw       xmm1, [rel pw_19412]
+    movdqa       xmm14, xmm4
+    pmulhw       xmm14, [rel pw_19412 + 16]
+    paddw        xmm1, [rel pw_512]
+    paddw        xmm14, [rel pw_512 + 16]
+    psraw        xmm1, 10
+    psraw        xmm14, 10
+    pmullw       xmm1, [rel pw_3457]
+    pmullw       xmm14, [rel pw_3457 + 16]
+    psubw        xmm0, xmm1
+    psubw        xmm4, xmm14
+    movdqa       xmm1, xmm0                          ; layer 1
+    paddw        xmm1, xmm7
+    movdqa       xmm14, xmm4
+    paddw        xmm14, xmm8
+    psubw        xmm0, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm0
+    pmullw       xmm7, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1888]
+    movdqa       xmm8, xmm4
+    pmullw       xmm8, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1904]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1856]
+    pmulhw       xmm4, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1872]
+    pmulhw       xmm7, xmm12
+    pmulhw       xmm8, xmm12
+    psubw        xmm0, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm3                          ; layer 1
+    paddw        xmm7, xmm9
+    movdqa       xmm8, xmm11
+    paddw        xmm8, xmm2
+    psubw        xmm3, xmm9
+    psubw        xmm11, xmm2
+    movdqa       xmm2, xmm3
+    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1888]
+    movdqa       xmm9, xmm11
+    pmullw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1904]
+    pmulhw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1856]
+    pmulhw       xmm11, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1872]
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm9, xmm12
+    psubw        xmm3, xmm2
+    psubw        xmm11, xmm9
+    movdqa       xmm2, xmm10                         ; layer 1
+    paddw        xmm2, xmm5
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       [rsp + 96], xmm11                   ; spill
+    movdqa       xmm11, xmm9
+    paddw        xmm11, xmm13
+    psubw        xmm10, xmm5
+    psubw        xmm9, xmm13
+    movdqa       xmm5, xmm10
+    pmullw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1888]
+    movdqa       xmm13, xmm9
+    pmullw       xmm13, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1904]
+    pmulhw       xmm10, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1856]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1872]
+    pmulhw       xmm5, xmm12
+    pmulhw       xmm13, xmm12
+    psubw        xmm10, xmm5
+    psubw        xmm9, xmm13
+    movdqa       xmm5, [rsp + 32]                    ; reload
+    movdqa       xmm13, xmm5                         ; layer 1
+    paddw        xmm13, xmm6
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       [rsp + 160], xmm10                  ; spill
+    movdqa       xmm10, xmm9
+    paddw        xmm10, xmm15
+    psubw        xmm5, xmm6
+    psubw        xmm9, xmm15
+    movdqa       xmm6, xmm5
+    pmullw       xmm6, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1888]
+    movdqa       xmm15, xmm9
+    pmullw       xmm15, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1904]
+    pmulhw       xmm5, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1856]
+    pmulhw       xmm9, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1872]
+    pmulhw       xmm6, xmm12
+    pmulhw       xmm15, xmm12
+    psubw        xmm5, xmm6
+    psubw        xmm9, xmm15
+    movdqu       [rdi + 256], xmm1
+    movdqu       [rdi + 272], xmm14
+    movdqu       [rdi + 288], xmm7
+    movdqu       [rdi + 304], xmm8
+    movdqu       [rdi + 320], xmm2
+    movdqu       [rdi + 336], xmm11
+    movdqu       [rdi + 352], xmm13
+    movdqu       [rdi + 368], xmm10
+    movdqu       [rdi + 384], xmm0
+    movdqu       [rdi + 400], xmm4
+    movdqu       [rdi + 416], xmm3
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqu       [rdi + 432], xmm0
+    movdqa       xmm0, [rsp + 160]                   ; reload
+    movdqu       [rdi + 448], xmm0
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqu       [rdi + 464], xmm0
+    movdqu       [rdi + 480], xmm5
+    movdqu       [rdi + 496], xmm9
+    movdqu       xmm0, [rdi]
+    movdqu       xmm1, [rdi + 16]
+    movdqu       xmm2, [rdi + 256]
+    movdqu       xmm3, [rdi + 272]
+    movdqa       xmm4, xmm0                          ; barrett: before layer 0
+    pmulhw       xmm4, [rel pw_19412]
+    movdqa       xmm5, xmm1
+    pmulhw       xmm5, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm5, [rel pw_512 + 16]
+    psraw        xmm4, 10
+    psraw        xmm5, 10
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm5, [rel pw_3457 + 16]
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm3, xmm12
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi], xmm4
+    movdqu       [rdi + 16], xmm5
+    movdqu       [rdi + 256], xmm0
+    movdqu       [rdi + 272], xmm1
+    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 48]
+    movdqu       xmm2, [rdi + 288]
+    movdqu       xmm3, [rdi + 304]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm3, xmm12
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 32], xmm4
+    movdqu       [rdi + 48], xmm5
+    movdqu       [rdi + 288], xmm0
+    movdqu       [rdi + 304], xmm1
+    movdqu       xmm0, [rdi + 64]
+    movdqu       xmm1, [rdi + 80]
+    movdqu       xmm2, [rdi + 320]
+    movdqu       xmm3, [rdi + 336]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm3, xmm12
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 64], xmm4
+    movdqu       [rdi + 80], xmm5
+    movdqu       [rdi + 320], xmm0
+    movdqu       [rdi + 336], xmm1
+    movdqu       xmm0, [rdi + 96]
+    movdqu       xmm1, [rdi + 112]
+    movdqu       xmm2, [rdi + 352]
+    movdqu       xmm3, [rdi + 368]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm3, xmm12
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 96], xmm4
+    movdqu       [rdi + 112], xmm5
+    movdqu       [rdi + 352], xmm0
+    movdqu       [rdi + 368], xmm1
+    movdqu       xmm0, [rdi + 128]
+    movdqu       xmm1, [rdi + 144]
+    movdqu       xmm2, [rdi + 384]
+    movdqu       xmm3, [rdi + 400]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm3, xmm12
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 128], xmm4
+    movdqu       [rdi + 144], xmm5
+    movdqu       [rdi + 384], xmm0
+    movdqu       [rdi + 400], xmm1
+    movdqu       xmm0, [rdi + 160]
+    movdqu       xmm1, [rdi + 176]
+    movdqu       xmm2, [rdi + 416]
+    movdqu       xmm3, [rdi + 432]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm3, xmm12
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 160], xmm4
+    movdqu       [rdi + 176], xmm5
+    movdqu       [rdi + 416], xmm0
+    movdqu       [rdi + 432], xmm1
+    movdqu       xmm0, [rdi + 192]
+    movdqu       xmm1, [rdi + 208]
+    movdqu       xmm2, [rdi + 448]
+    movdqu       xmm3, [rdi + 464]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm3, xmm12
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 192], xmm4
+    movdqu       [rdi + 208], xmm5
+    movdqu       [rdi + 448], xmm0
+    movdqu       [rdi + 464], xmm1
+    movdqu       xmm0, [rdi + 224]
+    movdqu       xmm1, [rdi + 240]
+    movdqu       xmm2, [rdi + 480]
+    movdqu       xmm3, [rdi + 496]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1952]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1968]
+    pmulhw       xmm0, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1920]
+    pmulhw       xmm1, [rel kg_ctru3457_ntt_inverse_twiddles_sse + 1936]
+    pmulhw       xmm2, xmm12
+    pmulhw       xmm3, xmm12
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 224], xmm4
+    movdqu       [rdi + 240], xmm5
+    movdqu       [rdi + 480], xmm0
+    movdqu       [rdi + 496], xmm1
+    mov rsp, rbp
+    pop rbp
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_ctru3457_reduce_barrett_sse: reduce a[256] in place mod 3457 (centred Barrett, two multiplications)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-1729, 1729] (proven over all 2^16 inputs), congruent to the input mod 3457
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_ctru3457_reduce_barrett_sse:function (kg_ctru3457_reduce_barrett_sse.end - kg_ctru3457_reduce_barrett_sse)
+align 32
+kg_ctru3457_reduce_barrett_sse:
+    movdqu       xmm0, [rdi]
+    movdqu       xmm1, [rdi + 16]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi], xmm0
+    movdqu       [rdi + 16], xmm1
+    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 48]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 32], xmm0
+    movdqu       [rdi + 48], xmm1
+    movdqu       xmm0, [rdi + 64]
+    movdqu       xmm1, [rdi + 80]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 64], xmm0
+    movdqu       [rdi + 80], xmm1
+    movdqu       xmm0, [rdi + 96]
+    movdqu       xmm1, [rdi + 112]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 96], xmm0
+    movdqu       [rdi + 112], xmm1
+    movdqu       xmm0, [rdi + 128]
+    movdqu       xmm1, [rdi + 144]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 128], xmm0
+    movdqu       [rdi + 144], xmm1
+    movdqu       xmm0, [rdi + 160]
+    movdqu       xmm1, [rdi + 176]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 160], xmm0
+    movdqu       [rdi + 176], xmm1
+    movdqu       xmm0, [rdi + 192]
+    movdqu       xmm1, [rdi + 208]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 192], xmm0
+    movdqu       [rdi + 208], xmm1
+    movdqu       xmm0, [rdi + 224]
+    movdqu       xmm1, [rdi + 240]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 224], xmm0
+    movdqu       [rdi + 240], xmm1
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm1, [rdi + 272]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 256], xmm0
+    movdqu       [rdi + 272], xmm1
+    movdqu       xmm0, [rdi + 288]
+    movdqu       xmm1, [rdi + 304]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 288], xmm0
+    movdqu       [rdi + 304], xmm1
+    movdqu       xmm0, [rdi + 320]
+    movdqu       xmm1, [rdi + 336]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 320], xmm0
+    movdqu       [rdi + 336], xmm1
+    movdqu       xmm0, [rdi + 352]
+    movdqu       xmm1, [rdi + 368]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 352], xmm0
+    movdqu       [rdi + 368], xmm1
+    movdqu       xmm0, [rdi + 384]
+    movdqu       xmm1, [rdi + 400]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 384], xmm0
+    movdqu       [rdi + 400], xmm1
+    movdqu       xmm0, [rdi + 416]
+    movdqu       xmm1, [rdi + 432]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 416], xmm0
+    movdqu       [rdi + 432], xmm1
+    movdqu       xmm0, [rdi + 448]
+    movdqu       xmm1, [rdi + 464]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 448], xmm0
+    movdqu       [rdi + 464], xmm1
+    movdqu       xmm0, [rdi + 480]
+    movdqu       xmm1, [rdi + 496]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 480], xmm0
+    movdqu       [rdi + 496], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_ctru3457_reduce_special_sse: reduce a[256] in place mod 3457 (shifts, masks and adds: x = h*2^12 + l, x = l - h + (h << 7) + (h << 9) mod q)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-5112, 8568] (proven over all 2^16 inputs), congruent to the input mod 3457
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-5}, flags
+; ---------------------------------------------------------------------------
+global kg_ctru3457_reduce_special_sse:function (kg_ctru3457_reduce_special_sse.end - kg_ctru3457_reduce_special_sse)
+align 32
+kg_ctru3457_reduce_special_sse:
+    movdqu       xmm0, [rdi]
+    movdqu       xmm1, [rdi + 16]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi], xmm0
+    movdqu       [rdi + 16], xmm1
+    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 48]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 32], xmm0
+    movdqu       [rdi + 48], xmm1
+    movdqu       xmm0, [rdi + 64]
+    movdqu       xmm1, [rdi + 80]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 64], xmm0
+    movdqu       [rdi + 80], xmm1
+    movdqu       xmm0, [rdi + 96]
+    movdqu       xmm1, [rdi + 112]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 96], xmm0
+    movdqu       [rdi + 112], xmm1
+    movdqu       xmm0, [rdi + 128]
+    movdqu       xmm1, [rdi + 144]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 128], xmm0
+    movdqu       [rdi + 144], xmm1
+    movdqu       xmm0, [rdi + 160]
+    movdqu       xmm1, [rdi + 176]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 160], xmm0
+    movdqu       [rdi + 176], xmm1
+    movdqu       xmm0, [rdi + 192]
+    movdqu       xmm1, [rdi + 208]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 192], xmm0
+    movdqu       [rdi + 208], xmm1
+    movdqu       xmm0, [rdi + 224]
+    movdqu       xmm1, [rdi + 240]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 224], xmm0
+    movdqu       [rdi + 240], xmm1
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm1, [rdi + 272]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 256], xmm0
+    movdqu       [rdi + 272], xmm1
+    movdqu       xmm0, [rdi + 288]
+    movdqu       xmm1, [rdi + 304]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 288], xmm0
+    movdqu       [rdi + 304], xmm1
+    movdqu       xmm0, [rdi + 320]
+    movdqu       xmm1, [rdi + 336]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 320], xmm0
+    movdqu       [rdi + 336], xmm1
+    movdqu       xmm0, [rdi + 352]
+    movdqu       xmm1, [rdi + 368]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 352], xmm0
+    movdqu       [rdi + 368], xmm1
+    movdqu       xmm0, [rdi + 384]
+    movdqu       xmm1, [rdi + 400]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 384], xmm0
+    movdqu       [rdi + 400], xmm1
+    movdqu       xmm0, [rdi + 416]
+    movdqu       xmm1, [rdi + 432]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 416], xmm0
+    movdqu       [rdi + 432], xmm1
+    movdqu       xmm0, [rdi + 448]
+    movdqu       xmm1, [rdi + 464]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 448], xmm0
+    movdqu       [rdi + 464], xmm1
+    movdqu       xmm0, [rdi + 480]
+    movdqu       xmm1, [rdi + 496]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 7
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 7
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    psllw        xmm2, 9
+    psllw        xmm3, 9
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 480], xmm0
+    movdqu       [rdi + 496], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_ctru3457_freeze_sse: a[256] in place to canonical form in [0, 3457) (centred Barrett, then q added where negative)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [0, 3456] (proven over all 2^16 inputs), congruent to the input mod 3457: the canonical representative
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_ctru3457_freeze_sse:function (kg_ctru3457_freeze_sse.end - kg_ctru3457_freeze_sse)
+align 32
+kg_ctru3457_freeze_sse:
+    movdqu       xmm0, [rdi]
+    movdqu       xmm1, [rdi + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi], xmm0
+    movdqu       [rdi + 16], xmm1
+    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 48]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 32], xmm0
+    movdqu       [rdi + 48], xmm1
+    movdqu       xmm0, [rdi + 64]
+    movdqu       xmm1, [rdi + 80]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 64], xmm0
+    movdqu       [rdi + 80], xmm1
+    movdqu       xmm0, [rdi + 96]
+    movdqu       xmm1, [rdi + 112]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 96], xmm0
+    movdqu       [rdi + 112], xmm1
+    movdqu       xmm0, [rdi + 128]
+    movdqu       xmm1, [rdi + 144]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 128], xmm0
+    movdqu       [rdi + 144], xmm1
+    movdqu       xmm0, [rdi + 160]
+    movdqu       xmm1, [rdi + 176]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 160], xmm0
+    movdqu       [rdi + 176], xmm1
+    movdqu       xmm0, [rdi + 192]
+    movdqu       xmm1, [rdi + 208]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 192], xmm0
+    movdqu       [rdi + 208], xmm1
+    movdqu       xmm0, [rdi + 224]
+    movdqu       xmm1, [rdi + 240]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 224], xmm0
+    movdqu       [rdi + 240], xmm1
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm1, [rdi + 272]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 256], xmm0
+    movdqu       [rdi + 272], xmm1
+    movdqu       xmm0, [rdi + 288]
+    movdqu       xmm1, [rdi + 304]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 288], xmm0
+    movdqu       [rdi + 304], xmm1
+    movdqu       xmm0, [rdi + 320]
+    movdqu       xmm1, [rdi + 336]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 320], xmm0
+    movdqu       [rdi + 336], xmm1
+    movdqu       xmm0, [rdi + 352]
+    movdqu       xmm1, [rdi + 368]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 352], xmm0
+    movdqu       [rdi + 368], xmm1
+    movdqu       xmm0, [rdi + 384]
+    movdqu       xmm1, [rdi + 400]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 384], xmm0
+    movdqu       [rdi + 400], xmm1
+    movdqu       xmm0, [rdi + 416]
+    movdqu       xmm1, [rdi + 432]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 416], xmm0
+    movdqu       [rdi + 432], xmm1
+    movdqu       xmm0, [rdi + 448]
+    movdqu       xmm1, [rdi + 464]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 448], xmm0
+    movdqu       [rdi + 464], xmm1
+    movdqu       xmm0, [rdi + 480]
+    movdqu       xmm1, [rdi + 496]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_19412]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_19412 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3457]
+    pmullw       xmm3, [rel pw_3457 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3457]
+    pand         xmm3, [rel pw_3457 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 480], xmm0
+    movdqu       [rdi + 496], xmm1
     ret
 .end:
 

@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  * Regenerate with: kerngen emit params/falcon-12289.toml
  *
- * falcon-12289: negacyclic NTT kernels over Z_12289[x]/(x^512+1), 16-bit lanes, avx2
+ * falcon-12289: negacyclic NTT kernels over Z_12289[x]/(x^512+1), 16-bit lanes, avx2, sse
  * Link with falcon-12289.o (nasm -f elf64 falcon-12289.asm). System V AMD64 ABI; the kernels
  * are constant-time straight-line code: no branch and no address depends on data.
  */
@@ -153,6 +153,73 @@ void kg_falcon12289_reduce_barrett_avx2(int16_t a[512]);
  *   a: 512 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_falcon12289_freeze_avx2(int16_t a[512]);
+
+
+/* forward negacyclic NTT of a[512] in place (9 layers, blocks of degree 1)
+ *   requires: every a[i] in [-12288, 12288]
+ *   ensures:  every a[i] in [-14941, 14941] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
+ *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 512 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_falcon12289_ntt_forward_sse(int16_t a[512]);
+
+
+/* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+ *   requires: every a[i], b[i] in [-14941, 14941] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [-9551, 9551] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+ *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: SSE2 (check CPUID before calling)
+ *   r: 512 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 512 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_falcon12289_basemul_sse(int16_t r[512], const int16_t a[512], const int16_t b[512]);
+
+
+/* inverse negacyclic NTT of a[512] in place, natural order out
+ *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [-32026, 32026] (proven), natural order,
+ *             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   a: 512 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_falcon12289_ntt_inverse_sse(int16_t a[512]);
+
+
+/* reduce a[512] in place mod 12289 (centred Barrett, two multiplications)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-6145, 6145] (proven over all 2^16 inputs), congruent to the input mod 12289
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 512 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_falcon12289_reduce_barrett_sse(int16_t a[512]);
+
+
+/* a[512] in place to canonical form in [0, 12289) (centred Barrett, then q added where negative)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 512 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_falcon12289_freeze_sse(int16_t a[512]);
+
+
+/* Dispatch: falcon-12289_dispatch.c (optional; compile and link it to use these).
+ * Each function below has the contract of its suffixed kernels above and calls
+ * the first of avx2, sse that this CPU runs, chosen once, on the first
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ *   kg_falcon12289_isa():         the chosen ISA's name, or NULL when the CPU runs none
+ *   kg_falcon12289_use_isa(name): use that ISA from now on (to test a fallback or compare);
+ *     0, or -1 when the name is unknown or this CPU cannot run it
+ */
+const char *kg_falcon12289_isa(void);
+int kg_falcon12289_use_isa(const char *isa);
+void kg_falcon12289_ntt_forward(int16_t a[512]);
+void kg_falcon12289_basemul(int16_t r[512], const int16_t a[512], const int16_t b[512]);
+void kg_falcon12289_ntt_inverse(int16_t a[512]);
+void kg_falcon12289_reduce_barrett(int16_t a[512]);
+void kg_falcon12289_freeze(int16_t a[512]);
 
 
 #ifdef __cplusplus

@@ -8,7 +8,7 @@
 ;   n = 256
 ;   q = 3329
 ;   width = 16
-;   isa = "avx2"
+;   isa = ["avx2", "sse"]
 ;   layers = 7
 ;   d = 2
 ;   reduction = "index"
@@ -27,7 +27,27 @@ section .rodata align=32
 
 ; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
-kg_kyber3329_basemul_zetas:
+kg_kyber3329_basemul_zetas_avx2:
+    dw -1103, 1103, 430, -430, 555, -555, 843, -843, -1251, 1251, 871, -871, 1550, -1550, 105, -105
+    dw -335, 335, 11182, -11182, -11477, 11477, 13387, -13387, -32227, 32227, -14233, 14233, 20494, -20494, -21655, 21655
+    dw 422, -422, 587, -587, 177, -177, -235, 235, -291, 291, -460, 460, 1574, -1574, 1653, -1653
+    dw -27738, 27738, 13131, -13131, 945, -945, -4587, 4587, -14883, 14883, 23092, -23092, 6182, -6182, 5493, -5493
+    dw -246, 246, 778, -778, 1159, -1159, -147, 147, -777, 777, 1483, -1483, -602, 602, 1119, -1119
+    dw 32010, -32010, -32502, 32502, 10631, -10631, 30317, -30317, 29175, -29175, -18741, 18741, -28762, 28762, 12639, -12639
+    dw -1590, 1590, 644, -644, -872, 872, 349, -349, 418, -418, 329, -329, -156, 156, -75, 75
+    dw -18486, 18486, 20100, -20100, 17560, -17560, 18525, -18525, -14430, 14430, 19529, -19529, -5276, 5276, -12619, 12619
+    dw 817, -817, 1097, -1097, 603, -603, 610, -610, 1322, -1322, -1285, 1285, -1465, 1465, 384, -384
+    dw -31183, 31183, 20297, -20297, 25435, -25435, 2146, -2146, -7382, 7382, 15355, -15355, 24391, -24391, -32384, 32384
+    dw -1215, 1215, -136, 136, 1218, -1218, -1335, 1335, -874, 874, 220, -220, -1187, 1187, -1659, 1659
+    dw -20927, 20927, -6280, 6280, 10946, -10946, -14903, 14903, 24214, -24214, -11044, 11044, 16989, -16989, 14469, -14469
+    dw -1185, 1185, -1530, 1530, -1278, 1278, 794, -794, -1510, 1510, -854, 854, -870, 870, 478, -478
+    dw 10335, -10335, -21498, 21498, -7934, 7934, -20198, 20198, -22502, 22502, 23210, -23210, 10906, -10906, -17442, 17442
+    dw -108, 108, -308, 308, 996, -996, 991, -991, 958, -958, -1460, 1460, 1522, -1522, 1628, -1628
+    dw 31636, -31636, -23860, 23860, 28644, -28644, -20257, 20257, 23998, -23998, 7756, -7756, -17422, 17422, 23132, -23132
+
+; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
+align 32
+kg_kyber3329_basemul_zetas_sse:
     dw -1103, 1103, 430, -430, 555, -555, 843, -843, -1251, 1251, 871, -871, 1550, -1550, 105, -105
     dw -335, 335, 11182, -11182, -11477, 11477, 13387, -13387, -32227, 32227, -14233, 14233, 20494, -20494, -21655, 21655
     dw 422, -422, 587, -587, 177, -177, -235, 235, -291, 291, -460, 460, 1574, -1574, 1653, -1653
@@ -47,7 +67,7 @@ kg_kyber3329_basemul_zetas:
 
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
-kg_kyber3329_ntt_forward_twiddles:
+kg_kyber3329_ntt_forward_twiddles_avx2:
     dw -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758
     dw 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498
     dw -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359
@@ -127,9 +147,91 @@ kg_kyber3329_ntt_forward_twiddles:
     dw -108, -308, 996, 991, -108, -308, 996, 991, 958, -1460, 1522, 1628, 958, -1460, 1522, 1628
     dw 31636, -23860, 28644, -20257, 31636, -23860, 28644, -20257, 23998, 7756, -17422, 23132, 23998, 7756, -17422, 23132
 
+; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
+align 32
+kg_kyber3329_ntt_forward_twiddles_sse:
+    dw -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758, -758
+    dw 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498
+    dw -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359, -359
+    dw 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745, 14745
+    dw 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493, 1493
+    dw 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525, 13525
+    dw 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422, 1422
+    dw -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402, -12402
+    dw -171, -171, -171, -171, -171, -171, -171, -171, -171, -171, -171, -171, -171, -171, -171, -171
+    dw -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907, -20907
+    dw 622, 622, 622, 622, 622, 622, 622, 622, 622, 622, 622, 622, 622, 622, 622, 622
+    dw 27758, 27758, 27758, 27758, 27758, 27758, 27758, 27758, 27758, 27758, 27758, 27758, 27758, 27758, 27758, 27758
+    dw 1577, 1577, 1577, 1577, 1577, 1577, 1577, 1577, 1577, 1577, 1577, 1577, 1577, 1577, 1577, 1577
+    dw -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799, -3799
+    dw 182, 182, 182, 182, 182, 182, 182, 182, 182, 182, 182, 182, 182, 182, 182, 182
+    dw -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690, -15690
+    dw 573, 573, 573, 573, 573, 573, 573, 573, -1325, -1325, -1325, -1325, -1325, -1325, -1325, -1325
+    dw -5827, -5827, -5827, -5827, -5827, -5827, -5827, -5827, 17363, 17363, 17363, 17363, 17363, 17363, 17363, 17363
+    dw 264, 264, 264, 264, 264, 264, 264, 264, 383, 383, 383, 383, 383, 383, 383, 383
+    dw -26360, -26360, -26360, -26360, -26360, -26360, -26360, -26360, -29057, -29057, -29057, -29057, -29057, -29057, -29057, -29057
+    dw -829, -829, -829, -829, -829, -829, -829, -829, 1458, 1458, 1458, 1458, 1458, 1458, 1458, 1458
+    dw 5571, 5571, 5571, 5571, 5571, 5571, 5571, 5571, -1102, -1102, -1102, -1102, -1102, -1102, -1102, -1102
+    dw -1602, -1602, -1602, -1602, -1602, -1602, -1602, -1602, -130, -130, -130, -130, -130, -130, -130, -130
+    dw 21438, 21438, 21438, 21438, 21438, 21438, 21438, 21438, -26242, -26242, -26242, -26242, -26242, -26242, -26242, -26242
+    dw 1223, 652, 1223, 652, 1223, 652, 1223, 652, -552, 1015, -552, 1015, -552, 1015, -552, 1015
+    dw -5689, -6516, -5689, -6516, -5689, -6516, -5689, -6516, 1496, 30967, 1496, 30967, 1496, 30967, 1496, 30967
+    dw -1293, 1491, -1293, 1491, -1293, 1491, -1293, 1491, -282, -1544, -282, -1544, -282, -1544, -282, -1544
+    dw -23565, 20179, -23565, 20179, -23565, 20179, -23565, 20179, 20710, 25080, 20710, 25080, 20710, 25080, 20710, 25080
+    dw 516, -8, 516, -8, 516, -8, 516, -8, -320, -666, -320, -666, -320, -666, -320, -666
+    dw -12796, 26616, -12796, 26616, -12796, 26616, -12796, 26616, 16064, -12442, 16064, -12442, 16064, -12442, 16064, -12442
+    dw -1618, -1162, -1618, -1162, -1618, -1162, -1618, -1162, 126, 1469, 126, 1469, 126, 1469, 126, 1469
+    dw 9134, -650, 9134, -650, 9134, -650, 9134, -650, -25986, 27837, -25986, 27837, -25986, 27837, -25986, 27837
+    dw -1103, 430, 555, 843, -1103, 430, 555, 843, -1251, 871, 1550, 105, -1251, 871, 1550, 105
+    dw -335, 11182, -11477, 13387, -335, 11182, -11477, 13387, -32227, -14233, 20494, -21655, -32227, -14233, 20494, -21655
+    dw 422, 587, 177, -235, 422, 587, 177, -235, -291, -460, 1574, 1653, -291, -460, 1574, 1653
+    dw -27738, 13131, 945, -4587, -27738, 13131, 945, -4587, -14883, 23092, 6182, 5493, -14883, 23092, 6182, 5493
+    dw -246, 778, 1159, -147, -246, 778, 1159, -147, -777, 1483, -602, 1119, -777, 1483, -602, 1119
+    dw 32010, -32502, 10631, 30317, 32010, -32502, 10631, 30317, 29175, -18741, -28762, 12639, 29175, -18741, -28762, 12639
+    dw -1590, 644, -872, 349, -1590, 644, -872, 349, 418, 329, -156, -75, 418, 329, -156, -75
+    dw -18486, 20100, 17560, 18525, -18486, 20100, 17560, 18525, -14430, 19529, -5276, -12619, -14430, 19529, -5276, -12619
+    dw -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517, -1517
+    dw 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787, 787
+    dw 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287, 287
+    dw 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191, 28191
+    dw 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202, 202
+    dw -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694, -16694
+    dw 962, 962, 962, 962, 962, 962, 962, 962, 962, 962, 962, 962, 962, 962, 962, 962
+    dw 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690, 10690
+    dw -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202, -1202
+    dw 1358, 1358, 1358, 1358, 1358, 1358, 1358, 1358, 1358, 1358, 1358, 1358, 1358, 1358, 1358, 1358
+    dw -1474, -1474, -1474, -1474, -1474, -1474, -1474, -1474, -1474, -1474, -1474, -1474, -1474, -1474, -1474, -1474
+    dw -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202, -11202
+    dw 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468, 1468
+    dw 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164, 31164
+    dw -681, -681, -681, -681, -681, -681, -681, -681, 1017, 1017, 1017, 1017, 1017, 1017, 1017, 1017
+    dw -28073, -28073, -28073, -28073, -28073, -28073, -28073, -28073, 24313, 24313, 24313, 24313, 24313, 24313, 24313, 24313
+    dw 732, 732, 732, 732, 732, 732, 732, 732, 608, 608, 608, 608, 608, 608, 608, 608
+    dw -10532, -10532, -10532, -10532, -10532, -10532, -10532, -10532, 8800, 8800, 8800, 8800, 8800, 8800, 8800, 8800
+    dw -1542, -1542, -1542, -1542, -1542, -1542, -1542, -1542, 411, 411, 411, 411, 411, 411, 411, 411
+    dw 18426, 18426, 18426, 18426, 18426, 18426, 18426, 18426, 8859, 8859, 8859, 8859, 8859, 8859, 8859, 8859
+    dw -205, -205, -205, -205, -205, -205, -205, -205, -1571, -1571, -1571, -1571, -1571, -1571, -1571, -1571
+    dw 26675, 26675, 26675, 26675, 26675, 26675, 26675, 26675, -16163, -16163, -16163, -16163, -16163, -16163, -16163, -16163
+    dw -853, -90, -853, -90, -853, -90, -853, -90, -271, 830, -271, 830, -271, 830, -271, 830
+    dw 19883, -28250, 19883, -28250, 19883, -28250, 19883, -28250, -15887, -8898, -15887, -8898, -15887, -8898, -15887, -8898
+    dw 107, -1421, 107, -1421, 107, -1421, 107, -1421, -247, -951, -247, -951, -247, -951, -247, -951
+    dw -28309, 9075, -28309, 9075, -28309, 9075, -28309, 9075, -30199, 18249, -30199, 18249, -30199, 18249, -30199, 18249
+    dw -398, 961, -398, 961, -398, 961, -398, 961, -1508, -725, -1508, -725, -1508, -725, -1508, -725
+    dw 13426, 14017, 13426, 14017, 13426, 14017, 13426, 14017, -29156, -12757, -29156, -12757, -29156, -12757, -29156, -12757
+    dw 448, -1065, 448, -1065, 448, -1065, 448, -1065, 677, -1275, 677, -1275, 677, -1275, 677, -1275
+    dw 16832, 4311, 16832, 4311, 16832, 4311, 16832, 4311, -24155, -17915, -24155, -17915, -24155, -17915, -24155, -17915
+    dw 817, 1097, 603, 610, 817, 1097, 603, 610, 1322, -1285, -1465, 384, 1322, -1285, -1465, 384
+    dw -31183, 20297, 25435, 2146, -31183, 20297, 25435, 2146, -7382, 15355, 24391, -32384, -7382, 15355, 24391, -32384
+    dw -1215, -136, 1218, -1335, -1215, -136, 1218, -1335, -874, 220, -1187, -1659, -874, 220, -1187, -1659
+    dw -20927, -6280, 10946, -14903, -20927, -6280, 10946, -14903, 24214, -11044, 16989, 14469, 24214, -11044, 16989, 14469
+    dw -1185, -1530, -1278, 794, -1185, -1530, -1278, 794, -1510, -854, -870, 478, -1510, -854, -870, 478
+    dw 10335, -21498, -7934, -20198, 10335, -21498, -7934, -20198, -22502, 23210, 10906, -17442, -22502, 23210, 10906, -17442
+    dw -108, -308, 996, 991, -108, -308, 996, 991, 958, -1460, 1522, 1628, 958, -1460, 1522, 1628
+    dw 31636, -23860, 28644, -20257, 31636, -23860, 28644, -20257, 23998, 7756, -17422, 23132, 23998, 7756, -17422, 23132
+
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
-kg_kyber3329_ntt_inverse_twiddles:
+kg_kyber3329_ntt_inverse_twiddles_avx2:
     dw -1286, -1286, -278, -278, -1505, -1505, -1133, -1133, -1384, -1384, -615, -615, 1233, 1233, -1297, -1297
     dw 18682, 18682, 7402, 7402, 26399, 26399, -31597, -31597, 17048, 17048, 14489, 14489, 26577, 26577, -10257, -10257
     dw 1610, 1610, -646, -646, 1149, 1149, 792, 792, -390, -390, -1477, -1477, 1045, 1045, 842, 842
@@ -209,6 +311,88 @@ kg_kyber3329_ntt_inverse_twiddles:
     dw 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758
     dw -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498
 
+; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
+align 32
+kg_kyber3329_ntt_inverse_twiddles_sse:
+    dw -1286, -1286, -278, -278, -1505, -1505, -1133, -1133, -1384, -1384, -615, -615, 1233, 1233, -1297, -1297
+    dw 18682, 18682, 7402, 7402, 26399, 26399, -31597, -31597, 17048, 17048, 14489, 14489, 26577, 26577, -10257, -10257
+    dw 1610, 1610, -646, -646, 1149, 1149, 792, 792, -390, -390, -1477, -1477, 1045, 1045, 842, 842
+    dw 17482, 17482, -13446, -13446, -21635, -21635, -13544, -13544, -13190, -13190, -1221, -1221, -3307, -3307, 16714, 16714
+    dw 513, 513, -1463, -1463, 546, 546, 1402, 1402, 1075, 1075, -1093, -1093, -277, -277, -443, -443
+    dw -2815, -2815, 17737, 17737, 18466, 18466, -11398, -11398, 27955, 27955, 31931, 31931, 4075, 4075, 32069, 32069
+    dw -197, -197, 1055, 1055, -1222, -1222, -1077, -1077, 606, 606, 861, 861, 937, 937, 1150, 1150
+    dw 59, 59, 28959, 28959, 2362, 2362, -21301, -21301, 15454, 15454, 19037, 19037, 28329, 28329, -24962, -24962
+    dw 1275, 1275, 1275, 1275, -677, -677, -677, -677, 1065, 1065, 1065, 1065, -448, -448, -448, -448
+    dw 17915, 17915, 17915, 17915, 24155, 24155, 24155, 24155, -4311, -4311, -4311, -4311, -16832, -16832, -16832, -16832
+    dw 725, 725, 725, 725, 1508, 1508, 1508, 1508, -961, -961, -961, -961, 398, 398, 398, 398
+    dw 12757, 12757, 12757, 12757, 29156, 29156, 29156, 29156, -14017, -14017, -14017, -14017, -13426, -13426, -13426, -13426
+    dw 951, 951, 951, 951, 247, 247, 247, 247, 1421, 1421, 1421, 1421, -107, -107, -107, -107
+    dw -18249, -18249, -18249, -18249, 30199, 30199, 30199, 30199, -9075, -9075, -9075, -9075, 28309, 28309, 28309, 28309
+    dw -830, -830, -830, -830, 271, 271, 271, 271, 90, 90, 90, 90, 853, 853, 853, 853
+    dw 8898, 8898, 8898, 8898, 15887, 15887, 15887, 15887, 28250, 28250, 28250, 28250, -19883, -19883, -19883, -19883
+    dw 1571, 1571, 1571, 1571, 1571, 1571, 1571, 1571, 205, 205, 205, 205, 205, 205, 205, 205
+    dw 16163, 16163, 16163, 16163, 16163, 16163, 16163, 16163, -26675, -26675, -26675, -26675, -26675, -26675, -26675, -26675
+    dw -411, -411, -411, -411, -411, -411, -411, -411, 1542, 1542, 1542, 1542, 1542, 1542, 1542, 1542
+    dw -8859, -8859, -8859, -8859, -8859, -8859, -8859, -8859, -18426, -18426, -18426, -18426, -18426, -18426, -18426, -18426
+    dw -608, -608, -608, -608, -608, -608, -608, -608, -732, -732, -732, -732, -732, -732, -732, -732
+    dw -8800, -8800, -8800, -8800, -8800, -8800, -8800, -8800, 10532, 10532, 10532, 10532, 10532, 10532, 10532, 10532
+    dw -1017, -1017, -1017, -1017, -1017, -1017, -1017, -1017, 681, 681, 681, 681, 681, 681, 681, 681
+    dw -24313, -24313, -24313, -24313, -24313, -24313, -24313, -24313, 28073, 28073, 28073, 28073, 28073, 28073, 28073, 28073
+    dw -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468, -1468
+    dw -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164, -31164
+    dw 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474, 1474
+    dw 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202, 11202
+    dw 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202, 1202
+    dw -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358, -1358
+    dw -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962, -962
+    dw -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690, -10690
+    dw -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202, -202
+    dw 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694, 16694
+    dw -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287, -287
+    dw -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191, -28191
+    dw 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517, 1517
+    dw -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787, -787
+    dw -1548, -1548, -24, -24, 1331, 1331, -960, -960, 1078, 1078, 378, 378, -157, -157, -1525, -1525
+    dw -27148, -27148, 14312, 14312, 28211, 28211, -17344, -17344, 17974, 17974, -12422, -12422, -1949, -1949, 27403, 27403
+    dw -340, -340, -1373, -1373, -284, -284, -1656, -1656, -1303, -1303, -846, -846, 1144, 1144, -550, -550
+    dw 17068, 17068, -19549, -19549, 27364, 27364, 4488, 4488, 9705, 9705, -3406, -3406, -5000, -5000, -5158, -5158
+    dw -770, -770, -270, -270, -839, -839, -813, -813, 476, 476, -741, -741, -934, -934, 321, 321
+    dw 5886, 5886, -19214, -19214, -26695, -26695, 17875, 17875, -10788, -10788, -25061, -25061, 27226, 27226, -19391, -19391
+    dw -496, -496, -1298, -1298, 134, 134, 1344, 1344, 1154, 1154, -1195, -1195, -446, -446, -1194, -1194
+    dw 11792, 11792, -6930, -6930, 12934, 12934, -15040, -15040, 27266, 27266, -21931, -21931, -23486, -23486, -25258, -25258
+    dw -1469, -1469, -1469, -1469, -126, -126, -126, -126, 1162, 1162, 1162, 1162, 1618, 1618, 1618, 1618
+    dw -27837, -27837, -27837, -27837, 25986, 25986, 25986, 25986, 650, 650, 650, 650, -9134, -9134, -9134, -9134
+    dw 666, 666, 666, 666, 320, 320, 320, 320, 8, 8, 8, 8, -516, -516, -516, -516
+    dw 12442, 12442, 12442, 12442, -16064, -16064, -16064, -16064, -26616, -26616, -26616, -26616, 12796, 12796, 12796, 12796
+    dw 1544, 1544, 1544, 1544, 282, 282, 282, 282, -1491, -1491, -1491, -1491, 1293, 1293, 1293, 1293
+    dw -25080, -25080, -25080, -25080, -20710, -20710, -20710, -20710, -20179, -20179, -20179, -20179, 23565, 23565, 23565, 23565
+    dw -1015, -1015, -1015, -1015, 552, 552, 552, 552, -652, -652, -652, -652, -1223, -1223, -1223, -1223
+    dw -30967, -30967, -30967, -30967, -1496, -1496, -1496, -1496, 6516, 6516, 6516, 6516, 5689, 5689, 5689, 5689
+    dw 130, 130, 130, 130, 130, 130, 130, 130, 1602, 1602, 1602, 1602, 1602, 1602, 1602, 1602
+    dw 26242, 26242, 26242, 26242, 26242, 26242, 26242, 26242, -21438, -21438, -21438, -21438, -21438, -21438, -21438, -21438
+    dw -1458, -1458, -1458, -1458, -1458, -1458, -1458, -1458, 829, 829, 829, 829, 829, 829, 829, 829
+    dw 1102, 1102, 1102, 1102, 1102, 1102, 1102, 1102, -5571, -5571, -5571, -5571, -5571, -5571, -5571, -5571
+    dw -383, -383, -383, -383, -383, -383, -383, -383, -264, -264, -264, -264, -264, -264, -264, -264
+    dw 29057, 29057, 29057, 29057, 29057, 29057, 29057, 29057, 26360, 26360, 26360, 26360, 26360, 26360, 26360, 26360
+    dw 1325, 1325, 1325, 1325, 1325, 1325, 1325, 1325, -573, -573, -573, -573, -573, -573, -573, -573
+    dw -17363, -17363, -17363, -17363, -17363, -17363, -17363, -17363, 5827, 5827, 5827, 5827, 5827, 5827, 5827, 5827
+    dw -182, -182, -182, -182, -182, -182, -182, -182, -182, -182, -182, -182, -182, -182, -182, -182
+    dw 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690, 15690
+    dw -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577, -1577
+    dw 3799, 3799, 3799, 3799, 3799, 3799, 3799, 3799, 3799, 3799, 3799, 3799, 3799, 3799, 3799, 3799
+    dw -622, -622, -622, -622, -622, -622, -622, -622, -622, -622, -622, -622, -622, -622, -622, -622
+    dw -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758, -27758
+    dw 171, 171, 171, 171, 171, 171, 171, 171, 171, 171, 171, 171, 171, 171, 171, 171
+    dw 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907, 20907
+    dw -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422, -1422
+    dw 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402, 12402
+    dw -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493, -1493
+    dw -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525, -13525
+    dw 359, 359, 359, 359, 359, 359, 359, 359, 359, 359, 359, 359, 359, 359, 359, 359
+    dw -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745
+    dw 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758
+    dw -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498
+
 align 32
 pw_1441:
     dw 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441
@@ -280,208 +464,208 @@ kg_kyber3329_ntt_forward_avx2:
     vmovdqa      [rsp], ymm8                         ; spill
     vmovdqu      ymm8, [rdi + 480]
     vmovdqa      [rsp + 32], ymm8                    ; spill
-    vpmullw      ymm8, ymm9, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm9, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm1, ymm8                    ; layer 0
     vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm8, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm10, ymm8
     vpaddw       ymm10, ymm2, ymm8                   ; layer 0
     vpsubw       ymm2, ymm2, ymm8
-    vpmullw      ymm8, ymm11, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm11, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm11, ymm8
     vpaddw       ymm11, ymm3, ymm8                   ; layer 0
     vpsubw       ymm3, ymm3, ymm8
-    vpmullw      ymm8, ymm12, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm12, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
     vpaddw       ymm12, ymm4, ymm8                   ; layer 0
     vpsubw       ymm4, ymm4, ymm8
-    vpmullw      ymm8, ymm13, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm13, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
     vpaddw       ymm13, ymm5, ymm8                   ; layer 0
     vpsubw       ymm5, ymm5, ymm8
-    vpmullw      ymm8, ymm14, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm14, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm14, ymm8
     vpaddw       ymm14, ymm6, ymm8                   ; layer 0
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmullw      ymm8, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm15, ymm8
     vpaddw       ymm15, ymm7, ymm8                   ; layer 0
     vpsubw       ymm7, ymm7, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm4                    ; spill
-    vpmullw      ymm4, ymm8, [rel kg_kyber3329_ntt_forward_twiddles + 32]
-    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_forward_twiddles]
+    vpmullw      ymm4, ymm8, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_forward_twiddles_avx2]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm4, ymm8, ymm4
     vmovdqa      ymm8, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm3                    ; spill
     vpaddw       ymm3, ymm8, ymm4                    ; layer 0
     vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm13, [rel kg_kyber3329_ntt_forward_twiddles + 96]
-    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_forward_twiddles + 64]
+    vpmullw      ymm8, ymm13, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 96]
+    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 64]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm13, ymm8
     vpaddw       ymm13, ymm9, ymm8                   ; layer 1
     vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm14, [rel kg_kyber3329_ntt_forward_twiddles + 96]
-    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_forward_twiddles + 64]
+    vpmullw      ymm9, ymm14, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 96]
+    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 64]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm9, ymm14, ymm9
     vpaddw       ymm14, ymm10, ymm9                  ; layer 1
     vpsubw       ymm9, ymm10, ymm9
-    vpmullw      ymm10, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 96]
-    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 64]
+    vpmullw      ymm10, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 96]
+    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm10, ymm15, ymm10
     vpaddw       ymm15, ymm11, ymm10                 ; layer 1
     vpsubw       ymm10, ymm11, ymm10
-    vpmullw      ymm11, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 96]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 64]
+    vpmullw      ymm11, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 96]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm3, ymm3, ymm11
     vpaddw       ymm11, ymm12, ymm3                  ; layer 1
     vpsubw       ymm3, ymm12, ymm3
-    vpmullw      ymm12, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 160]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 128]
+    vpmullw      ymm12, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 160]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 128]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm1, ymm5                   ; layer 1
     vpsubw       ymm1, ymm1, ymm5
-    vpmullw      ymm5, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 160]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 128]
+    vpmullw      ymm5, ymm6, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 160]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 1
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 160]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 128]
+    vpmullw      ymm5, ymm7, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 160]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vmovdqa      ymm7, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm2                         ; spill
     vpaddw       ymm2, ymm7, ymm5                    ; layer 1
     vpsubw       ymm5, ymm7, ymm5
-    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 160]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 128]
+    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 160]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 128]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vmovdqa      ymm7, [rsp + 64]                    ; reload
     vmovdqa      [rsp + 32], ymm1                    ; spill
     vpaddw       ymm1, ymm7, ymm4                    ; layer 1
     vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 224]
-    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 192]
+    vpmullw      ymm7, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 224]
+    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 192]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm13, ymm7                  ; layer 2
     vpsubw       ymm7, ymm13, ymm7
-    vpmullw      ymm13, ymm11, [rel kg_kyber3329_ntt_forward_twiddles + 224]
-    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_forward_twiddles + 192]
+    vpmullw      ymm13, ymm11, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 224]
+    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 192]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpaddw       ymm13, ymm14, ymm11                 ; layer 2
     vpsubw       ymm11, ymm14, ymm11
-    vpmullw      ymm14, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 288]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 256]
+    vpmullw      ymm14, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 288]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 256]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm10, ymm10, ymm14
     vpaddw       ymm14, ymm8, ymm10                  ; layer 2
     vpsubw       ymm8, ymm8, ymm10
-    vpmullw      ymm10, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 288]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 256]
+    vpmullw      ymm10, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 288]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 256]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm3, ymm3, ymm10
     vpaddw       ymm10, ymm9, ymm3                   ; layer 2
     vpsubw       ymm3, ymm9, ymm3
-    vpmullw      ymm9, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 320]
+    vpmullw      ymm9, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 352]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 320]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm12, ymm2                   ; layer 2
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 352]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 320]
+    vpmullw      ymm12, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 352]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 320]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm6, ymm1                   ; layer 2
     vpsubw       ymm1, ymm6, ymm1
-    vpmullw      ymm6, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 416]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 384]
+    vpmullw      ymm6, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 416]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 384]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp + 64], ymm2                    ; spill
     vpaddw       ymm2, ymm6, ymm5                    ; layer 2
     vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 416]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 384]
+    vpmullw      ymm6, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 416]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 384]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vmovdqa      ymm6, [rsp]                         ; reload
     vmovdqa      [rsp + 32], ymm5                    ; spill
     vpaddw       ymm5, ymm6, ymm4                    ; layer 2
     vpsubw       ymm4, ymm6, ymm4
-    vpmullw      ymm6, ymm13, [rel kg_kyber3329_ntt_forward_twiddles + 480]
-    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_forward_twiddles + 448]
+    vpmullw      ymm6, ymm13, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 480]
+    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 448]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm6, ymm13, ymm6
     vpaddw       ymm13, ymm15, ymm6                  ; layer 3
     vpsubw       ymm6, ymm15, ymm6
-    vpmullw      ymm15, ymm11, [rel kg_kyber3329_ntt_forward_twiddles + 544]
-    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_forward_twiddles + 512]
+    vpmullw      ymm15, ymm11, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 544]
+    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 512]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm11, ymm11, ymm15
     vpaddw       ymm15, ymm7, ymm11                  ; layer 3
     vpsubw       ymm7, ymm7, ymm11
-    vpmullw      ymm11, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 608]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 576]
+    vpmullw      ymm11, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 608]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 576]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm14, ymm10                 ; layer 3
     vpsubw       ymm10, ymm14, ymm10
-    vpmullw      ymm14, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 672]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 640]
+    vpmullw      ymm14, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 672]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 640]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm3, ymm3, ymm14
     vpaddw       ymm14, ymm8, ymm3                   ; layer 3
     vpsubw       ymm3, ymm8, ymm3
-    vpmullw      ymm8, ymm12, [rel kg_kyber3329_ntt_forward_twiddles + 736]
-    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_forward_twiddles + 704]
+    vpmullw      ymm8, ymm12, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 736]
+    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 704]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm12, ymm8
     vpaddw       ymm12, ymm9, ymm8                   ; layer 3
     vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 800]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 768]
+    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 800]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 768]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vmovdqa      ymm9, [rsp + 64]                    ; reload
     vmovdqa      [rsp], ymm8                         ; spill
     vpaddw       ymm8, ymm9, ymm1                    ; layer 3
     vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 864]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 832]
+    vpmullw      ymm9, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 864]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 832]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm2, ymm5                    ; layer 3
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 928]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 896]
+    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 928]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 896]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vmovdqa      ymm5, [rsp + 32]                    ; reload
@@ -504,54 +688,54 @@ kg_kyber3329_ntt_forward_avx2:
     vperm2i128   ymm2, ymm9, ymm2, 49
     vperm2i128   ymm9, ymm0, ymm4, 32
     vperm2i128   ymm0, ymm0, ymm4, 49
-    vpmullw      ymm4, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 992]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 960]
+    vpmullw      ymm4, ymm6, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 992]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 960]
     vmovdqa      [rsp + 32], ymm9                    ; spill
     vmovdqu      ymm9, [rel pw_3329]                 ; reload
     vpmulhw      ymm4, ymm4, ymm9
     vpsubw       ymm4, ymm6, ymm4
     vpaddw       ymm6, ymm5, ymm4                    ; layer 4
     vpsubw       ymm4, ymm5, ymm4
-    vpmullw      ymm5, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 1056]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles + 1024]
+    vpmullw      ymm5, ymm7, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1056]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1024]
     vpmulhw      ymm5, ymm5, ymm9
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm13, ymm5                   ; layer 4
     vpsubw       ymm5, ymm13, ymm5
-    vpmullw      ymm13, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 1120]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 1088]
+    vpmullw      ymm13, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1120]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1088]
     vpmulhw      ymm13, ymm13, ymm9
     vpsubw       ymm10, ymm10, ymm13
     vpaddw       ymm13, ymm15, ymm10                 ; layer 4
     vpsubw       ymm10, ymm15, ymm10
-    vpmullw      ymm15, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1184]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1152]
+    vpmullw      ymm15, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1184]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1152]
     vpmulhw      ymm15, ymm15, ymm9
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm11, ymm3                  ; layer 4
     vpsubw       ymm3, ymm11, ymm3
-    vpmullw      ymm11, ymm12, [rel kg_kyber3329_ntt_forward_twiddles + 1248]
-    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_forward_twiddles + 1216]
+    vpmullw      ymm11, ymm12, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1248]
+    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1216]
     vpmulhw      ymm11, ymm11, ymm9
     vpsubw       ymm11, ymm12, ymm11
     vmovdqa      ymm12, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm3                    ; spill
     vpaddw       ymm3, ymm12, ymm11                  ; layer 4
     vpsubw       ymm11, ymm12, ymm11
-    vpmullw      ymm12, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 1312]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 1280]
+    vpmullw      ymm12, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1312]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1280]
     vpmulhw      ymm12, ymm12, ymm9
     vpsubw       ymm1, ymm1, ymm12
     vpaddw       ymm12, ymm14, ymm1                  ; layer 4
     vpsubw       ymm1, ymm14, ymm1
-    vpmullw      ymm14, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1376]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1344]
+    vpmullw      ymm14, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1376]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1344]
     vpmulhw      ymm14, ymm14, ymm9
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm8, ymm2                   ; layer 4
     vpsubw       ymm2, ymm8, ymm2
-    vpmullw      ymm8, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 1440]
-    vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 1408]
+    vpmullw      ymm8, ymm0, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1440]
+    vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1408]
     vpmulhw      ymm8, ymm8, ymm9
     vpsubw       ymm0, ymm0, ymm8
     vmovdqa      ymm8, [rsp + 32]                    ; reload
@@ -574,54 +758,54 @@ kg_kyber3329_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm14, ymm2
     vpunpcklwd   ymm14, ymm9, ymm0
     vpunpckhwd   ymm0, ymm9, ymm0
-    vpmullw      ymm9, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1504]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1472]
+    vpmullw      ymm9, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1504]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1472]
     vmovdqa      [rsp + 32], ymm14                   ; spill
     vmovdqu      ymm14, [rel pw_3329]                ; reload
     vpmulhw      ymm9, ymm9, ymm14
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm8, ymm4                    ; layer 5
     vpsubw       ymm4, ymm8, ymm4
-    vpmullw      ymm8, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 1568]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 1536]
+    vpmullw      ymm8, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1568]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1536]
     vpmulhw      ymm8, ymm8, ymm14
     vpsubw       ymm5, ymm5, ymm8
     vpaddw       ymm8, ymm6, ymm5                    ; layer 5
     vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 1632]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 1600]
+    vpmullw      ymm6, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1632]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1600]
     vpmulhw      ymm6, ymm6, ymm14
     vpsubw       ymm6, ymm10, ymm6
     vpaddw       ymm10, ymm7, ymm6                   ; layer 5
     vpsubw       ymm6, ymm7, ymm6
-    vpmullw      ymm7, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 1696]
-    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles + 1664]
+    vpmullw      ymm7, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1696]
+    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1664]
     vpmulhw      ymm7, ymm7, ymm14
     vpsubw       ymm7, ymm15, ymm7
     vmovdqa      ymm15, [rsp + 64]                   ; reload
     vmovdqa      [rsp], ymm6                         ; spill
     vpaddw       ymm6, ymm15, ymm7                   ; layer 5
     vpsubw       ymm7, ymm15, ymm7
-    vpmullw      ymm15, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1760]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 1728]
+    vpmullw      ymm15, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1760]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1728]
     vpmulhw      ymm15, ymm15, ymm14
     vpsubw       ymm3, ymm3, ymm15
     vpaddw       ymm15, ymm13, ymm3                  ; layer 5
     vpsubw       ymm3, ymm13, ymm3
-    vpmullw      ymm13, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 1824]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 1792]
+    vpmullw      ymm13, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1824]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1792]
     vpmulhw      ymm13, ymm13, ymm14
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm11, ymm1                  ; layer 5
     vpsubw       ymm1, ymm11, ymm1
-    vpmullw      ymm11, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1888]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 1856]
+    vpmullw      ymm11, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1888]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1856]
     vpmulhw      ymm11, ymm11, ymm14
     vpsubw       ymm2, ymm2, ymm11
     vpaddw       ymm11, ymm12, ymm2                  ; layer 5
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 1952]
-    vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 1920]
+    vpmullw      ymm12, ymm0, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1952]
+    vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1920]
     vpmulhw      ymm12, ymm12, ymm14
     vpsubw       ymm0, ymm0, ymm12
     vmovdqa      ymm12, [rsp + 32]                   ; reload
@@ -644,54 +828,54 @@ kg_kyber3329_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm11, ymm2
     vpunpcklwd   ymm11, ymm14, ymm0
     vpunpckhwd   ymm0, ymm14, ymm0
-    vpmullw      ymm14, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 2016]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles + 1984]
+    vpmullw      ymm14, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2016]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 1984]
     vmovdqa      [rsp + 32], ymm11                   ; spill
     vmovdqu      ymm11, [rel pw_3329]                ; reload
     vpmulhw      ymm14, ymm14, ymm11
     vpsubw       ymm4, ymm4, ymm14
     vpaddw       ymm14, ymm12, ymm4                  ; layer 6
     vpsubw       ymm4, ymm12, ymm4
-    vpmullw      ymm12, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 2080]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles + 2048]
+    vpmullw      ymm12, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2080]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2048]
     vpmulhw      ymm12, ymm12, ymm11
     vpsubw       ymm5, ymm5, ymm12
     vpaddw       ymm12, ymm9, ymm5                   ; layer 6
     vpsubw       ymm5, ymm9, ymm5
-    vpmullw      ymm9, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 2144]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles + 2112]
+    vpmullw      ymm9, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2144]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2112]
     vpmulhw      ymm9, ymm9, ymm11
     vpsubw       ymm9, ymm10, ymm9
     vmovdqa      ymm10, [rsp]                        ; reload
     vmovdqa      [rsp + 64], ymm5                    ; spill
     vpaddw       ymm5, ymm10, ymm9                   ; layer 6
     vpsubw       ymm9, ymm10, ymm9
-    vpmullw      ymm10, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 2208]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles + 2176]
+    vpmullw      ymm10, ymm6, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2208]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2176]
     vpmulhw      ymm10, ymm10, ymm11
     vpsubw       ymm6, ymm6, ymm10
     vpaddw       ymm10, ymm8, ymm6                   ; layer 6
     vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 2272]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles + 2240]
+    vpmullw      ymm8, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2272]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2240]
     vpmulhw      ymm8, ymm8, ymm11
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm7, ymm3                    ; layer 6
     vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 2336]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles + 2304]
+    vpmullw      ymm7, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2336]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2304]
     vpmulhw      ymm7, ymm7, ymm11
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm15, ymm1                   ; layer 6
     vpsubw       ymm1, ymm15, ymm1
-    vpmullw      ymm15, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 2400]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles + 2368]
+    vpmullw      ymm15, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2400]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2368]
     vpmulhw      ymm15, ymm15, ymm11
     vpsubw       ymm2, ymm2, ymm15
     vpaddw       ymm15, ymm13, ymm2                  ; layer 6
     vpsubw       ymm2, ymm13, ymm2
-    vpmullw      ymm13, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 2464]
-    vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles + 2432]
+    vpmullw      ymm13, ymm0, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2464]
+    vpmulhw      ymm0, ymm0, [rel kg_kyber3329_ntt_forward_twiddles_avx2 + 2432]
     vpmulhw      ymm11, ymm13, ymm11
     vpsubw       ymm0, ymm0, ymm11
     vmovdqa      ymm11, [rsp + 32]                   ; reload
@@ -773,8 +957,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas]
+    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 32]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
@@ -803,8 +987,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas + 96]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas + 64]
+    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 64]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
@@ -833,8 +1017,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas + 160]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas + 128]
+    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 160]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 128]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
@@ -863,8 +1047,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas + 224]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas + 192]
+    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 224]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 192]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
@@ -893,8 +1077,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas + 288]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas + 256]
+    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 288]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 256]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
@@ -923,8 +1107,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas + 320]
+    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 352]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 320]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
@@ -953,8 +1137,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas + 416]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas + 384]
+    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 416]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 384]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
@@ -983,8 +1167,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas + 480]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas + 448]
+    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 480]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 448]
     vpmulhw      ymm0, ymm4, ymm0
     vpsubw       ymm0, ymm2, ymm0
     vpaddw       ymm0, ymm7, ymm0
@@ -1072,8 +1256,8 @@ kg_kyber3329_ntt_inverse_avx2:
     vpblendw     ymm0, ymm12, ymm0, 170
     vpaddw       ymm12, ymm15, ymm1                  ; layer 6
     vpsubw       ymm1, ymm15, ymm1
-    vpmullw      ymm15, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 32]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles]
+    vpmullw      ymm15, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 32]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2]
     vmovdqa      [rsp], ymm0                         ; spill
     vmovdqu      ymm0, [rel pw_3329]                 ; reload
     vpmulhw      ymm15, ymm15, ymm0
@@ -1084,8 +1268,8 @@ kg_kyber3329_ntt_inverse_avx2:
     vpsubw       ymm12, ymm12, ymm15
     vpaddw       ymm15, ymm2, ymm3                   ; layer 6
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 96]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 64]
+    vpmullw      ymm3, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 96]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpmullw      ymm3, ymm15, [rel pw_m10079]
@@ -1094,8 +1278,8 @@ kg_kyber3329_ntt_inverse_avx2:
     vpsubw       ymm3, ymm15, ymm3
     vpaddw       ymm15, ymm4, ymm5                   ; layer 6
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 160]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 128]
+    vpmullw      ymm5, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 160]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpmullw      ymm5, ymm15, [rel pw_m10079]
@@ -1104,8 +1288,8 @@ kg_kyber3329_ntt_inverse_avx2:
     vpsubw       ymm5, ymm15, ymm5
     vpaddw       ymm15, ymm6, ymm7                   ; layer 6
     vpsubw       ymm6, ymm6, ymm7
-    vpmullw      ymm7, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 224]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 192]
+    vpmullw      ymm7, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 224]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 192]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpmullw      ymm7, ymm15, [rel pw_m10079]
@@ -1114,8 +1298,8 @@ kg_kyber3329_ntt_inverse_avx2:
     vpsubw       ymm7, ymm15, ymm7
     vpaddw       ymm15, ymm8, ymm9                   ; layer 6
     vpsubw       ymm8, ymm8, ymm9
-    vpmullw      ymm9, ymm8, [rel kg_kyber3329_ntt_inverse_twiddles + 288]
-    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_inverse_twiddles + 256]
+    vpmullw      ymm9, ymm8, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 288]
+    vpmulhw      ymm8, ymm8, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 256]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vpmullw      ymm9, ymm15, [rel pw_m10079]
@@ -1124,8 +1308,8 @@ kg_kyber3329_ntt_inverse_avx2:
     vpsubw       ymm9, ymm15, ymm9
     vpaddw       ymm15, ymm10, ymm11                 ; layer 6
     vpsubw       ymm10, ymm10, ymm11
-    vpmullw      ymm11, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles + 352]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles + 320]
+    vpmullw      ymm11, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 352]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 320]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm10, ymm10, ymm11
     vpmullw      ymm11, ymm15, [rel pw_m10079]
@@ -1136,8 +1320,8 @@ kg_kyber3329_ntt_inverse_avx2:
     vmovdqa      [rsp + 64], ymm11                   ; spill
     vpaddw       ymm11, ymm15, ymm13                 ; layer 6
     vpsubw       ymm13, ymm15, ymm13
-    vpmullw      ymm15, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles + 416]
-    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles + 384]
+    vpmullw      ymm15, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 416]
+    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 384]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm11, [rel pw_m10079]
@@ -1147,8 +1331,8 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm15, ymm14, [rsp]                 ; layer 6
     vpsubw       ymm14, ymm14, [rsp]
     vmovdqa      [rsp], ymm11                        ; spill
-    vpmullw      ymm11, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles + 480]
-    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles + 448]
+    vpmullw      ymm11, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 480]
+    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 448]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm11, ymm14, ymm11
     vpmullw      ymm14, ymm15, [rel pw_m10079]
@@ -1193,53 +1377,53 @@ kg_kyber3329_ntt_inverse_avx2:
     vpblendd     ymm11, ymm14, ymm11, 170
     vpaddw       ymm14, ymm15, ymm1                  ; layer 5
     vpsubw       ymm1, ymm15, ymm1
-    vpmullw      ymm15, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 544]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 512]
+    vpmullw      ymm15, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 544]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 512]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpaddw       ymm15, ymm12, ymm2                  ; layer 5
     vpsubw       ymm2, ymm12, ymm2
-    vpmullw      ymm12, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 608]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 576]
+    vpmullw      ymm12, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 608]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 576]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm2, ymm2, ymm12
     vpaddw       ymm12, ymm3, ymm4                   ; layer 5
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 672]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 640]
+    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 672]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 640]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpaddw       ymm4, ymm5, ymm6                    ; layer 5
     vpsubw       ymm5, ymm5, ymm6
-    vpmullw      ymm6, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 736]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 704]
+    vpmullw      ymm6, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 736]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 704]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 32]                    ; reload
     vmovdqa      [rsp], ymm4                         ; spill
     vpaddw       ymm4, ymm6, ymm8                    ; layer 5
     vpsubw       ymm6, ymm6, ymm8
-    vpmullw      ymm8, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 800]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 768]
+    vpmullw      ymm8, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 800]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 768]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm9, [rsp + 64]              ; layer 5
     vpsubw       ymm9, ymm9, [rsp + 64]
     vmovdqa      [rsp + 64], ymm8                    ; spill
-    vpmullw      ymm8, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles + 864]
-    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles + 832]
+    vpmullw      ymm8, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 864]
+    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 832]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm10, ymm7                   ; layer 5
     vpsubw       ymm7, ymm10, ymm7
-    vpmullw      ymm10, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 928]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 896]
+    vpmullw      ymm10, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 928]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 896]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm7, ymm7, ymm10
     vpaddw       ymm10, ymm13, ymm11                 ; layer 5
     vpsubw       ymm11, ymm13, ymm11
-    vpmullw      ymm13, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles + 992]
-    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles + 960]
+    vpmullw      ymm13, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 992]
+    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 960]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm11, ymm11, ymm13
     vpunpcklqdq  ymm13, ymm14, ymm1
@@ -1264,52 +1448,52 @@ kg_kyber3329_ntt_inverse_avx2:
     vpunpckhqdq  ymm10, ymm10, ymm11
     vpaddw       ymm11, ymm13, ymm1                  ; layer 4
     vpsubw       ymm1, ymm13, ymm1
-    vpmullw      ymm13, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1056]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1024]
+    vpmullw      ymm13, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1056]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1024]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm1, ymm1, ymm13
     vpaddw       ymm13, ymm14, ymm2                  ; layer 4
     vpsubw       ymm2, ymm14, ymm2
-    vpmullw      ymm14, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1120]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1088]
+    vpmullw      ymm14, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1120]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1088]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm2, ymm2, ymm14
     vpaddw       ymm14, ymm15, [rsp + 32]            ; layer 4
     vpsubw       ymm15, ymm15, [rsp + 32]
     vmovdqa      [rsp + 32], ymm14                   ; spill
-    vpmullw      ymm14, ymm15, [rel kg_kyber3329_ntt_inverse_twiddles + 1184]
-    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_inverse_twiddles + 1152]
+    vpmullw      ymm14, ymm15, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1184]
+    vpmulhw      ymm15, ymm15, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1152]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpaddw       ymm15, ymm3, ymm5                   ; layer 4
     vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1248]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1216]
+    vpmullw      ymm5, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1248]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1216]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm12, [rsp]                  ; layer 4
     vpsubw       ymm12, ymm12, [rsp]
     vmovdqa      [rsp], ymm5                         ; spill
-    vpmullw      ymm5, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles + 1312]
-    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles + 1280]
+    vpmullw      ymm5, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1312]
+    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1280]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm12, ymm5
     vpaddw       ymm12, ymm4, ymm6                   ; layer 4
     vpsubw       ymm4, ymm4, ymm6
-    vpmullw      ymm6, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1376]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1344]
+    vpmullw      ymm6, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1376]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1344]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm8, ymm7                    ; layer 4
     vpsubw       ymm7, ymm8, ymm7
-    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 1440]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 1408]
+    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1440]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1408]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpaddw       ymm8, ymm9, ymm10                   ; layer 4
     vpsubw       ymm9, ymm9, ymm10
-    vpmullw      ymm10, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles + 1504]
-    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles + 1472]
+    vpmullw      ymm10, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1504]
+    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1472]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm9, ymm10
     vperm2i128   ymm10, ymm11, ymm1, 32
@@ -1334,52 +1518,52 @@ kg_kyber3329_ntt_inverse_avx2:
     vperm2i128   ymm8, ymm8, ymm9, 49
     vpaddw       ymm9, ymm10, ymm1                   ; layer 3
     vpsubw       ymm1, ymm10, ymm1
-    vpmullw      ymm10, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1568]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 1536]
+    vpmullw      ymm10, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1568]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1536]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm1, ymm1, ymm10
     vpaddw       ymm10, ymm11, [rsp + 64]            ; layer 3
     vpsubw       ymm11, ymm11, [rsp + 64]
     vmovdqa      [rsp + 64], ymm1                    ; spill
-    vpmullw      ymm1, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles + 1632]
-    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles + 1600]
+    vpmullw      ymm1, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1632]
+    vpmulhw      ymm11, ymm11, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1600]
     vpmulhw      ymm1, ymm1, ymm0
     vpsubw       ymm1, ymm11, ymm1
     vpaddw       ymm11, ymm2, ymm13                  ; layer 3
     vpsubw       ymm2, ymm2, ymm13
-    vpmullw      ymm13, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1696]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 1664]
+    vpmullw      ymm13, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1696]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1664]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm2, ymm2, ymm13
     vpaddw       ymm13, ymm14, [rsp + 32]            ; layer 3
     vpsubw       ymm14, ymm14, [rsp + 32]
     vmovdqa      [rsp + 32], ymm2                    ; spill
-    vpmullw      ymm2, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles + 1760]
-    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles + 1728]
+    vpmullw      ymm2, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1760]
+    vpmulhw      ymm14, ymm14, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1728]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm2, ymm14, ymm2
     vpaddw       ymm14, ymm3, ymm5                   ; layer 3
     vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1824]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 1792]
+    vpmullw      ymm5, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1824]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1792]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm15, ymm4                   ; layer 3
     vpsubw       ymm4, ymm15, ymm4
-    vpmullw      ymm15, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1888]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 1856]
+    vpmullw      ymm15, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1888]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1856]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm4, ymm4, ymm15
     vpaddw       ymm15, ymm12, ymm6                  ; layer 3
     vpsubw       ymm6, ymm12, ymm6
-    vpmullw      ymm12, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1952]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 1920]
+    vpmullw      ymm12, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1952]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1920]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm6, ymm6, ymm12
     vpaddw       ymm12, ymm7, ymm8                   ; layer 3
     vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 2016]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 1984]
+    vpmullw      ymm8, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2016]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 1984]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm7, ymm7, ymm8
     vpsraw       ymm8, ymm9, 12                      ; special: before layer 2
@@ -1392,15 +1576,15 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm6, ymm10                   ; layer 2
     vpsubw       ymm6, ymm6, ymm10
-    vpmullw      ymm9, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2080]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2048]
+    vpmullw      ymm9, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2080]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2048]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm6, ymm6, ymm9
     vmovdqa      ymm9, [rsp + 64]                    ; reload
     vpaddw       ymm10, ymm9, ymm1                   ; layer 2
     vpsubw       ymm1, ymm9, ymm1
-    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2080]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2048]
+    vpmullw      ymm9, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2080]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2048]
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpsraw       ymm9, ymm11, 12                     ; special: before layer 2
@@ -1413,15 +1597,15 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm1, ymm13                   ; layer 2
     vpsubw       ymm1, ymm1, ymm13
-    vpmullw      ymm11, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2144]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2112]
+    vpmullw      ymm11, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2144]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2112]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm1, ymm1, ymm11
     vmovdqa      ymm11, [rsp + 32]                   ; reload
     vpaddw       ymm13, ymm11, ymm2                  ; layer 2
     vpsubw       ymm2, ymm11, ymm2
-    vpmullw      ymm11, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2144]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2112]
+    vpmullw      ymm11, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2144]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2112]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm2, ymm2, ymm11
     vpsraw       ymm11, ymm14, 12                    ; special: before layer 2
@@ -1434,14 +1618,14 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm2, ymm2, ymm11
     vpaddw       ymm11, ymm2, ymm5                   ; layer 2
     vpsubw       ymm2, ymm2, ymm5
-    vpmullw      ymm5, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2208]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2176]
+    vpmullw      ymm5, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2208]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2176]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm3, ymm4                    ; layer 2
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2208]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2176]
+    vpmullw      ymm4, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2208]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2176]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpsraw       ymm4, ymm15, 12                     ; special: before layer 2
@@ -1453,15 +1637,15 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm4, ymm14, ymm4
     vpaddw       ymm14, ymm4, ymm12                  ; layer 2
     vpsubw       ymm4, ymm4, ymm12
-    vpmullw      ymm12, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2272]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2240]
+    vpmullw      ymm12, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2272]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2240]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm4, ymm4, ymm12
     vmovdqa      ymm12, [rsp]                        ; reload
     vpaddw       ymm15, ymm12, ymm7                  ; layer 2
     vpsubw       ymm7, ymm12, ymm7
-    vpmullw      ymm12, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 2272]
-    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles + 2240]
+    vpmullw      ymm12, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2272]
+    vpmulhw      ymm7, ymm7, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2240]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm7, ymm7, ymm12
     vpsraw       ymm12, ymm8, 12                     ; special: before layer 1
@@ -1481,28 +1665,28 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm3, ymm8                    ; layer 1
     vpsubw       ymm3, ymm3, ymm8
-    vpmullw      ymm8, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2336]
-    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
+    vpmullw      ymm8, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2336]
+    vpmulhw      ymm3, ymm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2304]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm10, ymm13                  ; layer 1
     vpsubw       ymm10, ymm10, ymm13
-    vpmullw      ymm12, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles + 2336]
-    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
+    vpmullw      ymm12, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2336]
+    vpmulhw      ymm10, ymm10, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2304]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm10, ymm10, ymm12
     vpaddw       ymm12, ymm6, ymm1                   ; layer 1
     vpsubw       ymm1, ymm6, ymm1
-    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2336]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
+    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2336]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2304]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
     vmovdqa      ymm6, [rsp + 64]                    ; reload
     vpaddw       ymm13, ymm6, [rsp + 32]             ; layer 1
     vpsubw       ymm6, ymm6, [rsp + 32]
     vmovdqa      [rsp + 32], ymm1                    ; spill
-    vpmullw      ymm1, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2336]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2304]
+    vpmullw      ymm1, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2336]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2304]
     vpmulhw      ymm1, ymm1, ymm0
     vpsubw       ymm1, ymm6, ymm1
     vpsraw       ymm6, ymm11, 12                     ; special: before layer 1
@@ -1522,79 +1706,79 @@ kg_kyber3329_ntt_inverse_avx2:
     vpaddw       ymm6, ymm11, ymm6
     vpaddw       ymm11, ymm1, ymm6                   ; layer 1
     vpsubw       ymm1, ymm1, ymm6
-    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
+    vpmullw      ymm6, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2400]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2368]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm15                   ; layer 1
     vpsubw       ymm5, ymm5, ymm15
-    vpmullw      ymm14, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
+    vpmullw      ymm14, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2400]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2368]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm5, ymm5, ymm14
     vpaddw       ymm14, ymm2, ymm4                   ; layer 1
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
+    vpmullw      ymm4, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2400]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2368]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vmovdqa      ymm4, [rsp]                         ; reload
     vpaddw       ymm15, ymm4, ymm7                   ; layer 1
     vpsubw       ymm4, ymm4, ymm7
-    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2400]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2368]
+    vpmullw      ymm7, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2400]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2368]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm9, ymm11                   ; layer 0
     vpsubw       ymm9, ymm9, ymm11
-    vpmullw      ymm11, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmullw      ymm11, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
+    vpmulhw      ymm9, ymm9, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm9, ymm9, ymm11
     vpaddw       ymm11, ymm8, ymm6                   ; layer 0
     vpsubw       ymm6, ymm8, ymm6
-    vpmullw      ymm8, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmullw      ymm8, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
+    vpmulhw      ymm6, ymm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm12, ymm14                  ; layer 0
     vpsubw       ymm12, ymm12, ymm14
-    vpmullw      ymm14, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmullw      ymm14, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
+    vpmulhw      ymm12, ymm12, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm12, ymm12, ymm14
     vpaddw       ymm14, ymm13, ymm15                 ; layer 0
     vpsubw       ymm13, ymm13, ymm15
-    vpmullw      ymm15, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmullw      ymm15, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
+    vpmulhw      ymm13, ymm13, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm13, ymm13, ymm15
     vpaddw       ymm15, ymm3, ymm1                   ; layer 0
     vpsubw       ymm1, ymm3, ymm1
-    vpmullw      ymm3, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmullw      ymm3, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
+    vpmulhw      ymm1, ymm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm10, ymm5                   ; layer 0
     vpsubw       ymm5, ymm10, ymm5
-    vpmullw      ymm10, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmullw      ymm10, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
+    vpmulhw      ymm5, ymm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm5, ymm5, ymm10
     vmovdqa      ymm10, [rsp + 32]                   ; reload
     vmovdqa      [rsp], ymm5                         ; spill
     vpaddw       ymm5, ymm10, ymm2                   ; layer 0
     vpsubw       ymm2, ymm10, ymm2
-    vpmullw      ymm10, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmullw      ymm10, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm2, ymm2, ymm10
     vmovdqa      ymm10, [rsp + 64]                   ; reload
     vmovdqa      [rsp + 32], ymm2                    ; spill
     vpaddw       ymm2, ymm10, ymm4                   ; layer 0
     vpsubw       ymm4, ymm10, ymm4
-    vpmullw      ymm10, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2464]
-    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles + 2432]
+    vpmullw      ymm10, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2464]
+    vpmulhw      ymm4, ymm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx2 + 2432]
     vpmulhw      ymm0, ymm10, ymm0
     vpsubw       ymm0, ymm4, ymm0
     vmovdqu      [rdi], ymm7
@@ -2082,6 +2266,4603 @@ kg_kyber3329_freeze_avx2:
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_kyber3329_ntt_forward_sse: forward negacyclic NTT of a[256] in place (7 layers, blocks of degree 2)
+;
+;   requires: every a[i] in [-3328, 3328]
+;   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
+;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-15}, flags
+;
+; reduction schedule:
+;   policy index, special reduction, 0 vector reductions
+;   worst |value| after each layer: 5032, 6814, 8544, 10407, 12304, 14175, 16193
+; ---------------------------------------------------------------------------
+global kg_kyber3329_ntt_forward_sse:function (kg_kyber3329_ntt_forward_sse.end - kg_kyber3329_ntt_forward_sse)
+align 32
+kg_kyber3329_ntt_forward_sse:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 160
+    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    movdqu       xmm1, [rdi]
+    movdqu       xmm2, [rdi + 16]
+    movdqu       xmm3, [rdi + 256]
+    movdqu       xmm4, [rdi + 272]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi], xmm5
+    movdqu       [rdi + 16], xmm6
+    movdqu       [rdi + 256], xmm1
+    movdqu       [rdi + 272], xmm2
+    movdqu       xmm1, [rdi + 32]
+    movdqu       xmm2, [rdi + 48]
+    movdqu       xmm3, [rdi + 288]
+    movdqu       xmm4, [rdi + 304]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 32], xmm5
+    movdqu       [rdi + 48], xmm6
+    movdqu       [rdi + 288], xmm1
+    movdqu       [rdi + 304], xmm2
+    movdqu       xmm1, [rdi + 64]
+    movdqu       xmm2, [rdi + 80]
+    movdqu       xmm3, [rdi + 320]
+    movdqu       xmm4, [rdi + 336]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 64], xmm5
+    movdqu       [rdi + 80], xmm6
+    movdqu       [rdi + 320], xmm1
+    movdqu       [rdi + 336], xmm2
+    movdqu       xmm1, [rdi + 96]
+    movdqu       xmm2, [rdi + 112]
+    movdqu       xmm3, [rdi + 352]
+    movdqu       xmm4, [rdi + 368]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 96], xmm5
+    movdqu       [rdi + 112], xmm6
+    movdqu       [rdi + 352], xmm1
+    movdqu       [rdi + 368], xmm2
+    movdqu       xmm1, [rdi + 128]
+    movdqu       xmm2, [rdi + 144]
+    movdqu       xmm3, [rdi + 384]
+    movdqu       xmm4, [rdi + 400]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 128], xmm5
+    movdqu       [rdi + 144], xmm6
+    movdqu       [rdi + 384], xmm1
+    movdqu       [rdi + 400], xmm2
+    movdqu       xmm1, [rdi + 160]
+    movdqu       xmm2, [rdi + 176]
+    movdqu       xmm3, [rdi + 416]
+    movdqu       xmm4, [rdi + 432]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 160], xmm5
+    movdqu       [rdi + 176], xmm6
+    movdqu       [rdi + 416], xmm1
+    movdqu       [rdi + 432], xmm2
+    movdqu       xmm1, [rdi + 192]
+    movdqu       xmm2, [rdi + 208]
+    movdqu       xmm3, [rdi + 448]
+    movdqu       xmm4, [rdi + 464]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 192], xmm5
+    movdqu       [rdi + 208], xmm6
+    movdqu       [rdi + 448], xmm1
+    movdqu       [rdi + 464], xmm2
+    movdqu       xmm1, [rdi + 224]
+    movdqu       xmm2, [rdi + 240]
+    movdqu       xmm3, [rdi + 480]
+    movdqu       xmm4, [rdi + 496]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 0
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqu       [rdi + 224], xmm5
+    movdqu       [rdi + 240], xmm6
+    movdqu       [rdi + 480], xmm1
+    movdqu       [rdi + 496], xmm2
+    movdqu       xmm1, [rdi]
+    movdqu       xmm2, [rdi + 16]
+    movdqu       xmm3, [rdi + 32]
+    movdqu       xmm4, [rdi + 48]
+    movdqu       xmm5, [rdi + 64]
+    movdqu       xmm6, [rdi + 80]
+    movdqu       xmm7, [rdi + 96]
+    movdqu       xmm8, [rdi + 112]
+    movdqu       xmm9, [rdi + 128]
+    movdqu       xmm10, [rdi + 144]
+    movdqu       xmm11, [rdi + 160]
+    movdqu       xmm12, [rdi + 176]
+    movdqu       xmm13, [rdi + 192]
+    movdqu       xmm14, [rdi + 208]
+    movdqu       xmm15, [rdi + 224]
+    movdqa       [rsp], xmm8                         ; spill
+    movdqu       xmm8, [rdi + 240]
+    movdqa       [rsp + 32], xmm7                    ; spill
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 96]
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm10
+    pmullw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 112]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 64]
+    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 80]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm10, xmm8
+    movdqa       xmm7, xmm1                          ; layer 1
+    paddw        xmm7, xmm9
+    movdqa       xmm8, xmm2
+    paddw        xmm8, xmm10
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    movdqa       xmm9, xmm11
+    pmullw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 96]
+    movdqa       xmm10, xmm12
+    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 112]
+    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 64]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 80]
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm11, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm3                          ; layer 1
+    paddw        xmm9, xmm11
+    movdqa       xmm10, xmm4
+    paddw        xmm10, xmm12
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm11, xmm13
+    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 96]
+    movdqa       xmm12, xmm14
+    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 112]
+    pmulhw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 64]
+    pmulhw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 80]
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm13, xmm11
+    psubw        xmm14, xmm12
+    movdqa       xmm11, xmm5                         ; layer 1
+    paddw        xmm11, xmm13
+    movdqa       xmm12, xmm6
+    paddw        xmm12, xmm14
+    psubw        xmm5, xmm13
+    psubw        xmm6, xmm14
+    movdqa       xmm13, xmm15
+    pmullw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 96]
+    movdqa       xmm14, [rsp + 64]                   ; reload
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm14
+    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 112]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 64]
+    pmulhw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 80]
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm15, xmm13
+    psubw        xmm14, xmm4
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm13, xmm4                         ; layer 1
+    paddw        xmm13, xmm15
+    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       xmm3, [rsp]                         ; reload
+    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       xmm2, xmm3
+    paddw        xmm2, xmm14
+    psubw        xmm4, xmm15
+    psubw        xmm3, xmm14
+    movdqa       xmm14, xmm11
+    pmullw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 160]
+    movdqa       xmm15, xmm12
+    pmullw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 176]
+    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 128]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 144]
+    pmulhw       xmm14, xmm0
+    pmulhw       xmm15, xmm0
+    psubw        xmm11, xmm14
+    psubw        xmm12, xmm15
+    movdqa       xmm14, xmm7                         ; layer 2
+    paddw        xmm14, xmm11
+    movdqa       xmm15, xmm8
+    paddw        xmm15, xmm12
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
+    movdqa       xmm11, xmm13
+    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 160]
+    movdqa       xmm12, xmm2
+    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 176]
+    pmulhw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 128]
+    pmulhw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 144]
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm13, xmm11
+    psubw        xmm2, xmm12
+    movdqa       xmm11, xmm9                         ; layer 2
+    paddw        xmm11, xmm13
+    movdqa       xmm12, xmm10
+    paddw        xmm12, xmm2
+    psubw        xmm9, xmm13
+    psubw        xmm10, xmm2
+    movdqa       xmm2, xmm5
+    pmullw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 224]
+    movdqa       xmm13, xmm6
+    pmullw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 240]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 192]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 208]
+    pmulhw       xmm2, xmm0
+    pmulhw       xmm13, xmm0
+    psubw        xmm5, xmm2
+    psubw        xmm6, xmm13
+    movdqa       xmm2, xmm1                          ; layer 2
+    paddw        xmm2, xmm5
+    movdqa       xmm13, [rsp + 128]                  ; reload
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, xmm13
+    paddw        xmm2, xmm6
+    psubw        xmm1, xmm5
+    psubw        xmm13, xmm6
+    movdqa       xmm5, xmm4
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 224]
+    movdqa       xmm6, xmm3
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 240]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 192]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 208]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm4, xmm5
+    psubw        xmm3, xmm6
+    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm6, xmm5                          ; layer 2
+    paddw        xmm6, xmm4
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm1                    ; spill
+    movdqa       xmm1, xmm13
+    paddw        xmm1, xmm3
+    psubw        xmm5, xmm4
+    psubw        xmm13, xmm3
+    movdqa       xmm3, xmm11
+    pmullw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 288]
+    movdqa       xmm4, xmm12
+    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 304]
+    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 256]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 272]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm11, xmm3
+    psubw        xmm12, xmm4
+    movdqa       xmm3, xmm14                         ; layer 3
+    paddw        xmm3, xmm11
+    movdqa       xmm4, xmm15
+    paddw        xmm4, xmm12
+    psubw        xmm14, xmm11
+    psubw        xmm15, xmm12
+    movdqa       xmm11, xmm9
+    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 352]
+    movdqa       xmm12, xmm10
+    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 368]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 320]
+    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 336]
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm7                         ; layer 3
+    paddw        xmm11, xmm9
+    movdqa       xmm12, xmm8
+    paddw        xmm12, xmm10
+    psubw        xmm7, xmm9
+    psubw        xmm8, xmm10
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 416]
+    movdqa       xmm10, xmm1
+    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 432]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 384]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 400]
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm6, xmm9
+    psubw        xmm1, xmm10
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm10, xmm9                         ; layer 3
+    paddw        xmm10, xmm6
+    movdqa       [rsp + 96], xmm10                   ; spill
+    movdqa       xmm10, xmm2
+    paddw        xmm10, xmm1
+    psubw        xmm9, xmm6
+    psubw        xmm2, xmm1
+    movdqa       xmm1, xmm5
+    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 480]
+    movdqa       xmm6, xmm13
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 496]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 448]
+    pmulhw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 464]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm5, xmm1
+    psubw        xmm13, xmm6
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqa       xmm6, xmm1                          ; layer 3
+    paddw        xmm6, xmm5
+    movdqa       [rsp], xmm6                         ; spill
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm6
+    paddw        xmm9, xmm13
+    psubw        xmm1, xmm5
+    psubw        xmm6, xmm13
+    movdqa       xmm5, xmm4
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 544]
+    movdqa       xmm13, xmm15
+    pmullw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 560]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 512]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 528]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm13, xmm0
+    psubw        xmm4, xmm5
+    psubw        xmm15, xmm13
+    movdqa       xmm5, xmm3                          ; layer 4
+    paddw        xmm5, xmm4
+    movdqa       xmm13, xmm14
+    paddw        xmm13, xmm15
+    psubw        xmm3, xmm4
+    psubw        xmm14, xmm15
+    movdqa       xmm4, xmm12
+    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 608]
+    movdqa       xmm15, xmm8
+    pmullw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 624]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 576]
+    pmulhw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 592]
+    pmulhw       xmm4, xmm0
+    pmulhw       xmm15, xmm0
+    psubw        xmm12, xmm4
+    psubw        xmm8, xmm15
+    movdqa       xmm4, xmm11                         ; layer 4
+    paddw        xmm4, xmm12
+    movdqa       xmm15, xmm7
+    paddw        xmm15, xmm8
+    psubw        xmm11, xmm12
+    psubw        xmm7, xmm8
+    movdqa       xmm8, xmm10
+    pmullw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 672]
+    movdqa       xmm12, xmm2
+    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 688]
+    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 640]
+    pmulhw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 656]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm10, xmm8
+    psubw        xmm2, xmm12
+    movdqa       xmm8, [rsp + 96]                    ; reload
+    movdqa       xmm12, xmm8                         ; layer 4
+    paddw        xmm12, xmm10
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, [rsp + 64]                   ; reload
+    movdqa       [rsp + 32], xmm7                    ; spill
+    movdqa       xmm7, xmm12
+    paddw        xmm7, xmm2
+    psubw        xmm8, xmm10
+    psubw        xmm12, xmm2
+    movdqa       xmm2, xmm9
+    pmullw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 736]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 752]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 704]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 720]
+    pmulhw       xmm2, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm9, xmm2
+    psubw        xmm6, xmm10
+    movdqa       xmm2, [rsp]                         ; reload
+    movdqa       xmm10, xmm2                         ; layer 4
+    paddw        xmm10, xmm9
+    movdqa       xmm0, xmm1
+    paddw        xmm0, xmm6
+    psubw        xmm2, xmm9
+    psubw        xmm1, xmm6
+    movdqa       xmm6, xmm5
+    punpcklwd    xmm6, xmm3
+    movdqa       xmm9, xmm13
+    punpcklwd    xmm9, xmm14
+    punpckhwd    xmm5, xmm3
+    punpckhwd    xmm13, xmm14
+    movdqa       xmm3, xmm4
+    punpcklwd    xmm3, xmm11
+    movdqa       xmm14, xmm15
+    punpcklwd    xmm14, [rsp + 32]
+    punpckhwd    xmm4, xmm11
+    punpckhwd    xmm15, [rsp + 32]
+    movdqa       xmm11, [rsp + 128]                  ; reload
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       xmm14, xmm11
+    punpcklwd    xmm14, xmm8
+    movdqa       [rsp], xmm14                        ; spill
+    movdqa       xmm14, xmm7
+    punpcklwd    xmm14, xmm12
+    punpckhwd    xmm11, xmm8
+    punpckhwd    xmm7, xmm12
+    movdqa       xmm8, xmm10
+    punpcklwd    xmm8, xmm2
+    movdqa       xmm12, xmm0
+    punpcklwd    xmm12, xmm1
+    punpckhwd    xmm10, xmm2
+    punpckhwd    xmm0, xmm1
+    movdqa       xmm1, xmm5
+    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 800]
+    movdqa       xmm2, xmm13
+    pmullw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 816]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 768]
+    pmulhw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 784]
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqu       xmm12, [rel pw_3329]                ; reload
+    pmulhw       xmm1, xmm12
+    pmulhw       xmm2, xmm12
+    psubw        xmm5, xmm1
+    psubw        xmm13, xmm2
+    movdqa       xmm1, xmm6                          ; layer 5
+    paddw        xmm1, xmm5
+    movdqa       xmm2, xmm9
+    paddw        xmm2, xmm13
+    psubw        xmm6, xmm5
+    psubw        xmm9, xmm13
+    movdqa       xmm5, xmm4
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 864]
+    movdqa       xmm13, xmm15
+    pmullw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 880]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 832]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 848]
+    pmulhw       xmm5, xmm12
+    pmulhw       xmm13, xmm12
+    psubw        xmm4, xmm5
+    psubw        xmm15, xmm13
+    movdqa       xmm5, xmm3                          ; layer 5
+    paddw        xmm5, xmm4
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       [rsp + 64], xmm5                    ; spill
+    movdqa       xmm5, xmm13
+    paddw        xmm5, xmm15
+    psubw        xmm3, xmm4
+    psubw        xmm13, xmm15
+    movdqa       xmm4, xmm11
+    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 928]
+    movdqa       xmm15, xmm7
+    pmullw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 944]
+    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 896]
+    pmulhw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 912]
+    pmulhw       xmm4, xmm12
+    pmulhw       xmm15, xmm12
+    psubw        xmm11, xmm4
+    psubw        xmm7, xmm15
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       xmm15, xmm4                         ; layer 5
+    paddw        xmm15, xmm11
+    movdqa       [rsp + 32], xmm15                   ; spill
+    movdqa       xmm15, xmm14
+    paddw        xmm15, xmm7
+    psubw        xmm4, xmm11
+    psubw        xmm14, xmm7
+    movdqa       xmm7, xmm10
+    pmullw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 992]
+    movdqa       xmm11, xmm0
+    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1008]
+    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 960]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_forward_twiddles_sse + 976]
+    pmulhw       xmm7, xmm12
+    pmulhw       xmm11, xmm12
+    psubw        xmm10, xmm7
+    psubw        xmm0, xmm11
+    movdqa       xmm7, xmm8                          ; layer 5
+    paddw        xmm7, xmm10
+    movdqa       xmm11, [rsp + 128]                  ; reload
+    movdqa       xmm12, xmm11
+    paddw        xmm12, xmm0
+    psubw        xmm8, xmm10
+    psubw        xmm11, xmm0
+    movdqa       xmm0, xmm1
+    punpcklwd    xmm0, xmm6
+    movdqa       xmm10, xmm2
+    punpcklwd    xmm10, xmm9
+    punpckhwd    xmm1, xmm6
+    punpckhwd    xmm2, xmm9
+    movdqa       xmm6, [rsp + 64]                    ; reload
+    movdqa       xmm9, xmm6
+    punpcklwd    xmm9, xmm3
+    movdqa       [rsp + 128], xmm9                   ; spill
+    movdqa       xmm9, xmm5
+    punpcklwd    xmm9, xmm13
+    punpckhwd    xmm6, xmm3
+    punpckhwd    xmm5, xmm13
+    movdqa       xmm3, [rsp + 32]                    ; reload
+    movdqa       xmm13, xmm3
+    punpcklwd    xmm13, xmm4
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm15
+    punpcklwd    xmm13, xmm14
+    punpckhwd    xmm3, xmm4
+    punpckhwd    xmm15, xmm14
+    movdqa       xmm4, xmm7
+    punpcklwd    xmm4, xmm8
+    movdqa       xmm14, xmm12
+    punpcklwd    xmm14, xmm11
+    punpckhwd    xmm7, xmm8
+    punpckhwd    xmm12, xmm11
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1056]
+    movdqa       xmm11, xmm2
+    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1072]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1024]
+    pmulhw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1040]
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqu       xmm14, [rel pw_3329]                ; reload
+    pmulhw       xmm8, xmm14
+    pmulhw       xmm11, xmm14
+    psubw        xmm1, xmm8
+    psubw        xmm2, xmm11
+    movdqa       xmm8, xmm0                          ; layer 6
+    paddw        xmm8, xmm1
+    movdqa       xmm11, xmm10
+    paddw        xmm11, xmm2
+    psubw        xmm0, xmm1
+    psubw        xmm10, xmm2
+    movdqa       xmm1, xmm6
+    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1120]
+    movdqa       xmm2, xmm5
+    pmullw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1136]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1088]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1104]
+    pmulhw       xmm1, xmm14
+    pmulhw       xmm2, xmm14
+    psubw        xmm6, xmm1
+    psubw        xmm5, xmm2
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm2, xmm1                          ; layer 6
+    paddw        xmm2, xmm6
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, xmm9
+    paddw        xmm2, xmm5
+    psubw        xmm1, xmm6
+    psubw        xmm9, xmm5
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1184]
+    movdqa       xmm6, xmm15
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1200]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1152]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1168]
+    pmulhw       xmm5, xmm14
+    pmulhw       xmm6, xmm14
+    psubw        xmm3, xmm5
+    psubw        xmm15, xmm6
+    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm6, xmm5                          ; layer 6
+    paddw        xmm6, xmm3
+    movdqa       [rsp + 128], xmm6                   ; spill
+    movdqa       xmm6, xmm13
+    paddw        xmm6, xmm15
+    psubw        xmm5, xmm3
+    psubw        xmm13, xmm15
+    movdqa       xmm3, xmm7
+    pmullw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1248]
+    movdqa       xmm15, xmm12
+    pmullw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1264]
+    pmulhw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1216]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1232]
+    pmulhw       xmm3, xmm14
+    pmulhw       xmm15, xmm14
+    psubw        xmm7, xmm3
+    psubw        xmm12, xmm15
+    movdqa       xmm3, xmm4                          ; layer 6
+    paddw        xmm3, xmm7
+    movdqa       xmm15, [rsp + 32]                   ; reload
+    movdqa       xmm14, xmm15
+    paddw        xmm14, xmm12
+    psubw        xmm4, xmm7
+    psubw        xmm15, xmm12
+    movdqa       xmm7, xmm8
+    punpcklwd    xmm7, xmm0
+    movdqa       xmm12, xmm11
+    punpcklwd    xmm12, xmm10
+    punpckhwd    xmm8, xmm0
+    punpckhwd    xmm11, xmm10
+    movdqa       xmm0, [rsp]                         ; reload
+    movdqa       xmm10, xmm0
+    punpcklwd    xmm10, xmm1
+    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       xmm10, xmm2
+    punpcklwd    xmm10, xmm9
+    punpckhwd    xmm0, xmm1
+    punpckhwd    xmm2, xmm9
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm9, xmm1
+    punpcklwd    xmm9, xmm5
+    movdqa       [rsp], xmm9                         ; spill
+    movdqa       xmm9, xmm6
+    punpcklwd    xmm9, xmm13
+    punpckhwd    xmm1, xmm5
+    punpckhwd    xmm6, xmm13
+    movdqa       xmm5, xmm3
+    punpcklwd    xmm5, xmm4
+    movdqa       xmm13, xmm14
+    punpcklwd    xmm13, xmm15
+    punpckhwd    xmm3, xmm4
+    punpckhwd    xmm14, xmm15
+    movdqu       [rdi], xmm7
+    movdqu       [rdi + 16], xmm12
+    movdqu       [rdi + 32], xmm8
+    movdqu       [rdi + 48], xmm11
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqu       [rdi + 64], xmm4
+    movdqu       [rdi + 80], xmm10
+    movdqu       [rdi + 96], xmm0
+    movdqu       [rdi + 112], xmm2
+    movdqa       xmm0, [rsp]                         ; reload
+    movdqu       [rdi + 128], xmm0
+    movdqu       [rdi + 144], xmm9
+    movdqu       [rdi + 160], xmm1
+    movdqu       [rdi + 176], xmm6
+    movdqu       [rdi + 192], xmm5
+    movdqu       [rdi + 208], xmm13
+    movdqu       [rdi + 224], xmm3
+    movdqu       [rdi + 240], xmm14
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm1, [rdi + 272]
+    movdqu       xmm2, [rdi + 288]
+    movdqu       xmm3, [rdi + 304]
+    movdqu       xmm4, [rdi + 320]
+    movdqu       xmm5, [rdi + 336]
+    movdqu       xmm6, [rdi + 352]
+    movdqu       xmm7, [rdi + 368]
+    movdqu       xmm8, [rdi + 384]
+    movdqu       xmm9, [rdi + 400]
+    movdqu       xmm10, [rdi + 416]
+    movdqu       xmm11, [rdi + 432]
+    movdqu       xmm12, [rdi + 448]
+    movdqu       xmm13, [rdi + 464]
+    movdqu       xmm14, [rdi + 480]
+    movdqu       xmm15, [rdi + 496]
+    movdqa       [rsp], xmm7                         ; spill
+    movdqa       xmm7, xmm8
+    pmullw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1312]
+    movdqa       [rsp + 32], xmm6                    ; spill
+    movdqa       xmm6, xmm9
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1328]
+    pmulhw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1280]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1296]
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqu       xmm15, [rel pw_3329]                ; reload
+    pmulhw       xmm7, xmm15
+    pmulhw       xmm6, xmm15
+    psubw        xmm8, xmm7
+    psubw        xmm9, xmm6
+    movdqa       xmm6, xmm0                          ; layer 1
+    paddw        xmm6, xmm8
+    movdqa       xmm7, xmm1
+    paddw        xmm7, xmm9
+    psubw        xmm0, xmm8
+    psubw        xmm1, xmm9
+    movdqa       xmm8, xmm10
+    pmullw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1312]
+    movdqa       xmm9, xmm11
+    pmullw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1328]
+    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1280]
+    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1296]
+    pmulhw       xmm8, xmm15
+    pmulhw       xmm9, xmm15
+    psubw        xmm10, xmm8
+    psubw        xmm11, xmm9
+    movdqa       xmm8, xmm2                          ; layer 1
+    paddw        xmm8, xmm10
+    movdqa       xmm9, xmm3
+    paddw        xmm9, xmm11
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    movdqa       xmm10, xmm12
+    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1312]
+    movdqa       xmm11, xmm13
+    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1328]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1280]
+    pmulhw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1296]
+    pmulhw       xmm10, xmm15
+    pmulhw       xmm11, xmm15
+    psubw        xmm12, xmm10
+    psubw        xmm13, xmm11
+    movdqa       xmm10, xmm4                         ; layer 1
+    paddw        xmm10, xmm12
+    movdqa       xmm11, xmm5
+    paddw        xmm11, xmm13
+    psubw        xmm4, xmm12
+    psubw        xmm5, xmm13
+    movdqa       xmm12, xmm14
+    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1312]
+    movdqa       xmm13, [rsp + 128]                  ; reload
+    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1328]
+    pmulhw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1280]
+    pmulhw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1296]
+    pmulhw       xmm12, xmm15
+    pmulhw       xmm3, xmm15
+    psubw        xmm14, xmm12
+    psubw        xmm13, xmm3
+    movdqa       xmm3, [rsp + 32]                    ; reload
+    movdqa       xmm12, xmm3                         ; layer 1
+    paddw        xmm12, xmm14
+    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       xmm2, [rsp]                         ; reload
+    movdqa       [rsp + 96], xmm1                    ; spill
+    movdqa       xmm1, xmm2
+    paddw        xmm1, xmm13
+    psubw        xmm3, xmm14
+    psubw        xmm2, xmm13
+    movdqa       xmm13, xmm10
+    pmullw       xmm13, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1376]
+    movdqa       xmm14, xmm11
+    pmullw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1392]
+    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1344]
+    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1360]
+    pmulhw       xmm13, xmm15
+    pmulhw       xmm14, xmm15
+    psubw        xmm10, xmm13
+    psubw        xmm11, xmm14
+    movdqa       xmm13, xmm6                         ; layer 2
+    paddw        xmm13, xmm10
+    movdqa       xmm14, xmm7
+    paddw        xmm14, xmm11
+    psubw        xmm6, xmm10
+    psubw        xmm7, xmm11
+    movdqa       xmm10, xmm12
+    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1376]
+    movdqa       xmm11, xmm1
+    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1392]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1344]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1360]
+    pmulhw       xmm10, xmm15
+    pmulhw       xmm11, xmm15
+    psubw        xmm12, xmm10
+    psubw        xmm1, xmm11
+    movdqa       xmm10, xmm8                         ; layer 2
+    paddw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    paddw        xmm11, xmm1
+    psubw        xmm8, xmm12
+    psubw        xmm9, xmm1
+    movdqa       xmm1, xmm4
+    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1440]
+    movdqa       xmm12, xmm5
+    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1456]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1408]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1424]
+    pmulhw       xmm1, xmm15
+    pmulhw       xmm12, xmm15
+    psubw        xmm4, xmm1
+    psubw        xmm5, xmm12
+    movdqa       xmm1, xmm0                          ; layer 2
+    paddw        xmm1, xmm4
+    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, xmm12
+    paddw        xmm1, xmm5
+    psubw        xmm0, xmm4
+    psubw        xmm12, xmm5
+    movdqa       xmm4, xmm3
+    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1440]
+    movdqa       xmm5, xmm2
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1456]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1408]
+    pmulhw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1424]
+    pmulhw       xmm4, xmm15
+    pmulhw       xmm5, xmm15
+    psubw        xmm3, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm5, xmm4                          ; layer 2
+    paddw        xmm5, xmm3
+    movdqa       [rsp + 96], xmm12                   ; spill
+    movdqa       xmm12, [rsp + 64]                   ; reload
+    movdqa       [rsp + 32], xmm0                    ; spill
+    movdqa       xmm0, xmm12
+    paddw        xmm0, xmm2
+    psubw        xmm4, xmm3
+    psubw        xmm12, xmm2
+    movdqa       xmm2, xmm10
+    pmullw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1504]
+    movdqa       xmm3, xmm11
+    pmullw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1520]
+    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1472]
+    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1488]
+    pmulhw       xmm2, xmm15
+    pmulhw       xmm3, xmm15
+    psubw        xmm10, xmm2
+    psubw        xmm11, xmm3
+    movdqa       xmm2, xmm13                         ; layer 3
+    paddw        xmm2, xmm10
+    movdqa       xmm3, xmm14
+    paddw        xmm3, xmm11
+    psubw        xmm13, xmm10
+    psubw        xmm14, xmm11
+    movdqa       xmm10, xmm8
+    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1568]
+    movdqa       xmm11, xmm9
+    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1584]
+    pmulhw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1536]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1552]
+    pmulhw       xmm10, xmm15
+    pmulhw       xmm11, xmm15
+    psubw        xmm8, xmm10
+    psubw        xmm9, xmm11
+    movdqa       xmm10, xmm6                         ; layer 3
+    paddw        xmm10, xmm8
+    movdqa       xmm11, xmm7
+    paddw        xmm11, xmm9
+    psubw        xmm6, xmm8
+    psubw        xmm7, xmm9
+    movdqa       xmm8, xmm5
+    pmullw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1632]
+    movdqa       xmm9, xmm0
+    pmullw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1648]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1600]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1616]
+    pmulhw       xmm8, xmm15
+    pmulhw       xmm9, xmm15
+    psubw        xmm5, xmm8
+    psubw        xmm0, xmm9
+    movdqa       xmm8, [rsp]                         ; reload
+    movdqa       xmm9, xmm8                          ; layer 3
+    paddw        xmm9, xmm5
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm1
+    paddw        xmm9, xmm0
+    psubw        xmm8, xmm5
+    psubw        xmm1, xmm0
+    movdqa       xmm0, xmm4
+    pmullw       xmm0, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1696]
+    movdqa       xmm5, xmm12
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1712]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1664]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1680]
+    pmulhw       xmm0, xmm15
+    pmulhw       xmm5, xmm15
+    psubw        xmm4, xmm0
+    psubw        xmm12, xmm5
+    movdqa       xmm0, [rsp + 32]                    ; reload
+    movdqa       xmm5, xmm0                          ; layer 3
+    paddw        xmm5, xmm4
+    movdqa       [rsp], xmm5                         ; spill
+    movdqa       xmm5, [rsp + 96]                    ; reload
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm5
+    paddw        xmm8, xmm12
+    psubw        xmm0, xmm4
+    psubw        xmm5, xmm12
+    movdqa       xmm4, xmm3
+    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1760]
+    movdqa       xmm12, xmm14
+    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1776]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1728]
+    pmulhw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1744]
+    pmulhw       xmm4, xmm15
+    pmulhw       xmm12, xmm15
+    psubw        xmm3, xmm4
+    psubw        xmm14, xmm12
+    movdqa       xmm4, xmm2                          ; layer 4
+    paddw        xmm4, xmm3
+    movdqa       xmm12, xmm13
+    paddw        xmm12, xmm14
+    psubw        xmm2, xmm3
+    psubw        xmm13, xmm14
+    movdqa       xmm3, xmm11
+    pmullw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1824]
+    movdqa       xmm14, xmm7
+    pmullw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1840]
+    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1792]
+    pmulhw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1808]
+    pmulhw       xmm3, xmm15
+    pmulhw       xmm14, xmm15
+    psubw        xmm11, xmm3
+    psubw        xmm7, xmm14
+    movdqa       xmm3, xmm10                         ; layer 4
+    paddw        xmm3, xmm11
+    movdqa       xmm14, xmm6
+    paddw        xmm14, xmm7
+    psubw        xmm10, xmm11
+    psubw        xmm6, xmm7
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1888]
+    movdqa       xmm11, xmm1
+    pmullw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1904]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1856]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1872]
+    pmulhw       xmm7, xmm15
+    pmulhw       xmm11, xmm15
+    psubw        xmm9, xmm7
+    psubw        xmm1, xmm11
+    movdqa       xmm7, [rsp + 64]                    ; reload
+    movdqa       xmm11, xmm7                         ; layer 4
+    paddw        xmm11, xmm9
+    movdqa       [rsp + 96], xmm11                   ; spill
+    movdqa       xmm11, [rsp + 128]                  ; reload
+    movdqa       [rsp + 32], xmm6                    ; spill
+    movdqa       xmm6, xmm11
+    paddw        xmm6, xmm1
+    psubw        xmm7, xmm9
+    psubw        xmm11, xmm1
+    movdqa       xmm1, xmm8
+    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1952]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1968]
+    pmulhw       xmm8, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1920]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1936]
+    pmulhw       xmm1, xmm15
+    pmulhw       xmm9, xmm15
+    psubw        xmm8, xmm1
+    psubw        xmm5, xmm9
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqa       xmm9, xmm1                          ; layer 4
+    paddw        xmm9, xmm8
+    movdqa       xmm15, xmm0
+    paddw        xmm15, xmm5
+    psubw        xmm1, xmm8
+    psubw        xmm0, xmm5
+    movdqa       xmm5, xmm4
+    punpcklwd    xmm5, xmm2
+    movdqa       xmm8, xmm12
+    punpcklwd    xmm8, xmm13
+    punpckhwd    xmm4, xmm2
+    punpckhwd    xmm12, xmm13
+    movdqa       xmm2, xmm3
+    punpcklwd    xmm2, xmm10
+    movdqa       xmm13, xmm14
+    punpcklwd    xmm13, [rsp + 32]
+    punpckhwd    xmm3, xmm10
+    punpckhwd    xmm14, [rsp + 32]
+    movdqa       xmm10, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, xmm10
+    punpcklwd    xmm13, xmm7
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm6
+    punpcklwd    xmm13, xmm11
+    punpckhwd    xmm10, xmm7
+    punpckhwd    xmm6, xmm11
+    movdqa       xmm7, xmm9
+    punpcklwd    xmm7, xmm1
+    movdqa       xmm11, xmm15
+    punpcklwd    xmm11, xmm0
+    punpckhwd    xmm9, xmm1
+    punpckhwd    xmm15, xmm0
+    movdqa       xmm0, xmm4
+    pmullw       xmm0, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2016]
+    movdqa       xmm1, xmm12
+    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2032]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 1984]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2000]
+    movdqa       [rsp + 96], xmm11                   ; spill
+    movdqu       xmm11, [rel pw_3329]                ; reload
+    pmulhw       xmm0, xmm11
+    pmulhw       xmm1, xmm11
+    psubw        xmm4, xmm0
+    psubw        xmm12, xmm1
+    movdqa       xmm0, xmm5                          ; layer 5
+    paddw        xmm0, xmm4
+    movdqa       xmm1, xmm8
+    paddw        xmm1, xmm12
+    psubw        xmm5, xmm4
+    psubw        xmm8, xmm12
+    movdqa       xmm4, xmm3
+    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2080]
+    movdqa       xmm12, xmm14
+    pmullw       xmm12, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2096]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2048]
+    pmulhw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2064]
+    pmulhw       xmm4, xmm11
+    pmulhw       xmm12, xmm11
+    psubw        xmm3, xmm4
+    psubw        xmm14, xmm12
+    movdqa       xmm4, xmm2                          ; layer 5
+    paddw        xmm4, xmm3
+    movdqa       xmm12, [rsp + 32]                   ; reload
+    movdqa       [rsp + 128], xmm4                   ; spill
+    movdqa       xmm4, xmm12
+    paddw        xmm4, xmm14
+    psubw        xmm2, xmm3
+    psubw        xmm12, xmm14
+    movdqa       xmm3, xmm10
+    pmullw       xmm3, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2144]
+    movdqa       xmm14, xmm6
+    pmullw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2160]
+    pmulhw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2112]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2128]
+    pmulhw       xmm3, xmm11
+    pmulhw       xmm14, xmm11
+    psubw        xmm10, xmm3
+    psubw        xmm6, xmm14
+    movdqa       xmm3, [rsp]                         ; reload
+    movdqa       xmm14, xmm3                         ; layer 5
+    paddw        xmm14, xmm10
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm6
+    psubw        xmm3, xmm10
+    psubw        xmm13, xmm6
+    movdqa       xmm6, xmm9
+    pmullw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2208]
+    movdqa       xmm10, xmm15
+    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2224]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2176]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2192]
+    pmulhw       xmm6, xmm11
+    pmulhw       xmm10, xmm11
+    psubw        xmm9, xmm6
+    psubw        xmm15, xmm10
+    movdqa       xmm6, xmm7                          ; layer 5
+    paddw        xmm6, xmm9
+    movdqa       xmm10, [rsp + 96]                   ; reload
+    movdqa       xmm11, xmm10
+    paddw        xmm11, xmm15
+    psubw        xmm7, xmm9
+    psubw        xmm10, xmm15
+    movdqa       xmm9, xmm0
+    punpcklwd    xmm9, xmm5
+    movdqa       xmm15, xmm1
+    punpcklwd    xmm15, xmm8
+    punpckhwd    xmm0, xmm5
+    punpckhwd    xmm1, xmm8
+    movdqa       xmm5, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm5
+    punpcklwd    xmm8, xmm2
+    movdqa       [rsp + 96], xmm8                    ; spill
+    movdqa       xmm8, xmm4
+    punpcklwd    xmm8, xmm12
+    punpckhwd    xmm5, xmm2
+    punpckhwd    xmm4, xmm12
+    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       xmm12, xmm2
+    punpcklwd    xmm12, xmm3
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm14
+    punpcklwd    xmm12, xmm13
+    punpckhwd    xmm2, xmm3
+    punpckhwd    xmm14, xmm13
+    movdqa       xmm3, xmm6
+    punpcklwd    xmm3, xmm7
+    movdqa       xmm13, xmm11
+    punpcklwd    xmm13, xmm10
+    punpckhwd    xmm6, xmm7
+    punpckhwd    xmm11, xmm10
+    movdqa       xmm7, xmm0
+    pmullw       xmm7, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2272]
+    movdqa       xmm10, xmm1
+    pmullw       xmm10, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2288]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2240]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2256]
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqu       xmm13, [rel pw_3329]                ; reload
+    pmulhw       xmm7, xmm13
+    pmulhw       xmm10, xmm13
+    psubw        xmm0, xmm7
+    psubw        xmm1, xmm10
+    movdqa       xmm7, xmm9                          ; layer 6
+    paddw        xmm7, xmm0
+    movdqa       xmm10, xmm15
+    paddw        xmm10, xmm1
+    psubw        xmm9, xmm0
+    psubw        xmm15, xmm1
+    movdqa       xmm0, xmm5
+    pmullw       xmm0, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2336]
+    movdqa       xmm1, xmm4
+    pmullw       xmm1, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2352]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2304]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2320]
+    pmulhw       xmm0, xmm13
+    pmulhw       xmm1, xmm13
+    psubw        xmm5, xmm0
+    psubw        xmm4, xmm1
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqa       xmm1, xmm0                          ; layer 6
+    paddw        xmm1, xmm5
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, xmm8
+    paddw        xmm1, xmm4
+    psubw        xmm0, xmm5
+    psubw        xmm8, xmm4
+    movdqa       xmm4, xmm2
+    pmullw       xmm4, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2400]
+    movdqa       xmm5, xmm14
+    pmullw       xmm5, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2416]
+    pmulhw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2368]
+    pmulhw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2384]
+    pmulhw       xmm4, xmm13
+    pmulhw       xmm5, xmm13
+    psubw        xmm2, xmm4
+    psubw        xmm14, xmm5
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm5, xmm4                          ; layer 6
+    paddw        xmm5, xmm2
+    movdqa       [rsp + 96], xmm5                    ; spill
+    movdqa       xmm5, xmm12
+    paddw        xmm5, xmm14
+    psubw        xmm4, xmm2
+    psubw        xmm12, xmm14
+    movdqa       xmm2, xmm6
+    pmullw       xmm2, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2464]
+    movdqa       xmm14, xmm11
+    pmullw       xmm14, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2480]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2432]
+    pmulhw       xmm11, [rel kg_kyber3329_ntt_forward_twiddles_sse + 2448]
+    pmulhw       xmm2, xmm13
+    pmulhw       xmm14, xmm13
+    psubw        xmm6, xmm2
+    psubw        xmm11, xmm14
+    movdqa       xmm2, xmm3                          ; layer 6
+    paddw        xmm2, xmm6
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm11
+    psubw        xmm3, xmm6
+    psubw        xmm13, xmm11
+    movdqa       xmm6, xmm7
+    punpcklwd    xmm6, xmm9
+    movdqa       xmm11, xmm10
+    punpcklwd    xmm11, xmm15
+    punpckhwd    xmm7, xmm9
+    punpckhwd    xmm10, xmm15
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm15, xmm9
+    punpcklwd    xmm15, xmm0
+    movdqa       [rsp + 32], xmm15                   ; spill
+    movdqa       xmm15, xmm1
+    punpcklwd    xmm15, xmm8
+    punpckhwd    xmm9, xmm0
+    punpckhwd    xmm1, xmm8
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqa       xmm8, xmm0
+    punpcklwd    xmm8, xmm4
+    movdqa       [rsp], xmm8                         ; spill
+    movdqa       xmm8, xmm5
+    punpcklwd    xmm8, xmm12
+    punpckhwd    xmm0, xmm4
+    punpckhwd    xmm5, xmm12
+    movdqa       xmm4, xmm2
+    punpcklwd    xmm4, xmm3
+    movdqa       xmm12, xmm14
+    punpcklwd    xmm12, xmm13
+    punpckhwd    xmm2, xmm3
+    punpckhwd    xmm14, xmm13
+    movdqu       [rdi + 256], xmm6
+    movdqu       [rdi + 272], xmm11
+    movdqu       [rdi + 288], xmm7
+    movdqu       [rdi + 304], xmm10
+    movdqa       xmm3, [rsp + 32]                    ; reload
+    movdqu       [rdi + 320], xmm3
+    movdqu       [rdi + 336], xmm15
+    movdqu       [rdi + 352], xmm9
+    movdqu       [rdi + 368], xmm1
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 384], xmm1
+    movdqu       [rdi + 400], xmm8
+    movdqu       [rdi + 416], xmm0
+    movdqu       [rdi + 432], xmm5
+    movdqu       [rdi + 448], xmm4
+    movdqu       [rdi + 464], xmm12
+    movdqu       [rdi + 480], xmm2
+    movdqu       [rdi + 496], xmm14
+    mov rsp, rbp
+    pop rbp
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_kyber3329_basemul_sse: base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
+;
+;   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout
+;   ensures:  every r[i] in [-11322, 11322] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-15}, flags
+; ---------------------------------------------------------------------------
+global kg_kyber3329_basemul_sse:function (kg_kyber3329_basemul_sse.end - kg_kyber3329_basemul_sse)
+align 32
+kg_kyber3329_basemul_sse:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 32
+    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    movdqu       xmm1, [rsi]
+    movdqu       xmm2, [rsi + 16]
+    movdqu       xmm3, [rsi + 32]
+    movdqu       xmm4, [rsi + 48]
+    movdqu       xmm5, [rdx]
+    movdqu       xmm6, [rdx + 16]
+    movdqu       xmm7, [rdx + 32]
+    movdqu       xmm8, [rdx + 48]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m3327 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m3327]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m3327 + 16]
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm9
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm10
+    movdqa       xmm15, xmm1
+    pmulhw       xmm15, xmm5
+    movdqa       [rsp], xmm5                         ; spill
+    movdqa       xmm5, xmm2
+    pmulhw       xmm5, xmm6
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm15, xmm13
+    psubw        xmm5, xmm14
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm11
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm12
+    pmulhw       xmm1, xmm7
+    pmulhw       xmm2, xmm8
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm3
+    pmullw       xmm10, xmm4
+    movdqa       xmm13, [rsp]                        ; reload
+    pmulhw       xmm13, xmm3
+    pmulhw       xmm6, xmm4
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm13, xmm9
+    psubw        xmm6, xmm10
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm7, xmm3
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 32]
+    movdqa       xmm8, xmm4
+    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 48]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 16]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
+    movdqu       [rdi], xmm15
+    movdqu       [rdi + 16], xmm5
+    paddw        xmm1, xmm13
+    paddw        xmm2, xmm6
+    movdqu       [rdi + 32], xmm1
+    movdqu       [rdi + 48], xmm2
+    movdqu       xmm1, [rsi + 64]
+    movdqu       xmm2, [rsi + 80]
+    movdqu       xmm3, [rsi + 96]
+    movdqu       xmm4, [rsi + 112]
+    movdqu       xmm5, [rdx + 64]
+    movdqu       xmm6, [rdx + 80]
+    movdqu       xmm7, [rdx + 96]
+    movdqu       xmm8, [rdx + 112]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m3327 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m3327]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m3327 + 16]
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm9
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm10
+    movdqa       xmm15, xmm1
+    pmulhw       xmm15, xmm5
+    movdqa       [rsp], xmm5                         ; spill
+    movdqa       xmm5, xmm2
+    pmulhw       xmm5, xmm6
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm15, xmm13
+    psubw        xmm5, xmm14
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm11
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm12
+    pmulhw       xmm1, xmm7
+    pmulhw       xmm2, xmm8
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm3
+    pmullw       xmm10, xmm4
+    movdqa       xmm13, [rsp]                        ; reload
+    pmulhw       xmm13, xmm3
+    pmulhw       xmm6, xmm4
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm13, xmm9
+    psubw        xmm6, xmm10
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm7, xmm3
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 96]
+    movdqa       xmm8, xmm4
+    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 112]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 64]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 80]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
+    movdqu       [rdi + 64], xmm15
+    movdqu       [rdi + 80], xmm5
+    paddw        xmm1, xmm13
+    paddw        xmm2, xmm6
+    movdqu       [rdi + 96], xmm1
+    movdqu       [rdi + 112], xmm2
+    movdqu       xmm1, [rsi + 128]
+    movdqu       xmm2, [rsi + 144]
+    movdqu       xmm3, [rsi + 160]
+    movdqu       xmm4, [rsi + 176]
+    movdqu       xmm5, [rdx + 128]
+    movdqu       xmm6, [rdx + 144]
+    movdqu       xmm7, [rdx + 160]
+    movdqu       xmm8, [rdx + 176]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m3327 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m3327]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m3327 + 16]
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm9
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm10
+    movdqa       xmm15, xmm1
+    pmulhw       xmm15, xmm5
+    movdqa       [rsp], xmm5                         ; spill
+    movdqa       xmm5, xmm2
+    pmulhw       xmm5, xmm6
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm15, xmm13
+    psubw        xmm5, xmm14
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm11
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm12
+    pmulhw       xmm1, xmm7
+    pmulhw       xmm2, xmm8
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm3
+    pmullw       xmm10, xmm4
+    movdqa       xmm13, [rsp]                        ; reload
+    pmulhw       xmm13, xmm3
+    pmulhw       xmm6, xmm4
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm13, xmm9
+    psubw        xmm6, xmm10
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm7, xmm3
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 160]
+    movdqa       xmm8, xmm4
+    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 176]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 128]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 144]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
+    movdqu       [rdi + 128], xmm15
+    movdqu       [rdi + 144], xmm5
+    paddw        xmm1, xmm13
+    paddw        xmm2, xmm6
+    movdqu       [rdi + 160], xmm1
+    movdqu       [rdi + 176], xmm2
+    movdqu       xmm1, [rsi + 192]
+    movdqu       xmm2, [rsi + 208]
+    movdqu       xmm3, [rsi + 224]
+    movdqu       xmm4, [rsi + 240]
+    movdqu       xmm5, [rdx + 192]
+    movdqu       xmm6, [rdx + 208]
+    movdqu       xmm7, [rdx + 224]
+    movdqu       xmm8, [rdx + 240]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m3327 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m3327]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m3327 + 16]
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm9
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm10
+    movdqa       xmm15, xmm1
+    pmulhw       xmm15, xmm5
+    movdqa       [rsp], xmm5                         ; spill
+    movdqa       xmm5, xmm2
+    pmulhw       xmm5, xmm6
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm15, xmm13
+    psubw        xmm5, xmm14
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm11
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm12
+    pmulhw       xmm1, xmm7
+    pmulhw       xmm2, xmm8
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm3
+    pmullw       xmm10, xmm4
+    movdqa       xmm13, [rsp]                        ; reload
+    pmulhw       xmm13, xmm3
+    pmulhw       xmm6, xmm4
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm13, xmm9
+    psubw        xmm6, xmm10
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm7, xmm3
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 224]
+    movdqa       xmm8, xmm4
+    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 240]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 192]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 208]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
+    movdqu       [rdi + 192], xmm15
+    movdqu       [rdi + 208], xmm5
+    paddw        xmm1, xmm13
+    paddw        xmm2, xmm6
+    movdqu       [rdi + 224], xmm1
+    movdqu       [rdi + 240], xmm2
+    movdqu       xmm1, [rsi + 256]
+    movdqu       xmm2, [rsi + 272]
+    movdqu       xmm3, [rsi + 288]
+    movdqu       xmm4, [rsi + 304]
+    movdqu       xmm5, [rdx + 256]
+    movdqu       xmm6, [rdx + 272]
+    movdqu       xmm7, [rdx + 288]
+    movdqu       xmm8, [rdx + 304]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m3327 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m3327]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m3327 + 16]
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm9
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm10
+    movdqa       xmm15, xmm1
+    pmulhw       xmm15, xmm5
+    movdqa       [rsp], xmm5                         ; spill
+    movdqa       xmm5, xmm2
+    pmulhw       xmm5, xmm6
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm15, xmm13
+    psubw        xmm5, xmm14
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm11
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm12
+    pmulhw       xmm1, xmm7
+    pmulhw       xmm2, xmm8
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm3
+    pmullw       xmm10, xmm4
+    movdqa       xmm13, [rsp]                        ; reload
+    pmulhw       xmm13, xmm3
+    pmulhw       xmm6, xmm4
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm13, xmm9
+    psubw        xmm6, xmm10
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm7, xmm3
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 288]
+    movdqa       xmm8, xmm4
+    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 304]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 256]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 272]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
+    movdqu       [rdi + 256], xmm15
+    movdqu       [rdi + 272], xmm5
+    paddw        xmm1, xmm13
+    paddw        xmm2, xmm6
+    movdqu       [rdi + 288], xmm1
+    movdqu       [rdi + 304], xmm2
+    movdqu       xmm1, [rsi + 320]
+    movdqu       xmm2, [rsi + 336]
+    movdqu       xmm3, [rsi + 352]
+    movdqu       xmm4, [rsi + 368]
+    movdqu       xmm5, [rdx + 320]
+    movdqu       xmm6, [rdx + 336]
+    movdqu       xmm7, [rdx + 352]
+    movdqu       xmm8, [rdx + 368]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m3327 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m3327]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m3327 + 16]
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm9
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm10
+    movdqa       xmm15, xmm1
+    pmulhw       xmm15, xmm5
+    movdqa       [rsp], xmm5                         ; spill
+    movdqa       xmm5, xmm2
+    pmulhw       xmm5, xmm6
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm15, xmm13
+    psubw        xmm5, xmm14
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm11
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm12
+    pmulhw       xmm1, xmm7
+    pmulhw       xmm2, xmm8
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm3
+    pmullw       xmm10, xmm4
+    movdqa       xmm13, [rsp]                        ; reload
+    pmulhw       xmm13, xmm3
+    pmulhw       xmm6, xmm4
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm13, xmm9
+    psubw        xmm6, xmm10
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm7, xmm3
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 352]
+    movdqa       xmm8, xmm4
+    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 368]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 320]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 336]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
+    movdqu       [rdi + 320], xmm15
+    movdqu       [rdi + 336], xmm5
+    paddw        xmm1, xmm13
+    paddw        xmm2, xmm6
+    movdqu       [rdi + 352], xmm1
+    movdqu       [rdi + 368], xmm2
+    movdqu       xmm1, [rsi + 384]
+    movdqu       xmm2, [rsi + 400]
+    movdqu       xmm3, [rsi + 416]
+    movdqu       xmm4, [rsi + 432]
+    movdqu       xmm5, [rdx + 384]
+    movdqu       xmm6, [rdx + 400]
+    movdqu       xmm7, [rdx + 416]
+    movdqu       xmm8, [rdx + 432]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m3327 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m3327]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m3327 + 16]
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm9
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm10
+    movdqa       xmm15, xmm1
+    pmulhw       xmm15, xmm5
+    movdqa       [rsp], xmm5                         ; spill
+    movdqa       xmm5, xmm2
+    pmulhw       xmm5, xmm6
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm15, xmm13
+    psubw        xmm5, xmm14
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm11
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm12
+    pmulhw       xmm1, xmm7
+    pmulhw       xmm2, xmm8
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm3
+    pmullw       xmm10, xmm4
+    movdqa       xmm13, [rsp]                        ; reload
+    pmulhw       xmm13, xmm3
+    pmulhw       xmm6, xmm4
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm13, xmm9
+    psubw        xmm6, xmm10
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm7, xmm3
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 416]
+    movdqa       xmm8, xmm4
+    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 432]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 384]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 400]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
+    movdqu       [rdi + 384], xmm15
+    movdqu       [rdi + 400], xmm5
+    paddw        xmm1, xmm13
+    paddw        xmm2, xmm6
+    movdqu       [rdi + 416], xmm1
+    movdqu       [rdi + 432], xmm2
+    movdqu       xmm1, [rsi + 448]
+    movdqu       xmm2, [rsi + 464]
+    movdqu       xmm3, [rsi + 480]
+    movdqu       xmm4, [rsi + 496]
+    movdqu       xmm5, [rdx + 448]
+    movdqu       xmm6, [rdx + 464]
+    movdqu       xmm7, [rdx + 480]
+    movdqu       xmm8, [rdx + 496]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m3327 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m3327]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m3327 + 16]
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm9
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm10
+    movdqa       xmm15, xmm1
+    pmulhw       xmm15, xmm5
+    movdqa       [rsp], xmm5                         ; spill
+    movdqa       xmm5, xmm2
+    pmulhw       xmm5, xmm6
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm15, xmm13
+    psubw        xmm5, xmm14
+    movdqa       xmm13, xmm1
+    pmullw       xmm13, xmm11
+    movdqa       xmm14, xmm2
+    pmullw       xmm14, xmm12
+    pmulhw       xmm1, xmm7
+    pmulhw       xmm2, xmm8
+    pmulhw       xmm13, xmm0
+    pmulhw       xmm14, xmm0
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm3
+    pmullw       xmm10, xmm4
+    movdqa       xmm13, [rsp]                        ; reload
+    pmulhw       xmm13, xmm3
+    pmulhw       xmm6, xmm4
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm13, xmm9
+    psubw        xmm6, xmm10
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm7, xmm3
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 480]
+    movdqa       xmm8, xmm4
+    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 496]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 448]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 464]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
+    movdqu       [rdi + 448], xmm15
+    movdqu       [rdi + 464], xmm5
+    paddw        xmm1, xmm13
+    paddw        xmm2, xmm6
+    movdqu       [rdi + 480], xmm1
+    movdqu       [rdi + 496], xmm2
+    mov rsp, rbp
+    pop rbp
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_kyber3329_ntt_inverse_sse: inverse negacyclic NTT of a[256] in place, natural order out
+;
+;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+;   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
+;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   clobbers: xmm{0-15}, flags
+;
+; reduction schedule:
+;   policy index, special reduction, 8 vector reductions
+;   before layer 2: 4 register(s), smallest indices 0,64,128,192
+;   before layer 1: 4 register(s), smallest indices 0,64,128,192
+;   worst |value| after each layer: 2493, 4772, 9544, 19088, 25484, 15860, 31720
+; ---------------------------------------------------------------------------
+global kg_kyber3329_ntt_inverse_sse:function (kg_kyber3329_ntt_inverse_sse.end - kg_kyber3329_ntt_inverse_sse)
+align 32
+kg_kyber3329_ntt_inverse_sse:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 192
+    movdqu       xmm0, [rel pw_3329]                 ; q = 3329
+    movdqu       xmm1, [rdi]
+    movdqu       xmm2, [rdi + 16]
+    movdqu       xmm3, [rdi + 32]
+    movdqu       xmm4, [rdi + 48]
+    movdqu       xmm5, [rdi + 64]
+    movdqu       xmm6, [rdi + 80]
+    movdqu       xmm7, [rdi + 96]
+    movdqu       xmm8, [rdi + 112]
+    movdqu       xmm9, [rdi + 128]
+    movdqu       xmm10, [rdi + 144]
+    movdqu       xmm11, [rdi + 160]
+    movdqu       xmm12, [rdi + 176]
+    movdqu       xmm13, [rdi + 192]
+    movdqu       xmm14, [rdi + 208]
+    movdqu       xmm15, [rdi + 224]
+    movdqu       xmm0, [rdi + 240]
+    movdqa       [rsp], xmm14                        ; spill
+    movdqa       xmm14, xmm3
+    pslld        xmm14, 16
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, xmm4
+    pslld        xmm13, 16
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm1
+    pblendw      xmm0, xmm14, 170
+    movdqa       xmm14, xmm2
+    pblendw      xmm14, xmm13, 170
+    psrld        xmm1, 16
+    psrld        xmm2, 16
+    pblendw      xmm1, xmm3, 170
+    pblendw      xmm2, xmm4, 170
+    movdqa       xmm3, xmm7
+    pslld        xmm3, 16
+    movdqa       xmm4, xmm8
+    pslld        xmm4, 16
+    movdqa       xmm13, xmm5
+    pblendw      xmm13, xmm3, 170
+    movdqa       xmm3, xmm6
+    pblendw      xmm3, xmm4, 170
+    psrld        xmm5, 16
+    psrld        xmm6, 16
+    pblendw      xmm5, xmm7, 170
+    pblendw      xmm6, xmm8, 170
+    movdqa       xmm4, xmm11
+    pslld        xmm4, 16
+    movdqa       xmm7, xmm12
+    pslld        xmm7, 16
+    movdqa       xmm8, xmm9
+    pblendw      xmm8, xmm4, 170
+    movdqa       xmm4, xmm10
+    pblendw      xmm4, xmm7, 170
+    psrld        xmm9, 16
+    psrld        xmm10, 16
+    pblendw      xmm9, xmm11, 170
+    pblendw      xmm10, xmm12, 170
+    movdqa       xmm7, xmm15
+    pslld        xmm7, 16
+    movdqa       xmm11, [rsp + 64]                   ; reload
+    movdqa       xmm12, xmm11
+    pslld        xmm12, 16
+    movdqa       [rsp + 96], xmm10                   ; spill
+    movdqa       xmm10, [rsp + 32]                   ; reload
+    movdqa       [rsp + 128], xmm4                   ; spill
+    movdqa       xmm4, xmm10
+    pblendw      xmm4, xmm7, 170
+    movdqa       xmm7, [rsp]                         ; reload
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, xmm7
+    pblendw      xmm4, xmm12, 170
+    psrld        xmm10, 16
+    psrld        xmm7, 16
+    pblendw      xmm10, xmm15, 170
+    pblendw      xmm7, xmm11, 170
+    movdqa       xmm11, xmm0                         ; layer 6
+    paddw        xmm11, xmm1
+    movdqa       xmm12, xmm14
+    paddw        xmm12, xmm2
+    psubw        xmm0, xmm1
+    psubw        xmm14, xmm2
+    movdqa       xmm1, xmm0
+    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 32]
+    movdqa       xmm2, xmm14
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 48]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse]
+    pmulhw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 16]
+    movdqu       xmm15, [rel pw_3329]                ; reload
+    pmulhw       xmm1, xmm15
+    pmulhw       xmm2, xmm15
+    psubw        xmm0, xmm1
+    psubw        xmm14, xmm2
+    movdqa       xmm1, xmm11
+    pmullw       xmm1, [rel pw_m10079]
+    movdqa       xmm2, xmm12
+    pmullw       xmm2, [rel pw_m10079 + 16]
+    pmulhw       xmm11, [rel pw_1441]
+    pmulhw       xmm12, [rel pw_1441 + 16]
+    pmulhw       xmm1, xmm15
+    pmulhw       xmm2, xmm15
+    psubw        xmm11, xmm1
+    psubw        xmm12, xmm2
+    movdqa       xmm1, xmm13                         ; layer 6
+    paddw        xmm1, xmm5
+    movdqa       xmm2, xmm3
+    paddw        xmm2, xmm6
+    psubw        xmm13, xmm5
+    psubw        xmm3, xmm6
+    movdqa       xmm5, xmm13
+    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 96]
+    movdqa       xmm6, xmm3
+    pmullw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 112]
+    pmulhw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 64]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 80]
+    pmulhw       xmm5, xmm15
+    pmulhw       xmm6, xmm15
+    psubw        xmm13, xmm5
+    psubw        xmm3, xmm6
+    movdqa       xmm5, xmm1
+    pmullw       xmm5, [rel pw_m10079]
+    movdqa       xmm6, xmm2
+    pmullw       xmm6, [rel pw_m10079 + 16]
+    pmulhw       xmm1, [rel pw_1441]
+    pmulhw       xmm2, [rel pw_1441 + 16]
+    pmulhw       xmm5, xmm15
+    pmulhw       xmm6, xmm15
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm8                          ; layer 6
+    paddw        xmm5, xmm9
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       [rsp + 64], xmm2                    ; spill
+    movdqa       xmm2, xmm6
+    paddw        xmm2, [rsp + 96]
+    psubw        xmm8, xmm9
+    psubw        xmm6, [rsp + 96]
+    movdqa       xmm9, xmm8
+    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 160]
+    movdqa       [rsp + 96], xmm1                    ; spill
+    movdqa       xmm1, xmm6
+    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 176]
+    pmulhw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 128]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 144]
+    pmulhw       xmm9, xmm15
+    pmulhw       xmm1, xmm15
+    psubw        xmm8, xmm9
+    psubw        xmm6, xmm1
+    movdqa       xmm1, xmm5
+    pmullw       xmm1, [rel pw_m10079]
+    movdqa       xmm9, xmm2
+    pmullw       xmm9, [rel pw_m10079 + 16]
+    pmulhw       xmm5, [rel pw_1441]
+    pmulhw       xmm2, [rel pw_1441 + 16]
+    pmulhw       xmm1, xmm15
+    pmulhw       xmm9, xmm15
+    psubw        xmm5, xmm1
+    psubw        xmm2, xmm9
+    movdqa       xmm1, [rsp + 160]                   ; reload
+    movdqa       xmm9, xmm1                          ; layer 6
+    paddw        xmm9, xmm10
+    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       xmm2, xmm4
+    paddw        xmm2, xmm7
+    psubw        xmm1, xmm10
+    psubw        xmm4, xmm7
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 224]
+    movdqa       xmm10, xmm4
+    pmullw       xmm10, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 240]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 192]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 208]
+    pmulhw       xmm7, xmm15
+    pmulhw       xmm10, xmm15
+    psubw        xmm1, xmm7
+    psubw        xmm4, xmm10
+    movdqa       xmm7, xmm9
+    pmullw       xmm7, [rel pw_m10079]
+    movdqa       xmm10, xmm2
+    pmullw       xmm10, [rel pw_m10079 + 16]
+    pmulhw       xmm9, [rel pw_1441]
+    pmulhw       xmm2, [rel pw_1441 + 16]
+    pmulhw       xmm7, xmm15
+    pmulhw       xmm10, xmm15
+    psubw        xmm9, xmm7
+    psubw        xmm2, xmm10
+    movdqa       xmm7, xmm0
+    psllq        xmm7, 32
+    movdqa       xmm10, xmm14
+    psllq        xmm10, 32
+    movdqa       xmm15, xmm11
+    pblendw      xmm15, xmm7, 204
+    movdqa       xmm7, xmm12
+    pblendw      xmm7, xmm10, 204
+    psrlq        xmm11, 32
+    psrlq        xmm12, 32
+    pblendw      xmm11, xmm0, 204
+    pblendw      xmm12, xmm14, 204
+    movdqa       xmm0, xmm13
+    psllq        xmm0, 32
+    movdqa       xmm10, xmm3
+    psllq        xmm10, 32
+    movdqa       xmm14, [rsp + 96]                   ; reload
+    movdqa       [rsp + 160], xmm12                  ; spill
+    movdqa       xmm12, xmm14
+    pblendw      xmm12, xmm0, 204
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqa       [rsp], xmm12                        ; spill
+    movdqa       xmm12, xmm0
+    pblendw      xmm12, xmm10, 204
+    psrlq        xmm14, 32
+    psrlq        xmm0, 32
+    pblendw      xmm14, xmm13, 204
+    pblendw      xmm0, xmm3, 204
+    movdqa       xmm3, xmm8
+    psllq        xmm3, 32
+    movdqa       xmm10, xmm6
+    psllq        xmm10, 32
+    movdqa       xmm13, xmm5
+    pblendw      xmm13, xmm3, 204
+    movdqa       xmm3, [rsp + 128]                   ; reload
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm3
+    pblendw      xmm13, xmm10, 204
+    psrlq        xmm5, 32
+    psrlq        xmm3, 32
+    pblendw      xmm5, xmm8, 204
+    pblendw      xmm3, xmm6, 204
+    movdqa       xmm6, xmm1
+    psllq        xmm6, 32
+    movdqa       xmm8, xmm4
+    psllq        xmm8, 32
+    movdqa       xmm10, xmm9
+    pblendw      xmm10, xmm6, 204
+    movdqa       xmm6, xmm2
+    pblendw      xmm6, xmm8, 204
+    psrlq        xmm9, 32
+    psrlq        xmm2, 32
+    pblendw      xmm9, xmm1, 204
+    pblendw      xmm2, xmm4, 204
+    movdqa       xmm1, xmm15                         ; layer 5
+    paddw        xmm1, xmm11
+    movdqa       xmm4, xmm7
+    paddw        xmm4, [rsp + 160]
+    psubw        xmm15, xmm11
+    psubw        xmm7, [rsp + 160]
+    movdqa       xmm8, xmm15
+    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 288]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 304]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 256]
+    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 272]
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqu       xmm4, [rel pw_3329]                 ; reload
+    pmulhw       xmm8, xmm4
+    pmulhw       xmm11, xmm4
+    psubw        xmm15, xmm8
+    psubw        xmm7, xmm11
+    movdqa       xmm8, [rsp]                         ; reload
+    movdqa       xmm11, xmm8                         ; layer 5
+    paddw        xmm11, xmm14
+    movdqa       [rsp + 128], xmm11                  ; spill
+    movdqa       xmm11, xmm12
+    paddw        xmm11, xmm0
+    psubw        xmm8, xmm14
+    psubw        xmm12, xmm0
+    movdqa       xmm0, xmm8
+    pmullw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 352]
+    movdqa       xmm14, xmm12
+    pmullw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 368]
+    pmulhw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 320]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 336]
+    pmulhw       xmm0, xmm4
+    pmulhw       xmm14, xmm4
+    psubw        xmm8, xmm0
+    psubw        xmm12, xmm14
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqa       xmm14, xmm0                         ; layer 5
+    paddw        xmm14, xmm5
+    movdqa       [rsp], xmm14                        ; spill
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm3
+    psubw        xmm0, xmm5
+    psubw        xmm13, xmm3
+    movdqa       xmm3, xmm0
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 416]
+    movdqa       xmm5, xmm13
+    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 432]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 384]
+    pmulhw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 400]
+    pmulhw       xmm3, xmm4
+    pmulhw       xmm5, xmm4
+    psubw        xmm0, xmm3
+    psubw        xmm13, xmm5
+    movdqa       xmm3, xmm10                         ; layer 5
+    paddw        xmm3, xmm9
+    movdqa       xmm5, xmm6
+    paddw        xmm5, xmm2
+    psubw        xmm10, xmm9
+    psubw        xmm6, xmm2
+    movdqa       xmm2, xmm10
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 480]
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 496]
+    pmulhw       xmm10, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 448]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 464]
+    pmulhw       xmm2, xmm4
+    pmulhw       xmm9, xmm4
+    psubw        xmm10, xmm2
+    psubw        xmm6, xmm9
+    movdqa       xmm2, xmm1
+    punpcklqdq   xmm2, xmm15
+    movdqa       xmm9, [rsp + 160]                   ; reload
+    movdqa       xmm4, xmm9
+    punpcklqdq   xmm4, xmm7
+    punpckhqdq   xmm1, xmm15
+    punpckhqdq   xmm9, xmm7
+    movdqa       xmm7, [rsp + 128]                   ; reload
+    movdqa       xmm15, xmm7
+    punpcklqdq   xmm15, xmm8
+    movdqa       [rsp + 160], xmm15                  ; spill
+    movdqa       xmm15, xmm11
+    punpcklqdq   xmm15, xmm12
+    punpckhqdq   xmm7, xmm8
+    punpckhqdq   xmm11, xmm12
+    movdqa       xmm8, [rsp]                         ; reload
+    movdqa       xmm12, xmm8
+    punpcklqdq   xmm12, xmm0
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm14
+    punpcklqdq   xmm12, xmm13
+    punpckhqdq   xmm8, xmm0
+    punpckhqdq   xmm14, xmm13
+    movdqa       xmm0, xmm3
+    punpcklqdq   xmm0, xmm10
+    movdqa       xmm13, xmm5
+    punpcklqdq   xmm13, xmm6
+    punpckhqdq   xmm3, xmm10
+    punpckhqdq   xmm5, xmm6
+    movdqa       xmm6, xmm2                          ; layer 4
+    paddw        xmm6, xmm1
+    movdqa       xmm10, xmm4
+    paddw        xmm10, xmm9
+    psubw        xmm2, xmm1
+    psubw        xmm4, xmm9
+    movdqa       xmm1, xmm2
+    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 544]
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 560]
+    pmulhw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 512]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 528]
+    movdqa       [rsp], xmm10                        ; spill
+    movdqu       xmm10, [rel pw_3329]                ; reload
+    pmulhw       xmm1, xmm10
+    pmulhw       xmm9, xmm10
+    psubw        xmm2, xmm1
+    psubw        xmm4, xmm9
+    movdqa       xmm1, [rsp + 160]                   ; reload
+    movdqa       xmm9, xmm1                          ; layer 4
+    paddw        xmm9, xmm7
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm15
+    paddw        xmm9, xmm11
+    psubw        xmm1, xmm7
+    psubw        xmm15, xmm11
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 608]
+    movdqa       xmm11, xmm15
+    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 624]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 576]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 592]
+    pmulhw       xmm7, xmm10
+    pmulhw       xmm11, xmm10
+    psubw        xmm1, xmm7
+    psubw        xmm15, xmm11
+    movdqa       xmm7, [rsp + 128]                   ; reload
+    movdqa       xmm11, xmm7                         ; layer 4
+    paddw        xmm11, xmm8
+    movdqa       [rsp + 160], xmm11                  ; spill
+    movdqa       xmm11, xmm12
+    paddw        xmm11, xmm14
+    psubw        xmm7, xmm8
+    psubw        xmm12, xmm14
+    movdqa       xmm8, xmm7
+    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 672]
+    movdqa       xmm14, xmm12
+    pmullw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 688]
+    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 640]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 656]
+    pmulhw       xmm8, xmm10
+    pmulhw       xmm14, xmm10
+    psubw        xmm7, xmm8
+    psubw        xmm12, xmm14
+    movdqa       xmm8, xmm0                          ; layer 4
+    paddw        xmm8, xmm3
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm5
+    psubw        xmm0, xmm3
+    psubw        xmm13, xmm5
+    movdqa       xmm3, xmm0
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 736]
+    movdqa       xmm5, xmm13
+    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 752]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 704]
+    pmulhw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 720]
+    pmulhw       xmm3, xmm10
+    pmulhw       xmm5, xmm10
+    psubw        xmm0, xmm3
+    psubw        xmm13, xmm5
+    movdqa       xmm3, xmm6                          ; layer 3
+    paddw        xmm3, [rsp]
+    movdqa       xmm5, xmm2
+    paddw        xmm5, xmm4
+    psubw        xmm6, [rsp]
+    psubw        xmm2, xmm4
+    movdqa       xmm4, xmm6
+    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 800]
+    movdqa       [rsp], xmm5                         ; spill
+    movdqa       xmm5, xmm2
+    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 816]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 768]
+    pmulhw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 784]
+    pmulhw       xmm4, xmm10
+    pmulhw       xmm5, xmm10
+    psubw        xmm6, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       xmm5, xmm4                          ; layer 3
+    paddw        xmm5, xmm9
+    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    paddw        xmm2, xmm15
+    psubw        xmm4, xmm9
+    psubw        xmm1, xmm15
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 864]
+    movdqa       xmm15, xmm1
+    pmullw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 880]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 832]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 848]
+    pmulhw       xmm9, xmm10
+    pmulhw       xmm15, xmm10
+    psubw        xmm4, xmm9
+    psubw        xmm1, xmm15
+    movdqa       xmm9, [rsp + 160]                   ; reload
+    movdqa       xmm15, xmm9                         ; layer 3
+    paddw        xmm15, xmm11
+    movdqa       [rsp + 64], xmm15                   ; spill
+    movdqa       xmm15, xmm7
+    paddw        xmm15, xmm12
+    psubw        xmm9, xmm11
+    psubw        xmm7, xmm12
+    movdqa       xmm11, xmm9
+    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 928]
+    movdqa       xmm12, xmm7
+    pmullw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 944]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 896]
+    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 912]
+    pmulhw       xmm11, xmm10
+    pmulhw       xmm12, xmm10
+    psubw        xmm9, xmm11
+    psubw        xmm7, xmm12
+    movdqa       xmm11, xmm8                         ; layer 3
+    paddw        xmm11, xmm14
+    movdqa       xmm12, xmm0
+    paddw        xmm12, xmm13
+    psubw        xmm8, xmm14
+    psubw        xmm0, xmm13
+    movdqa       xmm13, xmm8
+    pmullw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 992]
+    movdqa       xmm14, xmm0
+    pmullw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1008]
+    pmulhw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 960]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 976]
+    pmulhw       xmm13, xmm10
+    pmulhw       xmm14, xmm10
+    psubw        xmm8, xmm13
+    psubw        xmm0, xmm14
+    movdqa       xmm13, xmm3                         ; special: before layer 2
+    psraw        xmm13, 12
+    movdqa       xmm14, [rsp]                        ; reload
+    movdqa       [rsp + 160], xmm0                   ; spill
+    movdqa       xmm0, xmm14
+    psraw        xmm0, 12
+    pand         xmm3, [rel pw_4095]
+    pand         xmm14, [rel pw_4095 + 16]
+    psubw        xmm3, xmm13
+    psubw        xmm14, xmm0
+    movdqa       [rsp], xmm7                         ; spill
+    movdqa       xmm7, xmm13
+    psllw        xmm7, 8
+    movdqa       [rsp + 96], xmm8                    ; spill
+    movdqa       xmm8, xmm0
+    psllw        xmm8, 8
+    psubw        xmm3, xmm7
+    psubw        xmm14, xmm8
+    psllw        xmm13, 10
+    psllw        xmm0, 10
+    paddw        xmm3, xmm13
+    paddw        xmm14, xmm0
+    movdqa       xmm0, xmm3                          ; layer 2
+    paddw        xmm0, xmm5
+    movdqa       xmm7, xmm14
+    paddw        xmm7, xmm2
+    psubw        xmm3, xmm5
+    psubw        xmm14, xmm2
+    movdqa       xmm2, xmm3
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1056]
+    movdqa       xmm5, xmm14
+    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1072]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1024]
+    pmulhw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1040]
+    pmulhw       xmm2, xmm10
+    pmulhw       xmm5, xmm10
+    psubw        xmm3, xmm2
+    psubw        xmm14, xmm5
+    movdqa       xmm2, xmm6                          ; layer 2
+    paddw        xmm2, xmm4
+    movdqa       xmm5, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm5
+    paddw        xmm8, xmm1
+    psubw        xmm6, xmm4
+    psubw        xmm5, xmm1
+    movdqa       xmm1, xmm6
+    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1056]
+    movdqa       xmm4, xmm5
+    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1072]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1024]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1040]
+    pmulhw       xmm1, xmm10
+    pmulhw       xmm4, xmm10
+    psubw        xmm6, xmm1
+    psubw        xmm5, xmm4
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       xmm4, xmm1                          ; special: before layer 2
+    psraw        xmm4, 12
+    movdqa       xmm13, xmm15
+    psraw        xmm13, 12
+    pand         xmm1, [rel pw_4095]
+    pand         xmm15, [rel pw_4095 + 16]
+    psubw        xmm1, xmm4
+    psubw        xmm15, xmm13
+    movdqa       [rsp + 64], xmm5                    ; spill
+    movdqa       xmm5, xmm4
+    psllw        xmm5, 8
+    movdqa       [rsp + 128], xmm6                   ; spill
+    movdqa       xmm6, xmm13
+    psllw        xmm6, 8
+    psubw        xmm1, xmm5
+    psubw        xmm15, xmm6
+    psllw        xmm4, 10
+    psllw        xmm13, 10
+    paddw        xmm1, xmm4
+    paddw        xmm15, xmm13
+    movdqa       xmm4, xmm1                          ; layer 2
+    paddw        xmm4, xmm11
+    movdqa       xmm5, xmm15
+    paddw        xmm5, xmm12
+    psubw        xmm1, xmm11
+    psubw        xmm15, xmm12
+    movdqa       xmm6, xmm1
+    pmullw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1120]
+    movdqa       xmm11, xmm15
+    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1136]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1088]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1104]
+    pmulhw       xmm6, xmm10
+    pmulhw       xmm11, xmm10
+    psubw        xmm1, xmm6
+    psubw        xmm15, xmm11
+    movdqa       xmm6, xmm9                          ; layer 2
+    paddw        xmm6, [rsp + 96]
+    movdqa       xmm11, [rsp]                        ; reload
+    movdqa       xmm12, xmm11
+    paddw        xmm12, [rsp + 160]
+    psubw        xmm9, [rsp + 96]
+    psubw        xmm11, [rsp + 160]
+    movdqa       xmm13, xmm9
+    pmullw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1120]
+    movdqa       [rsp + 160], xmm15                  ; spill
+    movdqa       xmm15, xmm11
+    pmullw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1136]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1088]
+    pmulhw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1104]
+    pmulhw       xmm13, xmm10
+    pmulhw       xmm15, xmm10
+    psubw        xmm9, xmm13
+    psubw        xmm11, xmm15
+    movdqa       xmm13, xmm0                         ; special: before layer 1
+    psraw        xmm13, 12
+    movdqa       xmm15, xmm7
+    psraw        xmm15, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm7, [rel pw_4095 + 16]
+    psubw        xmm0, xmm13
+    psubw        xmm7, xmm15
+    movdqa       [rsp], xmm11                        ; spill
+    movdqa       xmm11, xmm13
+    psllw        xmm11, 8
+    movdqa       [rsp + 96], xmm9                    ; spill
+    movdqa       xmm9, xmm15
+    psllw        xmm9, 8
+    psubw        xmm0, xmm11
+    psubw        xmm7, xmm9
+    psllw        xmm13, 10
+    psllw        xmm15, 10
+    paddw        xmm0, xmm13
+    paddw        xmm7, xmm15
+    movdqa       xmm9, xmm4                          ; special: before layer 1
+    psraw        xmm9, 12
+    movdqa       xmm11, xmm5
+    psraw        xmm11, 12
+    pand         xmm4, [rel pw_4095]
+    pand         xmm5, [rel pw_4095 + 16]
+    psubw        xmm4, xmm9
+    psubw        xmm5, xmm11
+    movdqa       xmm13, xmm9
+    psllw        xmm13, 8
+    movdqa       xmm15, xmm11
+    psllw        xmm15, 8
+    psubw        xmm4, xmm13
+    psubw        xmm5, xmm15
+    psllw        xmm9, 10
+    psllw        xmm11, 10
+    paddw        xmm4, xmm9
+    paddw        xmm5, xmm11
+    movdqa       xmm9, xmm0                          ; layer 1
+    paddw        xmm9, xmm4
+    movdqa       xmm11, xmm7
+    paddw        xmm11, xmm5
+    psubw        xmm0, xmm4
+    psubw        xmm7, xmm5
+    movdqa       xmm4, xmm0
+    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1184]
+    movdqa       xmm5, xmm7
+    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1200]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1152]
+    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1168]
+    pmulhw       xmm4, xmm10
+    pmulhw       xmm5, xmm10
+    psubw        xmm0, xmm4
+    psubw        xmm7, xmm5
+    movdqa       xmm4, xmm2                          ; layer 1
+    paddw        xmm4, xmm6
+    movdqa       xmm5, xmm8
+    paddw        xmm5, xmm12
+    psubw        xmm2, xmm6
+    psubw        xmm8, xmm12
+    movdqa       xmm6, xmm2
+    pmullw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1184]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1200]
+    pmulhw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1152]
+    pmulhw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1168]
+    pmulhw       xmm6, xmm10
+    pmulhw       xmm12, xmm10
+    psubw        xmm2, xmm6
+    psubw        xmm8, xmm12
+    movdqa       xmm6, xmm3                          ; layer 1
+    paddw        xmm6, xmm1
+    movdqa       xmm12, xmm14
+    paddw        xmm12, [rsp + 160]
+    psubw        xmm3, xmm1
+    psubw        xmm14, [rsp + 160]
+    movdqa       xmm1, xmm3
+    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1184]
+    movdqa       xmm13, xmm14
+    pmullw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1200]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1152]
+    pmulhw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1168]
+    pmulhw       xmm1, xmm10
+    pmulhw       xmm13, xmm10
+    psubw        xmm3, xmm1
+    psubw        xmm14, xmm13
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm13, xmm1                         ; layer 1
+    paddw        xmm13, [rsp + 96]
+    movdqa       xmm15, [rsp + 64]                   ; reload
+    movdqa       [rsp + 160], xmm14                  ; spill
+    movdqa       xmm14, xmm15
+    paddw        xmm14, [rsp]
+    psubw        xmm1, [rsp + 96]
+    psubw        xmm15, [rsp]
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1184]
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm15
+    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1200]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1152]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1168]
+    pmulhw       xmm3, xmm10
+    pmulhw       xmm8, xmm10
+    psubw        xmm1, xmm3
+    psubw        xmm15, xmm8
+    movdqu       [rdi], xmm9
+    movdqu       [rdi + 16], xmm11
+    movdqu       [rdi + 32], xmm4
+    movdqu       [rdi + 48], xmm5
+    movdqu       [rdi + 64], xmm6
+    movdqu       [rdi + 80], xmm12
+    movdqu       [rdi + 96], xmm13
+    movdqu       [rdi + 112], xmm14
+    movdqu       [rdi + 128], xmm0
+    movdqu       [rdi + 144], xmm7
+    movdqu       [rdi + 160], xmm2
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqu       [rdi + 176], xmm0
+    movdqa       xmm0, [rsp]                         ; reload
+    movdqu       [rdi + 192], xmm0
+    movdqa       xmm0, [rsp + 160]                   ; reload
+    movdqu       [rdi + 208], xmm0
+    movdqu       [rdi + 224], xmm1
+    movdqu       [rdi + 240], xmm15
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm1, [rdi + 272]
+    movdqu       xmm2, [rdi + 288]
+    movdqu       xmm3, [rdi + 304]
+    movdqu       xmm4, [rdi + 320]
+    movdqu       xmm5, [rdi + 336]
+    movdqu       xmm6, [rdi + 352]
+    movdqu       xmm7, [rdi + 368]
+    movdqu       xmm8, [rdi + 384]
+    movdqu       xmm9, [rdi + 400]
+    movdqu       xmm11, [rdi + 416]
+    movdqu       xmm12, [rdi + 432]
+    movdqu       xmm13, [rdi + 448]
+    movdqu       xmm14, [rdi + 464]
+    movdqu       xmm15, [rdi + 480]
+    movdqu       xmm10, [rdi + 496]
+    movdqa       [rsp + 160], xmm14                  ; spill
+    movdqa       xmm14, xmm2
+    pslld        xmm14, 16
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm3
+    pslld        xmm13, 16
+    movdqa       [rsp + 64], xmm10                   ; spill
+    movdqa       xmm10, xmm0
+    pblendw      xmm10, xmm14, 170
+    movdqa       xmm14, xmm1
+    pblendw      xmm14, xmm13, 170
+    psrld        xmm0, 16
+    psrld        xmm1, 16
+    pblendw      xmm0, xmm2, 170
+    pblendw      xmm1, xmm3, 170
+    movdqa       xmm2, xmm6
+    pslld        xmm2, 16
+    movdqa       xmm3, xmm7
+    pslld        xmm3, 16
+    movdqa       xmm13, xmm4
+    pblendw      xmm13, xmm2, 170
+    movdqa       xmm2, xmm5
+    pblendw      xmm2, xmm3, 170
+    psrld        xmm4, 16
+    psrld        xmm5, 16
+    pblendw      xmm4, xmm6, 170
+    pblendw      xmm5, xmm7, 170
+    movdqa       xmm3, xmm11
+    pslld        xmm3, 16
+    movdqa       xmm6, xmm12
+    pslld        xmm6, 16
+    movdqa       xmm7, xmm8
+    pblendw      xmm7, xmm3, 170
+    movdqa       xmm3, xmm9
+    pblendw      xmm3, xmm6, 170
+    psrld        xmm8, 16
+    psrld        xmm9, 16
+    pblendw      xmm8, xmm11, 170
+    pblendw      xmm9, xmm12, 170
+    movdqa       xmm6, xmm15
+    pslld        xmm6, 16
+    movdqa       xmm11, [rsp + 64]                   ; reload
+    movdqa       xmm12, xmm11
+    pslld        xmm12, 16
+    movdqa       [rsp + 96], xmm9                    ; spill
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       [rsp + 128], xmm3                   ; spill
+    movdqa       xmm3, xmm9
+    pblendw      xmm3, xmm6, 170
+    movdqa       xmm6, [rsp + 160]                   ; reload
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqa       xmm3, xmm6
+    pblendw      xmm3, xmm12, 170
+    psrld        xmm9, 16
+    psrld        xmm6, 16
+    pblendw      xmm9, xmm15, 170
+    pblendw      xmm6, xmm11, 170
+    movdqa       xmm11, xmm10                        ; layer 6
+    paddw        xmm11, xmm0
+    movdqa       xmm12, xmm14
+    paddw        xmm12, xmm1
+    psubw        xmm10, xmm0
+    psubw        xmm14, xmm1
+    movdqa       xmm0, xmm10
+    pmullw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1248]
+    movdqa       xmm1, xmm14
+    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1264]
+    pmulhw       xmm10, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1216]
+    pmulhw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1232]
+    movdqu       xmm15, [rel pw_3329]                ; reload
+    pmulhw       xmm0, xmm15
+    pmulhw       xmm1, xmm15
+    psubw        xmm10, xmm0
+    psubw        xmm14, xmm1
+    movdqa       xmm0, xmm11
+    pmullw       xmm0, [rel pw_m10079]
+    movdqa       xmm1, xmm12
+    pmullw       xmm1, [rel pw_m10079 + 16]
+    pmulhw       xmm11, [rel pw_1441]
+    pmulhw       xmm12, [rel pw_1441 + 16]
+    pmulhw       xmm0, xmm15
+    pmulhw       xmm1, xmm15
+    psubw        xmm11, xmm0
+    psubw        xmm12, xmm1
+    movdqa       xmm0, xmm13                         ; layer 6
+    paddw        xmm0, xmm4
+    movdqa       xmm1, xmm2
+    paddw        xmm1, xmm5
+    psubw        xmm13, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm4, xmm13
+    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1312]
+    movdqa       xmm5, xmm2
+    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1328]
+    pmulhw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1280]
+    pmulhw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1296]
+    pmulhw       xmm4, xmm15
+    pmulhw       xmm5, xmm15
+    psubw        xmm13, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm4, xmm0
+    pmullw       xmm4, [rel pw_m10079]
+    movdqa       xmm5, xmm1
+    pmullw       xmm5, [rel pw_m10079 + 16]
+    pmulhw       xmm0, [rel pw_1441]
+    pmulhw       xmm1, [rel pw_1441 + 16]
+    pmulhw       xmm4, xmm15
+    pmulhw       xmm5, xmm15
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    movdqa       xmm4, xmm7                          ; layer 6
+    paddw        xmm4, xmm8
+    movdqa       xmm5, [rsp + 128]                   ; reload
+    movdqa       [rsp + 64], xmm1                    ; spill
+    movdqa       xmm1, xmm5
+    paddw        xmm1, [rsp + 96]
+    psubw        xmm7, xmm8
+    psubw        xmm5, [rsp + 96]
+    movdqa       xmm8, xmm7
+    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1376]
+    movdqa       [rsp + 96], xmm0                    ; spill
+    movdqa       xmm0, xmm5
+    pmullw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1392]
+    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1344]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1360]
+    pmulhw       xmm8, xmm15
+    pmulhw       xmm0, xmm15
+    psubw        xmm7, xmm8
+    psubw        xmm5, xmm0
+    movdqa       xmm0, xmm4
+    pmullw       xmm0, [rel pw_m10079]
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, [rel pw_m10079 + 16]
+    pmulhw       xmm4, [rel pw_1441]
+    pmulhw       xmm1, [rel pw_1441 + 16]
+    pmulhw       xmm0, xmm15
+    pmulhw       xmm8, xmm15
+    psubw        xmm4, xmm0
+    psubw        xmm1, xmm8
+    movdqa       xmm0, [rsp + 32]                    ; reload
+    movdqa       xmm8, xmm0                          ; layer 6
+    paddw        xmm8, xmm9
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm3
+    paddw        xmm1, xmm6
+    psubw        xmm0, xmm9
+    psubw        xmm3, xmm6
+    movdqa       xmm6, xmm0
+    pmullw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1440]
+    movdqa       xmm9, xmm3
+    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1456]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1408]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1424]
+    pmulhw       xmm6, xmm15
+    pmulhw       xmm9, xmm15
+    psubw        xmm0, xmm6
+    psubw        xmm3, xmm9
+    movdqa       xmm6, xmm8
+    pmullw       xmm6, [rel pw_m10079]
+    movdqa       xmm9, xmm1
+    pmullw       xmm9, [rel pw_m10079 + 16]
+    pmulhw       xmm8, [rel pw_1441]
+    pmulhw       xmm1, [rel pw_1441 + 16]
+    pmulhw       xmm6, xmm15
+    pmulhw       xmm9, xmm15
+    psubw        xmm8, xmm6
+    psubw        xmm1, xmm9
+    movdqa       xmm6, xmm10
+    psllq        xmm6, 32
+    movdqa       xmm9, xmm14
+    psllq        xmm9, 32
+    movdqa       xmm15, xmm11
+    pblendw      xmm15, xmm6, 204
+    movdqa       xmm6, xmm12
+    pblendw      xmm6, xmm9, 204
+    psrlq        xmm11, 32
+    psrlq        xmm12, 32
+    pblendw      xmm11, xmm10, 204
+    pblendw      xmm12, xmm14, 204
+    movdqa       xmm9, xmm13
+    psllq        xmm9, 32
+    movdqa       xmm10, xmm2
+    psllq        xmm10, 32
+    movdqa       xmm14, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm12                   ; spill
+    movdqa       xmm12, xmm14
+    pblendw      xmm12, xmm9, 204
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       [rsp + 160], xmm12                  ; spill
+    movdqa       xmm12, xmm9
+    pblendw      xmm12, xmm10, 204
+    psrlq        xmm14, 32
+    psrlq        xmm9, 32
+    pblendw      xmm14, xmm13, 204
+    pblendw      xmm9, xmm2, 204
+    movdqa       xmm2, xmm7
+    psllq        xmm2, 32
+    movdqa       xmm10, xmm5
+    psllq        xmm10, 32
+    movdqa       xmm13, xmm4
+    pblendw      xmm13, xmm2, 204
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm2
+    pblendw      xmm13, xmm10, 204
+    psrlq        xmm4, 32
+    psrlq        xmm2, 32
+    pblendw      xmm4, xmm7, 204
+    pblendw      xmm2, xmm5, 204
+    movdqa       xmm5, xmm0
+    psllq        xmm5, 32
+    movdqa       xmm7, xmm3
+    psllq        xmm7, 32
+    movdqa       xmm10, xmm8
+    pblendw      xmm10, xmm5, 204
+    movdqa       xmm5, xmm1
+    pblendw      xmm5, xmm7, 204
+    psrlq        xmm8, 32
+    psrlq        xmm1, 32
+    pblendw      xmm8, xmm0, 204
+    pblendw      xmm1, xmm3, 204
+    movdqa       xmm0, xmm15                         ; layer 5
+    paddw        xmm0, xmm11
+    movdqa       xmm3, xmm6
+    paddw        xmm3, [rsp + 32]
+    psubw        xmm15, xmm11
+    psubw        xmm6, [rsp + 32]
+    movdqa       xmm7, xmm15
+    pmullw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1504]
+    movdqa       xmm11, xmm6
+    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1520]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1472]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1488]
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqu       xmm3, [rel pw_3329]                 ; reload
+    pmulhw       xmm7, xmm3
+    pmulhw       xmm11, xmm3
+    psubw        xmm15, xmm7
+    psubw        xmm6, xmm11
+    movdqa       xmm7, [rsp + 160]                   ; reload
+    movdqa       xmm11, xmm7                         ; layer 5
+    paddw        xmm11, xmm14
+    movdqa       [rsp + 128], xmm11                  ; spill
+    movdqa       xmm11, xmm12
+    paddw        xmm11, xmm9
+    psubw        xmm7, xmm14
+    psubw        xmm12, xmm9
+    movdqa       xmm9, xmm7
+    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1568]
+    movdqa       xmm14, xmm12
+    pmullw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1584]
+    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1536]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1552]
+    pmulhw       xmm9, xmm3
+    pmulhw       xmm14, xmm3
+    psubw        xmm7, xmm9
+    psubw        xmm12, xmm14
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       xmm14, xmm9                         ; layer 5
+    paddw        xmm14, xmm4
+    movdqa       [rsp + 160], xmm14                  ; spill
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm2
+    psubw        xmm9, xmm4
+    psubw        xmm13, xmm2
+    movdqa       xmm2, xmm9
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1632]
+    movdqa       xmm4, xmm13
+    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1648]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1600]
+    pmulhw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1616]
+    pmulhw       xmm2, xmm3
+    pmulhw       xmm4, xmm3
+    psubw        xmm9, xmm2
+    psubw        xmm13, xmm4
+    movdqa       xmm2, xmm10                         ; layer 5
+    paddw        xmm2, xmm8
+    movdqa       xmm4, xmm5
+    paddw        xmm4, xmm1
+    psubw        xmm10, xmm8
+    psubw        xmm5, xmm1
+    movdqa       xmm1, xmm10
+    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1696]
+    movdqa       xmm8, xmm5
+    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1712]
+    pmulhw       xmm10, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1664]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1680]
+    pmulhw       xmm1, xmm3
+    pmulhw       xmm8, xmm3
+    psubw        xmm10, xmm1
+    psubw        xmm5, xmm8
+    movdqa       xmm1, xmm0
+    punpcklqdq   xmm1, xmm15
+    movdqa       xmm8, [rsp + 32]                    ; reload
+    movdqa       xmm3, xmm8
+    punpcklqdq   xmm3, xmm6
+    punpckhqdq   xmm0, xmm15
+    punpckhqdq   xmm8, xmm6
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       xmm15, xmm6
+    punpcklqdq   xmm15, xmm7
+    movdqa       [rsp + 32], xmm15                   ; spill
+    movdqa       xmm15, xmm11
+    punpcklqdq   xmm15, xmm12
+    punpckhqdq   xmm6, xmm7
+    punpckhqdq   xmm11, xmm12
+    movdqa       xmm7, [rsp + 160]                   ; reload
+    movdqa       xmm12, xmm7
+    punpcklqdq   xmm12, xmm9
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm14
+    punpcklqdq   xmm12, xmm13
+    punpckhqdq   xmm7, xmm9
+    punpckhqdq   xmm14, xmm13
+    movdqa       xmm9, xmm2
+    punpcklqdq   xmm9, xmm10
+    movdqa       xmm13, xmm4
+    punpcklqdq   xmm13, xmm5
+    punpckhqdq   xmm2, xmm10
+    punpckhqdq   xmm4, xmm5
+    movdqa       xmm5, xmm1                          ; layer 4
+    paddw        xmm5, xmm0
+    movdqa       xmm10, xmm3
+    paddw        xmm10, xmm8
+    psubw        xmm1, xmm0
+    psubw        xmm3, xmm8
+    movdqa       xmm0, xmm1
+    pmullw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1760]
+    movdqa       xmm8, xmm3
+    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1776]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1728]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1744]
+    movdqa       [rsp + 160], xmm10                  ; spill
+    movdqu       xmm10, [rel pw_3329]                ; reload
+    pmulhw       xmm0, xmm10
+    pmulhw       xmm8, xmm10
+    psubw        xmm1, xmm0
+    psubw        xmm3, xmm8
+    movdqa       xmm0, [rsp + 32]                    ; reload
+    movdqa       xmm8, xmm0                          ; layer 4
+    paddw        xmm8, xmm6
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm15
+    paddw        xmm8, xmm11
+    psubw        xmm0, xmm6
+    psubw        xmm15, xmm11
+    movdqa       xmm6, xmm0
+    pmullw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1824]
+    movdqa       xmm11, xmm15
+    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1840]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1792]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1808]
+    pmulhw       xmm6, xmm10
+    pmulhw       xmm11, xmm10
+    psubw        xmm0, xmm6
+    psubw        xmm15, xmm11
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       xmm11, xmm6                         ; layer 4
+    paddw        xmm11, xmm7
+    movdqa       [rsp + 32], xmm11                   ; spill
+    movdqa       xmm11, xmm12
+    paddw        xmm11, xmm14
+    psubw        xmm6, xmm7
+    psubw        xmm12, xmm14
+    movdqa       xmm7, xmm6
+    pmullw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1888]
+    movdqa       xmm14, xmm12
+    pmullw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1904]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1856]
+    pmulhw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1872]
+    pmulhw       xmm7, xmm10
+    pmulhw       xmm14, xmm10
+    psubw        xmm6, xmm7
+    psubw        xmm12, xmm14
+    movdqa       xmm7, xmm9                          ; layer 4
+    paddw        xmm7, xmm2
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm4
+    psubw        xmm9, xmm2
+    psubw        xmm13, xmm4
+    movdqa       xmm2, xmm9
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1952]
+    movdqa       xmm4, xmm13
+    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1968]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1920]
+    pmulhw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1936]
+    pmulhw       xmm2, xmm10
+    pmulhw       xmm4, xmm10
+    psubw        xmm9, xmm2
+    psubw        xmm13, xmm4
+    movdqa       xmm2, xmm5                          ; layer 3
+    paddw        xmm2, [rsp + 160]
+    movdqa       xmm4, xmm1
+    paddw        xmm4, xmm3
+    psubw        xmm5, [rsp + 160]
+    psubw        xmm1, xmm3
+    movdqa       xmm3, xmm5
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2016]
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2032]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 1984]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2000]
+    pmulhw       xmm3, xmm10
+    pmulhw       xmm4, xmm10
+    psubw        xmm5, xmm3
+    psubw        xmm1, xmm4
+    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       xmm4, xmm3                          ; layer 3
+    paddw        xmm4, xmm8
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm0
+    paddw        xmm1, xmm15
+    psubw        xmm3, xmm8
+    psubw        xmm0, xmm15
+    movdqa       xmm8, xmm3
+    pmullw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2080]
+    movdqa       xmm15, xmm0
+    pmullw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2096]
+    pmulhw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2048]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2064]
+    pmulhw       xmm8, xmm10
+    pmulhw       xmm15, xmm10
+    psubw        xmm3, xmm8
+    psubw        xmm0, xmm15
+    movdqa       xmm8, [rsp + 32]                    ; reload
+    movdqa       xmm15, xmm8                         ; layer 3
+    paddw        xmm15, xmm11
+    movdqa       [rsp + 64], xmm15                   ; spill
+    movdqa       xmm15, xmm6
+    paddw        xmm15, xmm12
+    psubw        xmm8, xmm11
+    psubw        xmm6, xmm12
+    movdqa       xmm11, xmm8
+    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2144]
+    movdqa       xmm12, xmm6
+    pmullw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2160]
+    pmulhw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2112]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2128]
+    pmulhw       xmm11, xmm10
+    pmulhw       xmm12, xmm10
+    psubw        xmm8, xmm11
+    psubw        xmm6, xmm12
+    movdqa       xmm11, xmm7                         ; layer 3
+    paddw        xmm11, xmm14
+    movdqa       xmm12, xmm9
+    paddw        xmm12, xmm13
+    psubw        xmm7, xmm14
+    psubw        xmm9, xmm13
+    movdqa       xmm13, xmm7
+    pmullw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2208]
+    movdqa       xmm14, xmm9
+    pmullw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2224]
+    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2176]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2192]
+    pmulhw       xmm13, xmm10
+    pmulhw       xmm14, xmm10
+    psubw        xmm7, xmm13
+    psubw        xmm9, xmm14
+    movdqa       xmm13, xmm2                         ; special: before layer 2
+    psraw        xmm13, 12
+    movdqa       xmm14, [rsp + 160]                  ; reload
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm14
+    psraw        xmm9, 12
+    pand         xmm2, [rel pw_4095]
+    pand         xmm14, [rel pw_4095 + 16]
+    psubw        xmm2, xmm13
+    psubw        xmm14, xmm9
+    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       xmm6, xmm13
+    psllw        xmm6, 8
+    movdqa       [rsp + 96], xmm7                    ; spill
+    movdqa       xmm7, xmm9
+    psllw        xmm7, 8
+    psubw        xmm2, xmm6
+    psubw        xmm14, xmm7
+    psllw        xmm13, 10
+    psllw        xmm9, 10
+    paddw        xmm2, xmm13
+    paddw        xmm14, xmm9
+    movdqa       xmm6, xmm2                          ; layer 2
+    paddw        xmm6, xmm4
+    movdqa       xmm7, xmm14
+    paddw        xmm7, xmm1
+    psubw        xmm2, xmm4
+    psubw        xmm14, xmm1
+    movdqa       xmm1, xmm2
+    pmullw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2272]
+    movdqa       xmm4, xmm14
+    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2288]
+    pmulhw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2240]
+    pmulhw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2256]
+    pmulhw       xmm1, xmm10
+    pmulhw       xmm4, xmm10
+    psubw        xmm2, xmm1
+    psubw        xmm14, xmm4
+    movdqa       xmm1, xmm5                          ; layer 2
+    paddw        xmm1, xmm3
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm9, xmm4
+    paddw        xmm9, xmm0
+    psubw        xmm5, xmm3
+    psubw        xmm4, xmm0
+    movdqa       xmm0, xmm5
+    pmullw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2272]
+    movdqa       xmm3, xmm4
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2288]
+    pmulhw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2240]
+    pmulhw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2256]
+    pmulhw       xmm0, xmm10
+    pmulhw       xmm3, xmm10
+    psubw        xmm5, xmm0
+    psubw        xmm4, xmm3
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqa       xmm3, xmm0                          ; special: before layer 2
+    psraw        xmm3, 12
+    movdqa       xmm13, xmm15
+    psraw        xmm13, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm15, [rel pw_4095 + 16]
+    psubw        xmm0, xmm3
+    psubw        xmm15, xmm13
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm3
+    psllw        xmm4, 8
+    movdqa       [rsp + 128], xmm5                   ; spill
+    movdqa       xmm5, xmm13
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm15, xmm5
+    psllw        xmm3, 10
+    psllw        xmm13, 10
+    paddw        xmm0, xmm3
+    paddw        xmm15, xmm13
+    movdqa       xmm3, xmm0                          ; layer 2
+    paddw        xmm3, xmm11
+    movdqa       xmm4, xmm15
+    paddw        xmm4, xmm12
+    psubw        xmm0, xmm11
+    psubw        xmm15, xmm12
+    movdqa       xmm5, xmm0
+    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2336]
+    movdqa       xmm11, xmm15
+    pmullw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2352]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2304]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2320]
+    pmulhw       xmm5, xmm10
+    pmulhw       xmm11, xmm10
+    psubw        xmm0, xmm5
+    psubw        xmm15, xmm11
+    movdqa       xmm5, xmm8                          ; layer 2
+    paddw        xmm5, [rsp + 96]
+    movdqa       xmm11, [rsp + 160]                  ; reload
+    movdqa       xmm12, xmm11
+    paddw        xmm12, [rsp + 32]
+    psubw        xmm8, [rsp + 96]
+    psubw        xmm11, [rsp + 32]
+    movdqa       xmm13, xmm8
+    pmullw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2336]
+    movdqa       [rsp + 32], xmm15                   ; spill
+    movdqa       xmm15, xmm11
+    pmullw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2352]
+    pmulhw       xmm8, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2304]
+    pmulhw       xmm11, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2320]
+    pmulhw       xmm13, xmm10
+    pmulhw       xmm15, xmm10
+    psubw        xmm8, xmm13
+    psubw        xmm11, xmm15
+    movdqa       xmm13, xmm6                         ; special: before layer 1
+    psraw        xmm13, 12
+    movdqa       xmm15, xmm7
+    psraw        xmm15, 12
+    pand         xmm6, [rel pw_4095]
+    pand         xmm7, [rel pw_4095 + 16]
+    psubw        xmm6, xmm13
+    psubw        xmm7, xmm15
+    movdqa       [rsp + 160], xmm11                  ; spill
+    movdqa       xmm11, xmm13
+    psllw        xmm11, 8
+    movdqa       [rsp + 96], xmm8                    ; spill
+    movdqa       xmm8, xmm15
+    psllw        xmm8, 8
+    psubw        xmm6, xmm11
+    psubw        xmm7, xmm8
+    psllw        xmm13, 10
+    psllw        xmm15, 10
+    paddw        xmm6, xmm13
+    paddw        xmm7, xmm15
+    movdqa       xmm8, xmm3                          ; special: before layer 1
+    psraw        xmm8, 12
+    movdqa       xmm11, xmm4
+    psraw        xmm11, 12
+    pand         xmm3, [rel pw_4095]
+    pand         xmm4, [rel pw_4095 + 16]
+    psubw        xmm3, xmm8
+    psubw        xmm4, xmm11
+    movdqa       xmm13, xmm8
+    psllw        xmm13, 8
+    movdqa       xmm15, xmm11
+    psllw        xmm15, 8
+    psubw        xmm3, xmm13
+    psubw        xmm4, xmm15
+    psllw        xmm8, 10
+    psllw        xmm11, 10
+    paddw        xmm3, xmm8
+    paddw        xmm4, xmm11
+    movdqa       xmm8, xmm6                          ; layer 1
+    paddw        xmm8, xmm3
+    movdqa       xmm11, xmm7
+    paddw        xmm11, xmm4
+    psubw        xmm6, xmm3
+    psubw        xmm7, xmm4
+    movdqa       xmm3, xmm6
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2400]
+    movdqa       xmm4, xmm7
+    pmullw       xmm4, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2416]
+    pmulhw       xmm6, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2368]
+    pmulhw       xmm7, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2384]
+    pmulhw       xmm3, xmm10
+    pmulhw       xmm4, xmm10
+    psubw        xmm6, xmm3
+    psubw        xmm7, xmm4
+    movdqa       xmm3, xmm1                          ; layer 1
+    paddw        xmm3, xmm5
+    movdqa       xmm4, xmm9
+    paddw        xmm4, xmm12
+    psubw        xmm1, xmm5
+    psubw        xmm9, xmm12
+    movdqa       xmm5, xmm1
+    pmullw       xmm5, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2400]
+    movdqa       xmm12, xmm9
+    pmullw       xmm12, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2416]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2368]
+    pmulhw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2384]
+    pmulhw       xmm5, xmm10
+    pmulhw       xmm12, xmm10
+    psubw        xmm1, xmm5
+    psubw        xmm9, xmm12
+    movdqa       xmm5, xmm2                          ; layer 1
+    paddw        xmm5, xmm0
+    movdqa       xmm12, xmm14
+    paddw        xmm12, [rsp + 32]
+    psubw        xmm2, xmm0
+    psubw        xmm14, [rsp + 32]
+    movdqa       xmm0, xmm2
+    pmullw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2400]
+    movdqa       xmm13, xmm14
+    pmullw       xmm13, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2416]
+    pmulhw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2368]
+    pmulhw       xmm14, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2384]
+    pmulhw       xmm0, xmm10
+    pmulhw       xmm13, xmm10
+    psubw        xmm2, xmm0
+    psubw        xmm14, xmm13
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqa       xmm13, xmm0                         ; layer 1
+    paddw        xmm13, [rsp + 96]
+    movdqa       xmm15, [rsp + 64]                   ; reload
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       xmm14, xmm15
+    paddw        xmm14, [rsp + 160]
+    psubw        xmm0, [rsp + 96]
+    psubw        xmm15, [rsp + 160]
+    movdqa       [rsp + 160], xmm2                   ; spill
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2400]
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm15
+    pmullw       xmm9, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2416]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2368]
+    pmulhw       xmm15, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2384]
+    pmulhw       xmm2, xmm10
+    pmulhw       xmm9, xmm10
+    psubw        xmm0, xmm2
+    psubw        xmm15, xmm9
+    movdqu       [rdi + 256], xmm8
+    movdqu       [rdi + 272], xmm11
+    movdqu       [rdi + 288], xmm3
+    movdqu       [rdi + 304], xmm4
+    movdqu       [rdi + 320], xmm5
+    movdqu       [rdi + 336], xmm12
+    movdqu       [rdi + 352], xmm13
+    movdqu       [rdi + 368], xmm14
+    movdqu       [rdi + 384], xmm6
+    movdqu       [rdi + 400], xmm7
+    movdqu       [rdi + 416], xmm1
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 432], xmm1
+    movdqa       xmm1, [rsp + 160]                   ; reload
+    movdqu       [rdi + 448], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 464], xmm1
+    movdqu       [rdi + 480], xmm0
+    movdqu       [rdi + 496], xmm15
+    movdqu       xmm0, [rdi]
+    movdqu       xmm1, [rdi + 16]
+    movdqu       xmm2, [rdi + 256]
+    movdqu       xmm3, [rdi + 272]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmulhw       xmm2, xmm10
+    pmulhw       xmm3, xmm10
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi], xmm4
+    movdqu       [rdi + 16], xmm5
+    movdqu       [rdi + 256], xmm0
+    movdqu       [rdi + 272], xmm1
+    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 48]
+    movdqu       xmm2, [rdi + 288]
+    movdqu       xmm3, [rdi + 304]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmulhw       xmm2, xmm10
+    pmulhw       xmm3, xmm10
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 32], xmm4
+    movdqu       [rdi + 48], xmm5
+    movdqu       [rdi + 288], xmm0
+    movdqu       [rdi + 304], xmm1
+    movdqu       xmm0, [rdi + 64]
+    movdqu       xmm1, [rdi + 80]
+    movdqu       xmm2, [rdi + 320]
+    movdqu       xmm3, [rdi + 336]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmulhw       xmm2, xmm10
+    pmulhw       xmm3, xmm10
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 64], xmm4
+    movdqu       [rdi + 80], xmm5
+    movdqu       [rdi + 320], xmm0
+    movdqu       [rdi + 336], xmm1
+    movdqu       xmm0, [rdi + 96]
+    movdqu       xmm1, [rdi + 112]
+    movdqu       xmm2, [rdi + 352]
+    movdqu       xmm3, [rdi + 368]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmulhw       xmm2, xmm10
+    pmulhw       xmm3, xmm10
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 96], xmm4
+    movdqu       [rdi + 112], xmm5
+    movdqu       [rdi + 352], xmm0
+    movdqu       [rdi + 368], xmm1
+    movdqu       xmm0, [rdi + 128]
+    movdqu       xmm1, [rdi + 144]
+    movdqu       xmm2, [rdi + 384]
+    movdqu       xmm3, [rdi + 400]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmulhw       xmm2, xmm10
+    pmulhw       xmm3, xmm10
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 128], xmm4
+    movdqu       [rdi + 144], xmm5
+    movdqu       [rdi + 384], xmm0
+    movdqu       [rdi + 400], xmm1
+    movdqu       xmm0, [rdi + 160]
+    movdqu       xmm1, [rdi + 176]
+    movdqu       xmm2, [rdi + 416]
+    movdqu       xmm3, [rdi + 432]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmulhw       xmm2, xmm10
+    pmulhw       xmm3, xmm10
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 160], xmm4
+    movdqu       [rdi + 176], xmm5
+    movdqu       [rdi + 416], xmm0
+    movdqu       [rdi + 432], xmm1
+    movdqu       xmm0, [rdi + 192]
+    movdqu       xmm1, [rdi + 208]
+    movdqu       xmm2, [rdi + 448]
+    movdqu       xmm3, [rdi + 464]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmulhw       xmm2, xmm10
+    pmulhw       xmm3, xmm10
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 192], xmm4
+    movdqu       [rdi + 208], xmm5
+    movdqu       [rdi + 448], xmm0
+    movdqu       [rdi + 464], xmm1
+    movdqu       xmm0, [rdi + 224]
+    movdqu       xmm1, [rdi + 240]
+    movdqu       xmm2, [rdi + 480]
+    movdqu       xmm3, [rdi + 496]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2464]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2480]
+    pmulhw       xmm0, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2432]
+    pmulhw       xmm1, [rel kg_kyber3329_ntt_inverse_twiddles_sse + 2448]
+    pmulhw       xmm2, xmm10
+    pmulhw       xmm3, xmm10
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 224], xmm4
+    movdqu       [rdi + 240], xmm5
+    movdqu       [rdi + 480], xmm0
+    movdqu       [rdi + 496], xmm1
+    mov rsp, rbp
+    pop rbp
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_kyber3329_reduce_barrett_sse: reduce a[256] in place mod 3329 (centred Barrett, two multiplications)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_kyber3329_reduce_barrett_sse:function (kg_kyber3329_reduce_barrett_sse.end - kg_kyber3329_reduce_barrett_sse)
+align 32
+kg_kyber3329_reduce_barrett_sse:
+    movdqu       xmm0, [rdi]
+    movdqu       xmm1, [rdi + 16]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi], xmm0
+    movdqu       [rdi + 16], xmm1
+    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 48]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 32], xmm0
+    movdqu       [rdi + 48], xmm1
+    movdqu       xmm0, [rdi + 64]
+    movdqu       xmm1, [rdi + 80]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 64], xmm0
+    movdqu       [rdi + 80], xmm1
+    movdqu       xmm0, [rdi + 96]
+    movdqu       xmm1, [rdi + 112]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 96], xmm0
+    movdqu       [rdi + 112], xmm1
+    movdqu       xmm0, [rdi + 128]
+    movdqu       xmm1, [rdi + 144]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 128], xmm0
+    movdqu       [rdi + 144], xmm1
+    movdqu       xmm0, [rdi + 160]
+    movdqu       xmm1, [rdi + 176]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 160], xmm0
+    movdqu       [rdi + 176], xmm1
+    movdqu       xmm0, [rdi + 192]
+    movdqu       xmm1, [rdi + 208]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 192], xmm0
+    movdqu       [rdi + 208], xmm1
+    movdqu       xmm0, [rdi + 224]
+    movdqu       xmm1, [rdi + 240]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 224], xmm0
+    movdqu       [rdi + 240], xmm1
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm1, [rdi + 272]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 256], xmm0
+    movdqu       [rdi + 272], xmm1
+    movdqu       xmm0, [rdi + 288]
+    movdqu       xmm1, [rdi + 304]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 288], xmm0
+    movdqu       [rdi + 304], xmm1
+    movdqu       xmm0, [rdi + 320]
+    movdqu       xmm1, [rdi + 336]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 320], xmm0
+    movdqu       [rdi + 336], xmm1
+    movdqu       xmm0, [rdi + 352]
+    movdqu       xmm1, [rdi + 368]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 352], xmm0
+    movdqu       [rdi + 368], xmm1
+    movdqu       xmm0, [rdi + 384]
+    movdqu       xmm1, [rdi + 400]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 384], xmm0
+    movdqu       [rdi + 400], xmm1
+    movdqu       xmm0, [rdi + 416]
+    movdqu       xmm1, [rdi + 432]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 416], xmm0
+    movdqu       [rdi + 432], xmm1
+    movdqu       xmm0, [rdi + 448]
+    movdqu       xmm1, [rdi + 464]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 448], xmm0
+    movdqu       [rdi + 464], xmm1
+    movdqu       xmm0, [rdi + 480]
+    movdqu       xmm1, [rdi + 496]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 480], xmm0
+    movdqu       [rdi + 496], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_kyber3329_reduce_special_sse: reduce a[256] in place mod 3329 (shifts, masks and adds: x = h*2^12 + l, x = l - h - (h << 8) + (h << 10) mod q)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-5}, flags
+; ---------------------------------------------------------------------------
+global kg_kyber3329_reduce_special_sse:function (kg_kyber3329_reduce_special_sse.end - kg_kyber3329_reduce_special_sse)
+align 32
+kg_kyber3329_reduce_special_sse:
+    movdqu       xmm0, [rdi]
+    movdqu       xmm1, [rdi + 16]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi], xmm0
+    movdqu       [rdi + 16], xmm1
+    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 48]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 32], xmm0
+    movdqu       [rdi + 48], xmm1
+    movdqu       xmm0, [rdi + 64]
+    movdqu       xmm1, [rdi + 80]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 64], xmm0
+    movdqu       [rdi + 80], xmm1
+    movdqu       xmm0, [rdi + 96]
+    movdqu       xmm1, [rdi + 112]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 96], xmm0
+    movdqu       [rdi + 112], xmm1
+    movdqu       xmm0, [rdi + 128]
+    movdqu       xmm1, [rdi + 144]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 128], xmm0
+    movdqu       [rdi + 144], xmm1
+    movdqu       xmm0, [rdi + 160]
+    movdqu       xmm1, [rdi + 176]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 160], xmm0
+    movdqu       [rdi + 176], xmm1
+    movdqu       xmm0, [rdi + 192]
+    movdqu       xmm1, [rdi + 208]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 192], xmm0
+    movdqu       [rdi + 208], xmm1
+    movdqu       xmm0, [rdi + 224]
+    movdqu       xmm1, [rdi + 240]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 224], xmm0
+    movdqu       [rdi + 240], xmm1
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm1, [rdi + 272]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 256], xmm0
+    movdqu       [rdi + 272], xmm1
+    movdqu       xmm0, [rdi + 288]
+    movdqu       xmm1, [rdi + 304]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 288], xmm0
+    movdqu       [rdi + 304], xmm1
+    movdqu       xmm0, [rdi + 320]
+    movdqu       xmm1, [rdi + 336]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 320], xmm0
+    movdqu       [rdi + 336], xmm1
+    movdqu       xmm0, [rdi + 352]
+    movdqu       xmm1, [rdi + 368]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 352], xmm0
+    movdqu       [rdi + 368], xmm1
+    movdqu       xmm0, [rdi + 384]
+    movdqu       xmm1, [rdi + 400]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 384], xmm0
+    movdqu       [rdi + 400], xmm1
+    movdqu       xmm0, [rdi + 416]
+    movdqu       xmm1, [rdi + 432]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 416], xmm0
+    movdqu       [rdi + 432], xmm1
+    movdqu       xmm0, [rdi + 448]
+    movdqu       xmm1, [rdi + 464]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 448], xmm0
+    movdqu       [rdi + 464], xmm1
+    movdqu       xmm0, [rdi + 480]
+    movdqu       xmm1, [rdi + 496]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 12
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 12
+    pand         xmm0, [rel pw_4095]
+    pand         xmm1, [rel pw_4095 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm4, xmm2
+    psllw        xmm4, 8
+    movdqa       xmm5, xmm3
+    psllw        xmm5, 8
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm2, 10
+    psllw        xmm3, 10
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 480], xmm0
+    movdqu       [rdi + 496], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_kyber3329_freeze_sse: a[256] in place to canonical form in [0, 3329) (centred Barrett, then q added where negative)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_kyber3329_freeze_sse:function (kg_kyber3329_freeze_sse.end - kg_kyber3329_freeze_sse)
+align 32
+kg_kyber3329_freeze_sse:
+    movdqu       xmm0, [rdi]
+    movdqu       xmm1, [rdi + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi], xmm0
+    movdqu       [rdi + 16], xmm1
+    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 48]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 32], xmm0
+    movdqu       [rdi + 48], xmm1
+    movdqu       xmm0, [rdi + 64]
+    movdqu       xmm1, [rdi + 80]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 64], xmm0
+    movdqu       [rdi + 80], xmm1
+    movdqu       xmm0, [rdi + 96]
+    movdqu       xmm1, [rdi + 112]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 96], xmm0
+    movdqu       [rdi + 112], xmm1
+    movdqu       xmm0, [rdi + 128]
+    movdqu       xmm1, [rdi + 144]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 128], xmm0
+    movdqu       [rdi + 144], xmm1
+    movdqu       xmm0, [rdi + 160]
+    movdqu       xmm1, [rdi + 176]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 160], xmm0
+    movdqu       [rdi + 176], xmm1
+    movdqu       xmm0, [rdi + 192]
+    movdqu       xmm1, [rdi + 208]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 192], xmm0
+    movdqu       [rdi + 208], xmm1
+    movdqu       xmm0, [rdi + 224]
+    movdqu       xmm1, [rdi + 240]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 224], xmm0
+    movdqu       [rdi + 240], xmm1
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm1, [rdi + 272]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 256], xmm0
+    movdqu       [rdi + 272], xmm1
+    movdqu       xmm0, [rdi + 288]
+    movdqu       xmm1, [rdi + 304]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 288], xmm0
+    movdqu       [rdi + 304], xmm1
+    movdqu       xmm0, [rdi + 320]
+    movdqu       xmm1, [rdi + 336]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 320], xmm0
+    movdqu       [rdi + 336], xmm1
+    movdqu       xmm0, [rdi + 352]
+    movdqu       xmm1, [rdi + 368]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 352], xmm0
+    movdqu       [rdi + 368], xmm1
+    movdqu       xmm0, [rdi + 384]
+    movdqu       xmm1, [rdi + 400]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 384], xmm0
+    movdqu       [rdi + 400], xmm1
+    movdqu       xmm0, [rdi + 416]
+    movdqu       xmm1, [rdi + 432]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 416], xmm0
+    movdqu       [rdi + 432], xmm1
+    movdqu       xmm0, [rdi + 448]
+    movdqu       xmm1, [rdi + 464]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 448], xmm0
+    movdqu       [rdi + 464], xmm1
+    movdqu       xmm0, [rdi + 480]
+    movdqu       xmm1, [rdi + 496]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_20159]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_20159 + 16]
+    paddw        xmm2, [rel pw_512]
+    paddw        xmm3, [rel pw_512 + 16]
+    psraw        xmm2, 10
+    psraw        xmm3, 10
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_3329]
+    pand         xmm3, [rel pw_3329 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 480], xmm0
+    movdqu       [rdi + 496], xmm1
     ret
 .end:
 

@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  * Regenerate with: kerngen emit params/kyber-3329.toml
  *
- * kyber-3329: negacyclic NTT kernels over Z_3329[x]/(x^256+1), 16-bit lanes, avx2
+ * kyber-3329: negacyclic NTT kernels over Z_3329[x]/(x^256+1), 16-bit lanes, avx2, sse
  * Link with kyber-3329.o (nasm -f elf64 kyber-3329.asm). System V AMD64 ABI; the kernels
  * are constant-time straight-line code: no branch and no address depends on data.
  */
@@ -122,6 +122,83 @@ void kg_kyber3329_reduce_special_avx2(int16_t a[256]);
  *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyber3329_freeze_avx2(int16_t a[256]);
+
+
+/* forward negacyclic NTT of a[256] in place (7 layers, blocks of degree 2)
+ *   requires: every a[i] in [-3328, 3328]
+ *   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
+ *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyber3329_ntt_forward_sse(int16_t a[256]);
+
+
+/* base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
+ *   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [-11322, 11322] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+ *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: SSE2 (check CPUID before calling)
+ *   r: 256 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyber3329_basemul_sse(int16_t r[256], const int16_t a[256], const int16_t b[256]);
+
+
+/* inverse negacyclic NTT of a[256] in place, natural order out
+ *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
+ *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyber3329_ntt_inverse_sse(int16_t a[256]);
+
+
+/* reduce a[256] in place mod 3329 (centred Barrett, two multiplications)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyber3329_reduce_barrett_sse(int16_t a[256]);
+
+
+/* reduce a[256] in place mod 3329 (shifts, masks and adds: x = h*2^12 + l, x = l - h - (h << 8) + (h << 10) mod q)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyber3329_reduce_special_sse(int16_t a[256]);
+
+
+/* a[256] in place to canonical form in [0, 3329) (centred Barrett, then q added where negative)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyber3329_freeze_sse(int16_t a[256]);
+
+
+/* Dispatch: kyber-3329_dispatch.c (optional; compile and link it to use these).
+ * Each function below has the contract of its suffixed kernels above and calls
+ * the first of avx2, sse that this CPU runs, chosen once, on the first
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ *   kg_kyber3329_isa():         the chosen ISA's name, or NULL when the CPU runs none
+ *   kg_kyber3329_use_isa(name): use that ISA from now on (to test a fallback or compare);
+ *     0, or -1 when the name is unknown or this CPU cannot run it
+ */
+const char *kg_kyber3329_isa(void);
+int kg_kyber3329_use_isa(const char *isa);
+void kg_kyber3329_ntt_forward(int16_t a[256]);
+void kg_kyber3329_basemul(int16_t r[256], const int16_t a[256], const int16_t b[256]);
+void kg_kyber3329_ntt_inverse(int16_t a[256]);
+void kg_kyber3329_reduce_barrett(int16_t a[256]);
+void kg_kyber3329_reduce_special(int16_t a[256]);
+void kg_kyber3329_freeze(int16_t a[256]);
 
 
 #ifdef __cplusplus

@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  * Regenerate with: kerngen emit params/kyber-r1-7681.toml
  *
- * kyber-r1-7681: negacyclic NTT kernels over Z_7681[x]/(x^256+1), 16-bit lanes, avx2
+ * kyber-r1-7681: negacyclic NTT kernels over Z_7681[x]/(x^256+1), 16-bit lanes, avx2, sse
  * Link with kyber-r1-7681.o (nasm -f elf64 kyber-r1-7681.asm). System V AMD64 ABI; the kernels
  * are constant-time straight-line code: no branch and no address depends on data.
  */
@@ -130,6 +130,83 @@ void kg_kyberr17681_reduce_special_avx2(int16_t a[256]);
  *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyberr17681_freeze_avx2(int16_t a[256]);
+
+
+/* forward negacyclic NTT of a[256] in place (8 layers, blocks of degree 1)
+ *   requires: every a[i] in [-7680, 7680]
+ *   ensures:  every a[i] in [-16174, 23867] (proven), block j at kg_kyberr17681_ntt_positions[j] (manifest: layout),
+ *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 7681 (scale 1)
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyberr17681_ntt_forward_sse(int16_t a[256]);
+
+
+/* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+ *   requires: every a[i], b[i] in [-16174, 23867] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [-9731, 12532] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
+ *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: SSE2 (check CPUID before calling)
+ *   r: 256 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyberr17681_basemul_sse(int16_t r[256], const int16_t a[256], const int16_t b[256]);
+
+
+/* inverse negacyclic NTT of a[256] in place, natural order out
+ *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
+ *             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyberr17681_ntt_inverse_sse(int16_t a[256]);
+
+
+/* reduce a[256] in place mod 7681 (centred Barrett, two multiplications)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-3840, 3840] (proven over all 2^16 inputs), congruent to the input mod 7681
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyberr17681_reduce_barrett_sse(int16_t a[256]);
+
+
+/* reduce a[256] in place mod 7681 (shifts, masks and adds: x = h*2^13 + l, x = l - h + (h << 9) mod q)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-2044, 9724] (proven over all 2^16 inputs), congruent to the input mod 7681
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyberr17681_reduce_special_sse(int16_t a[256]);
+
+
+/* a[256] in place to canonical form in [0, 7681) (centred Barrett, then q added where negative)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [0, 7680] (proven over all 2^16 inputs), congruent to the input mod 7681: the canonical representative
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyberr17681_freeze_sse(int16_t a[256]);
+
+
+/* Dispatch: kyber-r1-7681_dispatch.c (optional; compile and link it to use these).
+ * Each function below has the contract of its suffixed kernels above and calls
+ * the first of avx2, sse that this CPU runs, chosen once, on the first
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ *   kg_kyberr17681_isa():         the chosen ISA's name, or NULL when the CPU runs none
+ *   kg_kyberr17681_use_isa(name): use that ISA from now on (to test a fallback or compare);
+ *     0, or -1 when the name is unknown or this CPU cannot run it
+ */
+const char *kg_kyberr17681_isa(void);
+int kg_kyberr17681_use_isa(const char *isa);
+void kg_kyberr17681_ntt_forward(int16_t a[256]);
+void kg_kyberr17681_basemul(int16_t r[256], const int16_t a[256], const int16_t b[256]);
+void kg_kyberr17681_ntt_inverse(int16_t a[256]);
+void kg_kyberr17681_reduce_barrett(int16_t a[256]);
+void kg_kyberr17681_reduce_special(int16_t a[256]);
+void kg_kyberr17681_freeze(int16_t a[256]);
 
 
 #ifdef __cplusplus

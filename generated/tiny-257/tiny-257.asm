@@ -8,7 +8,7 @@
 ;   n = 64
 ;   q = 257
 ;   width = 16
-;   isa = "avx2"
+;   isa = ["avx2", "sse"]
 ;   layers = 6
 ;   d = 1
 ;   reduction = "index"
@@ -27,7 +27,33 @@ section .rodata align=32
 
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
-kg_tiny257_ntt_forward_twiddles:
+kg_tiny257_ntt_forward_twiddles_avx2:
+    dw -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16
+    dw 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080
+    dw 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64
+    dw -16320, -16320, -16320, -16320, -16320, -16320, -16320, -16320, -16320, -16320, -16320, -16320, -16320, -16320, -16320, -16320
+    dw 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4
+    dw -1020, -1020, -1020, -1020, -1020, -1020, -1020, -1020, -1020, -1020, -1020, -1020, -1020, -1020, -1020, -1020
+    dw -8, -8, -8, -8, -8, -8, -8, -8, 128, 128, 128, 128, 128, 128, 128, 128
+    dw 2040, 2040, 2040, 2040, 2040, 2040, 2040, 2040, -32640, -32640, -32640, -32640, -32640, -32640, -32640, -32640
+    dw 2, 2, 2, 2, 2, 2, 2, 2, -32, -32, -32, -32, -32, -32, -32, -32
+    dw -510, -510, -510, -510, -510, -510, -510, -510, 8160, 8160, 8160, 8160, 8160, 8160, 8160, 8160
+    dw -121, -120, -121, -120, -121, -120, -121, -120, -34, 30, -34, 30, -34, 30, -34, 30
+    dw 30855, 30600, 30855, 30600, 30855, 30600, 30855, 30600, 8670, -7650, 8670, -7650, 8670, -7650, 8670, -7650
+    dw -60, -68, -60, -68, -60, -68, -60, -68, 15, 17, 15, 17, 15, 17, 15, 17
+    dw 15300, 17340, 15300, 17340, 15300, 17340, 15300, 17340, -3825, -4335, -3825, -4335, -3825, -4335, -3825, -4335
+    dw 81, -11, 44, 67, 81, -11, 44, 67, 123, 88, -95, -22, 123, 88, -95, -22
+    dw -20655, 2805, -11220, -17085, -20655, 2805, -11220, -17085, -31365, -22440, 24225, 5610, -31365, -22440, 24225, 5610
+    dw -35, 46, 73, 117, -35, 46, 73, 117, 23, -111, -70, 92, 23, -111, -70, 92
+    dw 8925, -11730, -18615, -29835, 8925, -11730, -18615, -29835, -5865, 28305, 17850, -23460, -5865, 28305, 17850, -23460
+    dw 9, 113, 62, 36, -72, 124, 18, -31, -61, -52, -49, 13, -26, -98, -122, -104
+    dw -2295, -28815, -15810, -9180, 18360, -31620, -4590, 7905, 15555, 13260, 12495, -3315, 6630, 24990, 31110, 26520
+    dw -42, -99, -118, 89, 79, 21, -84, 59, -58, -100, -114, 25, -50, 29, -116, 57
+    dw 10710, 25245, 30090, -22695, -20145, -5355, 21420, -15045, 14790, 25500, 29070, -6375, 12750, -7395, 29580, -14535
+
+; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
+align 32
+kg_tiny257_ntt_forward_twiddles_sse:
     dw -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16, -16
     dw 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080, 4080
     dw 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64
@@ -53,7 +79,33 @@ kg_tiny257_ntt_forward_twiddles:
 
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
-kg_tiny257_ntt_inverse_twiddles:
+kg_tiny257_ntt_inverse_twiddles_avx2:
+    dw -29, 50, 116, 57, 100, 58, 114, 25, -21, -79, 84, 59, 99, 42, 118, 89
+    dw 7395, -12750, -29580, -14535, -25500, -14790, -29070, -6375, 5355, 20145, -21420, -15045, -25245, -10710, -30090, -22695
+    dw 98, 26, 122, -104, 52, 61, 49, 13, -124, 72, -18, -31, -113, -9, -62, 36
+    dw -24990, -6630, -31110, 26520, -13260, -15555, -12495, -3315, 31620, -18360, 4590, 7905, 28815, 2295, 15810, -9180
+    dw -92, -92, 70, 70, 111, 111, -23, -23, -117, -117, -73, -73, -46, -46, 35, 35
+    dw 23460, 23460, -17850, -17850, -28305, -28305, 5865, 5865, 29835, 29835, 18615, 18615, 11730, 11730, -8925, -8925
+    dw 22, 22, 95, 95, -88, -88, -123, -123, -67, -67, -44, -44, 11, 11, -81, -81
+    dw -5610, -5610, -24225, -24225, 22440, 22440, 31365, 31365, 17085, 17085, 11220, 11220, -2805, -2805, 20655, 20655
+    dw -17, -17, -17, -17, -15, -15, -15, -15, 68, 68, 68, 68, 60, 60, 60, 60
+    dw 4335, 4335, 4335, 4335, 3825, 3825, 3825, 3825, -17340, -17340, -17340, -17340, -15300, -15300, -15300, -15300
+    dw -30, -30, -30, -30, 34, 34, 34, 34, 120, 120, 120, 120, 121, 121, 121, 121
+    dw 7650, 7650, 7650, 7650, -8670, -8670, -8670, -8670, -30600, -30600, -30600, -30600, -30855, -30855, -30855, -30855
+    dw 32, 32, 32, 32, 32, 32, 32, 32, -2, -2, -2, -2, -2, -2, -2, -2
+    dw -8160, -8160, -8160, -8160, -8160, -8160, -8160, -8160, 510, 510, 510, 510, 510, 510, 510, 510
+    dw -128, -128, -128, -128, -128, -128, -128, -128, 8, 8, 8, 8, 8, 8, 8, 8
+    dw 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, -2040, -2040, -2040, -2040, -2040, -2040, -2040, -2040
+    dw -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4
+    dw 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020
+    dw -64, -64, -64, -64, -64, -64, -64, -64, -64, -64, -64, -64, -64, -64, -64, -64
+    dw 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320
+    dw 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16
+    dw -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080
+
+; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
+align 32
+kg_tiny257_ntt_inverse_twiddles_sse:
     dw -29, 50, 116, 57, 100, 58, 114, 25, -21, -79, 84, 59, 99, 42, 118, 89
     dw 7395, -12750, -29580, -14535, -25500, -14790, -29070, -6375, 5355, 20145, -21420, -15045, -25245, -10710, -30090, -22695
     dw 98, 26, 122, -104, 52, 61, 49, 13, -124, 72, -18, -31, -113, -9, -62, 36
@@ -130,26 +182,26 @@ kg_tiny257_ntt_forward_avx2:
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
     vmovdqu      ymm4, [rdi + 96]
-    vpmullw      ymm5, ymm3, [rel kg_tiny257_ntt_forward_twiddles + 32]
-    vpmulhw      ymm3, ymm3, [rel kg_tiny257_ntt_forward_twiddles]
+    vpmullw      ymm5, ymm3, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm3, ymm3, [rel kg_tiny257_ntt_forward_twiddles_avx2]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm4, [rel kg_tiny257_ntt_forward_twiddles + 32]
-    vpmulhw      ymm4, ymm4, [rel kg_tiny257_ntt_forward_twiddles]
+    vpmullw      ymm3, ymm4, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 32]
+    vpmulhw      ymm4, ymm4, [rel kg_tiny257_ntt_forward_twiddles_avx2]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm4, [rel kg_tiny257_ntt_forward_twiddles + 96]
-    vpmulhw      ymm4, ymm4, [rel kg_tiny257_ntt_forward_twiddles + 64]
+    vpmullw      ymm3, ymm4, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 96]
+    vpmulhw      ymm4, ymm4, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 64]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpsubw       ymm3, ymm5, ymm3
-    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 160]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 128]
+    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 160]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
@@ -158,14 +210,14 @@ kg_tiny257_ntt_forward_avx2:
     vperm2i128   ymm3, ymm4, ymm3, 49
     vperm2i128   ymm4, ymm5, ymm1, 32
     vperm2i128   ymm1, ymm5, ymm1, 49
-    vpmullw      ymm5, ymm3, [rel kg_tiny257_ntt_forward_twiddles + 224]
-    vpmulhw      ymm3, ymm3, [rel kg_tiny257_ntt_forward_twiddles + 192]
+    vpmullw      ymm5, ymm3, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 224]
+    vpmulhw      ymm3, ymm3, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 192]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm2, ymm3                    ; layer 2
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm1, [rel kg_tiny257_ntt_forward_twiddles + 288]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_forward_twiddles + 256]
+    vpmullw      ymm3, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 288]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 256]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm4, ymm1                    ; layer 2
@@ -174,14 +226,14 @@ kg_tiny257_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm5, ymm2
     vpunpcklwd   ymm5, ymm3, ymm1
     vpunpckhwd   ymm1, ymm3, ymm1
-    vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 320]
+    vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 352]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 320]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm4, ymm2                    ; layer 3
     vpsubw       ymm2, ymm4, ymm2
-    vpmullw      ymm4, ymm1, [rel kg_tiny257_ntt_forward_twiddles + 416]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_forward_twiddles + 384]
+    vpmullw      ymm4, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 416]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 384]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm1, ymm1, ymm4
     vpaddw       ymm4, ymm5, ymm1                    ; layer 3
@@ -190,14 +242,14 @@ kg_tiny257_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm3, ymm2
     vpunpcklwd   ymm3, ymm4, ymm1
     vpunpckhwd   ymm1, ymm4, ymm1
-    vpmullw      ymm4, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 480]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 448]
+    vpmullw      ymm4, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 480]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 448]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm4, ymm5, ymm2                    ; layer 4
     vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm1, [rel kg_tiny257_ntt_forward_twiddles + 544]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_forward_twiddles + 512]
+    vpmullw      ymm5, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 544]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 512]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
     vpaddw       ymm5, ymm3, ymm1                    ; layer 4
@@ -206,14 +258,14 @@ kg_tiny257_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm4, ymm2
     vpunpcklwd   ymm4, ymm5, ymm1
     vpunpckhwd   ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 608]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles + 576]
+    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 608]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 576]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm3, ymm2                    ; layer 5
     vpsubw       ymm2, ymm3, ymm2
-    vpmullw      ymm3, ymm1, [rel kg_tiny257_ntt_forward_twiddles + 672]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_forward_twiddles + 640]
+    vpmullw      ymm3, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 672]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_forward_twiddles_avx2 + 640]
     vpmulhw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm1, ymm4, ymm0                    ; layer 5
@@ -300,8 +352,8 @@ kg_tiny257_ntt_inverse_avx2:
     vmovdqu      ymm4, [rdi + 96]
     vpaddw       ymm5, ymm1, ymm2                    ; layer 5
     vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 32]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles]
+    vpmullw      ymm2, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 32]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2]
     vpmulhw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpmullw      ymm2, ymm5, [rel pw_1020]
@@ -310,8 +362,8 @@ kg_tiny257_ntt_inverse_avx2:
     vpsubw       ymm2, ymm5, ymm2
     vpaddw       ymm5, ymm3, ymm4                    ; layer 5
     vpsubw       ymm3, ymm3, ymm4
-    vpmullw      ymm4, ymm3, [rel kg_tiny257_ntt_inverse_twiddles + 96]
-    vpmulhw      ymm3, ymm3, [rel kg_tiny257_ntt_inverse_twiddles + 64]
+    vpmullw      ymm4, ymm3, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 96]
+    vpmulhw      ymm3, ymm3, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 64]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm5, [rel pw_1020]
@@ -328,14 +380,14 @@ kg_tiny257_ntt_inverse_avx2:
     vpblendw     ymm3, ymm4, ymm3, 170
     vpaddw       ymm4, ymm5, ymm1                    ; layer 4
     vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 160]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 128]
+    vpmullw      ymm5, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 160]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 128]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
     vpaddw       ymm5, ymm2, ymm3                    ; layer 4
     vpsubw       ymm2, ymm2, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 224]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 192]
+    vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 224]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 192]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpsllq       ymm3, ymm1, 32
@@ -348,14 +400,14 @@ kg_tiny257_ntt_inverse_avx2:
     vpblendd     ymm2, ymm5, ymm2, 170
     vpaddw       ymm5, ymm3, ymm1                    ; layer 3
     vpsubw       ymm1, ymm3, ymm1
-    vpmullw      ymm3, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 288]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 256]
+    vpmullw      ymm3, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 288]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 256]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm3
     vpaddw       ymm3, ymm4, ymm2                    ; layer 3
     vpsubw       ymm2, ymm4, ymm2
-    vpmullw      ymm4, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 320]
+    vpmullw      ymm4, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 352]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 320]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpunpcklqdq  ymm4, ymm5, ymm1
@@ -364,14 +416,14 @@ kg_tiny257_ntt_inverse_avx2:
     vpunpckhqdq  ymm2, ymm3, ymm2
     vpaddw       ymm3, ymm4, ymm1                    ; layer 2
     vpsubw       ymm1, ymm4, ymm1
-    vpmullw      ymm4, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 416]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 384]
+    vpmullw      ymm4, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 416]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 384]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm1, ymm1, ymm4
     vpaddw       ymm4, ymm5, ymm2                    ; layer 2
     vpsubw       ymm2, ymm5, ymm2
-    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 480]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 448]
+    vpmullw      ymm5, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 480]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 448]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vperm2i128   ymm5, ymm3, ymm1, 32
@@ -380,26 +432,26 @@ kg_tiny257_ntt_inverse_avx2:
     vperm2i128   ymm2, ymm4, ymm2, 49
     vpaddw       ymm4, ymm5, ymm1                    ; layer 1
     vpsubw       ymm1, ymm5, ymm1
-    vpmullw      ymm5, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 544]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 512]
+    vpmullw      ymm5, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 544]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 512]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm1, ymm1, ymm5
     vpaddw       ymm5, ymm3, ymm2                    ; layer 1
     vpsubw       ymm2, ymm3, ymm2
-    vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 608]
-    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles + 576]
+    vpmullw      ymm3, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 608]
+    vpmulhw      ymm2, ymm2, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 576]
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm3, ymm4, ymm5                    ; layer 0
     vpsubw       ymm4, ymm4, ymm5
-    vpmullw      ymm5, ymm4, [rel kg_tiny257_ntt_inverse_twiddles + 672]
-    vpmulhw      ymm4, ymm4, [rel kg_tiny257_ntt_inverse_twiddles + 640]
+    vpmullw      ymm5, ymm4, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 672]
+    vpmulhw      ymm4, ymm4, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 640]
     vpmulhw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 0
     vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 672]
-    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles + 640]
+    vpmullw      ymm2, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 672]
+    vpmulhw      ymm1, ymm1, [rel kg_tiny257_ntt_inverse_twiddles_avx2 + 640]
     vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi], ymm3
@@ -543,6 +595,922 @@ kg_tiny257_freeze_avx2:
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_tiny257_ntt_forward_sse: forward negacyclic NTT of a[64] in place (6 layers, blocks of degree 1)
+;
+;   requires: every a[i] in [-256, 256]
+;   ensures:  every a[i] in [-1033, 1033] (proven), block j at kg_tiny257_ntt_positions[j] (manifest: layout),
+;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 257 (scale 1)
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-10}, flags
+;
+; reduction schedule:
+;   policy index, barrett reduction, 0 vector reductions
+;   worst |value| after each layer: 386, 516, 647, 777, 908, 1039
+; ---------------------------------------------------------------------------
+global kg_tiny257_ntt_forward_sse:function (kg_tiny257_ntt_forward_sse.end - kg_tiny257_ntt_forward_sse)
+align 32
+kg_tiny257_ntt_forward_sse:
+    movdqu       xmm0, [rel pw_257]                  ; q = 257
+    movdqu       xmm1, [rdi]
+    movdqu       xmm2, [rdi + 16]
+    movdqu       xmm3, [rdi + 32]
+    movdqu       xmm4, [rdi + 48]
+    movdqu       xmm5, [rdi + 64]
+    movdqu       xmm6, [rdi + 80]
+    movdqu       xmm7, [rdi + 96]
+    movdqu       xmm8, [rdi + 112]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel kg_tiny257_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel kg_tiny257_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse]
+    pmulhw       xmm6, [rel kg_tiny257_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm5, xmm9
+    psubw        xmm6, xmm10
+    movdqa       xmm9, xmm1                          ; layer 0
+    paddw        xmm9, xmm5
+    movdqa       xmm10, xmm2
+    paddw        xmm10, xmm6
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm7
+    pmullw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 32]
+    movdqa       xmm6, xmm8
+    pmullw       xmm6, [rel kg_tiny257_ntt_forward_twiddles_sse + 48]
+    pmulhw       xmm7, [rel kg_tiny257_ntt_forward_twiddles_sse]
+    pmulhw       xmm8, [rel kg_tiny257_ntt_forward_twiddles_sse + 16]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm7, xmm5
+    psubw        xmm8, xmm6
+    movdqa       xmm5, xmm3                          ; layer 0
+    paddw        xmm5, xmm7
+    movdqa       xmm6, xmm4
+    paddw        xmm6, xmm8
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm5
+    pmullw       xmm7, [rel kg_tiny257_ntt_forward_twiddles_sse + 96]
+    movdqa       xmm8, xmm6
+    pmullw       xmm8, [rel kg_tiny257_ntt_forward_twiddles_sse + 112]
+    pmulhw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 64]
+    pmulhw       xmm6, [rel kg_tiny257_ntt_forward_twiddles_sse + 80]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm9                          ; layer 1
+    paddw        xmm7, xmm5
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm6
+    psubw        xmm9, xmm5
+    psubw        xmm10, xmm6
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 160]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel kg_tiny257_ntt_forward_twiddles_sse + 176]
+    pmulhw       xmm3, [rel kg_tiny257_ntt_forward_twiddles_sse + 128]
+    pmulhw       xmm4, [rel kg_tiny257_ntt_forward_twiddles_sse + 144]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm4, xmm6
+    movdqa       xmm5, xmm1                          ; layer 1
+    paddw        xmm5, xmm3
+    movdqa       xmm6, xmm2
+    paddw        xmm6, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm8
+    pmullw       xmm3, [rel kg_tiny257_ntt_forward_twiddles_sse + 224]
+    movdqa       xmm4, xmm10
+    pmullw       xmm4, [rel kg_tiny257_ntt_forward_twiddles_sse + 240]
+    pmulhw       xmm8, [rel kg_tiny257_ntt_forward_twiddles_sse + 192]
+    pmulhw       xmm10, [rel kg_tiny257_ntt_forward_twiddles_sse + 208]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm8, xmm3
+    psubw        xmm10, xmm4
+    movdqa       xmm3, xmm7                          ; layer 2
+    paddw        xmm3, xmm8
+    movdqa       xmm4, xmm9
+    paddw        xmm4, xmm10
+    psubw        xmm7, xmm8
+    psubw        xmm9, xmm10
+    movdqa       xmm8, xmm6
+    pmullw       xmm8, [rel kg_tiny257_ntt_forward_twiddles_sse + 288]
+    movdqa       xmm10, xmm2
+    pmullw       xmm10, [rel kg_tiny257_ntt_forward_twiddles_sse + 304]
+    pmulhw       xmm6, [rel kg_tiny257_ntt_forward_twiddles_sse + 256]
+    pmulhw       xmm2, [rel kg_tiny257_ntt_forward_twiddles_sse + 272]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm6, xmm8
+    psubw        xmm2, xmm10
+    movdqa       xmm8, xmm5                          ; layer 2
+    paddw        xmm8, xmm6
+    movdqa       xmm10, xmm1
+    paddw        xmm10, xmm2
+    psubw        xmm5, xmm6
+    psubw        xmm1, xmm2
+    movdqa       xmm2, xmm3
+    punpcklwd    xmm2, xmm7
+    movdqa       xmm6, xmm4
+    punpcklwd    xmm6, xmm9
+    punpckhwd    xmm3, xmm7
+    punpckhwd    xmm4, xmm9
+    movdqa       xmm7, xmm8
+    punpcklwd    xmm7, xmm5
+    movdqa       xmm9, xmm10
+    punpcklwd    xmm9, xmm1
+    punpckhwd    xmm8, xmm5
+    punpckhwd    xmm10, xmm1
+    movdqa       xmm1, xmm3
+    pmullw       xmm1, [rel kg_tiny257_ntt_forward_twiddles_sse + 352]
+    movdqa       xmm5, xmm4
+    pmullw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 368]
+    pmulhw       xmm3, [rel kg_tiny257_ntt_forward_twiddles_sse + 320]
+    pmulhw       xmm4, [rel kg_tiny257_ntt_forward_twiddles_sse + 336]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm5, xmm0
+    psubw        xmm3, xmm1
+    psubw        xmm4, xmm5
+    movdqa       xmm1, xmm2                          ; layer 3
+    paddw        xmm1, xmm3
+    movdqa       xmm5, xmm6
+    paddw        xmm5, xmm4
+    psubw        xmm2, xmm3
+    psubw        xmm6, xmm4
+    movdqa       xmm3, xmm8
+    pmullw       xmm3, [rel kg_tiny257_ntt_forward_twiddles_sse + 416]
+    movdqa       xmm4, xmm10
+    pmullw       xmm4, [rel kg_tiny257_ntt_forward_twiddles_sse + 432]
+    pmulhw       xmm8, [rel kg_tiny257_ntt_forward_twiddles_sse + 384]
+    pmulhw       xmm10, [rel kg_tiny257_ntt_forward_twiddles_sse + 400]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm8, xmm3
+    psubw        xmm10, xmm4
+    movdqa       xmm3, xmm7                          ; layer 3
+    paddw        xmm3, xmm8
+    movdqa       xmm4, xmm9
+    paddw        xmm4, xmm10
+    psubw        xmm7, xmm8
+    psubw        xmm9, xmm10
+    movdqa       xmm8, xmm1
+    punpcklwd    xmm8, xmm2
+    movdqa       xmm10, xmm5
+    punpcklwd    xmm10, xmm6
+    punpckhwd    xmm1, xmm2
+    punpckhwd    xmm5, xmm6
+    movdqa       xmm2, xmm3
+    punpcklwd    xmm2, xmm7
+    movdqa       xmm6, xmm4
+    punpcklwd    xmm6, xmm9
+    punpckhwd    xmm3, xmm7
+    punpckhwd    xmm4, xmm9
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, [rel kg_tiny257_ntt_forward_twiddles_sse + 480]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel kg_tiny257_ntt_forward_twiddles_sse + 496]
+    pmulhw       xmm1, [rel kg_tiny257_ntt_forward_twiddles_sse + 448]
+    pmulhw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 464]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm5, xmm9
+    movdqa       xmm7, xmm8                          ; layer 4
+    paddw        xmm7, xmm1
+    movdqa       xmm9, xmm10
+    paddw        xmm9, xmm5
+    psubw        xmm8, xmm1
+    psubw        xmm10, xmm5
+    movdqa       xmm1, xmm3
+    pmullw       xmm1, [rel kg_tiny257_ntt_forward_twiddles_sse + 544]
+    movdqa       xmm5, xmm4
+    pmullw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 560]
+    pmulhw       xmm3, [rel kg_tiny257_ntt_forward_twiddles_sse + 512]
+    pmulhw       xmm4, [rel kg_tiny257_ntt_forward_twiddles_sse + 528]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm5, xmm0
+    psubw        xmm3, xmm1
+    psubw        xmm4, xmm5
+    movdqa       xmm1, xmm2                          ; layer 4
+    paddw        xmm1, xmm3
+    movdqa       xmm5, xmm6
+    paddw        xmm5, xmm4
+    psubw        xmm2, xmm3
+    psubw        xmm6, xmm4
+    movdqa       xmm3, xmm7
+    punpcklwd    xmm3, xmm8
+    movdqa       xmm4, xmm9
+    punpcklwd    xmm4, xmm10
+    punpckhwd    xmm7, xmm8
+    punpckhwd    xmm9, xmm10
+    movdqa       xmm8, xmm1
+    punpcklwd    xmm8, xmm2
+    movdqa       xmm10, xmm5
+    punpcklwd    xmm10, xmm6
+    punpckhwd    xmm1, xmm2
+    punpckhwd    xmm5, xmm6
+    movdqa       xmm2, xmm7
+    pmullw       xmm2, [rel kg_tiny257_ntt_forward_twiddles_sse + 608]
+    movdqa       xmm6, xmm9
+    pmullw       xmm6, [rel kg_tiny257_ntt_forward_twiddles_sse + 624]
+    pmulhw       xmm7, [rel kg_tiny257_ntt_forward_twiddles_sse + 576]
+    pmulhw       xmm9, [rel kg_tiny257_ntt_forward_twiddles_sse + 592]
+    pmulhw       xmm2, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm7, xmm2
+    psubw        xmm9, xmm6
+    movdqa       xmm2, xmm3                          ; layer 5
+    paddw        xmm2, xmm7
+    movdqa       xmm6, xmm4
+    paddw        xmm6, xmm9
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm9
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, [rel kg_tiny257_ntt_forward_twiddles_sse + 672]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel kg_tiny257_ntt_forward_twiddles_sse + 688]
+    pmulhw       xmm1, [rel kg_tiny257_ntt_forward_twiddles_sse + 640]
+    pmulhw       xmm5, [rel kg_tiny257_ntt_forward_twiddles_sse + 656]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm5, xmm9
+    movdqa       xmm0, xmm8                          ; layer 5
+    paddw        xmm0, xmm1
+    movdqa       xmm7, xmm10
+    paddw        xmm7, xmm5
+    psubw        xmm8, xmm1
+    psubw        xmm10, xmm5
+    movdqu       [rdi], xmm2
+    movdqu       [rdi + 16], xmm6
+    movdqu       [rdi + 32], xmm3
+    movdqu       [rdi + 48], xmm4
+    movdqu       [rdi + 64], xmm0
+    movdqu       [rdi + 80], xmm7
+    movdqu       [rdi + 96], xmm8
+    movdqu       [rdi + 112], xmm10
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_tiny257_basemul_sse: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+;
+;   requires: every a[i], b[i] in [-1033, 1033] (the forward NTT's output), in its layout
+;   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
+;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-6}, flags
+; ---------------------------------------------------------------------------
+global kg_tiny257_basemul_sse:function (kg_tiny257_basemul_sse.end - kg_tiny257_basemul_sse)
+align 32
+kg_tiny257_basemul_sse:
+    movdqu       xmm0, [rel pw_257]                  ; q = 257
+    movdqu       xmm1, [rsi]
+    movdqu       xmm2, [rsi + 16]
+    movdqu       xmm3, [rdx]
+    movdqu       xmm4, [rdx + 16]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel pw_m255]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel pw_m255 + 16]
+    pmullw       xmm5, xmm1
+    pmullw       xmm6, xmm2
+    pmulhw       xmm1, xmm3
+    pmulhw       xmm2, xmm4
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       [rdi], xmm1
+    movdqu       [rdi + 16], xmm2
+    movdqu       xmm1, [rsi + 32]
+    movdqu       xmm2, [rsi + 48]
+    movdqu       xmm3, [rdx + 32]
+    movdqu       xmm4, [rdx + 48]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel pw_m255]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel pw_m255 + 16]
+    pmullw       xmm5, xmm1
+    pmullw       xmm6, xmm2
+    pmulhw       xmm1, xmm3
+    pmulhw       xmm2, xmm4
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       [rdi + 32], xmm1
+    movdqu       [rdi + 48], xmm2
+    movdqu       xmm1, [rsi + 64]
+    movdqu       xmm2, [rsi + 80]
+    movdqu       xmm3, [rdx + 64]
+    movdqu       xmm4, [rdx + 80]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel pw_m255]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel pw_m255 + 16]
+    pmullw       xmm5, xmm1
+    pmullw       xmm6, xmm2
+    pmulhw       xmm1, xmm3
+    pmulhw       xmm2, xmm4
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       [rdi + 64], xmm1
+    movdqu       [rdi + 80], xmm2
+    movdqu       xmm1, [rsi + 96]
+    movdqu       xmm2, [rsi + 112]
+    movdqu       xmm3, [rdx + 96]
+    movdqu       xmm4, [rdx + 112]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel pw_m255]
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rel pw_m255 + 16]
+    pmullw       xmm5, xmm1
+    pmullw       xmm6, xmm2
+    pmulhw       xmm1, xmm3
+    pmulhw       xmm2, xmm4
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       [rdi + 96], xmm1
+    movdqu       [rdi + 112], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_tiny257_ntt_inverse_sse: inverse negacyclic NTT of a[64] in place, natural order out
+;
+;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+;   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
+;             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   clobbers: xmm{0-11}, flags
+;
+; reduction schedule:
+;   policy index, barrett reduction, 0 vector reductions
+;   worst |value| after each layer: 191, 371, 691, 1330, 2638, 5200
+; ---------------------------------------------------------------------------
+global kg_tiny257_ntt_inverse_sse:function (kg_tiny257_ntt_inverse_sse.end - kg_tiny257_ntt_inverse_sse)
+align 32
+kg_tiny257_ntt_inverse_sse:
+    movdqu       xmm0, [rel pw_257]                  ; q = 257
+    movdqu       xmm1, [rdi]
+    movdqu       xmm2, [rdi + 16]
+    movdqu       xmm3, [rdi + 32]
+    movdqu       xmm4, [rdi + 48]
+    movdqu       xmm5, [rdi + 64]
+    movdqu       xmm6, [rdi + 80]
+    movdqu       xmm7, [rdi + 96]
+    movdqu       xmm8, [rdi + 112]
+    movdqa       xmm9, xmm1                          ; layer 5
+    paddw        xmm9, xmm3
+    movdqa       xmm10, xmm2
+    paddw        xmm10, xmm4
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rel kg_tiny257_ntt_inverse_twiddles_sse + 32]
+    movdqa       xmm4, xmm2
+    pmullw       xmm4, [rel kg_tiny257_ntt_inverse_twiddles_sse + 48]
+    pmulhw       xmm1, [rel kg_tiny257_ntt_inverse_twiddles_sse]
+    pmulhw       xmm2, [rel kg_tiny257_ntt_inverse_twiddles_sse + 16]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm9
+    pmullw       xmm3, [rel pw_1020]
+    movdqa       xmm4, xmm10
+    pmullw       xmm4, [rel pw_1020 + 16]
+    pmulhw       xmm9, [rel pw_m4]
+    pmulhw       xmm10, [rel pw_m4 + 16]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm9, xmm3
+    psubw        xmm10, xmm4
+    movdqa       xmm3, xmm5                          ; layer 5
+    paddw        xmm3, xmm7
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm5
+    pmullw       xmm7, [rel kg_tiny257_ntt_inverse_twiddles_sse + 96]
+    movdqa       xmm8, xmm6
+    pmullw       xmm8, [rel kg_tiny257_ntt_inverse_twiddles_sse + 112]
+    pmulhw       xmm5, [rel kg_tiny257_ntt_inverse_twiddles_sse + 64]
+    pmulhw       xmm6, [rel kg_tiny257_ntt_inverse_twiddles_sse + 80]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm3
+    pmullw       xmm7, [rel pw_1020]
+    movdqa       xmm8, xmm4
+    pmullw       xmm8, [rel pw_1020 + 16]
+    pmulhw       xmm3, [rel pw_m4]
+    pmulhw       xmm4, [rel pw_m4 + 16]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm1
+    pslld        xmm7, 16
+    movdqa       xmm8, xmm2
+    pslld        xmm8, 16
+    movdqa       xmm11, xmm9
+    pblendw      xmm11, xmm7, 170
+    movdqa       xmm7, xmm10
+    pblendw      xmm7, xmm8, 170
+    psrld        xmm9, 16
+    psrld        xmm10, 16
+    pblendw      xmm9, xmm1, 170
+    pblendw      xmm10, xmm2, 170
+    movdqa       xmm1, xmm5
+    pslld        xmm1, 16
+    movdqa       xmm2, xmm6
+    pslld        xmm2, 16
+    movdqa       xmm8, xmm3
+    pblendw      xmm8, xmm1, 170
+    movdqa       xmm1, xmm4
+    pblendw      xmm1, xmm2, 170
+    psrld        xmm3, 16
+    psrld        xmm4, 16
+    pblendw      xmm3, xmm5, 170
+    pblendw      xmm4, xmm6, 170
+    movdqa       xmm2, xmm11                         ; layer 4
+    paddw        xmm2, xmm9
+    movdqa       xmm5, xmm7
+    paddw        xmm5, xmm10
+    psubw        xmm11, xmm9
+    psubw        xmm7, xmm10
+    movdqa       xmm6, xmm11
+    pmullw       xmm6, [rel kg_tiny257_ntt_inverse_twiddles_sse + 160]
+    movdqa       xmm9, xmm7
+    pmullw       xmm9, [rel kg_tiny257_ntt_inverse_twiddles_sse + 176]
+    pmulhw       xmm11, [rel kg_tiny257_ntt_inverse_twiddles_sse + 128]
+    pmulhw       xmm7, [rel kg_tiny257_ntt_inverse_twiddles_sse + 144]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm11, xmm6
+    psubw        xmm7, xmm9
+    movdqa       xmm6, xmm8                          ; layer 4
+    paddw        xmm6, xmm3
+    movdqa       xmm9, xmm1
+    paddw        xmm9, xmm4
+    psubw        xmm8, xmm3
+    psubw        xmm1, xmm4
+    movdqa       xmm3, xmm8
+    pmullw       xmm3, [rel kg_tiny257_ntt_inverse_twiddles_sse + 224]
+    movdqa       xmm4, xmm1
+    pmullw       xmm4, [rel kg_tiny257_ntt_inverse_twiddles_sse + 240]
+    pmulhw       xmm8, [rel kg_tiny257_ntt_inverse_twiddles_sse + 192]
+    pmulhw       xmm1, [rel kg_tiny257_ntt_inverse_twiddles_sse + 208]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm8, xmm3
+    psubw        xmm1, xmm4
+    movdqa       xmm3, xmm11
+    psllq        xmm3, 32
+    movdqa       xmm4, xmm7
+    psllq        xmm4, 32
+    movdqa       xmm10, xmm2
+    pblendw      xmm10, xmm3, 204
+    movdqa       xmm3, xmm5
+    pblendw      xmm3, xmm4, 204
+    psrlq        xmm2, 32
+    psrlq        xmm5, 32
+    pblendw      xmm2, xmm11, 204
+    pblendw      xmm5, xmm7, 204
+    movdqa       xmm4, xmm8
+    psllq        xmm4, 32
+    movdqa       xmm7, xmm1
+    psllq        xmm7, 32
+    movdqa       xmm11, xmm6
+    pblendw      xmm11, xmm4, 204
+    movdqa       xmm4, xmm9
+    pblendw      xmm4, xmm7, 204
+    psrlq        xmm6, 32
+    psrlq        xmm9, 32
+    pblendw      xmm6, xmm8, 204
+    pblendw      xmm9, xmm1, 204
+    movdqa       xmm1, xmm10                         ; layer 3
+    paddw        xmm1, xmm2
+    movdqa       xmm7, xmm3
+    paddw        xmm7, xmm5
+    psubw        xmm10, xmm2
+    psubw        xmm3, xmm5
+    movdqa       xmm2, xmm10
+    pmullw       xmm2, [rel kg_tiny257_ntt_inverse_twiddles_sse + 288]
+    movdqa       xmm5, xmm3
+    pmullw       xmm5, [rel kg_tiny257_ntt_inverse_twiddles_sse + 304]
+    pmulhw       xmm10, [rel kg_tiny257_ntt_inverse_twiddles_sse + 256]
+    pmulhw       xmm3, [rel kg_tiny257_ntt_inverse_twiddles_sse + 272]
+    pmulhw       xmm2, xmm0
+    pmulhw       xmm5, xmm0
+    psubw        xmm10, xmm2
+    psubw        xmm3, xmm5
+    movdqa       xmm2, xmm11                         ; layer 3
+    paddw        xmm2, xmm6
+    movdqa       xmm5, xmm4
+    paddw        xmm5, xmm9
+    psubw        xmm11, xmm6
+    psubw        xmm4, xmm9
+    movdqa       xmm6, xmm11
+    pmullw       xmm6, [rel kg_tiny257_ntt_inverse_twiddles_sse + 352]
+    movdqa       xmm8, xmm4
+    pmullw       xmm8, [rel kg_tiny257_ntt_inverse_twiddles_sse + 368]
+    pmulhw       xmm11, [rel kg_tiny257_ntt_inverse_twiddles_sse + 320]
+    pmulhw       xmm4, [rel kg_tiny257_ntt_inverse_twiddles_sse + 336]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm11, xmm6
+    psubw        xmm4, xmm8
+    movdqa       xmm6, xmm1
+    punpcklqdq   xmm6, xmm10
+    movdqa       xmm8, xmm7
+    punpcklqdq   xmm8, xmm3
+    punpckhqdq   xmm1, xmm10
+    punpckhqdq   xmm7, xmm3
+    movdqa       xmm3, xmm2
+    punpcklqdq   xmm3, xmm11
+    movdqa       xmm9, xmm5
+    punpcklqdq   xmm9, xmm4
+    punpckhqdq   xmm2, xmm11
+    punpckhqdq   xmm5, xmm4
+    movdqa       xmm4, xmm6                          ; layer 2
+    paddw        xmm4, xmm1
+    movdqa       xmm10, xmm8
+    paddw        xmm10, xmm7
+    psubw        xmm6, xmm1
+    psubw        xmm8, xmm7
+    movdqa       xmm1, xmm6
+    pmullw       xmm1, [rel kg_tiny257_ntt_inverse_twiddles_sse + 416]
+    movdqa       xmm7, xmm8
+    pmullw       xmm7, [rel kg_tiny257_ntt_inverse_twiddles_sse + 432]
+    pmulhw       xmm6, [rel kg_tiny257_ntt_inverse_twiddles_sse + 384]
+    pmulhw       xmm8, [rel kg_tiny257_ntt_inverse_twiddles_sse + 400]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm6, xmm1
+    psubw        xmm8, xmm7
+    movdqa       xmm1, xmm3                          ; layer 2
+    paddw        xmm1, xmm2
+    movdqa       xmm7, xmm9
+    paddw        xmm7, xmm5
+    psubw        xmm3, xmm2
+    psubw        xmm9, xmm5
+    movdqa       xmm2, xmm3
+    pmullw       xmm2, [rel kg_tiny257_ntt_inverse_twiddles_sse + 480]
+    movdqa       xmm5, xmm9
+    pmullw       xmm5, [rel kg_tiny257_ntt_inverse_twiddles_sse + 496]
+    pmulhw       xmm3, [rel kg_tiny257_ntt_inverse_twiddles_sse + 448]
+    pmulhw       xmm9, [rel kg_tiny257_ntt_inverse_twiddles_sse + 464]
+    pmulhw       xmm2, xmm0
+    pmulhw       xmm5, xmm0
+    psubw        xmm3, xmm2
+    psubw        xmm9, xmm5
+    movdqa       xmm2, xmm4                          ; layer 1
+    paddw        xmm2, xmm10
+    movdqa       xmm5, xmm6
+    paddw        xmm5, xmm8
+    psubw        xmm4, xmm10
+    psubw        xmm6, xmm8
+    movdqa       xmm8, xmm4
+    pmullw       xmm8, [rel kg_tiny257_ntt_inverse_twiddles_sse + 544]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel kg_tiny257_ntt_inverse_twiddles_sse + 560]
+    pmulhw       xmm4, [rel kg_tiny257_ntt_inverse_twiddles_sse + 512]
+    pmulhw       xmm6, [rel kg_tiny257_ntt_inverse_twiddles_sse + 528]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm4, xmm8
+    psubw        xmm6, xmm10
+    movdqa       xmm8, xmm1                          ; layer 1
+    paddw        xmm8, xmm7
+    movdqa       xmm10, xmm3
+    paddw        xmm10, xmm9
+    psubw        xmm1, xmm7
+    psubw        xmm3, xmm9
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, [rel kg_tiny257_ntt_inverse_twiddles_sse + 608]
+    movdqa       xmm9, xmm3
+    pmullw       xmm9, [rel kg_tiny257_ntt_inverse_twiddles_sse + 624]
+    pmulhw       xmm1, [rel kg_tiny257_ntt_inverse_twiddles_sse + 576]
+    pmulhw       xmm3, [rel kg_tiny257_ntt_inverse_twiddles_sse + 592]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm3, xmm9
+    movdqa       xmm7, xmm2                          ; layer 0
+    paddw        xmm7, xmm8
+    movdqa       xmm9, xmm5
+    paddw        xmm9, xmm10
+    psubw        xmm2, xmm8
+    psubw        xmm5, xmm10
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, [rel kg_tiny257_ntt_inverse_twiddles_sse + 672]
+    movdqa       xmm10, xmm5
+    pmullw       xmm10, [rel kg_tiny257_ntt_inverse_twiddles_sse + 688]
+    pmulhw       xmm2, [rel kg_tiny257_ntt_inverse_twiddles_sse + 640]
+    pmulhw       xmm5, [rel kg_tiny257_ntt_inverse_twiddles_sse + 656]
+    pmulhw       xmm8, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm2, xmm8
+    psubw        xmm5, xmm10
+    movdqa       xmm8, xmm4                          ; layer 0
+    paddw        xmm8, xmm1
+    movdqa       xmm10, xmm6
+    paddw        xmm10, xmm3
+    psubw        xmm4, xmm1
+    psubw        xmm6, xmm3
+    movdqa       xmm1, xmm4
+    pmullw       xmm1, [rel kg_tiny257_ntt_inverse_twiddles_sse + 672]
+    movdqa       xmm3, xmm6
+    pmullw       xmm3, [rel kg_tiny257_ntt_inverse_twiddles_sse + 688]
+    pmulhw       xmm4, [rel kg_tiny257_ntt_inverse_twiddles_sse + 640]
+    pmulhw       xmm6, [rel kg_tiny257_ntt_inverse_twiddles_sse + 656]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm3, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm6, xmm3
+    movdqu       [rdi], xmm7
+    movdqu       [rdi + 16], xmm9
+    movdqu       [rdi + 32], xmm8
+    movdqu       [rdi + 48], xmm10
+    movdqu       [rdi + 64], xmm2
+    movdqu       [rdi + 80], xmm5
+    movdqu       [rdi + 96], xmm4
+    movdqu       [rdi + 112], xmm6
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_tiny257_reduce_barrett_sse: reduce a[64] in place mod 257 (centred Barrett, two multiplications)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_tiny257_reduce_barrett_sse:function (kg_tiny257_reduce_barrett_sse.end - kg_tiny257_reduce_barrett_sse)
+align 32
+kg_tiny257_reduce_barrett_sse:
+    movdqu       xmm0, [rdi]
+    movdqu       xmm1, [rdi + 16]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_32640]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_32640 + 16]
+    paddw        xmm2, [rel pw_64]
+    paddw        xmm3, [rel pw_64 + 16]
+    psraw        xmm2, 7
+    psraw        xmm3, 7
+    pmullw       xmm2, [rel pw_257]
+    pmullw       xmm3, [rel pw_257 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi], xmm0
+    movdqu       [rdi + 16], xmm1
+    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 48]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_32640]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_32640 + 16]
+    paddw        xmm2, [rel pw_64]
+    paddw        xmm3, [rel pw_64 + 16]
+    psraw        xmm2, 7
+    psraw        xmm3, 7
+    pmullw       xmm2, [rel pw_257]
+    pmullw       xmm3, [rel pw_257 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 32], xmm0
+    movdqu       [rdi + 48], xmm1
+    movdqu       xmm0, [rdi + 64]
+    movdqu       xmm1, [rdi + 80]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_32640]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_32640 + 16]
+    paddw        xmm2, [rel pw_64]
+    paddw        xmm3, [rel pw_64 + 16]
+    psraw        xmm2, 7
+    psraw        xmm3, 7
+    pmullw       xmm2, [rel pw_257]
+    pmullw       xmm3, [rel pw_257 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 64], xmm0
+    movdqu       [rdi + 80], xmm1
+    movdqu       xmm0, [rdi + 96]
+    movdqu       xmm1, [rdi + 112]
+    movdqa       xmm2, xmm0                          ; barrett
+    pmulhw       xmm2, [rel pw_32640]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_32640 + 16]
+    paddw        xmm2, [rel pw_64]
+    paddw        xmm3, [rel pw_64 + 16]
+    psraw        xmm2, 7
+    psraw        xmm3, 7
+    pmullw       xmm2, [rel pw_257]
+    pmullw       xmm3, [rel pw_257 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 96], xmm0
+    movdqu       [rdi + 112], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_tiny257_reduce_special_sse: reduce a[64] in place mod 257 (shifts, masks and adds: x = h*2^8 + l, x = l - h mod q)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [-127, 383] (proven over all 2^16 inputs), congruent to the input mod 257
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_tiny257_reduce_special_sse:function (kg_tiny257_reduce_special_sse.end - kg_tiny257_reduce_special_sse)
+align 32
+kg_tiny257_reduce_special_sse:
+    movdqu       xmm0, [rdi]
+    movdqu       xmm1, [rdi + 16]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 8
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 8
+    pand         xmm0, [rel pw_255]
+    pand         xmm1, [rel pw_255 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi], xmm0
+    movdqu       [rdi + 16], xmm1
+    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 48]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 8
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 8
+    pand         xmm0, [rel pw_255]
+    pand         xmm1, [rel pw_255 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 32], xmm0
+    movdqu       [rdi + 48], xmm1
+    movdqu       xmm0, [rdi + 64]
+    movdqu       xmm1, [rdi + 80]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 8
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 8
+    pand         xmm0, [rel pw_255]
+    pand         xmm1, [rel pw_255 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 64], xmm0
+    movdqu       [rdi + 80], xmm1
+    movdqu       xmm0, [rdi + 96]
+    movdqu       xmm1, [rdi + 112]
+    movdqa       xmm2, xmm0                          ; special
+    psraw        xmm2, 8
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 8
+    pand         xmm0, [rel pw_255]
+    pand         xmm1, [rel pw_255 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 96], xmm0
+    movdqu       [rdi + 112], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_tiny257_freeze_sse: a[64] in place to canonical form in [0, 257) (centred Barrett, then q added where negative)
+;
+;   requires: any int16 a[i]
+;   ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
+;   cpu: SSE2 (check CPUID before calling)
+;   clobbers: xmm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_tiny257_freeze_sse:function (kg_tiny257_freeze_sse.end - kg_tiny257_freeze_sse)
+align 32
+kg_tiny257_freeze_sse:
+    movdqu       xmm0, [rdi]
+    movdqu       xmm1, [rdi + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_32640]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_32640 + 16]
+    paddw        xmm2, [rel pw_64]
+    paddw        xmm3, [rel pw_64 + 16]
+    psraw        xmm2, 7
+    psraw        xmm3, 7
+    pmullw       xmm2, [rel pw_257]
+    pmullw       xmm3, [rel pw_257 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_257]
+    pand         xmm3, [rel pw_257 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi], xmm0
+    movdqu       [rdi + 16], xmm1
+    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 48]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_32640]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_32640 + 16]
+    paddw        xmm2, [rel pw_64]
+    paddw        xmm3, [rel pw_64 + 16]
+    psraw        xmm2, 7
+    psraw        xmm3, 7
+    pmullw       xmm2, [rel pw_257]
+    pmullw       xmm3, [rel pw_257 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_257]
+    pand         xmm3, [rel pw_257 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 32], xmm0
+    movdqu       [rdi + 48], xmm1
+    movdqu       xmm0, [rdi + 64]
+    movdqu       xmm1, [rdi + 80]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_32640]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_32640 + 16]
+    paddw        xmm2, [rel pw_64]
+    paddw        xmm3, [rel pw_64 + 16]
+    psraw        xmm2, 7
+    psraw        xmm3, 7
+    pmullw       xmm2, [rel pw_257]
+    pmullw       xmm3, [rel pw_257 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_257]
+    pand         xmm3, [rel pw_257 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 64], xmm0
+    movdqu       [rdi + 80], xmm1
+    movdqu       xmm0, [rdi + 96]
+    movdqu       xmm1, [rdi + 112]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhw       xmm2, [rel pw_32640]
+    movdqa       xmm3, xmm1
+    pmulhw       xmm3, [rel pw_32640 + 16]
+    paddw        xmm2, [rel pw_64]
+    paddw        xmm3, [rel pw_64 + 16]
+    psraw        xmm2, 7
+    psraw        xmm3, 7
+    pmullw       xmm2, [rel pw_257]
+    pmullw       xmm3, [rel pw_257 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    psraw        xmm2, 15
+    movdqa       xmm3, xmm1
+    psraw        xmm3, 15
+    pand         xmm2, [rel pw_257]
+    pand         xmm3, [rel pw_257 + 16]
+    paddw        xmm0, xmm2
+    paddw        xmm1, xmm3
+    movdqu       [rdi + 96], xmm0
+    movdqu       [rdi + 112], xmm1
     ret
 .end:
 

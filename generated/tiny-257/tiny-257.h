@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  * Regenerate with: kerngen emit params/tiny-257.toml
  *
- * tiny-257: negacyclic NTT kernels over Z_257[x]/(x^64+1), 16-bit lanes, avx2
+ * tiny-257: negacyclic NTT kernels over Z_257[x]/(x^64+1), 16-bit lanes, avx2, sse
  * Link with tiny-257.o (nasm -f elf64 tiny-257.asm). System V AMD64 ABI; the kernels
  * are constant-time straight-line code: no branch and no address depends on data.
  */
@@ -106,6 +106,83 @@ void kg_tiny257_reduce_special_avx2(int16_t a[64]);
  *   a: 64 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_tiny257_freeze_avx2(int16_t a[64]);
+
+
+/* forward negacyclic NTT of a[64] in place (6 layers, blocks of degree 1)
+ *   requires: every a[i] in [-256, 256]
+ *   ensures:  every a[i] in [-1033, 1033] (proven), block j at kg_tiny257_ntt_positions[j] (manifest: layout),
+ *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 257 (scale 1)
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 64 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_tiny257_ntt_forward_sse(int16_t a[64]);
+
+
+/* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+ *   requires: every a[i], b[i] in [-1033, 1033] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
+ *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: SSE2 (check CPUID before calling)
+ *   r: 64 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 64 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 64 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_tiny257_basemul_sse(int16_t r[64], const int16_t a[64], const int16_t b[64]);
+
+
+/* inverse negacyclic NTT of a[64] in place, natural order out
+ *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
+ *             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   a: 64 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_tiny257_ntt_inverse_sse(int16_t a[64]);
+
+
+/* reduce a[64] in place mod 257 (centred Barrett, two multiplications)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 64 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_tiny257_reduce_barrett_sse(int16_t a[64]);
+
+
+/* reduce a[64] in place mod 257 (shifts, masks and adds: x = h*2^8 + l, x = l - h mod q)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-127, 383] (proven over all 2^16 inputs), congruent to the input mod 257
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 64 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_tiny257_reduce_special_sse(int16_t a[64]);
+
+
+/* a[64] in place to canonical form in [0, 257) (centred Barrett, then q added where negative)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
+ *   cpu: SSE2 (check CPUID before calling)
+ *   a: 64 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_tiny257_freeze_sse(int16_t a[64]);
+
+
+/* Dispatch: tiny-257_dispatch.c (optional; compile and link it to use these).
+ * Each function below has the contract of its suffixed kernels above and calls
+ * the first of avx2, sse that this CPU runs, chosen once, on the first
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ *   kg_tiny257_isa():         the chosen ISA's name, or NULL when the CPU runs none
+ *   kg_tiny257_use_isa(name): use that ISA from now on (to test a fallback or compare);
+ *     0, or -1 when the name is unknown or this CPU cannot run it
+ */
+const char *kg_tiny257_isa(void);
+int kg_tiny257_use_isa(const char *isa);
+void kg_tiny257_ntt_forward(int16_t a[64]);
+void kg_tiny257_basemul(int16_t r[64], const int16_t a[64], const int16_t b[64]);
+void kg_tiny257_ntt_inverse(int16_t a[64]);
+void kg_tiny257_reduce_barrett(int16_t a[64]);
+void kg_tiny257_reduce_special(int16_t a[64]);
+void kg_tiny257_freeze(int16_t a[64]);
 
 
 #ifdef __cplusplus

@@ -89,7 +89,8 @@ def cmd_bench(args) -> int:
         return 0
     cols = [("symbol", max([len(r["symbol"]) for r in rows] + [6]) + 2), ("ticks", 9)]
     others = sorted({k for r in rows for k in r if k.endswith("_ticks") and k != "ticks"})
-    cols += [(k, 15) for k in others] + [(k.replace("_ticks", "_ratio"), 15) for k in others]
+    cols += [(k, max(15, len(k) + 2)) for k in others]
+    cols += [(k.replace("_ticks", "_ratio"), max(15, len(k) + 2)) for k in others]
     cols += [("instructions", 13), ("bytes", 7), ("multiplications", 16), ("loads", 6), ("stores", 7),
              ("mca_rthroughput", 16), ("mca_rthroughput_skylake", 24)]
     print(f"{cols[0][0]:<{cols[0][1]}}" + "".join(f"{c:>{w}}" for c, w in cols[1:]))
@@ -101,7 +102,9 @@ def cmd_bench(args) -> int:
 
 def cmd_explore(args) -> int:
     path, _ = shipped.resolve(args.params)
-    p = load(path)
+    if args.isa is not None and "," in args.isa:
+        raise UsageError(f"explore: --isa takes one ISA, got {args.isa!r}")
+    p = load(path, Overrides(isa=args.isa))
     explorer = family_of(p).explorer
     if explorer is None:  # refuse other families before any work
         with_schedules = " or ".join(f'"{f.name}"' for f in FAMILIES.values() if f.explorer is not None)
@@ -154,14 +157,17 @@ def parser() -> argparse.ArgumentParser:
 
     def common(p):
         p.add_argument("params", nargs="+", metavar="PARAMS.toml", help=params_help)
-        p.add_argument("--isa", choices=tuple(ISAS), help="override the file's isa")
+        p.add_argument("--isa", metavar="ISA[,ISA]", help=f"override the file's isa: one of {', '.join(ISAS)}, or "
+                                                             "several separated by commas (one bundle with kernels "
+                                                             "for each and a dispatch unit)")
         p.add_argument("--policy", choices=POLICIES, help="reduction policy for NTT kernels (default: the file's, else index)")
         p.add_argument("--reducer", choices=REDUCERS,
                        help="reduction used by NTT schedules: barrett, special (shifts and adds, for q of sparse "
                             "signed-binary shape such as 7681 = 2^13 - 2^9 + 1) or auto (cheapest by the cost model)")
         p.add_argument("--prefix", help="symbol prefix (default: kg_ and the name without dashes)")
 
-    e = sub.add_parser("emit", help="write the bundle (.asm, .h, manifest.json) of each parameter set",
+    e = sub.add_parser("emit", help="write the bundle (.asm, .h, manifest.json; NAME_dispatch.c for several ISAs) "
+                                    "of each parameter set",
                        description="Build, verify and write each bundle. With one parameter file, --out is the bundle "
                                    "directory (default ./NAME); with several, bundles go to --out/NAME. Nothing is "
                                    "written unless every kernel verified.")
@@ -194,6 +200,8 @@ def parser() -> argparse.ArgumentParser:
                                    "interleaved run) and the worst bound after each layer; write a PNG heatmap of "
                                    "the bound of every coefficient index through the layers, reductions outlined.")
     x.add_argument("params", metavar="PARAMS.toml", help="an NTT parameter file, e.g. params/kyber-r1-7681.toml")
+    x.add_argument("--isa", metavar="ISA", help=f"the ISA to explore on: one of {', '.join(ISAS)} (default: the "
+                                                "file's first)")
     x.add_argument("--json", action="store_true", help="print rows as JSON")
     x.add_argument("--png", metavar="FILE", help="heatmap file (default: ./explore-NAME.png)")
     x.add_argument("--batches", type=_positive, default=101, help="batches per kernel (median taken; default 101)")

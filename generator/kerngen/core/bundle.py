@@ -102,9 +102,10 @@ class Bundle:
     header: tuple[CDefine | CTable, ...] = ()  # what a C user needs beyond the prototypes
     design: Any = None  # what the family derived the kernels from (NTT: maths, layout, arithmetic), for its tools
 
-    def function(self, kind: str, symbol: str | None = None) -> Function:
+    def function(self, kind: str, symbol: str | None = None, isa: str | None = None) -> Function:
+        """The first function of this kind (of this ISA, with this symbol)."""
         for f in self.functions:
-            if f.kind == kind and symbol in (None, f.symbol):
+            if f.kind == kind and symbol in (None, f.symbol) and isa in (None, f.isa):
                 return f
         raise KeyError(kind)
 

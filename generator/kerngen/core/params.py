@@ -59,17 +59,31 @@ def check_keys(src: str, table: dict, allowed: frozenset[str], family: str) -> N
             raise ParamError(src, key, f"unknown key for family {family!r}; allowed keys: {', '.join(sorted(allowed))}")
 
 
-def choose_isa(src: str, table: dict, overrides: Overrides, allowed: tuple[str, ...], family: str) -> str:
-    """The file's isa (default the first allowed), or the command line's."""
+def choose_isas(src: str, table: dict, overrides: Overrides, allowed: tuple[str, ...], family: str) -> tuple[str, ...]:
+    """The file's isa (a name or a list of names, default the first allowed),
+    or the command line's (names separated by commas): every kernel is built
+    for each, in this order (the first is preferred where several can run)."""
     if overrides.isa is not None:
-        if overrides.isa not in allowed:
-            raise ParamError(src, "isa", f"must be {_choice(allowed)} for the {family} family, "
-                                         f"got {overrides.isa!r} from --isa")
-        return overrides.isa
-    isa = table.get("isa", allowed[0])
-    if isa not in allowed:
-        raise ParamError(src, "isa", f"must be {_choice(allowed)} for the {family} family, got {isa!r}")
-    return isa
+        given, where = [x.strip() for x in overrides.isa.split(",")], " from --isa"
+    else:
+        given, where = table.get("isa", allowed[0]), ""
+        if isinstance(given, str):
+            given = [given]
+        if not isinstance(given, list) or not given or not all(isinstance(x, str) for x in given):
+            raise ParamError(src, "isa", f"must be {_choice(allowed)} (or a list of them) for the {family} family, "
+                                         f"got {given!r}")
+    for isa in given:
+        if isa not in allowed:
+            raise ParamError(src, "isa", f"must be {_choice(allowed)} (or a list of them) for the {family} family, "
+                                         f"got {isa!r}{where}")
+    if len(set(given)) != len(given):
+        raise ParamError(src, "isa", f"names an ISA twice: {given!r}{where}")
+    return tuple(given)
+
+
+def isa_manifest(isas: tuple[str, ...]):
+    """How the manifest and banner state the ISAs: a name, or a list of names."""
+    return isas[0] if len(isas) == 1 else list(isas)
 
 
 def _choice(allowed: tuple[str, ...]) -> str:

@@ -61,7 +61,7 @@ STATUS_INMOD = "inmod"
 
 _C_FLAGS = ("-O2", "-std=c11", "-Wall", "-Wextra")
 _TOKEN = re.compile(r"^\S+$")
-_SYMBOL = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$@]*$")
+SYMBOL = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$@]*$")
 
 _INSTALL_HINTS = {
     "nasm": "install it with `apt-get install nasm` (NASM 2.14 or later)",
@@ -124,7 +124,7 @@ class Case:
         object.__setattr__(self, "args", tuple(self.args))
         if not _TOKEN.match(self.case_id):
             raise ValueError(f"Case.case_id must be one token without spaces, got {self.case_id!r}")
-        if not _SYMBOL.match(self.symbol):
+        if not SYMBOL.match(self.symbol):
             raise ValueError(f"case {self.case_id}: bad symbol name {self.symbol!r}")
         if self.lib < 0:
             raise ValueError(f"case {self.case_id}: lib must be >= 0")
@@ -194,7 +194,7 @@ def _tool(name: str) -> str:
     return path
 
 
-def _run(cmd: Sequence[str | os.PathLike[str]], what: str) -> None:
+def run_build(cmd: Sequence[str | os.PathLike[str]], what: str) -> None:
     argv = [str(c) for c in cmd]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -205,7 +205,7 @@ def _run(cmd: Sequence[str | os.PathLike[str]], what: str) -> None:
         raise HarnessError(f"{what} failed (exit {proc.returncode}): {' '.join(argv)}\n{msg}")
 
 
-def _digest(*parts: bytes | str) -> str:
+def digest(*parts: bytes | str) -> str:
     h = hashlib.sha256()
     for p in parts:
         b = p.encode() if isinstance(p, str) else p
@@ -214,14 +214,14 @@ def _digest(*parts: bytes | str) -> str:
     return h.hexdigest()[:16]
 
 
-def _harness_source(name: str) -> Path:
+def harness_source(name: str) -> Path:
     path = HARNESS_DIR / name
     if not path.is_file():
         raise HarnessError(f"harness source {path} is missing")
     return path
 
 
-def _cached(final: Path, make: Callable[[Path], Path]) -> Path:
+def cached(final: Path, make: Callable[[Path], Path]) -> Path:
     """`final` if it was built before; otherwise `make(tmp)` builds it in a
     private temporary directory beside it and returns the file, which is then
     moved into place (os.replace is atomic: a concurrent build of the same
@@ -236,20 +236,20 @@ def _cached(final: Path, make: Callable[[Path], Path]) -> Path:
 
 def _build_program(workdir: Path, name: str, main_source: str) -> Path:
     nasm, gcc = _tool("nasm"), _tool("gcc")
-    sources = [_harness_source(n) for n in (main_source, "vectors.c", "vectors.h",
+    sources = [harness_source(n) for n in (main_source, "vectors.c", "vectors.h",
                                             "abi_check.h", "abi_check.asm")]
-    key = _digest(name, *_C_FLAGS, *(p.read_bytes() for p in sources))
+    key = digest(name, *_C_FLAGS, *(p.read_bytes() for p in sources))
 
     def make(tmp: Path) -> Path:
         obj = tmp / "abi_check.o"
-        _run([nasm, "-f", ELF64.name, "-o", obj, HARNESS_DIR / "abi_check.asm"],
+        run_build([nasm, "-f", ELF64.name, "-o", obj, HARNESS_DIR / "abi_check.asm"],
              "assembling abi_check.asm")
-        _run([gcc, *_C_FLAGS, "-I", HARNESS_DIR, "-o", tmp / name,
+        run_build([gcc, *_C_FLAGS, "-I", HARNESS_DIR, "-o", tmp / name,
               HARNESS_DIR / main_source, HARNESS_DIR / "vectors.c", obj, "-ldl"],
              f"building {name}")
         return tmp / name
 
-    return _cached(Path(workdir) / f"kg-harness-{key}" / name, make)
+    return cached(Path(workdir) / f"kg-harness-{key}" / name, make)
 
 
 def build_runner(workdir: Path) -> Path:
@@ -282,12 +282,12 @@ def assemble_shared(asm_path: Path, workdir: Path) -> Path:
 
     def make(tmp: Path) -> Path:
         obj, so = tmp / f"{asm_path.stem}.o", tmp / f"{asm_path.stem}.so"
-        _run([nasm, "-f", ELF64.name, "-I", f"{asm_path.resolve().parent}/", "-o", obj, asm_path],
+        run_build([nasm, "-f", ELF64.name, "-I", f"{asm_path.resolve().parent}/", "-o", obj, asm_path],
              f"assembling {asm_path.name}")
-        _run([gcc, "-shared", "-o", so, obj], f"linking {asm_path.name}")
+        run_build([gcc, "-shared", "-o", so, obj], f"linking {asm_path.name}")
         return so
 
-    return _cached(Path(workdir) / f"{asm_path.stem}-{_digest(text)}.so", make)
+    return cached(Path(workdir) / f"{asm_path.stem}-{digest(text)}.so", make)
 
 
 def build_shared_c(source: str, stem: str, flags: Sequence[str], workdir: Path, what: str,
@@ -298,23 +298,23 @@ def build_shared_c(source: str, stem: str, flags: Sequence[str], workdir: Path, 
     links: libraries and ``-l`` options) and returns it; `what` names the
     build in errors. Generated headers are kept beside the object for reading."""
     gcc = _tool("gcc")
-    src = _harness_source(source)
+    src = harness_source(source)
     own = sorted(HARNESS_DIR.glob("*.h"))
     made = dict(headers or {})
-    key = _digest(src.read_bytes(), *(h.read_bytes() for h in own), *flags, *map(str, link),
+    key = digest(src.read_bytes(), *(h.read_bytes() for h in own), *flags, *map(str, link),
                   *(part for name, text in sorted(made.items()) for part in (name, text)))
     final = Path(workdir) / f"{stem}-{key}" / "lib.so"
 
     def make(tmp: Path) -> Path:
         for name, text in made.items():
             (tmp / name).write_text(text)
-        _run([gcc, "-fPIC", "-shared", *flags, "-I", tmp, "-I", HARNESS_DIR, "-o", tmp / "lib.so", src, *link],
+        run_build([gcc, "-fPIC", "-shared", *flags, "-I", tmp, "-I", HARNESS_DIR, "-o", tmp / "lib.so", src, *link],
              what)
         for name in made:
             os.replace(tmp / name, final.parent / name)
         return tmp / "lib.so"
 
-    return _cached(final, make)
+    return cached(final, make)
 
 
 # ---------------------------------------------------------------------------
@@ -345,7 +345,7 @@ def write_vectors(path: Path, cases: Iterable[Case]) -> None:
     Path(path).write_text("\n".join(lines) + "\n")
 
 
-def _check_libs(libs: Path | Sequence[Path]) -> list[Path]:
+def check_libs(libs: Path | Sequence[Path]) -> list[Path]:
     paths = [Path(libs)] if isinstance(libs, (str, os.PathLike)) else [Path(p) for p in libs]
     if not paths:
         raise HarnessError("no shared object given")
@@ -364,7 +364,7 @@ def _describe_exit(code: int) -> str:
     return f"exit {code}"
 
 
-def _parse_runner_output(text: str) -> list[CaseResult]:
+def parse_runner_output(text: str) -> list[CaseResult]:
     results: list[CaseResult] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         words = line.split()
@@ -392,7 +392,7 @@ def run_runner(
     indexes it). ``workdir`` holds the runner build (default: the first
     library's directory); ``seed`` fixes canaries and register seeds.
     A crash of a kernel raises HarnessError naming the case."""
-    libs = _check_libs(lib)
+    libs = check_libs(lib)
     runner = build_runner(Path(workdir) if workdir is not None else libs[0].parent)
     env = dict(os.environ)
     if seed is not None:
@@ -410,7 +410,7 @@ def run_runner(
         except subprocess.TimeoutExpired as exc:
             raise HarnessError(f"kg_runner timed out after {timeout} s") from exc
         text = out.read_text() if out.exists() else ""
-    results = _parse_runner_output(text)
+    results = parse_runner_output(text)
     if proc.returncode != 0:
         detail = proc.stderr.strip()
         if proc.returncode < 0 and len(results) < len(cases):
@@ -438,7 +438,7 @@ def run_bench(
     """Times ``cases`` with ``kg_bench``, all interleaved in one run (one
     batch of each case per round), so ratios between them share the machine's
     noise. ``Case.lib`` indexes ``libs``. Returns one result per case."""
-    paths = _check_libs(libs)
+    paths = check_libs(libs)
     bench = build_bench(Path(workdir) if workdir is not None else paths[0].parent)
     if batches < 1:
         raise ValueError("batches must be at least 1")
@@ -545,3 +545,4 @@ def abi_capabilities(workdir: Path) -> AbiCapabilities:
         raise HarnessError(f"kg_runner --caps {_describe_exit(proc.returncode)}: {proc.stderr}")
     caps = dict(line.split() for line in proc.stdout.splitlines() if line.strip())
     return AbiCapabilities(avx=caps.get("avx") == "1", xinuse=caps.get("xinuse") == "1")
+

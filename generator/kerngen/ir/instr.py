@@ -57,6 +57,7 @@ class TableBase:
 
 
 SLOT_BYTES = 32  # one spill slot holds the widest vector register
+VECTOR_BITS = 256  # the widest vector the IR is written in; legalisation splits it where the ISA's are narrower
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,11 @@ class ArgSpec:
     count: int
     align: int  # the alignment the kernel requires
     preferred_align: int | None = None  # an alignment that is faster, where there is one
+
+    @property
+    def c_declaration(self) -> str:
+        """The parameter as a C prototype declares it."""
+        return f"{'const ' if self.role == 'in' else ''}{self.ctype} {self.name}[{self.count}]"
 
 
 @dataclass(frozen=True)

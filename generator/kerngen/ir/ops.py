@@ -187,6 +187,10 @@ def _insert128(n, srcs, imm, u):
     return tuple((1, 0) if k == imm else (0, k) for k in range(n))
 
 
+def _insert_element(n, srcs, imm, u):
+    return tuple((1, 0) if k == imm else (0, k) for k in range(n))
+
+
 def _element_shift(elem: int, left: bool):
     """A shift by `imm` bits inside `elem`-bit elements, as a move of bytes;
     None (no route) unless imm is a whole number of bytes."""
@@ -225,6 +229,7 @@ class Op:
     arith: Arith | None = None
     move: Move | None = None
     commutative: bool = False
+    halves: bool = False  # the 256-bit form works on each 128-bit half alone (so it splits into two xmm forms)
 
     @property
     def written(self) -> tuple[int, ...]:
@@ -280,12 +285,18 @@ IDENTITY = Move(0, _identity)
 _ROWS: list[Op] = []
 
 
+_CROSSING = {"vperm2i128", "vpermq", "vextracti128", "vinserti128", "vpbroadcastw", "vpbroadcastd", "vpbroadcastq",
+             "vpbroadcastq_x"}  # vector forms that move data between the 128-bit halves
+
+
 def _row(name, sig, cls, vex, legacy, needs, *, tied=None, elem=None, generic=None, arith=None, move=None,
          commutative=False):
+    s = _sig(sig)
     if tied is None:  # a legacy three-operand form keeps its destination as first source
-        s = _sig(sig)
         tied = legacy is not None and len(s) >= 3 and s[1].kind == "v" and "w" in s[0].access and s[0].kind == "v"
-    _ROWS.append(Op(name, _sig(sig), cls, vex, legacy, tied, needs, elem, generic, arith, move, commutative))
+    halves = vex is not None and name not in _CROSSING and any(slot.kind in ("v", "vm") for slot in s) and \
+        all(slot.kind != "g" and slot.kind != "gm" for slot in s)
+    _ROWS.append(Op(name, s, cls, vex, legacy, tied, needs, elem, generic, arith, move, commutative, halves))
 
 
 # moves between registers and memory (sizes: the memory operand's)
@@ -385,6 +396,9 @@ _row("movq_to_gpr", "w:g,r:v", "move", "vmovq", "movq", _needs("SSE2", "AVX"))
 _row("movq_from_gpr", "w:v,r:g", "move", "vmovq", "movq", _needs("SSE2", "AVX"))
 _row("pextrq", "w:g,r:v,r:i", "shuffle", "vpextrq", "pextrq", _needs("SSE4.1", "AVX"))
 _row("pinsrq", "w:v,r:v,r:g,r:i", "shuffle", "vpinsrq", "pinsrq", _needs("SSE4.1", "AVX"), tied=True)
+# one 16-bit element from memory into the element the immediate names, the others from the first source
+_row("pinsrw", "w:v,r:v,r:m,r:i", "shuffle", "vpinsrw", "pinsrw", _needs("SSE2", "AVX"), tied=True, elem=16,
+     move=Move(16, _insert_element))
 
 OPS: dict[str, Op] = {op.name: op for op in _ROWS}
 _BY_WIDTH: dict[tuple[str, int], str] = {}

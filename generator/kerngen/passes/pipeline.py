@@ -45,7 +45,7 @@ def _check(u: Unit) -> None:
 
 
 def _legalise(u: Unit) -> None:
-    u.body = legalise(u.body, u.target, u.builder.vreg)
+    u.body = legalise(u.body, u.target, u.builder)
 
 
 def _allocate(u: Unit) -> None:

@@ -84,7 +84,7 @@ class Value:
     @property
     def constant(self) -> tuple[int, ...] | None:
         """The lanes' values when they are exact and depend on no input."""
-        if self.form == frozenset({()}) and all(lo == hi for lo, hi in self.lanes):
+        if self.form in (frozenset({()}), frozenset()) and all(lo == hi for lo, hi in self.lanes):
             return tuple(lo for lo, _ in self.lanes)
         return None
 
@@ -157,7 +157,8 @@ class _Machine:
             first = op.offset // t.elem_bytes
             vals = t.values[first:first + n]
             lanes = [(wrap(x, self.bits),) * 2 for x in vals]
-            return self.new(lanes, [0] * n, frozenset({()}))
+            # zeros are the zero polynomial: inserting an element into them adds no constant term
+            return self.new(lanes, [0] * n, frozenset({()}) if any(vals) else frozenset())
         if isinstance(op.base, StackBase):
             return self.stack[op.offset]
         elems = self.memory[op.base.index]

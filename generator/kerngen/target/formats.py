@@ -17,9 +17,10 @@ class ObjectFormat:
     text: str  # section directive for code
     typed_symbols: bool  # ELF: `global f:function (size)`, so tools see sizes
     gnu_stack_note: bool  # ELF: mark the stack non-executable
+    unwind_tables: bool = False  # COFF64: .pdata/.xdata unwind data for every function with a frame
 
 
 ELF64 = ObjectFormat("elf64", "", "section .rodata align=32", "section .text", True, True)
-COFF64 = ObjectFormat("win64", "", "section .rdata rdata align=32", "section .text", False, False)
+COFF64 = ObjectFormat("win64", "", "section .rdata rdata align=32", "section .text", False, False, True)
 MACHO64 = ObjectFormat("macho64", "_", "section .rodata align=32", "section .text", False, False)
 

@@ -21,6 +21,7 @@ class Isa:
     vector_bits: int  # widest vector register: 256 (ymm) or 128 (xmm)
     vex: bool  # VEX encodings; else legacy ones, after the legalisation pass
     extensions: frozenset[str]  # what a CPU running this ISA's kernels has
+    c_march: str  # what plain C is compiled for (-march) when compared with this ISA's kernels
     vector_registers: int = 16
 
     def vector_bits_for(self, bits: int) -> int:
@@ -29,8 +30,8 @@ class Isa:
         return 128 if bits <= 128 else self.vector_bits
 
 
-AVX2 = Isa("avx2", 256, True, X86_64_V3)
-SSE = Isa("sse", 128, False, X86_64_V2)
+AVX2 = Isa("avx2", 256, True, X86_64_V3, "native")
+SSE = Isa("sse", 128, False, X86_64_V2, "x86-64-v2")
 
 ISAS: dict[str, Isa] = {isa.name: isa for isa in (AVX2, SSE)}
 
@@ -38,3 +39,36 @@ ISAS: dict[str, Isa] = {isa.name: isa for isa in (AVX2, SSE)}
 def cpuinfo_name(extension: str) -> str:
     """An extension as /proc/cpuinfo (and the manifest) names it: SSE4.1 -> sse4_1."""
     return extension.lower().replace(".", "_")
+
+
+@dataclass(frozen=True)
+class CpuidBit:
+    """Where CPUID reports an extension, and the register state the OS must
+    have enabled (XCR0, read by XGETBV) before its instructions may run."""
+
+    leaf: int
+    subleaf: int
+    register: str  # "eax", "ebx", "ecx" or "edx"
+    bit: int
+    xcr0: int = 0
+
+
+_YMM_STATE = 0x6  # XCR0 bits 1 and 2: the OS saves xmm and the ymm upper halves
+
+CPUID: dict[str, CpuidBit] = {
+    "SSE2": CpuidBit(1, 0, "edx", 26),
+    "SSE3": CpuidBit(1, 0, "ecx", 0),
+    "PCLMULQDQ": CpuidBit(1, 0, "ecx", 1),
+    "SSSE3": CpuidBit(1, 0, "ecx", 9),
+    "FMA": CpuidBit(1, 0, "ecx", 12, _YMM_STATE),
+    "SSE4.1": CpuidBit(1, 0, "ecx", 19),
+    "SSE4.2": CpuidBit(1, 0, "ecx", 20),
+    "MOVBE": CpuidBit(1, 0, "ecx", 22),
+    "POPCNT": CpuidBit(1, 0, "ecx", 23),
+    "AVX": CpuidBit(1, 0, "ecx", 28, _YMM_STATE),
+    "BMI1": CpuidBit(7, 0, "ebx", 3),
+    "AVX2": CpuidBit(7, 0, "ebx", 5, _YMM_STATE),
+    "BMI2": CpuidBit(7, 0, "ebx", 8),
+    "VPCLMULQDQ": CpuidBit(7, 0, "ecx", 10, _YMM_STATE),
+    "LZCNT": CpuidBit(0x80000001, 0, "ecx", 5),
+}

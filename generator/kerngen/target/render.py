@@ -17,6 +17,7 @@ import jinja2
 from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function
 from .abi import GPR_NAMES
+from .dispatch import dispatch
 from .frame import Frame, frame_of, registers_used
 from .printer import body_text
 
@@ -28,6 +29,8 @@ _ENV = jinja2.Environment(
     keep_trailing_newline=True,
     autoescape=False,
 )
+# C source written as code is read: block tags on their own lines leave no blank lines
+_C_ENV = _ENV.overlay(trim_blocks=True, lstrip_blocks=True)
 
 _DIRECTIVES = {1: ("db", 16), 2: ("dw", 16), 4: ("dd", 8), 8: ("dq", 4)}
 
@@ -101,11 +104,6 @@ def c_lines(item: CDefine | CTable) -> list[str]:
     return lines + ["};"]
 
 
-def _c_arg(a) -> str:
-    const = "const " if a.role == "in" else ""
-    return f"{const}{a.ctype} {a.name}[{a.count}]"
-
-
 def render(bundle: Bundle, command: str) -> dict[str, str]:
     """All files of the bundle, by name, as text (manifest last: it hashes the others)."""
     target = bundle.target
@@ -134,7 +132,8 @@ def render(bundle: Bundle, command: str) -> dict[str, str]:
             "prologue": frame_lines("prologue", frame),
             "body": body_text(fn.kernel.body, fn.kernel.target),
             "epilogue": frame_lines("epilogue", frame),
-            "c_args": ", ".join(_c_arg(a) for a in fn.kernel.args),
+            "frame": frame,
+            "c_args": ", ".join(a.c_declaration for a in fn.kernel.args),
             "arg_notes": [f"{a.name}: {a.count} x {a.ctype}, {a.role}, {a.align}-byte aligned"
                           + (f" ({a.preferred_align}-byte alignment is fastest)" if a.preferred_align else "")
                           for a in fn.kernel.args],
@@ -145,9 +144,13 @@ def render(bundle: Bundle, command: str) -> dict[str, str]:
     asm = _ENV.get_template("asm.j2").render(
         **common, param_lines=params_lines, notes=bundle.notes, tables=table_ctx, functions=fn_ctx)
     guard = "KERNGEN_" + "".join(c if c.isalnum() else "_" for c in bundle.name.upper()) + "_H"
+    unit = dispatch(bundle)
     header = _ENV.get_template("header.j2").render(**common, title=bundle.title, guard=guard, functions=fn_ctx,
-                                                    constants=[c_lines(item) for item in bundle.header])
+                                                    constants=[c_lines(item) for item in bundle.header],
+                                                    dispatch=unit)
     files_ = {f"{bundle.name}.asm": asm, f"{bundle.name}.h": header}
+    if unit is not None:
+        files_[f"{bundle.name}_dispatch.c"] = _C_ENV.get_template("dispatch.j2").render(**common, d=unit)
     manifest = {
         "generator": {"name": "kerngen", "version": __version__},
         "license": LICENSE,

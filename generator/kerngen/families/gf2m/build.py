@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from ...core.bundle import Bundle, Function
 from ...core.contract import ArgContract, Bound, Contract, Values
 from ...core.errors import AllocationError, VerifyError
+from ...core.params import isa_manifest
 from ...core.proof import MapProof, monomials
 from ...ir.instr import ArgSpec
 from ...ir.ops import spec
 from ...passes.pipeline import compile_kernel
+from ...target.target import Target
 from .gf2x import poly_text
 from .kernels import Field
 from .mul import MulConfig
@@ -41,9 +43,38 @@ def _arg(name: str, role: str, count: int) -> ArgSpec:
 
 
 def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEPS) -> Bundle:
-    """Every GF(2^m) kernel for `params`, compiled, with its manifest facts."""
-    f = Field(params, cfg)
-    m, n, isa = params.m, params.limbs, params.target.isa.name
+    """Every GF(2^m) kernel for every ISA of `params`, compiled, with its manifest facts."""
+    functions = [fn for t in params.targets for fn in _kernels(params, t, cfg, msqr_steps)]
+    f = Field(params, params.target, cfg)
+    m, n, plan = params.m, params.limbs, f.plan
+    poly_s = poly_text(params.poly)
+    pm = {"name": params.name, "family": "gf2m", "m": m, "poly": list(params.poly), "isa": isa_manifest(params.isas),
+          "prefix": params.prefix}
+    notes = (f"f = {poly_s}, {n} limbs of 64 bits, slack s = {plan.slack} bits", *_plan_lines(f),
+             "sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm "
+             "(needs AVX and PCLMULQDQ, not VPCLMULQDQ)")
+    return Bundle(params.name, params, params.target, f"GF(2^{m}) arithmetic, f = {poly_s}", pm, tuple(functions),
+                  notes)
+
+
+def _plan_lines(f: Field) -> tuple[str, ...]:
+    """The products' configuration, g's chunks and the folds, in words."""
+    m, plan = f.p.m, f.plan
+    fold_lines = [f"fold {i + 1}: degree <= {fd.bound_in} -> <= {fd.bound_out} "
+                  f"({fd.hi_words} words above x^{m} times f - x^{m})" for i, fd in enumerate(folds(plan, 2 * m - 2))]
+    chunk_lines = [f"f - x^{m} chunk {c.q}: 0x{c.bits:x}"
+                   + (" (plain xor)" if c.bits == 1 else
+                      " (two shifts per pair)" if f.cfg.single_shift and c.single_shift is not None
+                      else " (one carry-less product per word)") for c in plan.chunks]
+    cfg_line = (f"products: {f.cfg.base} blocks of 128 bits, "
+                + (f"Karatsuba split from {f.cfg.karatsuba_min} blocks" if f.cfg.karatsuba_min
+                   else "schoolbook over blocks"))
+    return (cfg_line, *chunk_lines, *fold_lines)
+
+
+def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_steps) -> list[Function]:
+    f = Field(params, target, cfg)
+    m, n, isa = params.m, params.limbs, target.isa.name
     poly_s = poly_text(params.poly)
     elem = Values(Bound(0, (1 << m) - 1), representation="reduced", bits=m, limbs=n)
     wide = Values(Bound(0, (1 << (2 * m - 1)) - 1), representation="unreduced", bits=2 * m - 1, limbs=2 * n)
@@ -56,15 +87,7 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
             ArgContract(_arg(name, "in", count), values) for name, count, values in ins)
 
     plan = f.plan
-    fold_lines = [f"fold {i + 1}: degree <= {fd.bound_in} -> <= {fd.bound_out} "
-                  f"({fd.hi_words} words above x^{m} times f - x^{m})" for i, fd in enumerate(folds(plan, 2 * m - 2))]
-    chunk_lines = [f"f - x^{m} chunk {c.q}: 0x{c.bits:x}"
-                   + (" (plain xor)" if c.bits == 1 else
-                      " (two shifts per pair)" if f.cfg.single_shift and c.single_shift is not None
-                      else " (one carry-less product per word)") for c in plan.chunks]
-    cfg_line = (f"products: {f.cfg.base} blocks of 128 bits, "
-                + (f"Karatsuba split from {f.cfg.karatsuba_min} blocks" if f.cfg.karatsuba_min
-                   else "schoolbook over blocks"))
+    plan_lines = _plan_lines(f)
     reduce_args = args(n, elem, ("c", 2 * n, wide))
     reduce_text = (f"requires: c: {2 * n} little-endian uint64 limbs, degree <= {2 * m - 2} (below 2^{2 * m - 1}); "
                    f"limbs above {(2 * m - 2) // 64} are not read", "ensures: out = c mod f: " + red, alias)
@@ -129,7 +152,7 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
         contract = Contract(s.args, tuple((line,) for line in s.text + (f"f = {poly_s}; limbs 8-byte aligned; "
                                                                           "constant time",)))
         try:
-            compiled = compile_kernel(v.b, symbol, contract, params.target, gf2=True)
+            compiled = compile_kernel(v.b, symbol, contract, target, gf2=True)
         except AllocationError:
             if not s.gpr:
                 raise
@@ -138,7 +161,7 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
             # callee-saved registers too, at the price of their push and pop;
             # beyond those, the field gets the xmm reduction only
             try:
-                compiled = compile_kernel(v.b, symbol, contract, params.target, gf2=True, callee_saved=True)
+                compiled = compile_kernel(v.b, symbol, contract, target, gf2=True, callee_saved=True)
             except AllocationError:
                 continue
         kernel = compiled.kernel
@@ -149,14 +172,7 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
         facts = s.facts + (("static", {"instructions": len(kernel.body),
                               "pclmulqdq": sum(1 for ins in kernel.body if spec(ins.op).cls == "clmul"),
                               "spill_slots": kernel.spill_slots}),)
-        notes = (cfg_line, *chunk_lines, *fold_lines) if s.kind in ("gf2m_mul", "gf2m_reduce") else ()
+        notes = plan_lines if s.kind in ("gf2m_mul", "gf2m_reduce") else ()
         functions.append(Function(kernel, s.kind, contract, s.summary, (("m", m), ("poly", list(params.poly))),
                                   facts, notes, proof=MapProof("gf2", found)))
-    pm = {"name": params.name, "family": "gf2m", "m": m, "poly": list(params.poly), "isa": params.isa,
-          "prefix": params.prefix}
-    notes = (f"f = {poly_s}, {n} limbs of 64 bits, slack s = {plan.slack} bits",
-             cfg_line, *chunk_lines, *fold_lines,
-             "sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm "
-             "(needs AVX and PCLMULQDQ, not VPCLMULQDQ)")
-    return Bundle(params.name, params, params.target, f"GF(2^{m}) arithmetic, f = {poly_s}", pm, tuple(functions),
-                  notes)
+    return functions

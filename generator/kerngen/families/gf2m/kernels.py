@@ -15,6 +15,7 @@ from collections import defaultdict
 from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
 from .msqr import msqr_map
 from .mul import MulConfig, default_config, multiply, square
+from ...target.target import Target
 from .params import Gf2mParams
 from .plan import field_plan, itoh_tsujii_chain, map_pays
 from .reduce import reduce_pairs
@@ -24,12 +25,12 @@ from .vec import Pairs, Terms, load_pairs, normalize, store_pairs, to_pairs
 class Field:
     """Builds the kernels of one parameter set."""
 
-    def __init__(self, p: Gf2mParams, cfg: MulConfig | None = None):
+    def __init__(self, p: Gf2mParams, target: Target, cfg: MulConfig | None = None):
         self.p = p
         self.plan = field_plan(p.m, p.poly)
         self.cfg = cfg or default_config(p.m)
         self.n = p.limbs
-        self.wide = p.target.isa.vector_bits >= 256  # 256-bit registers: the map and the two-lane step
+        self.wide = target.isa.vector_bits >= 256  # 256-bit registers: the map and the two-lane step
 
     def new(self) -> Pairs:
         return Pairs(Builder(vector_bits=128))

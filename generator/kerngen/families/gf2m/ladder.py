@@ -40,9 +40,10 @@ def build_ladder(curve: Curve, bundle: Bundle, kernel_lib: Path, workdir: Path) 
     """ladder.c for `curve`, linked against the assembled bundle (cached)."""
     p = bundle.params
     kernel_lib = Path(kernel_lib).resolve()
-    flags = ["-O2", f"-DKG_PREFIX={p.prefix}", f"-DKG_ISA={p.isa}",
+    isa = p.target.isa.name  # the first ISA's kernels
+    flags = ["-O2", f"-DKG_PREFIX={p.prefix}", f"-DKG_ISA={isa}",
              f"-DKG_LIMBS={p.limbs}", f"-DKG_CURVE={curve.nid}"]
-    if any(f.symbol.endswith(f"_ladder_step2_{p.isa}") for f in bundle.functions):
+    if any(f.symbol.endswith(f"_ladder_step2_{isa}") for f in bundle.functions):
         flags.append("-DKG_HAVE_STEP2=1")
     return driver.build_shared_c("ladder.c", f"ladder-{curve.name}", flags, workdir,
                                   f"building the ladder for {curve.name} (it needs libssl-dev)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.errors import ParamError
-from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isa, require
+from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
 from ...target.isa import AVX2, SSE
 from ...target.target import Target, make_target
 from .gf2x import is_irreducible, poly_text
@@ -22,12 +22,16 @@ class Gf2mParams:
     name: str
     m: int
     poly: tuple[int, ...]  # exponents, strictly decreasing, poly[0] == m, poly[-1] == 0
-    isa: str
+    isas: tuple[str, ...]  # every kernel is built for each, the first preferred
     prefix: str
     source: str
-    target: Target
+    targets: tuple[Target, ...]  # one per ISA
 
     family = "gf2m"
+
+    @property
+    def target(self) -> Target:
+        return self.targets[0]
 
     @property
     def limbs(self) -> int:
@@ -37,7 +41,7 @@ class Gf2mParams:
 def parse(table: dict, c: Common, overrides: Overrides) -> Gf2mParams:
     src = c.source
     check_keys(src, table, KEYS, "gf2m")
-    isa = choose_isa(src, table, overrides, ISAS, "gf2m")
+    isas = choose_isas(src, table, overrides, ISAS, "gf2m")
     m = require(src, table, "m", int, "the field degree, an integer")
     if not 2 <= m <= 1024:
         raise ParamError(src, "m", f"must be between 2 and 1024, got {m}")
@@ -59,4 +63,4 @@ def parse(table: dict, c: Common, overrides: Overrides) -> Gf2mParams:
     if not is_irreducible(poly):
         raise ParamError(src, "poly", f"{poly_text(poly)} is reducible over GF(2); the field polynomial must be "
                                       "irreducible")
-    return Gf2mParams(c.name, m, tuple(poly), isa, c.prefix, src, make_target(isa, LIMB_BITS))
+    return Gf2mParams(c.name, m, tuple(poly), isas, c.prefix, src, tuple(make_target(isa, LIMB_BITS) for isa in isas))

@@ -14,11 +14,12 @@ class NttFamily(Family):
     def parse(self, table, common, overrides):
         """The schema, then the bound analysis: a set that validates emits."""
         p = params.parse(table, common, overrides)
-        build.design(p)
+        for t in p.targets:
+            build.design(p, t)
         return p
 
     def describe(self, p) -> str:
-        return (f"ntt   n={p.n:<5} q={p.q:<6} width={p.width} layers={p.layers} d={p.d} isa={p.isa} "
+        return (f"ntt   n={p.n:<5} q={p.q:<6} width={p.width} layers={p.layers} d={p.d} isa={','.join(p.isas)} "
                 f"reduction={p.policy} reducer={p.reducer}")
 
     def build(self, p):

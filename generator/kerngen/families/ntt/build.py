@@ -12,9 +12,11 @@ import sympy
 from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
 from ...core.errors import ParamError, VerifyError
+from ...core.params import isa_manifest
 from ...core.proof import MapProof, monomials
 from ...ir.instr import ArgSpec
 from ...passes.pipeline import Compiled, compile_kernel
+from ...target.target import Target
 from .kernels import build_basemul, build_ntt, build_reduce, kernel_builder
 from .layout import plan
 from .maths import NttMath
@@ -113,16 +115,15 @@ def largest_feasible_q(p: NttParams, layout, kinds: list[str]) -> int | None:
     return None
 
 
-def _arg(p: NttParams, name: str, role: str) -> ArgSpec:
+def _arg(p: NttParams, t: Target, name: str, role: str) -> ArgSpec:
     """Arrays are moved with unaligned vector moves, so any element-aligned
     array works; register-aligned ones are fastest (no vector access then
     crosses a page: measured up to 9% on an NTT, 1% for other offsets)."""
-    t = p.target
     return ArgSpec(name, role, f"int{t.lane_bits}_t", t.lane_bytes, p.n, t.lane_bytes, t.isa.vector_bits // 8)
 
 
-def _compile(b, symbol: str, contract: Contract, p: NttParams) -> Compiled:
-    return compile_kernel(b, symbol, contract, p.target, modulus=p.q)
+def _compile(b, symbol: str, contract: Contract, p: NttParams, t: Target) -> Compiled:
+    return compile_kernel(b, symbol, contract, t, modulus=p.q)
 
 
 def map_proof(c: Compiled, expect: tuple[tuple[str, ...], ...], blocks: BlockLayout | None = None,
@@ -151,23 +152,46 @@ def map_proof(c: Compiled, expect: tuple[tuple[str, ...], ...], blocks: BlockLay
 
 
 @lru_cache(maxsize=64)
-def design(p: NttParams) -> Arithmetic:
-    """What the kernels are derived from: maths, layout, multiplication and
-    the reducer the schedules use. Raises ParamError when no schedule keeps
-    the lanes in range (validation calls it, so a valid set always emits)."""
+def design(p: NttParams, target: Target | None = None) -> Arithmetic:
+    """What the kernels for `target` (default: the first ISA's) are derived
+    from: maths, layout, multiplication and the reducer the schedules use.
+    Raises ParamError when no schedule keeps the lanes in range (validation
+    calls it, so a valid set always emits)."""
     math = NttMath(p.n, p.q, p.layers)
     mul = Montgomery(p.q, p.width)
-    layout = plan(p.n, p.layers, p.target)
+    layout = plan(p.n, p.layers, target or p.target)
     return Arithmetic(math, layout, mul, choose_reducer(p, math, mul, layout, reducers(p.q, p.width)))
 
 
 def build(p: NttParams) -> Bundle:
-    bits, isa = p.width, p.target.isa.name
+    """Every kernel for every ISA of `p` (one IR and one layout: the same NTT domain for all)."""
     ar = design(p)
-    math, layout, mul, red = ar.math, ar.layout, ar.mul, ar.reducer
-    available = reducers(p.q, bits)
+    math, mul, red = ar.math, ar.mul, ar.reducer
     mul.prove()
-    lay = block_layout(math, layout.output_order)
+    lay = block_layout(math, ar.layout.output_order)
+    fns = []
+    for t in p.targets:
+        own = design(p, t)
+        if own.layout.output_order != ar.layout.output_order:  # one NTT domain for every ISA
+            raise AssertionError(f"{t.isa.name}: the layout leaves another order than {p.target.isa.name}'s")
+        fns += _kernels(p, t, own, lay)
+    r_bits = f"2^{p.width}"
+    params_manifest = {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
+                       "isa": isa_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
+                       "reducer": p.reducer, "reducer_used": red.kind, "prefix": p.prefix}
+    notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {p.q}",
+             f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {mul.qinv}; inverse scale constant = "
+             f"{math.inverse_scale(mul.r)}")
+    title = f"negacyclic NTT kernels over Z_{p.q}[x]/(x^{p.n}+1), {p.width}-bit lanes, {', '.join(p.isas)}"
+    return Bundle(p.name, p, p.target, title, params_manifest, tuple(fns), notes,
+                  header_constants(p, lay, fns), design=ar)
+
+
+def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[Function]:
+    """Forward NTT, base multiplication, inverse NTT, reductions and freeze for one ISA."""
+    math, layout, mul = ar.math, ar.layout, ar.mul
+    bits, isa = p.width, t.isa.name
+    available = reducers(p.q, bits)
     q, n, d, r_bits = p.q, p.n, math.d, f"2^{bits}"
     head = (("n", n), ("q", q))
     a_req, a_ens = BoundOf("a", "requires"), BoundOf("a", "ensures")
@@ -176,14 +200,14 @@ def build(p: NttParams) -> Bundle:
     def ntt(direction: str, contract: Contract, summary: str) -> tuple[Function, Compiled]:
         s = schedule(ar, p.policy, direction, contract.arg("a").requires.bound.hi)
         b = kernel_builder(layout)
-        build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles")
-        c = _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p)
+        build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles_{isa}")
+        c = _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p, t)
         return Function(c.kernel, f"ntt_{direction}", c.contract, summary, head, (("reduction", s.manifest()),),
                         s.describe(), s, map_proof(c, (("a",),))), c
 
     fwd_in = Bound(-(q - 1), q - 1)
     forward, fc = ntt("forward", Contract(
-        (ArgContract(_arg(p, "a", "inout"), Values(fwd_in, representation="signed"), Values(None, scale=1, layout=lay)),),
+        (ArgContract(_arg(p, t, "a", "inout"), Values(fwd_in, representation="signed"), Values(None, scale=1, layout=lay)),),
         (("requires: every a[i] in ", a_req),
          ("ensures:  every a[i] in ", a_ens, f" (proven), block j at {p.prefix}_ntt_positions[j] (manifest: layout),"),
          (f"          a[pos_j[k]] = (a mod (x^{d} - zeta_j))_k mod {q} (scale 1)",))),
@@ -195,17 +219,17 @@ def build(p: NttParams) -> Bundle:
     reduce_inputs = d * mul.bound(fwd_out.magnitude, fwd_out.magnitude) > ar.lane_max
     bm_in = Values(fwd_out, layout="ntt_forward output")
     bm_contract = Contract(
-        (ArgContract(_arg(p, "r", "out"), None, Values(None, scale=pow(mul.r, -1, q), layout="ntt_forward output")),
-         ArgContract(_arg(p, "a", "in"), bm_in), ArgContract(_arg(p, "b", "in"), bm_in)),
+        (ArgContract(_arg(p, t, "r", "out"), None, Values(None, scale=pow(mul.r, -1, q), layout="ntt_forward output")),
+         ArgContract(_arg(p, t, "a", "in"), bm_in), ArgContract(_arg(p, t, "b", "in"), bm_in)),
         (("requires: every a[i], b[i] in ", a_req, " (the forward NTT's output), in its layout"),
          ("ensures:  every r[i] in ", BoundOf("r", "ensures"),
           f" (proven); r_j = a_j*b_j*2^-{bits} mod (x^{d} - zeta_j, {q})"),
          (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
     for reduce_outputs in (False, True):  # reduce outputs only if they could exceed the inverse's input
         b = kernel_builder(layout)
-        build_basemul(b, ar, available["barrett"], reduce_inputs, f"{p.prefix}_basemul_zetas", fwd_out.magnitude,
+        build_basemul(b, ar, available["barrett"], reduce_inputs, f"{p.prefix}_basemul_zetas_{isa}", fwd_out.magnitude,
                       reduce_outputs)
-        bc = _compile(b, f"{p.prefix}_basemul_{isa}", bm_contract, p)
+        bc = _compile(b, f"{p.prefix}_basemul_{isa}", bm_contract, p, t)
         out = bc.contract.arg("r").ensures.bound
         if inv_in.lo <= out.lo and out.hi <= inv_in.hi:
             break
@@ -215,7 +239,7 @@ def build(p: NttParams) -> Bundle:
                         proof=map_proof(bc, (("a", "b"),), blocks=lay)))
 
     inverse, _ = ntt("inverse", Contract(
-        (ArgContract(_arg(p, "a", "inout"), Values(inv_in, layout="ntt_forward output"),
+        (ArgContract(_arg(p, t, "a", "inout"), Values(inv_in, layout="ntt_forward output"),
                      Values(None, scale=mul.r % q, layout="natural")),),
         (("requires: every a[i] in ", a_req, " (base multiplication's output is), in the forward NTT's layout"),
          ("ensures:  every a[i] in ", a_ens, " (proven), natural order,"),
@@ -229,12 +253,12 @@ def build(p: NttParams) -> Bundle:
         build_reduce(b, layout, r)
         canonical = kind == "freeze"
         rc = _compile(b, f"{p.prefix}_{'freeze' if canonical else 'reduce_' + kind}_{isa}", Contract(
-            (ArgContract(_arg(p, "a", "inout"), Values(lane),
+            (ArgContract(_arg(p, t, "a", "inout"), Values(lane),
                          Values(None, representation="canonical" if canonical else None, scale=1, layout="natural")),),
             ((f"requires: any int{bits} a[i]",),
              ("ensures:  every a[i] in ", a_ens, f" (proven over all {r_bits} inputs), congruent to the input mod {q}"
               + (": the canonical representative" if canonical else "")))),
-            p)
+            p, t)
         congruent = map_proof(rc, (("a",),), element=True)
         if canonical:
             fns.append(Function(rc.kernel, "freeze", rc.contract,
@@ -244,15 +268,7 @@ def build(p: NttParams) -> Bundle:
             fns.append(Function(rc.kernel, "reduce", rc.contract, f"reduce a[{n}] in place mod {q} ({r.describe()})",
                                 head, (("reduction", kind),), proof=congruent))
 
-    params_manifest = {"name": p.name, "family": "ntt", "n": n, "q": q, "width": p.width, "isa": p.isa,
-                       "layers": p.layers, "d": d, "reduction": p.policy, "reducer": p.reducer,
-                       "reducer_used": red.kind, "prefix": p.prefix}
-    notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {q}",
-             f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {mul.qinv}; inverse scale constant = "
-             f"{math.inverse_scale(mul.r)}")
-    title = f"negacyclic NTT kernels over Z_{q}[x]/(x^{n}+1), {p.width}-bit lanes, {p.isa}"
-    return Bundle(p.name, p, p.target, title, params_manifest, tuple(fns), notes,
-                  header_constants(p, lay, fns), design=ar)
+    return fns
 
 
 def header_constants(p: NttParams, lay: BlockLayout, fns: list[Function]) -> tuple[CDefine | CTable, ...]:

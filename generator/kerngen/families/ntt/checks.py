@@ -233,29 +233,43 @@ def layout_check(manifest: dict) -> str | None:
 
 
 def bench_items(bundle: Bundle, workdir) -> list[BenchItem]:
-    """Each kernel beside the plain-C baseline (-O3 -march=native) for the same parameters."""
+    """Each kernel of each ISA beside the plain-C baseline for the same
+    parameters, compiled for that ISA's CPU level (the ISA's `c_march`:
+    -march=native for AVX2, x86-64-v2 for SSE); a kernel of a narrower ISA
+    also beside its twin of the widest, all in one run. Standalone
+    reductions are timed beside Barrett."""
     p = bundle.params
+    consts, bases = None, {}
     try:
-        base = build_baseline(constants_sympy(p.n, p.q, p.layers), workdir)
+        consts = constants_sympy(p.n, p.q, p.layers)
     except ValueError as e:  # the baseline's own limits (its lazy arithmetic needs q < 2^14)
         print(f"{p.name}: timed without the plain-C baseline: {e}", file=sys.stderr)
-        base = None
     rng = random.Random(7)
     items = []
-    for kind, base_sym in (("ntt_forward", "kg_baseline_ntt_forward"), ("ntt_inverse", "kg_baseline_ntt_inverse"),
-                           ("basemul", "kg_baseline_basemul")):
-        fn = bundle.function(kind).manifest()
-        lo, hi = fn["input"]["bound"]
-        data = [[rng.randint(lo, hi) for _ in range(a["count"])] for a in fn["args"] if a["role"] != "out"]
-        items.append(BenchItem(kind, fn["symbol"], Case(kind, fn["symbol"], _args(fn, *data, fastest=True)),
-                               (Comparison("baseline", base, base_sym),) if base else ()))
-    # standalone reductions: each other form timed beside Barrett, in the same library and run
-    reduces = {f.fact("reduction"): f.manifest() for f in bundle.functions if f.kind == "reduce"}
-    for kind, fn in reduces.items():
-        if kind == "barrett":
-            continue
-        lo, hi = fn["input"]["bound"]
-        args = _args(fn, [rng.randint(lo, hi) for _ in range(p.n)], fastest=True)
-        items.append(BenchItem(f"reduce_{kind}", fn["symbol"], Case(f"reduce_{kind}", fn["symbol"], args),
-                               (Comparison("barrett", None, reduces["barrett"]["symbol"]),)))
+    widest = max(p.targets, key=lambda t: t.isa.vector_bits).isa.name
+    for t in p.targets:
+        isa, march = t.isa.name, t.isa.c_march
+        if consts is not None and march not in bases:
+            bases[march] = build_baseline(consts, workdir, march)
+        base = bases.get(march)
+        label = "baseline" if march == "native" else f"baseline_{march}"
+        for kind, base_sym in (("ntt_forward", "kg_baseline_ntt_forward"), ("ntt_inverse", "kg_baseline_ntt_inverse"),
+                               ("basemul", "kg_baseline_basemul")):
+            fn = bundle.function(kind, isa=isa).manifest()
+            lo, hi = fn["input"]["bound"]
+            data = [[rng.randint(lo, hi) for _ in range(a["count"])] for a in fn["args"] if a["role"] != "out"]
+            comps = (Comparison(label, base, base_sym),) if base else ()
+            if isa != widest:  # the same kernel on the widest vectors, same run
+                comps += (Comparison(widest, None, bundle.function(kind, isa=widest).symbol),)
+            items.append(BenchItem(kind, fn["symbol"], Case(f"{kind}-{isa}", fn["symbol"],
+                                                            _args(fn, *data, fastest=True)), comps))
+        # standalone reductions: each other form timed beside Barrett, in the same library and run
+        reduces = {f.fact("reduction"): f.manifest() for f in bundle.functions if f.kind == "reduce" and f.isa == isa}
+        for kind, fn in reduces.items():
+            if kind == "barrett":
+                continue
+            lo, hi = fn["input"]["bound"]
+            args = _args(fn, [rng.randint(lo, hi) for _ in range(p.n)], fastest=True)
+            items.append(BenchItem(f"reduce_{kind}", fn["symbol"], Case(f"reduce_{kind}-{isa}", fn["symbol"], args),
+                                   (Comparison("barrett", None, reduces["barrett"]["symbol"]),)))
     return items

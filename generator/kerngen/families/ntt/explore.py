@@ -110,8 +110,8 @@ def rows_for(variants: list[Variant], ticks: dict[tuple[str, str], float] | None
     rows = []
     for v in variants:
         q = v.params.q
-        row: dict = {"name": v.params.name, "n": v.params.n, "q": q, "width": v.params.width, "policy": v.policy,
-                     "reduction": v.reduction}
+        row: dict = {"name": v.params.name, "n": v.params.n, "q": q, "width": v.params.width,
+                     "isa": v.params.isas[0], "policy": v.policy, "reduction": v.reduction}
         per: dict[str, dict] = {}
         for d in DIRECTIONS:
             fn, s = v.function(d), v.schedules[d]
@@ -146,6 +146,9 @@ def explore(p: NttParams, batches: int, png: Path | None, say: Say, tester=None,
     run on every variant (`--check`; none without a tester)."""
     if batches < 1:
         raise KerngenError(f"--batches must be at least 1, got {batches}")
+    if len(p.isas) > 1:  # schedules are compared on one ISA; the file's first unless --isa names one
+        say(f"{p.name}: exploring on {p.isas[0]} (the set lists {', '.join(p.isas)}; --isa picks one)")
+        p = dataclasses.replace(p, isas=p.isas[:1], targets=p.targets[:1])
     variants = build_variants(p, say)
     failures: list[str] = []
     checked: dict[str, str] = {}
@@ -191,7 +194,7 @@ def format_table(rows: list[dict]) -> str:
     first = rows[0]
     top = (1 << (first["width"] - 1)) - 1
     lines = [f"{first['name']}: n = {first['n']}, q = {first['q']}, int{first['width']} limit {top} "
-             f"= {top / first['q']:.2f} q"]
+             f"= {top / first['q']:.2f} q, {first['isa']} kernels"]
     lines.append("".join(f"{c:>{w}}" for c, w in cols))
     for r in rows:
         lines.append("".join(f"{cell(r, c):>{w}}" for c, w in cols))

@@ -28,18 +28,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...ir.instr import VECTOR_BITS
 from ...target.target import Target
 from .shuffles import Interleave, Swap, simulate_step
 
 
 def vector_lanes(n: int, d: int, target: Target) -> int:
-    """Lanes per vector: a full register whenever the array allows it.
+    """Lanes per vector: the IR's widest vector whenever the array allows it.
 
     A butterfly pairs two vectors, so a vector holds at most n/2 elements; and
     base multiplication wants coefficient k of `lanes` different blocks in one
     register, so at most n/d. Smaller vectors live in the low lanes of an xmm
-    register (half a ymm, or fewer lanes loaded with a narrower move)."""
-    return min(target.lanes, n // max(2, d))
+    register (half a ymm, or fewer lanes loaded with a narrower move). The
+    plan is the same for every ISA: where registers are narrower,
+    legalisation splits each vector into halves, so every ISA's kernels leave
+    the same order."""
+    return min(VECTOR_BITS // target.lane_bits, n // max(2, d))
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,7 @@ def pairs(slots: int, slot_bit: int) -> list[tuple[int, int]]:
     return [(s, s | (1 << slot_bit)) for s in range(slots) if not s & (1 << slot_bit)]
 
 
-def final_group_bits(n: int, lanes: int) -> int:
+def final_group_bits(n: int, lanes: int, registers_per_vector: int = 1) -> int:
     """log2 of the number of vectors the final pass holds at once.
 
     An array of at most 16 vectors is transformed in one pass with every
@@ -119,9 +123,12 @@ def final_group_bits(n: int, lanes: int) -> int:
     halves would run one after the other, each one long dependency chain
     (kyber-3329's forward NTT: about 18% faster in one interleaved run).
     Larger arrays keep 8-vector groups: 16-vector groups there cost more
-    passes and spills than the overlap gains."""
+    passes and spills than the overlap gains. Where a vector takes two
+    registers (SSE), groups of 8 vectors already fill the register file.
+    The group size changes the passes, never the output order (the final
+    pass always swaps lane bits with the slot bit it just finished)."""
     vbits = (n // lanes).bit_length() - 1
-    return vbits if vbits <= 4 else 3
+    return vbits if vbits <= 4 and registers_per_vector == 1 else min(vbits, 3)
 
 
 def plan(n: int, layers: int, target: Target) -> NttLayout:
@@ -129,7 +136,8 @@ def plan(n: int, layers: int, target: Target) -> NttLayout:
     lanes = vector_lanes(n, n >> layers, target)
     lane_index_bits = lanes.bit_length() - 1
     vbits = log_n - lane_index_bits
-    group_bits = final_group_bits(n, lanes)
+    per_vector = max(1, lanes * target.lane_bits // target.isa.vector_bits)
+    group_bits = final_group_bits(n, lanes, per_vector)
     d_bits = log_n - layers
     layer_bits = [log_n - 1 - l for l in range(layers)]  # coefficient bit of each layer
     passes: list[Pass] = []
@@ -183,7 +191,8 @@ def plan(n: int, layers: int, target: Target) -> NttLayout:
     inverse = tuple(Pass(p.groups, p.steps[::-1]) for p in passes[::-1])
     half_bits = (128 // target.lane_bits).bit_length() - 1  # lane bits inside a 128-bit half
     forward = tuple(Pass(p.groups, _interleaved(p.steps, lane_index_bits, half_bits)) for p in passes)
-    layout = NttLayout(n, layers, lanes, target.lane_bits, target.vector_bits(lanes), forward, inverse, ())
+    register_bits = VECTOR_BITS // 2 if lanes * target.lane_bits <= VECTOR_BITS // 2 else VECTOR_BITS
+    layout = NttLayout(n, layers, lanes, target.lane_bits, register_bits, forward, inverse, ())
     order = _simulate_order(layout, forward)
     if _walk(layout, inverse, order)[1] != tuple(range(n)):
         raise AssertionError("layout plan: the inverse does not return the natural order")

@@ -7,15 +7,15 @@ from dataclasses import dataclass
 import sympy
 
 from ...core.errors import ParamError
-from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isa, require
-from ...target.isa import AVX2
+from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
+from ...target.isa import AVX2, SSE
 from ...target.target import Target, make_target
 from .maths import max_layers
 
 POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
 WIDTHS = (16,)
-ISAS = (AVX2.name,)
+ISAS = (AVX2.name, SSE.name)
 MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
 KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer"}
 
@@ -28,19 +28,24 @@ class NttParams:
     n: int
     q: int
     width: int
-    isa: str
+    isas: tuple[str, ...]  # every kernel is built for each, the first preferred
     layers: int  # NTT layers L; block degree d = n >> L
     policy: str
     reducer: str  # "auto", "barrett" or "special"
     prefix: str
     source: str  # the file (or text) these came from, for messages
-    target: Target
+    targets: tuple[Target, ...]  # one per ISA
 
     family = "ntt"
 
     @property
     def d(self) -> int:
         return self.n >> self.layers
+
+    @property
+    def target(self) -> Target:
+        """The first ISA's target (the layout and the NTT domain are the same for all)."""
+        return self.targets[0]
 
 
 def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
@@ -51,7 +56,7 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         raise ParamError(src, "width", f"must be an integer, got {width!r}")
     if width not in WIDTHS:
         raise ParamError(src, "width", f"must be {WIDTHS[0]} (only {WIDTHS[0]}-bit lanes are implemented), got {width}")
-    isa = choose_isa(src, table, overrides, ISAS, "ntt")
+    isas = choose_isas(src, table, overrides, ISAS, "ntt")
     n = require(src, table, "n", int, "a power of two")
     if n < 2 or n > 4096 or n & (n - 1):
         raise ParamError(src, "n", f"must be a power of two between 2 and 4096, got {n}")
@@ -85,4 +90,5 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     red = overrides.reducer if overrides.reducer is not None else table.get("reducer", "auto")
     if red not in REDUCERS:
         raise ParamError(src, "reducer", f"must be one of {', '.join(REDUCERS)}, got {red!r}")
-    return NttParams(c.name, n, q, width, isa, layers, pol, red, c.prefix, src, make_target(isa, width))
+    return NttParams(c.name, n, q, width, isas, layers, pol, red, c.prefix, src,
+                     tuple(make_target(isa, width) for isa in isas))

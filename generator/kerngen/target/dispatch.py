@@ -1,0 +1,105 @@
+"""The dispatch unit of a bundle built for several ISAs (NAME_dispatch.c).
+
+For each function it defines the name without the ISA suffix; the first
+call picks the widest ISA whose kernels the CPU can run, from the CPU
+features the required-ISA pass found in those kernels (CPUID) and the
+register state they need the OS to save (XGETBV), and every call goes
+there. The C text is templates/dispatch.j2; this module derives what it
+tests and calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.bundle import Bundle, Function
+from .isa import CPUID, ISAS
+
+_REGISTERS = ("eax", "ebx", "ecx", "edx")
+
+
+@dataclass(frozen=True)
+class IsaTest:
+    """How the dispatch unit decides that the CPU runs one ISA's kernels."""
+
+    name: str
+    bits: tuple[tuple[str, int, int, str], ...]  # (leaf variable, register index, bit, extension)
+    xcr0: int  # register state the OS must save
+
+    @property
+    def condition(self) -> str:
+        """The C expression that is true on a CPU and OS that run the ISA's kernels."""
+        terms = [f"({var}[{reg}] >> {bit} & 1)" for var, reg, bit, _ in self.bits]
+        if self.xcr0:
+            terms.append(f"(xcr0 & 0x{self.xcr0:x}) == 0x{self.xcr0:x}")
+        return " && ".join(terms) or "1"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One function without its ISA suffix, and the kernel it calls per ISA (in `Dispatch.isas` order)."""
+
+    symbol: str
+    c_args: str
+    call_args: str
+    targets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    prefix: str
+    isas: tuple[IsaTest, ...]  # the order of preference: widest vectors first
+    leaves: tuple[tuple[str, int, int], ...]  # (variable, leaf, subleaf) the tests read
+    entries: tuple[Entry, ...]
+    not_dispatched: tuple[str, ...]  # functions some ISA has no kernel for: call their suffixed names
+
+
+def _leaf_var(leaf: int, subleaf: int) -> str:
+    return f"leaf_{leaf:x}" + (f"_{subleaf}" if subleaf else "")
+
+
+def _isa_test(name: str, fns: list[Function]) -> IsaTest:
+    needed = sorted(set().union(*(f.kernel.extensions for f in fns)))
+    unknown = [e for e in needed if e not in CPUID]
+    if unknown:
+        raise ValueError(f"no CPUID row for {', '.join(unknown)} (target/isa.py CPUID)")
+    bits = tuple((_leaf_var(CPUID[e].leaf, CPUID[e].subleaf), _REGISTERS.index(CPUID[e].register), CPUID[e].bit, e)
+                 for e in needed)
+    xcr0 = 0
+    for e in needed:
+        xcr0 |= CPUID[e].xcr0
+    return IsaTest(name, bits, xcr0)
+
+
+def _c_args(fn: Function) -> str:
+    return ", ".join(a.c_declaration for a in fn.kernel.args)
+
+
+def dispatch(bundle: Bundle) -> Dispatch | None:
+    """The dispatch unit's content, or None for a bundle of one ISA; its
+    names start with the bundle's symbol prefix."""
+    by_isa: dict[str, list[Function]] = {}
+    for fn in bundle.functions:
+        by_isa.setdefault(fn.isa, []).append(fn)
+    if len(by_isa) < 2:
+        return None
+    order = sorted(by_isa, key=lambda name: -ISAS[name].vector_bits)  # stable: the bundle's order among equals
+    names: dict[str, dict[str, Function]] = {}
+    for isa in order:
+        names[isa] = {fn.symbol.removesuffix("_" + isa): fn for fn in by_isa[isa]}
+    entries, only_some = [], []
+    for base in dict.fromkeys(b for isa in order for b in names[isa]):  # the bundle's order
+        variants = [names[isa].get(base) for isa in order]
+        if None in variants:
+            only_some.append(base)
+            continue
+        fn = variants[0]
+        if any(_c_args(v) != _c_args(fn) or v.contract.lines() != fn.contract.lines() for v in variants):
+            raise ValueError(f"{base}: the ISAs' kernels differ in arguments or contract")
+        entries.append(Entry(base, _c_args(fn), ", ".join(a.name for a in fn.kernel.args),
+                             tuple(v.symbol for v in variants)))
+    tests = tuple(_isa_test(isa, by_isa[isa]) for isa in order)
+    leaves = sorted({(CPUID[e].leaf, CPUID[e].subleaf) for t in tests for *_, e in t.bits} | {(1, 0)})
+    return Dispatch(bundle.params_manifest["prefix"], tests, tuple((_leaf_var(lf, sub), lf, sub) for lf, sub in leaves), tuple(entries),
+                    tuple(only_some))
+
