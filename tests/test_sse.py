@@ -188,7 +188,7 @@ int main(void) {
 def test_a_bundle_of_one_isa_has_no_dispatch_unit(tmp_path):
     r = kerngen("emit", "params/tiny-257.toml", "--isa", "sse", "--out", tmp_path / "t")
     assert r.returncode == 0, r.stderr
-    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["manifest.json", "tiny-257.asm", "tiny-257.h"]
+    assert not [p.name for p in (tmp_path / "t").iterdir() if p.suffix == ".c"]
     assert "_use_isa" not in (tmp_path / "t" / "tiny-257.h").read_text()
 
 

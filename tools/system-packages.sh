@@ -11,6 +11,10 @@ objdump binutils
 llvm-mca llvm
 x86_64-w64-mingw32-gcc gcc-mingw-w64-x86-64
 wine wine64 wine
+cmake cmake
+ninja ninja-build
+meson meson
+cargo cargo
 '
 
 missing=()

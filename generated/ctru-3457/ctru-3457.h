@@ -20,6 +20,7 @@
 /* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients */
 #define KG_CTRU3457_NTT_D 4
 
+/* NTT domain: the number of blocks (N / D) */
 #define KG_CTRU3457_NTT_BLOCKS 64
 
 /* base multiplication gives scale * a*b mod q */

@@ -20,6 +20,7 @@
 /* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients */
 #define KG_KYBER3329_NTT_D 2
 
+/* NTT domain: the number of blocks (N / D) */
 #define KG_KYBER3329_NTT_BLOCKS 128
 
 /* base multiplication gives scale * a*b mod q */

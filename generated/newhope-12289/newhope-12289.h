@@ -20,6 +20,7 @@
 /* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients */
 #define KG_NEWHOPE12289_NTT_D 1
 
+/* NTT domain: the number of blocks (N / D) */
 #define KG_NEWHOPE12289_NTT_BLOCKS 1024
 
 /* base multiplication gives scale * a*b mod q */

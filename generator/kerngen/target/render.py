@@ -18,6 +18,7 @@ from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function
 from .abi import GPR_NAMES
 from .dispatch import dispatch
+from .vendor import vendor_files
 from .frame import Frame, frame_of, registers_used
 from .printer import body_text
 
@@ -151,6 +152,7 @@ def render(bundle: Bundle, command: str) -> dict[str, str]:
     files_ = {f"{bundle.name}.asm": asm, f"{bundle.name}.h": header}
     if unit is not None:
         files_[f"{bundle.name}_dispatch.c"] = _C_ENV.get_template("dispatch.j2").render(**common, d=unit)
+    files_.update(vendor_files(bundle, files_, command))  # README.md and build files, hashed below
     manifest = {
         "generator": {"name": "kerngen", "version": __version__},
         "license": LICENSE,

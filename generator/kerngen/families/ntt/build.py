@@ -280,7 +280,7 @@ def header_constants(p: NttParams, lay: BlockLayout, fns: list[Function]) -> tup
         CDefine(f"{macro}_N", p.n, "degree: the arrays hold N coefficients"),
         CDefine(f"{macro}_Q", p.q, "the modulus"),
         CDefine(f"{macro}_NTT_D", lay.d, "NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients"),
-        CDefine(f"{macro}_NTT_BLOCKS", blocks),
+        CDefine(f"{macro}_NTT_BLOCKS", blocks, "NTT domain: the number of blocks (N / D)"),
         CDefine(f"{macro}_BASEMUL_SCALE", scales["basemul"], "base multiplication gives scale * a*b mod q"),
         CDefine(f"{macro}_INVERSE_SCALE", scales["ntt_inverse"], "the inverse NTT gives scale * INTT(a) mod q"),
         CTable(f"{name}_ntt_zetas", f"int{p.width}_t", (blocks,), lay.zetas, "zeta of each block"),

@@ -1,0 +1,396 @@
+"""What a project needs to vendor a bundle: README.md, CMakeLists.txt,
+meson.build, and a Rust crate (Cargo.toml, build.rs, and NAME.rs with the
+`extern "C"` declarations and the header's constants).
+
+One call: `vendor_files(bundle, files)`, where `files` is what
+`render.render` returned for the bundle (NAME.asm, NAME.h and, when already
+rendered, manifest.json). Nothing here depends on manifest.json, so the
+renderer may call it before writing the manifest (and hash these files too)
+or after. Templates (templates/vendor/) own the text; this module computes
+their context from the same function data the header is rendered from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib.resources import files as package_files
+from typing import Any
+
+import jinja2
+
+from .. import LICENSE, __version__
+from ..core.bundle import Bundle, CDefine, CTable, Function
+from .dispatch import dispatch
+
+
+@dataclass(frozen=True)
+class _Platform:
+    """Where objects of one NASM format link, as each build system asks it."""
+
+    systems: str  # for people
+    meson_ok: str  # a Meson boolean expression: the host takes this format
+    rust_ok: str  # a Rust boolean expression over `os: &str`, `unix: bool`, `vendor: &str` (CARGO_CFG_TARGET_*)
+
+
+_PLATFORMS = {
+    "elf64": _Platform("ELF (Linux, the BSDs)",
+                       "host_machine.system() not in ['windows', 'cygwin', 'darwin', 'ios']",
+                       'unix && vendor != "apple"'),
+    "win64": _Platform("COFF (Windows)", "host_machine.system() in ['windows', 'cygwin']", 'os == "windows"'),
+    "macho64": _Platform("Mach-O (macOS)", "host_machine.system() in ['darwin', 'ios']", 'vendor == "apple"'),
+}
+
+# CPUID feature names (as the manifest spells them) where a compiler's test spells them otherwise
+_GCC_CPU = {"pclmulqdq": "pclmul", "sse4_1": "sse4.1", "sse4_2": "sse4.2"}
+_RUST_CPU = {"sse4_1": "sse4.1", "sse4_2": "sse4.2"}
+
+# header macros that count elements are usize in Rust (array lengths); the others i32
+_COUNT_SUFFIXES = ("_N", "_D", "_BLOCKS", "_LIMBS")
+
+_RUST_KEYWORDS = frozenset(
+    "as async await break const continue crate dyn else enum extern false fn for gen if impl in let loop match mod "
+    "move mut pub ref return self static struct super trait true type unsafe use where while abstract become box do "
+    "final macro override priv try typeof unsized virtual yield".split())
+
+
+def _md(text: Any) -> str:
+    """Text for a Markdown table cell: no markup, no cell breaks."""
+    s = str(text)
+    for c in "\\`*_|[]":
+        s = s.replace(c, "\\" + c)
+    return s.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _rustdoc(text: str) -> str:
+    """Text for a rustdoc line outside code blocks, where brackets would be read as links."""
+    return text.replace("[", "\\[").replace("]", "\\]")
+
+
+_ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(str(package_files("kerngen") / "templates" / "vendor")),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    autoescape=False,
+)
+_ENV.filters.update({
+    "md": _md,
+    "rustdoc": _rustdoc,
+    "gcc_cpu": lambda c: _GCC_CPU.get(c, c),
+    "rust_cpu": lambda c: _RUST_CPU.get(c, c),
+    "json": lambda v: json.dumps(v, ensure_ascii=False),  # also a TOML and a Rust string literal
+})
+
+
+def _rust_type(ctype: str) -> str:
+    m = re.fullmatch(r"(u?)int(8|16|32|64)_t", ctype)
+    if m is None:
+        raise ValueError(f"no Rust type for the C type {ctype}")
+    return ("u" if m.group(1) else "i") + m.group(2)
+
+
+def _ident(name: str) -> str:
+    """A bundle name as an identifier (Meson variables, Rust paths, make variables)."""
+    s = re.sub(r"[^a-z0-9_]", "_", name.lower())
+    return s if s[:1].isalpha() else "kg_" + s
+
+
+def _crate(name: str) -> str:
+    """A bundle name as a Cargo package name (which must start with a letter)."""
+    return name if name[:1].isalpha() else "kg-" + name
+
+
+def _groups(lines: tuple[str, ...]) -> dict[str, list[str]]:
+    """A contract's text lines by what they say: requires, ensures, and further
+    notes (an indented line continues the one before it)."""
+    out: dict[str, list[str]] = {"requires": [], "ensures": [], "notes": []}
+    last = "notes"
+    for line in lines:
+        word, _, rest = line.partition(":")
+        if word in ("requires", "ensures"):
+            last = word
+            out[word].append(rest.strip())
+        elif line[:1].isspace() and out[last]:
+            out[last][-1] += " " + line.strip()
+        else:
+            last = "notes"
+            out["notes"].append(line.strip())
+    return out
+
+
+def _arg(a) -> dict:
+    rtype = _rust_type(a.ctype)
+    fastest = f" ({a.preferred_align}-byte alignment is fastest)" if a.preferred_align else ""
+    return {
+        "name": a.name,
+        "rname": "r#" + a.name if a.name in _RUST_KEYWORDS else a.name,
+        "ctype": a.ctype,
+        "role": a.role,
+        "count": a.count,
+        "align": a.align,
+        "preferred_align": a.preferred_align,
+        "c_decl": ("const " if a.role == "in" else "") + f"{a.ctype} {a.name}[{a.count}]",
+        "rust_ptr": ("*const " if a.role == "in" else "*mut ") + rtype,
+        "rust_note": f"{a.name}: {a.count} x {rtype}, {a.role}, {a.align}-byte aligned{fastest}",
+    }
+
+
+def _function(fn: Function) -> dict:
+    groups = _groups(fn.contract.lines())
+    args = [_arg(a) for a in fn.kernel.args]
+    return {
+        "symbol": fn.symbol,
+        "kind": fn.kind,
+        "isa": fn.isa,
+        "summary": fn.summary,
+        "contract": list(fn.contract.lines()),
+        "requires": groups["requires"],
+        "ensures": groups["ensures"],
+        "notes": groups["notes"],
+        "cpu": list(fn.cpu),
+        "cpu_text": ", ".join(c.upper() for c in fn.cpu) or "none beyond x86-64",
+        "args": args,
+        "c_args": ", ".join(a["c_decl"] for a in args),
+    }
+
+
+def _variants(bundle: Bundle) -> list[dict]:
+    """The bundle's functions by ISA, in the bundle's order (the first is preferred where several run)."""
+    out: dict[str, dict] = {}
+    for f in bundle.functions:
+        v = out.setdefault(f.isa, {"isa": f.isa, "cpu": set(), "functions": []})
+        v["cpu"].update(f.cpu)
+        v["functions"].append(f)
+    return [{**v, "cpu": sorted(v["cpu"])} for v in out.values()]
+
+
+def _rust_constant(item: CDefine | CTable) -> dict:
+    if isinstance(item, CDefine):
+        if item.name.endswith(_COUNT_SUFFIXES) and item.value >= 0:
+            rtype = "usize"
+        else:
+            rtype = "i32" if -2**31 <= item.value < 2**31 else "i64"
+        return {"kind": "define", "name": item.name, "type": rtype, "value": str(item.value), "comment": item.comment}
+    rtype = _rust_type(item.ctype)
+    for d in reversed(item.shape):
+        rtype = f"[{rtype}; {d}]"
+    if len(item.shape) == 1:
+        cells, per = [str(v) for v in item.values], 16
+    else:
+        w = item.shape[1]
+        cells = ["[" + ", ".join(str(v) for v in item.values[i:i + w]) + "]" for i in range(0, len(item.values), w)]
+        per = max(1, 16 // w)
+    rows = [", ".join(cells[i:i + per]) + "," for i in range(0, len(cells), per)]
+    return {"kind": "table", "name": item.name.upper(), "c_name": item.name, "type": rtype, "rows": rows,
+            "comment": item.comment}
+
+
+def _header_constant(item: CDefine | CTable) -> dict:
+    if isinstance(item, CDefine):
+        return {"c": f"#define {item.name} {item.value}", "comment": item.comment}
+    dims = "".join(f"[{d}]" for d in item.shape)
+    return {"c": f"static const {item.ctype} {item.name}{dims}", "comment": item.comment}
+
+
+def _named(header: tuple[CDefine | CTable, ...], suffix: str) -> str | None:
+    found = [item.name for item in header if item.name.lower().endswith(suffix.lower())]
+    return found[0] if len(found) == 1 else None
+
+
+def _ntt_context(bundle: Bundle, variants: list[dict]) -> dict | None:
+    """The NTT domain, for the README: the header's names for it, and the bounds
+    that chain the preferred ISA's kernels."""
+    first = {f.kind: f for f in reversed(variants[0]["functions"])}
+    if not {"ntt_forward", "basemul", "ntt_inverse"} <= first.keys():
+        return None
+    names = {key: _named(bundle.header, suffix) for key, suffix in (
+        ("n", "_N"), ("q", "_Q"), ("d", "_NTT_D"), ("blocks", "_NTT_BLOCKS"), ("basemul_scale", "_BASEMUL_SCALE"),
+        ("inverse_scale", "_INVERSE_SCALE"), ("zetas", "_ntt_zetas"), ("positions", "_ntt_positions"))}
+    if None in names.values():
+        return None
+    fwd, mul, inv = (first[k].manifest() for k in ("ntt_forward", "basemul", "ntt_inverse"))
+    layouts = [f.manifest()["output"]["layout"] for v in variants for f in v["functions"] if f.kind == "ntt_forward"]
+    layout = fwd["output"]["layout"]
+    (mul_lo, mul_hi), (inv_lo, inv_hi) = mul["output"]["bound"], inv["input"]["bound"]
+    sums = min(inv_hi // mul_hi if mul_hi > 0 else inv_hi, inv_lo // mul_lo if mul_lo < 0 else -inv_lo)
+    return {
+        **names,
+        "n_value": bundle.params_manifest["n"],
+        "q_value": bundle.params_manifest["q"],
+        "d_value": layout["d"],
+        "blocks_value": len(layout["blocks"]),
+        "first_block": layout["blocks"][0],
+        "one_layout": all(x == layout for x in layouts),
+        "forward": first["ntt_forward"].symbol,
+        "basemul": first["basemul"].symbol,
+        "inverse": first["ntt_inverse"].symbol,
+        "freeze": first["freeze"].symbol if "freeze" in first else None,
+        "align": max(a.preferred_align or a.align for a in first["ntt_forward"].kernel.args),
+        "reducers": [{"symbol": f.symbol, "bound": f.manifest()["output"]["bound"]}
+                     for f in variants[0]["functions"] if f.kind == "reduce"],
+        "forward_in": fwd["input"]["bound"],
+        "forward_out": fwd["output"]["bound"],
+        "basemul_out": mul["output"]["bound"],
+        "basemul_scale_value": mul["output"]["scale"],
+        "inverse_in": inv["input"]["bound"],
+        "inverse_out": inv["output"]["bound"],
+        "inverse_scale_value": inv["output"]["scale"],
+        "sums": max(sums, 1),
+        "scales_cancel": mul["output"]["scale"] * inv["output"]["scale"] % bundle.params_manifest["q"] == 1,
+        "cpu": sorted({c for k in ("ntt_forward", "basemul", "ntt_inverse", "freeze") if k in first
+                       for c in first[k].cpu}),
+    }
+
+
+def _gf2m_context(bundle: Bundle, variants: list[dict]) -> dict | None:
+    mul = next((f for f in variants[0]["functions"] if f.kind == "gf2m_mul"), None)
+    if mul is None:
+        return None
+    m, poly = bundle.params_manifest["m"], bundle.params_manifest["poly"]
+    limbs = mul.manifest()["input"]["limbs"]
+    terms = ["1" if e == 0 else "x" if e == 1 else f"x^{e}" for e in poly]
+    return {
+        "m": m,
+        "poly": poly,
+        "poly_text": " + ".join(terms),
+        "rest_text": " + ".join(terms[1:]),  # f - x^m
+        "limbs": limbs,
+        "top_bits": m - 64 * (limbs - 1),
+        "mul": mul.symbol,
+        "cpu": list(mul.cpu),
+    }
+
+
+def _dispatch(variants: list[dict], kind: str) -> list[dict]:
+    """For each ISA's function of `kind`, in order of preference: its symbol and
+    the tests (GCC / Clang, Rust) of the CPU features it needs."""
+    out = []
+    for v in variants:
+        f = next((f for f in v["functions"] if f.kind == kind), None)
+        if f is not None:
+            out.append({
+                "isa": v["isa"],
+                "symbol": f.symbol,
+                "test": " && ".join(f'__builtin_cpu_supports("{_GCC_CPU.get(c, c)}")' for c in f.cpu) or "1",
+                "rust_test": " && ".join(f'is_x86_feature_detected!("{_RUST_CPU.get(c, c)}")' for c in f.cpu)
+                or "true",
+            })
+    return out
+
+
+def _alignments(functions: list[dict]) -> list[dict]:
+    """Per element type: the alignment required, and the fastest one per ISA."""
+    out: dict[str, dict] = {}
+    for f in functions:
+        for a in f["args"]:
+            e = out.setdefault(a["ctype"], {"ctype": a["ctype"], "align": a["align"], "preferred": {}})
+            e["align"] = max(e["align"], a["align"])
+            if a["preferred_align"]:
+                e["preferred"].setdefault(f["isa"], a["preferred_align"])
+    return [{**e, "preferred": [{"isa": k, "align": v} for k, v in e["preferred"].items()]} for e in out.values()]
+
+
+def _unit(bundle: Bundle, files: Mapping[str, str]) -> dict | None:
+    """The bundle's dispatch unit (a bundle of several ISAs): its source, what
+    the header declares for it, and the function without suffix per kind."""
+    d = dispatch(bundle)
+    if d is None:
+        return None
+    declared = [f"const char *{d.prefix}_isa(void);", f"int {d.prefix}_use_isa(const char *isa);"]
+    declared += [f"void {e.symbol}({e.c_args});" for e in d.entries]
+    names = {e.symbol for e in d.entries}
+    chain = {}  # kind -> the name that dispatches it (the kernel's name without its ISA suffix)
+    for f in bundle.functions:
+        base = f.symbol.removesuffix("_" + f.isa)
+        if base in names:
+            chain.setdefault(f.kind, base)
+    return {"sources": sorted(n for n in files if n.endswith(".c")), "declared": declared, "by_kind": chain}
+
+
+def _one(files: Mapping[str, str], suffix: str) -> str:
+    found = [n for n in files if n.endswith(suffix)]
+    if len(found) != 1:
+        raise ValueError(f"the bundle's files hold {len(found)} {suffix} files, expected one: {sorted(files)}")
+    return found[0]
+
+
+def _command(bundle: Bundle, files: Mapping[str, str], header: str) -> str:
+    """The command the bundle's own banners name."""
+    if "manifest.json" in files:
+        return json.loads(files["manifest.json"])["command"]
+    m = re.search(r"Regenerate with: (.*)$", files[header], re.MULTILINE)
+    return m.group(1).strip() if m else f"kerngen emit {bundle.name}"
+
+
+def context(bundle: Bundle, files: Mapping[str, str], command: str | None = None) -> dict:
+    """What the vendoring templates are rendered from."""
+    asm, header = _one(files, ".asm"), _one(files, ".h")
+    fmt = bundle.target.fmt
+    if fmt.name not in _PLATFORMS:
+        raise ValueError(f"no build files for the object format {fmt.name}")
+    name = bundle.name
+    variants = _variants(bundle)
+    functions = [_function(f) for f in bundle.functions]
+    common = [n for n in functions[0]["notes"] if all(n in f["notes"] for f in functions)]
+    for f in functions:
+        f["own_notes"] = [n for n in f["notes"] if n not in common]
+    return {
+        "version": __version__,
+        "license": LICENSE,
+        "command": command or _command(bundle, files, header),
+        "name": name,
+        "ident": _ident(name),
+        "crate": _crate(name),
+        "crate_ident": _crate(name).replace("-", "_"),
+        "title": bundle.title,
+        "params": [{"key": k, "value": json.dumps(v)} for k, v in bundle.params_manifest.items()],
+        "abi": bundle.target.abi.title,
+        "fmt": fmt.name,
+        "platform": _PLATFORMS[fmt.name],
+        "asm": asm,
+        "header": header,
+        "obj": asm.removesuffix(".asm") + ".o",
+        "lib": name,
+        "bindings": f"{name}.rs" if name != "build" else "build-bindings.rs",
+        "functions": functions,
+        "common_notes": common,
+        "variants": [{"isa": v["isa"], "cpu": v["cpu"]} for v in variants],
+        "dispatch": _dispatch(variants, bundle.functions[0].kind),
+        "dispatch_args": functions[0]["args"],
+        "dispatch_rust_type": 'unsafe extern "C" fn(' + ", ".join(a["rust_ptr"] for a in functions[0]["args"]) + ")",
+        "aligns": _alignments(functions),
+        "constants": [_header_constant(item) for item in bundle.header],
+        "rust_constants": [_rust_constant(item) for item in bundle.header],
+        "ntt": _ntt_context(bundle, variants),
+        "gf2m": _gf2m_context(bundle, variants),
+        "unit": _unit(bundle, files),
+    }
+
+
+# file in the bundle -> its template
+_FILES = {
+    "README.md": "README.md.j2",
+    "CMakeLists.txt": "CMakeLists.txt.j2",
+    "meson.build": "meson.build.j2",
+    "Cargo.toml": "Cargo.toml.j2",
+    "build.rs": "build.rs.j2",
+}
+
+
+def vendor_files(bundle: Bundle, files: Mapping[str, str], command: str | None = None) -> dict[str, str]:
+    """The files that let a C, C++ or Rust project build the bundle with Make,
+    CMake, Meson or Cargo, by name: README.md, CMakeLists.txt, meson.build,
+    Cargo.toml, build.rs and NAME.rs. `files`: what `render` returned for the
+    bundle; `command` (default: the one its files name) is what the banners
+    say regenerates them."""
+    ctx = context(bundle, files, command)
+    out = {name: _ENV.get_template(template).render(**ctx) for name, template in _FILES.items()}
+    out[ctx["bindings"]] = _ENV.get_template("bindings.rs.j2").render(**ctx)
+    clash = set(out) & {ctx["asm"], ctx["header"], "manifest.json"}
+    if clash:
+        raise ValueError(f"vendoring files would replace the bundle's own: {sorted(clash)}")
+    return out
