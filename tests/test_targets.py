@@ -4,6 +4,7 @@ ABI and object-format rows, and the package works installed (not editable)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -180,3 +181,37 @@ def test_a_plain_install_runs_from_another_directory(tmp_path):
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
         assert r.stdout.strip().splitlines()[-1].endswith(" passed, 0 failed")
+
+
+@needs_nasm
+@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("readelf") is None, reason="needs gcc and readelf")
+@pytest.mark.parametrize("name", ["kyber-3329", "gf2m-233"])
+def test_elf_bundles_keep_cet_in_a_program_built_with_cf_protection(name, tmp_path):
+    """Every exported entry starts with endbr64 and the object is marked IBT and
+    SHSTK: linking it into C code built with -fcf-protection=full keeps both,
+    and ld's cet-report=error (which names any input without them) accepts it.
+    The link is a shared object without start files because Debian's own crt
+    objects carry no CET marking; the same bundle with its note removed fails."""
+    bundle = REPO / "generated" / name
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    asm = (bundle / f"{name}.asm").read_text()
+    for f in manifest["functions"]:
+        entry = asm.split(f"\n{f['symbol']}:\n", 1)[1]
+        assert entry.lstrip().startswith("endbr64"), f["symbol"]
+    unmarked = asm[:asm.index("section .note.gnu.property")] + asm[asm.index("section .note.GNU-stack"):]
+    first = manifest["functions"][0]
+    (tmp_path / "c.c").write_text(f"void {first['symbol']}(void);\nvoid call(void) {{ {first['symbol']}(); }}\n")
+    results = {}
+    for label, text in (("marked", asm), ("unmarked", unmarked)):
+        src = tmp_path / f"{label}.asm"
+        src.write_text(text)
+        subprocess.run(["nasm", "-f", "elf64", str(src), "-o", str(tmp_path / f"{label}.o")], check=True)
+        so = tmp_path / f"{label}.so"
+        r = subprocess.run(["gcc", "-fcf-protection=full", "-fPIC", "-shared", "-nostdlib", "-Wl,-z,cet-report=error",
+                            str(tmp_path / "c.c"), str(tmp_path / f"{label}.o"), "-o", str(so)],
+                           capture_output=True, text=True)
+        results[label] = r
+    assert results["marked"].returncode == 0, results["marked"].stderr
+    notes = subprocess.run(["readelf", "-n", str(tmp_path / "marked.so")], capture_output=True, text=True).stdout
+    assert "x86 feature: IBT, SHSTK" in notes
+    assert results["unmarked"].returncode != 0 and "missing IBT and SHSTK properties" in results["unmarked"].stderr

@@ -361,6 +361,7 @@ section .text
 global kg_ctru3457_ntt_forward_avx2:function (kg_ctru3457_ntt_forward_avx2.end - kg_ctru3457_ntt_forward_avx2)
 align 32
 kg_ctru3457_ntt_forward_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -802,6 +803,7 @@ kg_ctru3457_ntt_forward_avx2:
 global kg_ctru3457_basemul_avx2:function (kg_ctru3457_basemul_avx2.end - kg_ctru3457_basemul_avx2)
 align 32
 kg_ctru3457_basemul_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -1368,6 +1370,7 @@ kg_ctru3457_basemul_avx2:
 global kg_ctru3457_ntt_inverse_avx2:function (kg_ctru3457_ntt_inverse_avx2.end - kg_ctru3457_ntt_inverse_avx2)
 align 32
 kg_ctru3457_ntt_inverse_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -1890,6 +1893,7 @@ kg_ctru3457_ntt_inverse_avx2:
 global kg_ctru3457_reduce_barrett_avx2:function (kg_ctru3457_reduce_barrett_avx2.end - kg_ctru3457_reduce_barrett_avx2)
 align 32
 kg_ctru3457_reduce_barrett_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett
     vpaddw       ymm1, ymm1, [rel pw_512]
@@ -2018,6 +2022,7 @@ kg_ctru3457_reduce_barrett_avx2:
 global kg_ctru3457_reduce_special_avx2:function (kg_ctru3457_reduce_special_avx2.end - kg_ctru3457_reduce_special_avx2)
 align 32
 kg_ctru3457_reduce_special_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpsraw       ymm1, ymm0, 12                      ; special
     vpand        ymm0, ymm0, [rel pw_4095]
@@ -2178,6 +2183,7 @@ kg_ctru3457_reduce_special_avx2:
 global kg_ctru3457_freeze_avx2:function (kg_ctru3457_freeze_avx2.end - kg_ctru3457_freeze_avx2)
 align 32
 kg_ctru3457_freeze_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, [rel pw_19412]          ; freeze
     vpaddw       ymm1, ymm1, [rel pw_512]
@@ -2359,6 +2365,7 @@ kg_ctru3457_freeze_avx2:
 global kg_ctru3457_ntt_forward_sse:function (kg_ctru3457_ntt_forward_sse.end - kg_ctru3457_ntt_forward_sse)
 align 32
 kg_ctru3457_ntt_forward_sse:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -3515,6 +3522,7 @@ kg_ctru3457_ntt_forward_sse:
 global kg_ctru3457_basemul_sse:function (kg_ctru3457_basemul_sse.end - kg_ctru3457_basemul_sse)
 align 32
 kg_ctru3457_basemul_sse:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -5016,6 +5024,7 @@ kg_ctru3457_basemul_sse:
 global kg_ctru3457_ntt_inverse_sse:function (kg_ctru3457_ntt_inverse_sse.end - kg_ctru3457_ntt_inverse_sse)
 align 32
 kg_ctru3457_ntt_inverse_sse:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -6394,6 +6403,7 @@ kg_ctru3457_ntt_inverse_sse:
 global kg_ctru3457_reduce_barrett_sse:function (kg_ctru3457_reduce_barrett_sse.end - kg_ctru3457_reduce_barrett_sse)
 align 32
 kg_ctru3457_reduce_barrett_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; barrett
@@ -6665,6 +6675,7 @@ kg_ctru3457_reduce_barrett_sse:
 global kg_ctru3457_reduce_special_sse:function (kg_ctru3457_reduce_special_sse.end - kg_ctru3457_reduce_special_sse)
 align 32
 kg_ctru3457_reduce_special_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; special
@@ -7032,6 +7043,7 @@ kg_ctru3457_reduce_special_sse:
 global kg_ctru3457_freeze_sse:function (kg_ctru3457_freeze_sse.end - kg_ctru3457_freeze_sse)
 align 32
 kg_ctru3457_freeze_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
@@ -7419,5 +7431,12 @@ kg_ctru3457_freeze_sse:
     ret
 .end:
 
+; GNU property note: the code is ready for CET (IBT: every entry starts with
+; endbr64; SHSTK: every return goes back to its caller), so a program built
+; with -fcf-protection keeps both when it links this object
+section .note.gnu.property note alloc noexec align=8
+    dd 4, 16, 5                                          ; name size, descriptor size, NT_GNU_PROPERTY_TYPE_0
+    db "GNU", 0
+    dd 0xc0000002, 4, 3, 0                               ; GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK, padding
 
 section .note.GNU-stack noalloc noexec nowrite progbits

@@ -1121,6 +1121,7 @@ section .text
 global kg_gf2m163_mul_avx2:function (kg_gf2m163_mul_avx2.end - kg_gf2m163_mul_avx2)
 align 32
 kg_gf2m163_mul_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
     vmovdqu      xmm2, [rdx]
@@ -1191,6 +1192,7 @@ kg_gf2m163_mul_avx2:
 global kg_gf2m163_sqr_avx2:function (kg_gf2m163_sqr_avx2.end - kg_gf2m163_sqr_avx2)
 align 32
 kg_gf2m163_sqr_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
     vpclmulqdq   xmm2, xmm0, xmm0, 0
@@ -1249,6 +1251,7 @@ kg_gf2m163_sqr_avx2:
 global kg_gf2m163_reduce_avx2:function (kg_gf2m163_reduce_avx2.end - kg_gf2m163_reduce_avx2)
 align 32
 kg_gf2m163_reduce_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -1299,6 +1302,7 @@ kg_gf2m163_reduce_avx2:
 global kg_gf2m163_mulwide_avx2:function (kg_gf2m163_mulwide_avx2.end - kg_gf2m163_mulwide_avx2)
 align 32
 kg_gf2m163_mulwide_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
     vmovdqu      xmm2, [rdx]
@@ -1343,6 +1347,7 @@ kg_gf2m163_mulwide_avx2:
 global kg_gf2m163_muladd_avx2:function (kg_gf2m163_muladd_avx2.end - kg_gf2m163_muladd_avx2)
 align 32
 kg_gf2m163_muladd_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
     vmovdqu      xmm2, [rdx]
@@ -1441,6 +1446,7 @@ kg_gf2m163_muladd_avx2:
 global kg_gf2m163_reduce_gpr_avx2:function (kg_gf2m163_reduce_gpr_avx2.end - kg_gf2m163_reduce_gpr_avx2)
 align 32
 kg_gf2m163_reduce_gpr_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     mov          rax, qword [rsi + 40]
     mov          rcx, qword [rsi + 32]
     shld         rax, rcx, 29
@@ -1528,6 +1534,7 @@ kg_gf2m163_reduce_gpr_avx2:
 global kg_gf2m163_msqr2_avx2:function (kg_gf2m163_msqr2_avx2.end - kg_gf2m163_msqr2_avx2)
 align 32
 kg_gf2m163_msqr2_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
     vpclmulqdq   xmm2, xmm0, xmm0, 0
@@ -1610,6 +1617,7 @@ kg_gf2m163_msqr2_avx2:
 global kg_gf2m163_msqr4_avx2:function (kg_gf2m163_msqr4_avx2.end - kg_gf2m163_msqr4_avx2)
 align 32
 kg_gf2m163_msqr4_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
     vpclmulqdq   xmm2, xmm0, xmm0, 0
@@ -1752,6 +1760,7 @@ kg_gf2m163_msqr4_avx2:
 global kg_gf2m163_msqr8_avx2:function (kg_gf2m163_msqr8_avx2.end - kg_gf2m163_msqr8_avx2)
 align 32
 kg_gf2m163_msqr8_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
     vpclmulqdq   xmm2, xmm0, xmm0, 0
@@ -2014,6 +2023,7 @@ kg_gf2m163_msqr8_avx2:
 global kg_gf2m163_msqr16_avx2:function (kg_gf2m163_msqr16_avx2.end - kg_gf2m163_msqr16_avx2)
 align 32
 kg_gf2m163_msqr16_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
     vpbroadcastq ymm2, xmm0
@@ -2689,6 +2699,7 @@ kg_gf2m163_msqr16_avx2:
 global kg_gf2m163_ladder_step_avx2:function (kg_gf2m163_ladder_step_avx2.end - kg_gf2m163_ladder_step_avx2)
 align 32
 kg_gf2m163_ladder_step_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -3143,6 +3154,7 @@ kg_gf2m163_ladder_step_avx2:
 global kg_gf2m163_ladder_step2_avx2:function (kg_gf2m163_ladder_step2_avx2.end - kg_gf2m163_ladder_step2_avx2)
 align 32
 kg_gf2m163_ladder_step2_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
     vmovdqu      xmm2, [rsi + 24]
@@ -3436,6 +3448,7 @@ kg_gf2m163_ladder_step2_avx2:
 global kg_gf2m163_inv_avx2:function (kg_gf2m163_inv_avx2.end - kg_gf2m163_inv_avx2)
 align 32
 kg_gf2m163_inv_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
     vpclmulqdq   xmm2, xmm0, xmm0, 0
@@ -6444,5 +6457,12 @@ kg_gf2m163_inv_avx2:
     ret
 .end:
 
+; GNU property note: the code is ready for CET (IBT: every entry starts with
+; endbr64; SHSTK: every return goes back to its caller), so a program built
+; with -fcf-protection keeps both when it links this object
+section .note.gnu.property note alloc noexec align=8
+    dd 4, 16, 5                                          ; name size, descriptor size, NT_GNU_PROPERTY_TYPE_0
+    db "GNU", 0
+    dd 0xc0000002, 4, 3, 0                               ; GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK, padding
 
 section .note.GNU-stack noalloc noexec nowrite progbits

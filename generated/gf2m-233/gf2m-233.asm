@@ -1373,6 +1373,7 @@ section .text
 global kg_gf2m233_mul_avx2:function (kg_gf2m233_mul_avx2.end - kg_gf2m233_mul_avx2)
 align 32
 kg_gf2m233_mul_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -1473,6 +1474,7 @@ kg_gf2m233_mul_avx2:
 global kg_gf2m233_sqr_avx2:function (kg_gf2m233_sqr_avx2.end - kg_gf2m233_sqr_avx2)
 align 32
 kg_gf2m233_sqr_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vpclmulqdq   xmm2, xmm0, xmm0, 0
@@ -1541,6 +1543,7 @@ kg_gf2m233_sqr_avx2:
 global kg_gf2m233_reduce_avx2:function (kg_gf2m233_reduce_avx2.end - kg_gf2m233_reduce_avx2)
 align 32
 kg_gf2m233_reduce_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -1600,6 +1603,7 @@ kg_gf2m233_reduce_avx2:
 global kg_gf2m233_mulwide_avx2:function (kg_gf2m233_mulwide_avx2.end - kg_gf2m233_mulwide_avx2)
 align 32
 kg_gf2m233_mulwide_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -1667,6 +1671,7 @@ kg_gf2m233_mulwide_avx2:
 global kg_gf2m233_muladd_avx2:function (kg_gf2m233_muladd_avx2.end - kg_gf2m233_muladd_avx2)
 align 32
 kg_gf2m233_muladd_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -1828,6 +1833,7 @@ kg_gf2m233_muladd_avx2:
 global kg_gf2m233_reduce_gpr_avx2:function (kg_gf2m233_reduce_gpr_avx2.end - kg_gf2m233_reduce_gpr_avx2)
 align 32
 kg_gf2m233_reduce_gpr_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     mov          rax, qword [rsi + 56]
     mov          rcx, qword [rsi + 48]
     shld         rax, rcx, 23
@@ -1890,6 +1896,7 @@ kg_gf2m233_reduce_gpr_avx2:
 global kg_gf2m233_msqr2_avx2:function (kg_gf2m233_msqr2_avx2.end - kg_gf2m233_msqr2_avx2)
 align 32
 kg_gf2m233_msqr2_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vpclmulqdq   xmm2, xmm0, xmm0, 0
@@ -1990,6 +1997,7 @@ kg_gf2m233_msqr2_avx2:
 global kg_gf2m233_msqr4_avx2:function (kg_gf2m233_msqr4_avx2.end - kg_gf2m233_msqr4_avx2)
 align 32
 kg_gf2m233_msqr4_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vpclmulqdq   xmm2, xmm0, xmm0, 0
@@ -2168,6 +2176,7 @@ kg_gf2m233_msqr4_avx2:
 global kg_gf2m233_msqr8_avx2:function (kg_gf2m233_msqr8_avx2.end - kg_gf2m233_msqr8_avx2)
 align 32
 kg_gf2m233_msqr8_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vpclmulqdq   xmm2, xmm0, xmm0, 0
@@ -2502,6 +2511,7 @@ kg_gf2m233_msqr8_avx2:
 global kg_gf2m233_msqr16_avx2:function (kg_gf2m233_msqr16_avx2.end - kg_gf2m233_msqr16_avx2)
 align 32
 kg_gf2m233_msqr16_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vpbroadcastq ymm2, xmm0
@@ -3178,6 +3188,7 @@ kg_gf2m233_msqr16_avx2:
 global kg_gf2m233_ladder_step_avx2:function (kg_gf2m233_ladder_step_avx2.end - kg_gf2m233_ladder_step_avx2)
 align 32
 kg_gf2m233_ladder_step_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -3839,6 +3850,7 @@ kg_gf2m233_ladder_step_avx2:
 global kg_gf2m233_ladder_step2_avx2:function (kg_gf2m233_ladder_step2_avx2.end - kg_gf2m233_ladder_step2_avx2)
 align 32
 kg_gf2m233_ladder_step2_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -4256,6 +4268,7 @@ kg_gf2m233_ladder_step2_avx2:
 global kg_gf2m233_inv_avx2:function (kg_gf2m233_inv_avx2.end - kg_gf2m233_inv_avx2)
 align 32
 kg_gf2m233_inv_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -8165,5 +8178,12 @@ kg_gf2m233_inv_avx2:
     ret
 .end:
 
+; GNU property note: the code is ready for CET (IBT: every entry starts with
+; endbr64; SHSTK: every return goes back to its caller), so a program built
+; with -fcf-protection keeps both when it links this object
+section .note.gnu.property note alloc noexec align=8
+    dd 4, 16, 5                                          ; name size, descriptor size, NT_GNU_PROPERTY_TYPE_0
+    db "GNU", 0
+    dd 0xc0000002, 4, 3, 0                               ; GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK, padding
 
 section .note.GNU-stack noalloc noexec nowrite progbits

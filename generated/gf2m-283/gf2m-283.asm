@@ -1381,6 +1381,7 @@ section .text
 global kg_gf2m283_mul_avx2:function (kg_gf2m283_mul_avx2.end - kg_gf2m283_mul_avx2)
 align 32
 kg_gf2m283_mul_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -1518,6 +1519,7 @@ kg_gf2m283_mul_avx2:
 global kg_gf2m283_sqr_avx2:function (kg_gf2m283_sqr_avx2.end - kg_gf2m283_sqr_avx2)
 align 32
 kg_gf2m283_sqr_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
@@ -1589,6 +1591,7 @@ kg_gf2m283_sqr_avx2:
 global kg_gf2m283_reduce_avx2:function (kg_gf2m283_reduce_avx2.end - kg_gf2m283_reduce_avx2)
 align 32
 kg_gf2m283_reduce_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -1651,6 +1654,7 @@ kg_gf2m283_reduce_avx2:
 global kg_gf2m283_mulwide_avx2:function (kg_gf2m283_mulwide_avx2.end - kg_gf2m283_mulwide_avx2)
 align 32
 kg_gf2m283_mulwide_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -1754,6 +1758,7 @@ kg_gf2m283_mulwide_avx2:
 global kg_gf2m283_muladd_avx2:function (kg_gf2m283_muladd_avx2.end - kg_gf2m283_muladd_avx2)
 align 32
 kg_gf2m283_muladd_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -1996,6 +2001,7 @@ kg_gf2m283_muladd_avx2:
 global kg_gf2m283_reduce_gpr_avx2:function (kg_gf2m283_reduce_gpr_avx2.end - kg_gf2m283_reduce_gpr_avx2)
 align 32
 kg_gf2m283_reduce_gpr_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     mov          rax, qword [rsi + 64]
     mov          rcx, rax
     shr          rcx, 27
@@ -2129,6 +2135,7 @@ kg_gf2m283_reduce_gpr_avx2:
 global kg_gf2m283_msqr2_avx2:function (kg_gf2m283_msqr2_avx2.end - kg_gf2m283_msqr2_avx2)
 align 32
 kg_gf2m283_msqr2_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
@@ -2235,6 +2242,7 @@ kg_gf2m283_msqr2_avx2:
 global kg_gf2m283_msqr4_avx2:function (kg_gf2m283_msqr4_avx2.end - kg_gf2m283_msqr4_avx2)
 align 32
 kg_gf2m283_msqr4_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
@@ -2423,6 +2431,7 @@ kg_gf2m283_msqr4_avx2:
 global kg_gf2m283_msqr8_avx2:function (kg_gf2m283_msqr8_avx2.end - kg_gf2m283_msqr8_avx2)
 align 32
 kg_gf2m283_msqr8_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
@@ -2775,6 +2784,7 @@ kg_gf2m283_msqr8_avx2:
 global kg_gf2m283_msqr16_avx2:function (kg_gf2m283_msqr16_avx2.end - kg_gf2m283_msqr16_avx2)
 align 32
 kg_gf2m283_msqr16_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
@@ -3456,6 +3466,7 @@ kg_gf2m283_msqr16_avx2:
 global kg_gf2m283_ladder_step_avx2:function (kg_gf2m283_ladder_step_avx2.end - kg_gf2m283_ladder_step_avx2)
 align 32
 kg_gf2m283_ladder_step_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -4379,6 +4390,7 @@ kg_gf2m283_ladder_step_avx2:
 global kg_gf2m283_ladder_step2_avx2:function (kg_gf2m283_ladder_step2_avx2.end - kg_gf2m283_ladder_step2_avx2)
 align 32
 kg_gf2m283_ladder_step2_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -4949,6 +4961,7 @@ kg_gf2m283_ladder_step2_avx2:
 global kg_gf2m283_inv_avx2:function (kg_gf2m283_inv_avx2.end - kg_gf2m283_inv_avx2)
 align 32
 kg_gf2m283_inv_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -12020,5 +12033,12 @@ kg_gf2m283_inv_avx2:
     ret
 .end:
 
+; GNU property note: the code is ready for CET (IBT: every entry starts with
+; endbr64; SHSTK: every return goes back to its caller), so a program built
+; with -fcf-protection keeps both when it links this object
+section .note.gnu.property note alloc noexec align=8
+    dd 4, 16, 5                                          ; name size, descriptor size, NT_GNU_PROPERTY_TYPE_0
+    db "GNU", 0
+    dd 0xc0000002, 4, 3, 0                               ; GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK, padding
 
 section .note.GNU-stack noalloc noexec nowrite progbits

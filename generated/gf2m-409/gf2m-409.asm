@@ -3167,6 +3167,7 @@ section .text
 global kg_gf2m409_mul_avx2:function (kg_gf2m409_mul_avx2.end - kg_gf2m409_mul_avx2)
 align 32
 kg_gf2m409_mul_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -3385,6 +3386,7 @@ kg_gf2m409_mul_avx2:
 global kg_gf2m409_sqr_avx2:function (kg_gf2m409_sqr_avx2.end - kg_gf2m409_sqr_avx2)
 align 32
 kg_gf2m409_sqr_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -3482,6 +3484,7 @@ kg_gf2m409_sqr_avx2:
 global kg_gf2m409_reduce_avx2:function (kg_gf2m409_reduce_avx2.end - kg_gf2m409_reduce_avx2)
 align 32
 kg_gf2m409_reduce_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -3568,6 +3571,7 @@ kg_gf2m409_reduce_avx2:
 global kg_gf2m409_mulwide_avx2:function (kg_gf2m409_mulwide_avx2.end - kg_gf2m409_mulwide_avx2)
 align 32
 kg_gf2m409_mulwide_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -3732,6 +3736,7 @@ kg_gf2m409_mulwide_avx2:
 global kg_gf2m409_muladd_avx2:function (kg_gf2m409_muladd_avx2.end - kg_gf2m409_muladd_avx2)
 align 32
 kg_gf2m409_muladd_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -4116,6 +4121,7 @@ kg_gf2m409_muladd_avx2:
 global kg_gf2m409_reduce_gpr_avx2:function (kg_gf2m409_reduce_gpr_avx2.end - kg_gf2m409_reduce_gpr_avx2)
 align 32
 kg_gf2m409_reduce_gpr_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbx
     push r12
     mov          rax, qword [rsi + 96]
@@ -4215,6 +4221,7 @@ kg_gf2m409_reduce_gpr_avx2:
 global kg_gf2m409_msqr2_avx2:function (kg_gf2m409_msqr2_avx2.end - kg_gf2m409_msqr2_avx2)
 align 32
 kg_gf2m409_msqr2_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -4369,6 +4376,7 @@ kg_gf2m409_msqr2_avx2:
 global kg_gf2m409_msqr4_avx2:function (kg_gf2m409_msqr4_avx2.end - kg_gf2m409_msqr4_avx2)
 align 32
 kg_gf2m409_msqr4_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -4651,6 +4659,7 @@ kg_gf2m409_msqr4_avx2:
 global kg_gf2m409_msqr8_avx2:function (kg_gf2m409_msqr8_avx2.end - kg_gf2m409_msqr8_avx2)
 align 32
 kg_gf2m409_msqr8_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -5189,6 +5198,7 @@ kg_gf2m409_msqr8_avx2:
 global kg_gf2m409_msqr16_avx2:function (kg_gf2m409_msqr16_avx2.end - kg_gf2m409_msqr16_avx2)
 align 32
 kg_gf2m409_msqr16_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -6240,6 +6250,7 @@ kg_gf2m409_msqr16_avx2:
 global kg_gf2m409_ladder_step_avx2:function (kg_gf2m409_ladder_step_avx2.end - kg_gf2m409_ladder_step_avx2)
 align 32
 kg_gf2m409_ladder_step_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -7738,6 +7749,7 @@ kg_gf2m409_ladder_step_avx2:
 global kg_gf2m409_ladder_step2_avx2:function (kg_gf2m409_ladder_step2_avx2.end - kg_gf2m409_ladder_step2_avx2)
 align 32
 kg_gf2m409_ladder_step2_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -8645,6 +8657,7 @@ kg_gf2m409_ladder_step2_avx2:
 global kg_gf2m409_inv_avx2:function (kg_gf2m409_inv_avx2.end - kg_gf2m409_inv_avx2)
 align 32
 kg_gf2m409_inv_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -20897,5 +20910,12 @@ kg_gf2m409_inv_avx2:
     ret
 .end:
 
+; GNU property note: the code is ready for CET (IBT: every entry starts with
+; endbr64; SHSTK: every return goes back to its caller), so a program built
+; with -fcf-protection keeps both when it links this object
+section .note.gnu.property note alloc noexec align=8
+    dd 4, 16, 5                                          ; name size, descriptor size, NT_GNU_PROPERTY_TYPE_0
+    db "GNU", 0
+    dd 0xc0000002, 4, 3, 0                               ; GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK, padding
 
 section .note.GNU-stack noalloc noexec nowrite progbits

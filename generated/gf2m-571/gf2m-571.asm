@@ -4221,6 +4221,7 @@ section .text
 global kg_gf2m571_mul_avx2:function (kg_gf2m571_mul_avx2.end - kg_gf2m571_mul_avx2)
 align 32
 kg_gf2m571_mul_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -4569,6 +4570,7 @@ kg_gf2m571_mul_avx2:
 global kg_gf2m571_sqr_avx2:function (kg_gf2m571_sqr_avx2.end - kg_gf2m571_sqr_avx2)
 align 32
 kg_gf2m571_sqr_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -4666,6 +4668,7 @@ kg_gf2m571_sqr_avx2:
 global kg_gf2m571_reduce_avx2:function (kg_gf2m571_reduce_avx2.end - kg_gf2m571_reduce_avx2)
 align 32
 kg_gf2m571_reduce_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -4752,6 +4755,7 @@ kg_gf2m571_reduce_avx2:
 global kg_gf2m571_mulwide_avx2:function (kg_gf2m571_mulwide_avx2.end - kg_gf2m571_mulwide_avx2)
 align 32
 kg_gf2m571_mulwide_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -5050,6 +5054,7 @@ kg_gf2m571_mulwide_avx2:
 global kg_gf2m571_muladd_avx2:function (kg_gf2m571_muladd_avx2.end - kg_gf2m571_muladd_avx2)
 align 32
 kg_gf2m571_muladd_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -5710,6 +5715,7 @@ kg_gf2m571_muladd_avx2:
 global kg_gf2m571_reduce_gpr_avx2:function (kg_gf2m571_reduce_gpr_avx2.end - kg_gf2m571_reduce_gpr_avx2)
 align 32
 kg_gf2m571_reduce_gpr_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     mov          rax, qword [rsi + 136]
     mov          rcx, qword [rsi + 128]
     shld         rax, rcx, 5
@@ -5935,6 +5941,7 @@ kg_gf2m571_reduce_gpr_avx2:
 global kg_gf2m571_msqr2_avx2:function (kg_gf2m571_msqr2_avx2.end - kg_gf2m571_msqr2_avx2)
 align 32
 kg_gf2m571_msqr2_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -6089,6 +6096,7 @@ kg_gf2m571_msqr2_avx2:
 global kg_gf2m571_msqr4_avx2:function (kg_gf2m571_msqr4_avx2.end - kg_gf2m571_msqr4_avx2)
 align 32
 kg_gf2m571_msqr4_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -6369,6 +6377,7 @@ kg_gf2m571_msqr4_avx2:
 global kg_gf2m571_msqr8_avx2:function (kg_gf2m571_msqr8_avx2.end - kg_gf2m571_msqr8_avx2)
 align 32
 kg_gf2m571_msqr8_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -6901,6 +6910,7 @@ kg_gf2m571_msqr8_avx2:
 global kg_gf2m571_msqr16_avx2:function (kg_gf2m571_msqr16_avx2.end - kg_gf2m571_msqr16_avx2)
 align 32
 kg_gf2m571_msqr16_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -7938,6 +7948,7 @@ kg_gf2m571_msqr16_avx2:
 global kg_gf2m571_ladder_step_avx2:function (kg_gf2m571_ladder_step_avx2.end - kg_gf2m571_ladder_step_avx2)
 align 32
 kg_gf2m571_ladder_step_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -10275,6 +10286,7 @@ kg_gf2m571_ladder_step_avx2:
 global kg_gf2m571_ladder_step2_avx2:function (kg_gf2m571_ladder_step2_avx2.end - kg_gf2m571_ladder_step2_avx2)
 align 32
 kg_gf2m571_ladder_step2_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -11633,6 +11645,7 @@ kg_gf2m571_ladder_step2_avx2:
 global kg_gf2m571_inv_avx2:function (kg_gf2m571_inv_avx2.end - kg_gf2m571_inv_avx2)
 align 32
 kg_gf2m571_inv_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -33827,5 +33840,12 @@ kg_gf2m571_inv_avx2:
     ret
 .end:
 
+; GNU property note: the code is ready for CET (IBT: every entry starts with
+; endbr64; SHSTK: every return goes back to its caller), so a program built
+; with -fcf-protection keeps both when it links this object
+section .note.gnu.property note alloc noexec align=8
+    dd 4, 16, 5                                          ; name size, descriptor size, NT_GNU_PROPERTY_TYPE_0
+    db "GNU", 0
+    dd 0xc0000002, 4, 3, 0                               ; GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK, padding
 
 section .note.GNU-stack noalloc noexec nowrite progbits

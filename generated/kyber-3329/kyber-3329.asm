@@ -441,6 +441,7 @@ section .text
 global kg_kyber3329_ntt_forward_avx2:function (kg_kyber3329_ntt_forward_avx2.end - kg_kyber3329_ntt_forward_avx2)
 align 32
 kg_kyber3329_ntt_forward_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -934,6 +935,7 @@ kg_kyber3329_ntt_forward_avx2:
 global kg_kyber3329_basemul_avx2:function (kg_kyber3329_basemul_avx2.end - kg_kyber3329_basemul_avx2)
 align 32
 kg_kyber3329_basemul_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rsi + 32]
@@ -1198,6 +1200,7 @@ kg_kyber3329_basemul_avx2:
 global kg_kyber3329_ntt_inverse_avx2:function (kg_kyber3329_ntt_inverse_avx2.end - kg_kyber3329_ntt_inverse_avx2)
 align 32
 kg_kyber3329_ntt_inverse_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -1817,6 +1820,7 @@ kg_kyber3329_ntt_inverse_avx2:
 global kg_kyber3329_reduce_barrett_avx2:function (kg_kyber3329_reduce_barrett_avx2.end - kg_kyber3329_reduce_barrett_avx2)
 align 32
 kg_kyber3329_reduce_barrett_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, [rel pw_20159]          ; barrett
     vpaddw       ymm1, ymm1, [rel pw_512]
@@ -1945,6 +1949,7 @@ kg_kyber3329_reduce_barrett_avx2:
 global kg_kyber3329_reduce_special_avx2:function (kg_kyber3329_reduce_special_avx2.end - kg_kyber3329_reduce_special_avx2)
 align 32
 kg_kyber3329_reduce_special_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpsraw       ymm1, ymm0, 12                      ; special
     vpand        ymm0, ymm0, [rel pw_4095]
@@ -2105,6 +2110,7 @@ kg_kyber3329_reduce_special_avx2:
 global kg_kyber3329_freeze_avx2:function (kg_kyber3329_freeze_avx2.end - kg_kyber3329_freeze_avx2)
 align 32
 kg_kyber3329_freeze_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, [rel pw_20159]          ; freeze
     vpaddw       ymm1, ymm1, [rel pw_512]
@@ -2286,6 +2292,7 @@ kg_kyber3329_freeze_avx2:
 global kg_kyber3329_ntt_forward_sse:function (kg_kyber3329_ntt_forward_sse.end - kg_kyber3329_ntt_forward_sse)
 align 32
 kg_kyber3329_ntt_forward_sse:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -3584,6 +3591,7 @@ kg_kyber3329_ntt_forward_sse:
 global kg_kyber3329_basemul_sse:function (kg_kyber3329_basemul_sse.end - kg_kyber3329_basemul_sse)
 align 32
 kg_kyber3329_basemul_sse:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -4205,6 +4213,7 @@ kg_kyber3329_basemul_sse:
 global kg_kyber3329_ntt_inverse_sse:function (kg_kyber3329_ntt_inverse_sse.end - kg_kyber3329_ntt_inverse_sse)
 align 32
 kg_kyber3329_ntt_inverse_sse:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -5841,6 +5850,7 @@ kg_kyber3329_ntt_inverse_sse:
 global kg_kyber3329_reduce_barrett_sse:function (kg_kyber3329_reduce_barrett_sse.end - kg_kyber3329_reduce_barrett_sse)
 align 32
 kg_kyber3329_reduce_barrett_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; barrett
@@ -6112,6 +6122,7 @@ kg_kyber3329_reduce_barrett_sse:
 global kg_kyber3329_reduce_special_sse:function (kg_kyber3329_reduce_special_sse.end - kg_kyber3329_reduce_special_sse)
 align 32
 kg_kyber3329_reduce_special_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; special
@@ -6479,6 +6490,7 @@ kg_kyber3329_reduce_special_sse:
 global kg_kyber3329_freeze_sse:function (kg_kyber3329_freeze_sse.end - kg_kyber3329_freeze_sse)
 align 32
 kg_kyber3329_freeze_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
@@ -6866,5 +6878,12 @@ kg_kyber3329_freeze_sse:
     ret
 .end:
 
+; GNU property note: the code is ready for CET (IBT: every entry starts with
+; endbr64; SHSTK: every return goes back to its caller), so a program built
+; with -fcf-protection keeps both when it links this object
+section .note.gnu.property note alloc noexec align=8
+    dd 4, 16, 5                                          ; name size, descriptor size, NT_GNU_PROPERTY_TYPE_0
+    db "GNU", 0
+    dd 0xc0000002, 4, 3, 0                               ; GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK, padding
 
 section .note.GNU-stack noalloc noexec nowrite progbits

@@ -466,6 +466,7 @@ section .text
 global kg_kyberr17681_ntt_forward_avx2:function (kg_kyberr17681_ntt_forward_avx2.end - kg_kyberr17681_ntt_forward_avx2)
 align 32
 kg_kyberr17681_ntt_forward_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -1049,6 +1050,7 @@ kg_kyberr17681_ntt_forward_avx2:
 global kg_kyberr17681_basemul_avx2:function (kg_kyberr17681_basemul_avx2.end - kg_kyberr17681_basemul_avx2)
 align 32
 kg_kyberr17681_basemul_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -1204,6 +1206,7 @@ kg_kyberr17681_basemul_avx2:
 global kg_kyberr17681_ntt_inverse_avx2:function (kg_kyberr17681_ntt_inverse_avx2.end - kg_kyberr17681_ntt_inverse_avx2)
 align 32
 kg_kyberr17681_ntt_inverse_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -1986,6 +1989,7 @@ kg_kyberr17681_ntt_inverse_avx2:
 global kg_kyberr17681_reduce_barrett_avx2:function (kg_kyberr17681_reduce_barrett_avx2.end - kg_kyberr17681_reduce_barrett_avx2)
 align 32
 kg_kyberr17681_reduce_barrett_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, [rel pw_17474]          ; barrett
     vpaddw       ymm1, ymm1, [rel pw_1024]
@@ -2114,6 +2118,7 @@ kg_kyberr17681_reduce_barrett_avx2:
 global kg_kyberr17681_reduce_special_avx2:function (kg_kyberr17681_reduce_special_avx2.end - kg_kyberr17681_reduce_special_avx2)
 align 32
 kg_kyberr17681_reduce_special_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpsraw       ymm1, ymm0, 13                      ; special
     vpand        ymm0, ymm0, [rel pw_8191]
@@ -2242,6 +2247,7 @@ kg_kyberr17681_reduce_special_avx2:
 global kg_kyberr17681_freeze_avx2:function (kg_kyberr17681_freeze_avx2.end - kg_kyberr17681_freeze_avx2)
 align 32
 kg_kyberr17681_freeze_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, [rel pw_17474]          ; freeze
     vpaddw       ymm1, ymm1, [rel pw_1024]
@@ -2424,6 +2430,7 @@ kg_kyberr17681_freeze_avx2:
 global kg_kyberr17681_ntt_forward_sse:function (kg_kyberr17681_ntt_forward_sse.end - kg_kyberr17681_ntt_forward_sse)
 align 32
 kg_kyberr17681_ntt_forward_sse:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -3956,6 +3963,7 @@ kg_kyberr17681_ntt_forward_sse:
 global kg_kyberr17681_basemul_sse:function (kg_kyberr17681_basemul_sse.end - kg_kyberr17681_basemul_sse)
 align 32
 kg_kyberr17681_basemul_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rel pw_7681]                 ; q = 7681
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -4270,6 +4278,7 @@ kg_kyberr17681_basemul_sse:
 global kg_kyberr17681_ntt_inverse_sse:function (kg_kyberr17681_ntt_inverse_sse.end - kg_kyberr17681_ntt_inverse_sse)
 align 32
 kg_kyberr17681_ntt_inverse_sse:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -6304,6 +6313,7 @@ kg_kyberr17681_ntt_inverse_sse:
 global kg_kyberr17681_reduce_barrett_sse:function (kg_kyberr17681_reduce_barrett_sse.end - kg_kyberr17681_reduce_barrett_sse)
 align 32
 kg_kyberr17681_reduce_barrett_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; barrett
@@ -6575,6 +6585,7 @@ kg_kyberr17681_reduce_barrett_sse:
 global kg_kyberr17681_reduce_special_sse:function (kg_kyberr17681_reduce_special_sse.end - kg_kyberr17681_reduce_special_sse)
 align 32
 kg_kyberr17681_reduce_special_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; special
@@ -6846,6 +6857,7 @@ kg_kyberr17681_reduce_special_sse:
 global kg_kyberr17681_freeze_sse:function (kg_kyberr17681_freeze_sse.end - kg_kyberr17681_freeze_sse)
 align 32
 kg_kyberr17681_freeze_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
@@ -7233,5 +7245,12 @@ kg_kyberr17681_freeze_sse:
     ret
 .end:
 
+; GNU property note: the code is ready for CET (IBT: every entry starts with
+; endbr64; SHSTK: every return goes back to its caller), so a program built
+; with -fcf-protection keeps both when it links this object
+section .note.gnu.property note alloc noexec align=8
+    dd 4, 16, 5                                          ; name size, descriptor size, NT_GNU_PROPERTY_TYPE_0
+    db "GNU", 0
+    dd 0xc0000002, 4, 3, 0                               ; GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK, padding
 
 section .note.GNU-stack noalloc noexec nowrite progbits

@@ -1604,6 +1604,7 @@ section .text
 global kg_newhope12289_ntt_forward_avx2:function (kg_newhope12289_ntt_forward_avx2.end - kg_newhope12289_ntt_forward_avx2)
 align 32
 kg_newhope12289_ntt_forward_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
@@ -4534,6 +4535,7 @@ kg_newhope12289_ntt_forward_avx2:
 global kg_newhope12289_basemul_avx2:function (kg_newhope12289_basemul_avx2.end - kg_newhope12289_basemul_avx2)
 align 32
 kg_newhope12289_basemul_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -5076,6 +5078,7 @@ kg_newhope12289_basemul_avx2:
 global kg_newhope12289_ntt_inverse_avx2:function (kg_newhope12289_ntt_inverse_avx2.end - kg_newhope12289_ntt_inverse_avx2)
 align 32
 kg_newhope12289_ntt_inverse_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
@@ -8531,6 +8534,7 @@ kg_newhope12289_ntt_inverse_avx2:
 global kg_newhope12289_reduce_barrett_avx2:function (kg_newhope12289_reduce_barrett_avx2.end - kg_newhope12289_reduce_barrett_avx2)
 align 32
 kg_newhope12289_reduce_barrett_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, [rel pw_21844]          ; barrett
     vpaddw       ymm1, ymm1, [rel pw_2048]
@@ -8995,6 +8999,7 @@ kg_newhope12289_reduce_barrett_avx2:
 global kg_newhope12289_freeze_avx2:function (kg_newhope12289_freeze_avx2.end - kg_newhope12289_freeze_avx2)
 align 32
 kg_newhope12289_freeze_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, [rel pw_21844]          ; freeze
     vpaddw       ymm1, ymm1, [rel pw_2048]
@@ -9659,6 +9664,7 @@ kg_newhope12289_freeze_avx2:
 global kg_newhope12289_ntt_forward_sse:function (kg_newhope12289_ntt_forward_sse.end - kg_newhope12289_ntt_forward_sse)
 align 32
 kg_newhope12289_ntt_forward_sse:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -17721,6 +17727,7 @@ kg_newhope12289_ntt_forward_sse:
 global kg_newhope12289_basemul_sse:function (kg_newhope12289_basemul_sse.end - kg_newhope12289_basemul_sse)
 align 32
 kg_newhope12289_basemul_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rel pw_12289]                ; q = 12289
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -18902,6 +18909,7 @@ kg_newhope12289_basemul_sse:
 global kg_newhope12289_ntt_inverse_sse:function (kg_newhope12289_ntt_inverse_sse.end - kg_newhope12289_ntt_inverse_sse)
 align 32
 kg_newhope12289_ntt_inverse_sse:
+    endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
     and rsp, -32
@@ -28330,6 +28338,7 @@ kg_newhope12289_ntt_inverse_sse:
 global kg_newhope12289_reduce_barrett_sse:function (kg_newhope12289_reduce_barrett_sse.end - kg_newhope12289_reduce_barrett_sse)
 align 32
 kg_newhope12289_reduce_barrett_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; barrett
@@ -29369,6 +29378,7 @@ kg_newhope12289_reduce_barrett_sse:
 global kg_newhope12289_freeze_sse:function (kg_newhope12289_freeze_sse.end - kg_newhope12289_freeze_sse)
 align 32
 kg_newhope12289_freeze_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
@@ -30908,5 +30918,12 @@ kg_newhope12289_freeze_sse:
     ret
 .end:
 
+; GNU property note: the code is ready for CET (IBT: every entry starts with
+; endbr64; SHSTK: every return goes back to its caller), so a program built
+; with -fcf-protection keeps both when it links this object
+section .note.gnu.property note alloc noexec align=8
+    dd 4, 16, 5                                          ; name size, descriptor size, NT_GNU_PROPERTY_TYPE_0
+    db "GNU", 0
+    dd 0xc0000002, 4, 3, 0                               ; GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK, padding
 
 section .note.GNU-stack noalloc noexec nowrite progbits

@@ -177,6 +177,7 @@ section .text
 global kg_tiny257_ntt_forward_avx2:function (kg_tiny257_ntt_forward_avx2.end - kg_tiny257_ntt_forward_avx2)
 align 32
 kg_tiny257_ntt_forward_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_257]                  ; q = 257
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
@@ -291,6 +292,7 @@ kg_tiny257_ntt_forward_avx2:
 global kg_tiny257_basemul_avx2:function (kg_tiny257_basemul_avx2.end - kg_tiny257_basemul_avx2)
 align 32
 kg_tiny257_basemul_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_257]                  ; q = 257
     vmovdqu      ymm1, [rsi]
     vmovdqu      ymm2, [rdx]
@@ -345,6 +347,7 @@ kg_tiny257_basemul_avx2:
 global kg_tiny257_ntt_inverse_avx2:function (kg_tiny257_ntt_inverse_avx2.end - kg_tiny257_ntt_inverse_avx2)
 align 32
 kg_tiny257_ntt_inverse_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_257]                  ; q = 257
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
@@ -474,6 +477,7 @@ kg_tiny257_ntt_inverse_avx2:
 global kg_tiny257_reduce_barrett_avx2:function (kg_tiny257_reduce_barrett_avx2.end - kg_tiny257_reduce_barrett_avx2)
 align 32
 kg_tiny257_reduce_barrett_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, [rel pw_32640]          ; barrett
     vpaddw       ymm1, ymm1, [rel pw_64]
@@ -518,6 +522,7 @@ kg_tiny257_reduce_barrett_avx2:
 global kg_tiny257_reduce_special_avx2:function (kg_tiny257_reduce_special_avx2.end - kg_tiny257_reduce_special_avx2)
 align 32
 kg_tiny257_reduce_special_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpsraw       ymm1, ymm0, 8                       ; special
     vpand        ymm0, ymm0, [rel pw_255]
@@ -554,6 +559,7 @@ kg_tiny257_reduce_special_avx2:
 global kg_tiny257_freeze_avx2:function (kg_tiny257_freeze_avx2.end - kg_tiny257_freeze_avx2)
 align 32
 kg_tiny257_freeze_avx2:
+    endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
     vpmulhw      ymm1, ymm0, [rel pw_32640]          ; freeze
     vpaddw       ymm1, ymm1, [rel pw_64]
@@ -615,6 +621,7 @@ kg_tiny257_freeze_avx2:
 global kg_tiny257_ntt_forward_sse:function (kg_tiny257_ntt_forward_sse.end - kg_tiny257_ntt_forward_sse)
 align 32
 kg_tiny257_ntt_forward_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rel pw_257]                  ; q = 257
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
@@ -876,6 +883,7 @@ kg_tiny257_ntt_forward_sse:
 global kg_tiny257_basemul_sse:function (kg_tiny257_basemul_sse.end - kg_tiny257_basemul_sse)
 align 32
 kg_tiny257_basemul_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rel pw_257]                  ; q = 257
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -969,6 +977,7 @@ kg_tiny257_basemul_sse:
 global kg_tiny257_ntt_inverse_sse:function (kg_tiny257_ntt_inverse_sse.end - kg_tiny257_ntt_inverse_sse)
 align 32
 kg_tiny257_ntt_inverse_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rel pw_257]                  ; q = 257
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
@@ -1273,6 +1282,7 @@ kg_tiny257_ntt_inverse_sse:
 global kg_tiny257_reduce_barrett_sse:function (kg_tiny257_reduce_barrett_sse.end - kg_tiny257_reduce_barrett_sse)
 align 32
 kg_tiny257_reduce_barrett_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; barrett
@@ -1352,6 +1362,7 @@ kg_tiny257_reduce_barrett_sse:
 global kg_tiny257_reduce_special_sse:function (kg_tiny257_reduce_special_sse.end - kg_tiny257_reduce_special_sse)
 align 32
 kg_tiny257_reduce_special_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; special
@@ -1415,6 +1426,7 @@ kg_tiny257_reduce_special_sse:
 global kg_tiny257_freeze_sse:function (kg_tiny257_freeze_sse.end - kg_tiny257_freeze_sse)
 align 32
 kg_tiny257_freeze_sse:
+    endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
     movdqa       xmm2, xmm0                          ; freeze
@@ -1514,5 +1526,12 @@ kg_tiny257_freeze_sse:
     ret
 .end:
 
+; GNU property note: the code is ready for CET (IBT: every entry starts with
+; endbr64; SHSTK: every return goes back to its caller), so a program built
+; with -fcf-protection keeps both when it links this object
+section .note.gnu.property note alloc noexec align=8
+    dd 4, 16, 5                                          ; name size, descriptor size, NT_GNU_PROPERTY_TYPE_0
+    db "GNU", 0
+    dd 0xc0000002, 4, 3, 0                               ; GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK, padding
 
 section .note.GNU-stack noalloc noexec nowrite progbits

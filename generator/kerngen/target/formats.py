@@ -18,9 +18,12 @@ class ObjectFormat:
     typed_symbols: bool  # ELF: `global f:function (size)`, so tools see sizes
     gnu_stack_note: bool  # ELF: mark the stack non-executable
     unwind_tables: bool = False  # COFF64: .pdata/.xdata unwind data for every function with a frame
+    # ELF: `endbr64` at every exported entry and a .note.gnu.property marking IBT
+    # and SHSTK, so a program built with -fcf-protection keeps CET when it links them
+    cet: bool = False
 
 
-ELF64 = ObjectFormat("elf64", "", "section .rodata align=32", "section .text", True, True)
+ELF64 = ObjectFormat("elf64", "", "section .rodata align=32", "section .text", True, True, cet=True)
 COFF64 = ObjectFormat("win64", "", "section .rdata rdata align=32", "section .text", False, False, True)
 MACHO64 = ObjectFormat("macho64", "_", "section .rodata align=32", "section .text", False, False)
 
