@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from kerngen.families import load
+from kerngen.harness.driver import cpu_flags
 
 from conftest import REPO
 
@@ -88,13 +89,6 @@ def test_the_encoding_check_finds_one_vex_instruction(tmp_path):
     assert avx_only(funcs["g"]) == []
 
 
-def _cpu_flags() -> set[str]:
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return set()
-
-
 def _routing_program(manifest: dict, prefix: str, header: str, stubs: bool) -> str:
     """A C program that, for each ISA, chooses it and calls every function
     without suffix; with `stubs` the kernels are C functions recording their
@@ -146,7 +140,7 @@ def test_dispatch_detects_the_cpu_and_routes_every_call(tmp_path):
                     "kyber-3329_dispatch.c", "-o", str(exe)], cwd=tmp_path, check=True)
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
 
-    flags = _cpu_flags()
+    flags = cpu_flags()
     runs = {isa: all(set(f["cpu"]) <= flags for f in manifest["functions"] if f["isa"] == isa)
             for isa in ("avx2", "sse")}
     assert out[0] == "chosen " + next(isa for isa in ("avx2", "sse") if runs[isa])

@@ -18,6 +18,7 @@ import pytest
 
 from conftest import REPO
 from kerngen.families import family_of, load
+from kerngen.harness.driver import cpu_flags
 from kerngen.target.render import render
 from kerngen.target.vendor import context, vendor_files
 
@@ -25,16 +26,7 @@ SPDX = "SPDX-License-Identifier: MIT OR Apache-2.0"
 EXTRA = ("README.md", "CMakeLists.txt", "meson.build", "Cargo.toml", "build.rs")
 
 
-def _host_flags() -> set[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    m = re.search(r"^flags\s*:(.*)$", text, re.MULTILINE)
-    return set(m.group(1).split()) if m else set()
-
-
-HOST = _host_flags()
+HOST = cpu_flags()
 
 
 def needs(*tools: str):

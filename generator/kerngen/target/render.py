@@ -86,22 +86,13 @@ def _table_rows(values: tuple[int, ...], elem_bytes: int) -> tuple[str, list[str
 
 
 def c_lines(item: CDefine | CTable) -> list[str]:
-    """A header constant as C: a macro, or a static const table (rows of at
-    most 16 values; a two-dimensional table one braced row per entry)."""
+    """A header constant as C: a macro, or a static const table."""
     lines = [f"/* {item.comment} */"] if item.comment else []
     if isinstance(item, CDefine):
         return lines + [f"#define {item.name} {item.value}"]
     dims = "".join(f"[{d}]" for d in item.shape)
     lines.append(f"static const {item.ctype} {item.name}{dims} = {{")
-    if len(item.shape) == 1:
-        cells = [str(v) for v in item.values]
-        per = 16
-    else:
-        w = item.shape[1]
-        cells = ["{" + ", ".join(str(v) for v in item.values[i:i + w]) + "}" for i in range(0, len(item.values), w)]
-        per = max(1, 16 // w)
-    for i in range(0, len(cells), per):
-        lines.append("    " + ", ".join(cells[i:i + per]) + ",")
+    lines += ["    " + row for row in item.rows()]
     return lines + ["};"]
 
 

@@ -133,7 +133,7 @@ def _arg(a) -> dict:
         "count": a.count,
         "align": a.align,
         "preferred_align": a.preferred_align,
-        "c_decl": ("const " if a.role == "in" else "") + f"{a.ctype} {a.name}[{a.count}]",
+        "c_decl": a.c_declaration,
         "rust_ptr": ("*const " if a.role == "in" else "*mut ") + rtype,
         "rust_note": f"{a.name}: {a.count} x {rtype}, {a.role}, {a.align}-byte aligned{fastest}",
     }
@@ -178,14 +178,7 @@ def _rust_constant(item: CDefine | CTable) -> dict:
     rtype = _rust_type(item.ctype)
     for d in reversed(item.shape):
         rtype = f"[{rtype}; {d}]"
-    if len(item.shape) == 1:
-        cells, per = [str(v) for v in item.values], 16
-    else:
-        w = item.shape[1]
-        cells = ["[" + ", ".join(str(v) for v in item.values[i:i + w]) + "]" for i in range(0, len(item.values), w)]
-        per = max(1, 16 // w)
-    rows = [", ".join(cells[i:i + per]) + "," for i in range(0, len(cells), per)]
-    return {"kind": "table", "name": item.name.upper(), "c_name": item.name, "type": rtype, "rows": rows,
+    return {"kind": "table", "name": item.name.upper(), "c_name": item.name, "type": rtype, "rows": item.rows("[]"),
             "comment": item.comment}
 
 
