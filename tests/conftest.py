@@ -1,8 +1,16 @@
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def kerngen(*args, cwd=REPO, env=None) -> subprocess.CompletedProcess:
+    """The command line, run as a user runs it (arguments may be paths)."""
+    return subprocess.run([sys.executable, "-m", "kerngen", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, env=env)
 
 
 @pytest.fixture

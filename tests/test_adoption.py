@@ -14,16 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, kerngen
 
 SPDX = "SPDX-License-Identifier: MIT OR Apache-2.0"
 needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None,
                                  reason="nasm and gcc are needed to run kernels")
-
-
-def kerngen(*args, cwd=REPO, env=None):
-    return subprocess.run([sys.executable, "-m", "kerngen", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, env=env)
 
 
 def refused(r, *words: str) -> None:

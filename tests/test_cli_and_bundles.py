@@ -1,19 +1,13 @@
 import json
-import subprocess
-import sys
 
 import pytest
 
 from kerngen.families import family_of, load
 from kerngen.target.render import render
 
-from conftest import REPO
+from conftest import REPO, kerngen
 
 ALL_SETS = sorted((REPO / "params").glob("*.toml"))
-
-
-def kerngen(*args, cwd=REPO):
-    return subprocess.run([sys.executable, "-m", "kerngen.cli", *args], cwd=cwd, capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("path", ALL_SETS, ids=lambda p: p.stem)

@@ -1,8 +1,6 @@
 """`kerngen explore`: rows for every (policy, reduction), the heatmap, refusals."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,13 +15,9 @@ from kerngen.families.ntt.params import POLICIES
 
 INT16_MAX = 32767
 
-from conftest import REPO
+from conftest import REPO, kerngen
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def kerngen(*args, cwd=REPO):
-    return subprocess.run([sys.executable, "-m", "kerngen.cli", *args], cwd=cwd, capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

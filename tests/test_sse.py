@@ -9,23 +9,18 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from kerngen.families import load
 from kerngen.harness.driver import cpu_flags
 
-from conftest import REPO
+from conftest import REPO, kerngen
 
 needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None
                                  or shutil.which("objdump") is None, reason="needs nasm, gcc and objdump")
 
 NTT_SETS = sorted(p for p in (REPO / "params").glob("*.toml") if load(p).family == "ntt")
-
-
-def kerngen(*args, cwd=REPO):
-    return subprocess.run([sys.executable, "-m", "kerngen", *map(str, args)], cwd=cwd, capture_output=True, text=True)
 
 
 def disassembly(obj) -> dict[str, list[tuple[str, str]]]:
@@ -189,7 +184,7 @@ def test_a_bundle_of_one_isa_has_no_dispatch_unit(tmp_path):
 @pytest.mark.parametrize("isa, words", [
     ('"avx512"', """must be "avx2" or "sse" (or a list of them) for the ntt family, got 'avx512'"""),
     ('["avx2", "neon"]', """must be "avx2" or "sse" (or a list of them) for the ntt family, got 'neon'"""),
-    ('["sse", "sse"]', "names an ISA twice"),
+    ('["sse", "sse"]', "names sse twice"),
     ("[]", """must be "avx2" or "sse" (or a list of them) for the ntt family, got []"""),
     ("[3]", """must be "avx2" or "sse" (or a list of them) for the ntt family, got [3]"""),
 ])
@@ -203,7 +198,7 @@ def test_bad_isa_lists_exit_2_naming_the_key_and_the_choices(tmp_path, isa, word
 
 
 @pytest.mark.parametrize("arg, words", [("avx2,avx512", "got 'avx512' from --isa"),
-                                        ("sse,sse", "names an ISA twice"), ("", "got ''")])
+                                        ("sse,sse", "names sse twice"), ("", "got ''")])
 def test_bad_isa_option_exits_2(tmp_path, arg, words):
     r = kerngen("emit", "params/kyber-3329.toml", "--isa", arg, "--out", tmp_path / "out")
     assert r.returncode == 2, r.stderr

@@ -13,12 +13,12 @@ import sys
 
 import pytest
 
-from kerngen.families import family_of, load
+from kerngen.families import family_of, for_abi, load
 from kerngen.families.ntt.layout import plan
 from kerngen.target.abi import GPR_NAMES, RBP
 from kerngen.target.frame import Frame, frame_of
 from kerngen.target.render import render
-from kerngen.target.target import make_target
+from kerngen.target.target import PLATFORMS, make_target
 
 from conftest import REPO
 
@@ -26,9 +26,8 @@ needs_nasm = pytest.mark.skipif(shutil.which("nasm") is None, reason="nasm is ne
 
 
 def _render_for(name: str, platform: str) -> str:
-    p = load(REPO / f"params/{name}.toml")
-    p = dataclasses.replace(p, targets=tuple(make_target(t.isa.name, t.lane_bits, platform) for t in p.targets))
-    return render(family_of(p).build(p), "test")[f"{name}.asm"]
+    p = for_abi(load(REPO / f"params/{name}.toml"), platform)
+    return render(family_of(p).build(p), "test")[PLATFORMS[platform].asm_file(name)]
 
 
 def _function(asm: str, label: str) -> list[str]:
@@ -135,7 +134,7 @@ def test_win64_unwind_codes_describe_the_prologue():
 def test_win64_refuses_a_frame_of_4_kib_or_more():
     """A page or more of stack would need probes (__chkstk)."""
     p = load(REPO / "params/gf2m-233.toml")
-    p = dataclasses.replace(p, targets=tuple(make_target(t.isa.name, t.lane_bits, "win64") for t in p.targets))
+    p = for_abi(p, "win64")
     kernel = next(fn.kernel for fn in family_of(p).build(p).functions if fn.symbol == "kg_gf2m233_ladder_step_avx2")
     frame_of(dataclasses.replace(kernel, spill_slots=100))
     with pytest.raises(ValueError, match="kg_gf2m233_ladder_step_avx2"):

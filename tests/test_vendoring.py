@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from kerngen.families import family_of, load
+from kerngen.core.params import Overrides
+from kerngen.families import build_all, load
+from kerngen.harness import wine
 from kerngen.harness.driver import cpu_flags
 from kerngen.target.render import render
 from kerngen.target.vendor import context, vendor_files
@@ -41,18 +43,19 @@ def run(cmd: list, cwd: Path, **kw) -> str:
 
 
 class Vendored:
-    """A shipped parameter set built, rendered and given its vendoring files."""
+    """A shipped parameter set built for the ABIs `abi`, rendered and given its vendoring files."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, abi: str = "sysv"):
         self.name = name
-        p = load(REPO / "params" / f"{name}.toml")
-        self.bundle = family_of(p).build(p)
-        self.command = f"kerngen emit params/{name}.toml"
-        self.core = render(self.bundle, self.command)
-        self.extra = vendor_files(self.bundle, self.core)
+        p = load(REPO / "params" / f"{name}.toml", Overrides(abi=abi))
+        self.bundles = build_all(p)
+        self.bundle = self.bundles[0]
+        self.command = f"kerngen emit params/{name}.toml --abi {abi}"
+        self.core = render(self.bundles, self.command)
+        self.extra = vendor_files(self.bundles, self.core)
         assert all(self.core[k] == text for k, text in self.extra.items())  # emit writes them (and hashes them)
         self.files = {**self.core, **self.extra}
-        self.unit = context(self.bundle, self.core)["unit"]  # the C dispatch unit, when the bundle has one
+        self.unit = context(self.bundles, self.core)["unit"]  # the C dispatch unit, when the bundle has one
 
     def write(self, directory: Path) -> Path:
         directory.mkdir(parents=True)
@@ -76,7 +79,8 @@ class Vendored:
 
 @pytest.fixture(scope="module")
 def kyber() -> Vendored:
-    return Vendored("kyber-3329")
+    """For every platform: each build system picks the object of the one it builds for."""
+    return Vendored("kyber-3329", "sysv,win64,macho")
 
 
 @pytest.fixture(scope="module")
@@ -112,9 +116,9 @@ def test_vendoring_files_carry_the_banner_and_licence_and_every_function(name, k
 def test_vendoring_needs_no_manifest_and_is_repeatable(kyber):
     """The renderer may call it before the manifest exists (to hash these files too) or after."""
     without = {k: t for k, t in kyber.core.items() if k != "manifest.json"}
-    assert vendor_files(kyber.bundle, without) == kyber.extra
-    assert vendor_files(kyber.bundle, kyber.files) == kyber.extra
-    assert "Regenerate with: other" in vendor_files(kyber.bundle, kyber.core, command="other")["build.rs"]
+    assert vendor_files(kyber.bundles, without) == kyber.extra
+    assert vendor_files(kyber.bundles, kyber.files) == kyber.extra
+    assert "Regenerate with: other" in vendor_files(kyber.bundles, kyber.core, command="other")["build.rs"]
 
 
 # --- NTT consumers: C (CMake, Meson) and Rust (Cargo) ---------------------------
@@ -234,6 +238,38 @@ def test_cmake_project_vendors_the_ntt_bundle(kyber, tmp_path):
     _ok(run([project / "build" / "check"], project), kyber)
     out = run([sys.executable, "-m", "kerngen", "test", bundle], project)
     assert out.strip().splitlines()[-1].endswith(" passed, 0 failed"), out
+
+
+@needs("cmake", "nasm", wine.MINGW_GCC, "wine")
+def test_cmake_cross_build_for_windows_picks_the_win64_object_and_runs_under_wine(kyber, tmp_path):
+    """The same consumer cross-compiled with MinGW-w64 (CMake's Windows platform):
+    the bundle's CMakeLists.txt assembles kyber-3329_win64.asm as win64, and the
+    program runs under Wine."""
+    project = tmp_path / "consumer"
+    kyber.write(project / "third_party" / "kyber-3329")
+    (project / "check.c").write_text(ntt_check_c(kyber))
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.10)\n"
+        "project(consumer C)\n"
+        "set(CMAKE_C_STANDARD 11)\n"
+        "add_subdirectory(third_party/kyber-3329)\n"
+        "add_executable(check check.c)\n"
+        "target_link_libraries(check PRIVATE kerngen::kyber-3329)\n")
+    (project / "mingw.cmake").write_text(
+        "set(CMAKE_SYSTEM_NAME Windows)\n"
+        "set(CMAKE_SYSTEM_PROCESSOR x86_64)\n"
+        f"set(CMAKE_C_COMPILER {wine.MINGW_GCC})\n")
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    build = project / "build"
+    run(["cmake", "-S", project, "-B", build, *gen, f"-DCMAKE_TOOLCHAIN_FILE={project / 'mingw.cmake'}"], project)
+    out = run(["cmake", "--build", build, "--verbose"], project)
+    assert "kyber-3329_win64.asm" in out and "-f win64" in out, out
+    try:
+        r = wine.run_wine(tmp_path, [str(build / "check.exe")], timeout=300)
+    finally:
+        wine.stop_wineserver(tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    _ok(r.stdout, kyber)
 
 
 @needs("meson", "ninja", "nasm", "cc")

@@ -19,7 +19,6 @@ MinGW-w64 is not installed (`apt-get install wine64 wine gcc-mingw-w64-x86-64`).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shutil
@@ -30,12 +29,14 @@ from pathlib import Path
 
 import pytest
 
-from kerngen.families import family_of, load
+from kerngen.commands.test import test_bundle as run_kerngen_test
+from kerngen.core.params import Overrides
+from kerngen.families import build_all, family_of, load
 from kerngen.harness import driver, wine
 from kerngen.harness.driver import STATUS_ABI, STATUS_CANARY, STATUS_INMOD, STATUS_OK, Arg, Case, HarnessError
 from kerngen.target.frame import Frame, frame_of
+from kerngen.target.files import write
 from kerngen.target.render import render
-from kerngen.target.target import make_target
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((REPO / "params").glob("*.toml"))
@@ -60,42 +61,26 @@ def workdir() -> Iterator[Path]:
 
 
 def win64_params(path: Path):
-    """The parameter set of `path` with every target switched to Win64."""
-    p = load(path)
-    fields = {f.name for f in dataclasses.fields(p)}
-    if "targets" in fields:
-        return dataclasses.replace(p, targets=tuple(make_target(t.isa.name, t.lane_bits, "win64")
-                                                    for t in p.targets))
-    return dataclasses.replace(p, target=make_target(p.isa, p.target.lane_bits, "win64"))
+    """The parameter set of `path` emitted for Win64 only (as `--abi win64` does)."""
+    return load(path, Overrides(abi="win64"))
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_shipped_set_passes_every_check_under_wine(workdir: Path, path: Path) -> None:
+    """`kerngen test` of the set's Win64 bundle: every check, run under Wine."""
     p = win64_params(path)
-    files = render(family_of(p).build(p), f"kerngen emit {path.name} (win64)")
-    bundle = workdir / p.name
-    bundle.mkdir()
-    for name, text in files.items():
-        (bundle / name).write_text(text)
+    files = render(build_all(p), f"kerngen emit {path.name} --abi win64")
     manifest = json.loads(files["manifest.json"])
-    assert manifest["abi"] == "win64"
-    assert "nasm -f win64" in files[f"{p.name}.asm"]
-    dll = wine.assemble_dll(bundle / f"{p.name}.asm", workdir, [f["symbol"] for f in manifest["functions"]])
-
-    host = driver.cpu_flags()
-    runnable = [f for f in manifest["functions"] if set(f.get("cpu", ())) <= host]
-    assert runnable, f"{p.name}: this CPU runs none of its kernels"
-    checks = family_of(p).checks({**manifest, "functions": runnable}, SEED)
-    assert checks
-    results = wine.run_runner_wine(dll, [c.case for c in checks], workdir, seed=SEED)
-    assert len(results) == len(checks)
-    failures = []
-    for check, res in zip(checks, results, strict=True):
-        msg = f"{res.status} {res.reason}".strip() if not res.ok else check.judge(res.outputs)
-        if msg:
-            failures.append(f"{check.case.case_id} ({check.case.symbol}): {msg}")
-    assert not failures, (f"{p.name} (win64): {len(failures)} of {len(checks)} checks failed:\n"
-                          + "\n".join(failures[:20]))
+    assert manifest["objects"] == [{"file": f"{p.name}_win64.asm", "abi": "win64", "format": "win64"}]
+    assert "nasm -f win64" in files[f"{p.name}_win64.asm"] and f"{p.name}.asm" not in files
+    bundle = workdir / p.name
+    write(files, bundle)
+    said: list[str] = []
+    outcome = run_kerngen_test(bundle, SEED, said.append, workdir, reemit=False)
+    assert any("Wine" in line for line in said), said
+    assert outcome.failed == 0, f"{p.name} (win64):\n" + "\n".join(outcome.failures[:20])
+    runnable = [f for f in manifest["functions"] if set(f.get("cpu", ())) <= driver.cpu_flags()]
+    assert runnable and outcome.passed == len(family_of(p).checks({**manifest, "functions": runnable}, SEED))
 
 
 # ---------------------------------------------------------------------------
@@ -569,10 +554,10 @@ def unwind_bundles(workdir: Path) -> dict[str, tuple[Path, dict, dict[str, Frame
     for name in ("kyber-3329", "gf2m-233"):
         p = win64_params(REPO / "params" / f"{name}.toml")
         bundle = family_of(p).build(p)
-        files = render(bundle, f"kerngen emit {name}.toml (win64)")
+        files = render(bundle, f"kerngen emit {name}.toml --abi win64")
         src = workdir / f"unwind-{name}"
         src.mkdir(exist_ok=True)
-        (src / f"{name}.asm").write_text(files[f"{name}.asm"])
+        (src / f"{name}.asm").write_text(files[f"{name}_win64.asm"])
         manifest = json.loads(files["manifest.json"])
         dll = wine.assemble_dll(src / f"{name}.asm", workdir, [f["symbol"] for f in manifest["functions"]])
         out[name] = (dll, manifest, {fn.symbol: frame_of(fn.kernel) for fn in bundle.functions})
@@ -657,7 +642,7 @@ def test_a_faulting_kernel_unwinds_to_its_caller(workdir: Path, unwind_bundles) 
             expected.append((symbol, valid))
     if not expected:
         pytest.skip("this CPU runs none of the probed kernels")
-    proc = wine._wine_run(workdir, argv, 120.0)
+    proc = wine.run_wine(workdir, argv, 120.0)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert [tuple(ln.split()[:2]) for ln in lines] == [(s, str(v)) for s, v in expected], proc.stdout

@@ -15,11 +15,19 @@
 ;   reducer = "auto"
 ;   reducer_used = "barrett"
 ;   prefix = "kg_ctru3457"
+;   abi = "sysv"
+;   visibility = "hidden"
 ;
 ; psi = 63: primitive 2^7-th root of unity mod 3457
 ; Montgomery R = 2^16, q^-1 mod 2^16 = 12929; inverse scale constant = 1024
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
+; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
+; -DKERNGEN_VISIBILITY=default to choose (default exports them from a shared library)
+
+%ifndef KERNGEN_VISIBILITY
+%define KERNGEN_VISIBILITY hidden
+%endif
 
 default rel
 
@@ -358,7 +366,7 @@ section .text
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 5205, 7023, 8879, 10824, 12784, 14658
 ; ---------------------------------------------------------------------------
-global kg_ctru3457_ntt_forward_avx2:function (kg_ctru3457_ntt_forward_avx2.end - kg_ctru3457_ntt_forward_avx2)
+global kg_ctru3457_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_ntt_forward_avx2.end - kg_ctru3457_ntt_forward_avx2)
 align 32
 kg_ctru3457_ntt_forward_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -800,7 +808,7 @@ kg_ctru3457_ntt_forward_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_ctru3457_basemul_avx2:function (kg_ctru3457_basemul_avx2.end - kg_ctru3457_basemul_avx2)
+global kg_ctru3457_basemul_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_basemul_avx2.end - kg_ctru3457_basemul_avx2)
 align 32
 kg_ctru3457_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1367,7 +1375,7 @@ kg_ctru3457_basemul_avx2:
 ;   before layer 0: 1 register(s), smallest indices 0
 ;   worst |value| after each layer: 2578, 5087, 10076, 20152, 21880, 23608
 ; ---------------------------------------------------------------------------
-global kg_ctru3457_ntt_inverse_avx2:function (kg_ctru3457_ntt_inverse_avx2.end - kg_ctru3457_ntt_inverse_avx2)
+global kg_ctru3457_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_ntt_inverse_avx2.end - kg_ctru3457_ntt_inverse_avx2)
 align 32
 kg_ctru3457_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1890,7 +1898,7 @@ kg_ctru3457_ntt_inverse_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_ctru3457_reduce_barrett_avx2:function (kg_ctru3457_reduce_barrett_avx2.end - kg_ctru3457_reduce_barrett_avx2)
+global kg_ctru3457_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_barrett_avx2.end - kg_ctru3457_reduce_barrett_avx2)
 align 32
 kg_ctru3457_reduce_barrett_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2019,7 +2027,7 @@ kg_ctru3457_reduce_barrett_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
-global kg_ctru3457_reduce_special_avx2:function (kg_ctru3457_reduce_special_avx2.end - kg_ctru3457_reduce_special_avx2)
+global kg_ctru3457_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_special_avx2.end - kg_ctru3457_reduce_special_avx2)
 align 32
 kg_ctru3457_reduce_special_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2180,7 +2188,7 @@ kg_ctru3457_reduce_special_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_ctru3457_freeze_avx2:function (kg_ctru3457_freeze_avx2.end - kg_ctru3457_freeze_avx2)
+global kg_ctru3457_freeze_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_freeze_avx2.end - kg_ctru3457_freeze_avx2)
 align 32
 kg_ctru3457_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2362,7 +2370,7 @@ kg_ctru3457_freeze_avx2:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 5205, 7023, 8879, 10824, 12784, 14658
 ; ---------------------------------------------------------------------------
-global kg_ctru3457_ntt_forward_sse:function (kg_ctru3457_ntt_forward_sse.end - kg_ctru3457_ntt_forward_sse)
+global kg_ctru3457_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_ctru3457_ntt_forward_sse.end - kg_ctru3457_ntt_forward_sse)
 align 32
 kg_ctru3457_ntt_forward_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -3519,7 +3527,7 @@ kg_ctru3457_ntt_forward_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_ctru3457_basemul_sse:function (kg_ctru3457_basemul_sse.end - kg_ctru3457_basemul_sse)
+global kg_ctru3457_basemul_sse:function KERNGEN_VISIBILITY (kg_ctru3457_basemul_sse.end - kg_ctru3457_basemul_sse)
 align 32
 kg_ctru3457_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -5021,7 +5029,7 @@ kg_ctru3457_basemul_sse:
 ;   before layer 0: 1 register(s), smallest indices 0
 ;   worst |value| after each layer: 2578, 5087, 10076, 20152, 21880, 23608
 ; ---------------------------------------------------------------------------
-global kg_ctru3457_ntt_inverse_sse:function (kg_ctru3457_ntt_inverse_sse.end - kg_ctru3457_ntt_inverse_sse)
+global kg_ctru3457_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_ctru3457_ntt_inverse_sse.end - kg_ctru3457_ntt_inverse_sse)
 align 32
 kg_ctru3457_ntt_inverse_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -6400,7 +6408,7 @@ kg_ctru3457_ntt_inverse_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_ctru3457_reduce_barrett_sse:function (kg_ctru3457_reduce_barrett_sse.end - kg_ctru3457_reduce_barrett_sse)
+global kg_ctru3457_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_barrett_sse.end - kg_ctru3457_reduce_barrett_sse)
 align 32
 kg_ctru3457_reduce_barrett_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -6672,7 +6680,7 @@ kg_ctru3457_reduce_barrett_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-5}, flags
 ; ---------------------------------------------------------------------------
-global kg_ctru3457_reduce_special_sse:function (kg_ctru3457_reduce_special_sse.end - kg_ctru3457_reduce_special_sse)
+global kg_ctru3457_reduce_special_sse:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_special_sse.end - kg_ctru3457_reduce_special_sse)
 align 32
 kg_ctru3457_reduce_special_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -7040,7 +7048,7 @@ kg_ctru3457_reduce_special_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_ctru3457_freeze_sse:function (kg_ctru3457_freeze_sse.end - kg_ctru3457_freeze_sse)
+global kg_ctru3457_freeze_sse:function KERNGEN_VISIBILITY (kg_ctru3457_freeze_sse.end - kg_ctru3457_freeze_sse)
 align 32
 kg_ctru3457_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET

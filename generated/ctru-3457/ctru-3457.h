@@ -3,11 +3,22 @@
  * Regenerate with: kerngen emit params/ctru-3457.toml
  *
  * ctru-3457: negacyclic NTT kernels over Z_3457[x]/(x^256+1), 16-bit lanes, avx2, sse
- * Link with ctru-3457.o (nasm -f elf64 ctru-3457.asm). System V AMD64 ABI; the kernels
- * are constant-time straight-line code: no branch and no address depends on data.
+ * Link with the object of your platform:
+ *   ctru-3457.asm: nasm -f elf64, System V AMD64 ABI
+ * The kernels are constant-time straight-line code: no branch and no address depends on data.
  */
 #ifndef KERNGEN_CTRU_3457_H
 #define KERNGEN_CTRU_3457_H
+
+#if !defined(__x86_64__) && !defined(_M_X64)
+#error "ctru-3457: the kernels are x86-64 code"
+#elif defined(_WIN64) || defined(__CYGWIN__)
+#error "ctru-3457: emitted without ctru-3457_win64.asm (Microsoft x64, win64): emit it with --abi win64"
+#elif defined(__APPLE__)
+#error "ctru-3457: emitted without ctru-3457_macho.asm (System V AMD64, macho64): emit it with --abi macho"
+#else
+/* ctru-3457.asm */
+#endif
 
 #include <stdint.h>
 

@@ -3,8 +3,8 @@
 // Regenerate with: kerngen emit params/ctru-3457.toml
 //
 // ctru-3457: negacyclic NTT kernels over Z_3457[x]/(x^256+1), 16-bit lanes, avx2, sse
-// Rust declarations of ctru-3457.h: its constants and the prototypes of the kernels in ctru-3457.asm
-// (System V AMD64 ABI, `extern "C"`). This file is the root of the crate this directory's Cargo.toml
+// Rust declarations of ctru-3457.h: its constants and the prototypes of the kernels in
+// ctru-3457.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
 // instead with `#[allow(dead_code)] #[path = "third_party/ctru-3457/ctru-3457.rs"] mod ctru_3457;` and link the
 // kernels with a copy of build.rs. It needs nothing beyond `core`.

@@ -15,11 +15,19 @@
 ;   reducer = "auto"
 ;   reducer_used = "barrett"
 ;   prefix = "kg_falcon12289"
+;   abi = "sysv"
+;   visibility = "hidden"
 ;
 ; psi = 49: primitive 2^10-th root of unity mod 12289
 ; Montgomery R = 2^16, q^-1 mod 2^16 = -12287; inverse scale constant = 128
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
+; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
+; -DKERNGEN_VISIBILITY=default to choose (default exports them from a shared library)
+
+%ifndef KERNGEN_VISIBILITY
+%define KERNGEN_VISIBILITY hidden
+%endif
 
 default rel
 
@@ -845,7 +853,7 @@ section .text
 ;   before layer 8: 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
 ;   worst |value| after each layer: 19259, 25766, 14650, 22098, 29310, 14828, 22169, 30363, 14942
 ; ---------------------------------------------------------------------------
-global kg_falcon12289_ntt_forward_avx2:function (kg_falcon12289_ntt_forward_avx2.end - kg_falcon12289_ntt_forward_avx2)
+global kg_falcon12289_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_ntt_forward_avx2.end - kg_falcon12289_ntt_forward_avx2)
 align 32
 kg_falcon12289_ntt_forward_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2224,7 +2232,7 @@ kg_falcon12289_ntt_forward_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_falcon12289_basemul_avx2:function (kg_falcon12289_basemul_avx2.end - kg_falcon12289_basemul_avx2)
+global kg_falcon12289_basemul_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_basemul_avx2.end - kg_falcon12289_basemul_avx2)
 align 32
 kg_falcon12289_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2509,7 +2517,7 @@ kg_falcon12289_basemul_avx2:
 ;   before layer 0: 7 register(s), smallest indices 16,32,48,272,288,304,320
 ;   worst |value| after each layer: 9205, 18107, 24010, 29358, 12288, 24576, 30720, 32542, 32030
 ; ---------------------------------------------------------------------------
-global kg_falcon12289_ntt_inverse_avx2:function (kg_falcon12289_ntt_inverse_avx2.end - kg_falcon12289_ntt_inverse_avx2)
+global kg_falcon12289_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_ntt_inverse_avx2.end - kg_falcon12289_ntt_inverse_avx2)
 align 32
 kg_falcon12289_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4180,7 +4188,7 @@ kg_falcon12289_ntt_inverse_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_falcon12289_reduce_barrett_avx2:function (kg_falcon12289_reduce_barrett_avx2.end - kg_falcon12289_reduce_barrett_avx2)
+global kg_falcon12289_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_reduce_barrett_avx2.end - kg_falcon12289_reduce_barrett_avx2)
 align 32
 kg_falcon12289_reduce_barrett_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4421,7 +4429,7 @@ kg_falcon12289_reduce_barrett_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_falcon12289_freeze_avx2:function (kg_falcon12289_freeze_avx2.end - kg_falcon12289_freeze_avx2)
+global kg_falcon12289_freeze_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_freeze_avx2.end - kg_falcon12289_freeze_avx2)
 align 32
 kg_falcon12289_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4766,7 +4774,7 @@ kg_falcon12289_freeze_avx2:
 ;   before layer 8: 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
 ;   worst |value| after each layer: 19259, 25766, 14650, 22098, 29310, 14828, 22169, 30363, 14942
 ; ---------------------------------------------------------------------------
-global kg_falcon12289_ntt_forward_sse:function (kg_falcon12289_ntt_forward_sse.end - kg_falcon12289_ntt_forward_sse)
+global kg_falcon12289_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_falcon12289_ntt_forward_sse.end - kg_falcon12289_ntt_forward_sse)
 align 32
 kg_falcon12289_ntt_forward_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -8462,7 +8470,7 @@ kg_falcon12289_ntt_forward_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-6}, flags
 ; ---------------------------------------------------------------------------
-global kg_falcon12289_basemul_sse:function (kg_falcon12289_basemul_sse.end - kg_falcon12289_basemul_sse)
+global kg_falcon12289_basemul_sse:function KERNGEN_VISIBILITY (kg_falcon12289_basemul_sse.end - kg_falcon12289_basemul_sse)
 align 32
 kg_falcon12289_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -9066,7 +9074,7 @@ kg_falcon12289_basemul_sse:
 ;   before layer 0: 7 register(s), smallest indices 16,32,48,272,288,304,320
 ;   worst |value| after each layer: 9205, 18107, 24010, 29358, 12288, 24576, 30720, 32542, 32030
 ; ---------------------------------------------------------------------------
-global kg_falcon12289_ntt_inverse_sse:function (kg_falcon12289_ntt_inverse_sse.end - kg_falcon12289_ntt_inverse_sse)
+global kg_falcon12289_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_falcon12289_ntt_inverse_sse.end - kg_falcon12289_ntt_inverse_sse)
 align 32
 kg_falcon12289_ntt_inverse_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -13522,7 +13530,7 @@ kg_falcon12289_ntt_inverse_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_falcon12289_reduce_barrett_sse:function (kg_falcon12289_reduce_barrett_sse.end - kg_falcon12289_reduce_barrett_sse)
+global kg_falcon12289_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_falcon12289_reduce_barrett_sse.end - kg_falcon12289_reduce_barrett_sse)
 align 32
 kg_falcon12289_reduce_barrett_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -14050,7 +14058,7 @@ kg_falcon12289_reduce_barrett_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_falcon12289_freeze_sse:function (kg_falcon12289_freeze_sse.end - kg_falcon12289_freeze_sse)
+global kg_falcon12289_freeze_sse:function KERNGEN_VISIBILITY (kg_falcon12289_freeze_sse.end - kg_falcon12289_freeze_sse)
 align 32
 kg_falcon12289_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET

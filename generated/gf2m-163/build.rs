@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Regenerate with: kerngen emit params/gf2m-163.toml
 //
-// Cargo build script for gf2m-163: assembles gf2m-163.asm with nasm -f elf64, archives the
-// object as libgf2m-163.a in OUT_DIR and links it. It needs only the standard library, nasm
+// Cargo build script for gf2m-163: assembles the target's object (gf2m-163.asm)
+// with nasm, archives it as libgf2m-163.a in OUT_DIR and links it. It needs only the standard library, nasm
 // and ar (the NASM and AR environment variables name others).
 //
 // Used as it is by this directory's Cargo.toml. To build the bundle from a build.rs of your
@@ -17,7 +17,8 @@ use std::process::Command;
 
 const BUNDLE_DIR: &str = ".";
 const NAME: &str = "gf2m-163";
-const ASM: &str = "gf2m-163.asm";
+// (nasm -f format, file) of each object format the bundle was emitted for
+const OBJECTS: &[(&str, &str)] = &[("elf64", "gf2m-163.asm")];
 
 fn run(what: &str, cmd: &mut Command) {
     match cmd.status() {
@@ -27,10 +28,17 @@ fn run(what: &str, cmd: &mut Command) {
     }
 }
 
-/// Whether objects of nasm -f elf64 (ELF (Linux, the BSDs)) link on the target.
-#[allow(unused_variables)]
-fn takes_format(os: &str, unix: bool, vendor: &str) -> bool {
-    unix && vendor != "apple"
+/// The object format the target links: COFF on Windows, Mach-O on Apple systems, ELF on other Unix.
+fn object_format(os: &str, unix: bool, vendor: &str) -> Option<&'static str> {
+    if vendor == "apple" {
+        Some("macho64")
+    } else if os == "windows" {
+        Some("win64")
+    } else if unix {
+        Some("elf64")
+    } else {
+        None
+    }
 }
 
 fn main() {
@@ -42,15 +50,18 @@ fn main() {
         var("CARGO_CFG_TARGET_VENDOR"),
     );
     let unix = family.split(',').any(|f| f == "unix");
-    if arch != "x86_64" || !takes_format(&os, unix, &vendor) {
-        panic!(
-            "{NAME}: the kernels are System V AMD64 code for ELF (Linux, the BSDs) objects \
-             (nasm -f elf64), not for target {arch} {os}; emit the bundle for this platform instead"
-        );
-    }
+    let format = object_format(&os, unix, &vendor);
+    let found = OBJECTS.iter().find(|(f, _)| Some(*f) == format);
+    let (format, file) = match (arch.as_str(), found) {
+        ("x86_64", Some(&(format, file))) => (format, file),
+        _ => panic!(
+            "{NAME}: the bundle holds elf64 objects of x86-64 code, \
+             none for target {arch} {os}; emit it with --abi sysv|win64|macho"
+        ),
+    };
     let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
-    let asm = root.join(BUNDLE_DIR).join(ASM);
+    let asm = root.join(BUNDLE_DIR).join(file);
     let obj = out.join(format!("{NAME}.o"));
     let lib = out.join(format!("lib{NAME}.a"));
     println!("cargo:rerun-if-changed={}", asm.display());
@@ -58,7 +69,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=AR");
 
     let nasm = env::var_os("NASM").unwrap_or_else(|| OsString::from("nasm"));
-    run("nasm", Command::new(nasm).args(["-f", "elf64", "-o"]).arg(&obj).arg(&asm));
+    run("nasm", Command::new(nasm).args(["-f", format, "-o"]).arg(&obj).arg(&asm));
     let _ = std::fs::remove_file(&lib); // ar adds to an archive that exists
     let ar = env::var_os("AR").unwrap_or_else(|| OsString::from("ar"));
     run("ar", Command::new(ar).arg("crs").arg(&lib).arg(&obj));

@@ -9,6 +9,8 @@
 ;   poly = [163, 7, 6, 3, 0]
 ;   isa = "avx2"
 ;   prefix = "kg_gf2m163"
+;   abi = "sysv"
+;   visibility = "hidden"
 ;
 ; f = x^163 + x^7 + x^6 + x^3 + 1, 3 limbs of 64 bits, slack s = 29 bits
 ; products: s4 blocks of 128 bits, schoolbook over blocks
@@ -18,6 +20,12 @@
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
+; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
+; -DKERNGEN_VISIBILITY=default to choose (default exports them from a shared library)
+
+%ifndef KERNGEN_VISIBILITY
+%define KERNGEN_VISIBILITY hidden
+%endif
 
 default rel
 
@@ -1118,7 +1126,7 @@ section .text
 ;   fold 1: degree <= 324 -> <= 168 (3 words above x^163 times f - x^163)
 ;   fold 2: degree <= 168 -> <= 162 (1 words above x^163 times f - x^163)
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_mul_avx2:function (kg_gf2m163_mul_avx2.end - kg_gf2m163_mul_avx2)
+global kg_gf2m163_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_mul_avx2.end - kg_gf2m163_mul_avx2)
 align 32
 kg_gf2m163_mul_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1189,7 +1197,7 @@ kg_gf2m163_mul_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_sqr_avx2:function (kg_gf2m163_sqr_avx2.end - kg_gf2m163_sqr_avx2)
+global kg_gf2m163_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_sqr_avx2.end - kg_gf2m163_sqr_avx2)
 align 32
 kg_gf2m163_sqr_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1248,7 +1256,7 @@ kg_gf2m163_sqr_avx2:
 ;   fold 1: degree <= 324 -> <= 168 (3 words above x^163 times f - x^163)
 ;   fold 2: degree <= 168 -> <= 162 (1 words above x^163 times f - x^163)
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_reduce_avx2:function (kg_gf2m163_reduce_avx2.end - kg_gf2m163_reduce_avx2)
+global kg_gf2m163_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_reduce_avx2.end - kg_gf2m163_reduce_avx2)
 align 32
 kg_gf2m163_reduce_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1299,7 +1307,7 @@ kg_gf2m163_reduce_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-9}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_mulwide_avx2:function (kg_gf2m163_mulwide_avx2.end - kg_gf2m163_mulwide_avx2)
+global kg_gf2m163_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_mulwide_avx2.end - kg_gf2m163_mulwide_avx2)
 align 32
 kg_gf2m163_mulwide_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1344,7 +1352,7 @@ kg_gf2m163_mulwide_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-14}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_muladd_avx2:function (kg_gf2m163_muladd_avx2.end - kg_gf2m163_muladd_avx2)
+global kg_gf2m163_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_muladd_avx2.end - kg_gf2m163_muladd_avx2)
 align 32
 kg_gf2m163_muladd_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1443,7 +1451,7 @@ kg_gf2m163_muladd_avx2:
 ;   fold 1: degree <= 324 -> <= 168 (3 words above x^163 times f - x^163)
 ;   fold 2: degree <= 168 -> <= 162 (1 words above x^163 times f - x^163)
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_reduce_gpr_avx2:function (kg_gf2m163_reduce_gpr_avx2.end - kg_gf2m163_reduce_gpr_avx2)
+global kg_gf2m163_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_reduce_gpr_avx2.end - kg_gf2m163_reduce_gpr_avx2)
 align 32
 kg_gf2m163_reduce_gpr_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1531,7 +1539,7 @@ kg_gf2m163_reduce_gpr_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_msqr2_avx2:function (kg_gf2m163_msqr2_avx2.end - kg_gf2m163_msqr2_avx2)
+global kg_gf2m163_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr2_avx2.end - kg_gf2m163_msqr2_avx2)
 align 32
 kg_gf2m163_msqr2_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1614,7 +1622,7 @@ kg_gf2m163_msqr2_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_msqr4_avx2:function (kg_gf2m163_msqr4_avx2.end - kg_gf2m163_msqr4_avx2)
+global kg_gf2m163_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr4_avx2.end - kg_gf2m163_msqr4_avx2)
 align 32
 kg_gf2m163_msqr4_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1757,7 +1765,7 @@ kg_gf2m163_msqr4_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_msqr8_avx2:function (kg_gf2m163_msqr8_avx2.end - kg_gf2m163_msqr8_avx2)
+global kg_gf2m163_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr8_avx2.end - kg_gf2m163_msqr8_avx2)
 align 32
 kg_gf2m163_msqr8_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2020,7 +2028,7 @@ kg_gf2m163_msqr8_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_msqr16_avx2:function (kg_gf2m163_msqr16_avx2.end - kg_gf2m163_msqr16_avx2)
+global kg_gf2m163_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr16_avx2.end - kg_gf2m163_msqr16_avx2)
 align 32
 kg_gf2m163_msqr16_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2696,7 +2704,7 @@ kg_gf2m163_msqr16_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_ladder_step_avx2:function (kg_gf2m163_ladder_step_avx2.end - kg_gf2m163_ladder_step_avx2)
+global kg_gf2m163_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_ladder_step_avx2.end - kg_gf2m163_ladder_step_avx2)
 align 32
 kg_gf2m163_ladder_step_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -3151,7 +3159,7 @@ kg_gf2m163_ladder_step_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_ladder_step2_avx2:function (kg_gf2m163_ladder_step2_avx2.end - kg_gf2m163_ladder_step2_avx2)
+global kg_gf2m163_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_ladder_step2_avx2.end - kg_gf2m163_ladder_step2_avx2)
 align 32
 kg_gf2m163_ladder_step2_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -3445,7 +3453,7 @@ kg_gf2m163_ladder_step2_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-11}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m163_inv_avx2:function (kg_gf2m163_inv_avx2.end - kg_gf2m163_inv_avx2)
+global kg_gf2m163_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_inv_avx2.end - kg_gf2m163_inv_avx2)
 align 32
 kg_gf2m163_inv_avx2:
     endbr64                                          ; an indirect-branch target under CET

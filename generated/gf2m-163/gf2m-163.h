@@ -3,11 +3,22 @@
  * Regenerate with: kerngen emit params/gf2m-163.toml
  *
  * gf2m-163: GF(2^163) arithmetic, f = x^163 + x^7 + x^6 + x^3 + 1
- * Link with gf2m-163.o (nasm -f elf64 gf2m-163.asm). System V AMD64 ABI; the kernels
- * are constant-time straight-line code: no branch and no address depends on data.
+ * Link with the object of your platform:
+ *   gf2m-163.asm: nasm -f elf64, System V AMD64 ABI
+ * The kernels are constant-time straight-line code: no branch and no address depends on data.
  */
 #ifndef KERNGEN_GF2M_163_H
 #define KERNGEN_GF2M_163_H
+
+#if !defined(__x86_64__) && !defined(_M_X64)
+#error "gf2m-163: the kernels are x86-64 code"
+#elif defined(_WIN64) || defined(__CYGWIN__)
+#error "gf2m-163: emitted without gf2m-163_win64.asm (Microsoft x64, win64): emit it with --abi win64"
+#elif defined(__APPLE__)
+#error "gf2m-163: emitted without gf2m-163_macho.asm (System V AMD64, macho64): emit it with --abi macho"
+#else
+/* gf2m-163.asm */
+#endif
 
 #include <stdint.h>
 

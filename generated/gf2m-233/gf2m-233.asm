@@ -9,6 +9,8 @@
 ;   poly = [233, 74, 0]
 ;   isa = "avx2"
 ;   prefix = "kg_gf2m233"
+;   abi = "sysv"
+;   visibility = "hidden"
 ;
 ; f = x^233 + x^74 + 1, 4 limbs of 64 bits, slack s = 23 bits
 ; products: s4 blocks of 128 bits, schoolbook over blocks
@@ -19,6 +21,12 @@
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
+; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
+; -DKERNGEN_VISIBILITY=default to choose (default exports them from a shared library)
+
+%ifndef KERNGEN_VISIBILITY
+%define KERNGEN_VISIBILITY hidden
+%endif
 
 default rel
 
@@ -1370,7 +1378,7 @@ section .text
 ;   fold 1: degree <= 464 -> <= 305 (4 words above x^233 times f - x^233)
 ;   fold 2: degree <= 305 -> <= 232 (2 words above x^233 times f - x^233)
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_mul_avx2:function (kg_gf2m233_mul_avx2.end - kg_gf2m233_mul_avx2)
+global kg_gf2m233_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_mul_avx2.end - kg_gf2m233_mul_avx2)
 align 32
 kg_gf2m233_mul_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1471,7 +1479,7 @@ kg_gf2m233_mul_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_sqr_avx2:function (kg_gf2m233_sqr_avx2.end - kg_gf2m233_sqr_avx2)
+global kg_gf2m233_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_sqr_avx2.end - kg_gf2m233_sqr_avx2)
 align 32
 kg_gf2m233_sqr_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1540,7 +1548,7 @@ kg_gf2m233_sqr_avx2:
 ;   fold 1: degree <= 464 -> <= 305 (4 words above x^233 times f - x^233)
 ;   fold 2: degree <= 305 -> <= 232 (2 words above x^233 times f - x^233)
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_reduce_avx2:function (kg_gf2m233_reduce_avx2.end - kg_gf2m233_reduce_avx2)
+global kg_gf2m233_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_reduce_avx2.end - kg_gf2m233_reduce_avx2)
 align 32
 kg_gf2m233_reduce_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1600,7 +1608,7 @@ kg_gf2m233_reduce_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_mulwide_avx2:function (kg_gf2m233_mulwide_avx2.end - kg_gf2m233_mulwide_avx2)
+global kg_gf2m233_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_mulwide_avx2.end - kg_gf2m233_mulwide_avx2)
 align 32
 kg_gf2m233_mulwide_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1668,7 +1676,7 @@ kg_gf2m233_mulwide_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_muladd_avx2:function (kg_gf2m233_muladd_avx2.end - kg_gf2m233_muladd_avx2)
+global kg_gf2m233_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_muladd_avx2.end - kg_gf2m233_muladd_avx2)
 align 32
 kg_gf2m233_muladd_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1830,7 +1838,7 @@ kg_gf2m233_muladd_avx2:
 ;   fold 1: degree <= 464 -> <= 305 (4 words above x^233 times f - x^233)
 ;   fold 2: degree <= 305 -> <= 232 (2 words above x^233 times f - x^233)
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_reduce_gpr_avx2:function (kg_gf2m233_reduce_gpr_avx2.end - kg_gf2m233_reduce_gpr_avx2)
+global kg_gf2m233_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_reduce_gpr_avx2.end - kg_gf2m233_reduce_gpr_avx2)
 align 32
 kg_gf2m233_reduce_gpr_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1893,7 +1901,7 @@ kg_gf2m233_reduce_gpr_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_msqr2_avx2:function (kg_gf2m233_msqr2_avx2.end - kg_gf2m233_msqr2_avx2)
+global kg_gf2m233_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr2_avx2.end - kg_gf2m233_msqr2_avx2)
 align 32
 kg_gf2m233_msqr2_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1994,7 +2002,7 @@ kg_gf2m233_msqr2_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_msqr4_avx2:function (kg_gf2m233_msqr4_avx2.end - kg_gf2m233_msqr4_avx2)
+global kg_gf2m233_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr4_avx2.end - kg_gf2m233_msqr4_avx2)
 align 32
 kg_gf2m233_msqr4_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2173,7 +2181,7 @@ kg_gf2m233_msqr4_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_msqr8_avx2:function (kg_gf2m233_msqr8_avx2.end - kg_gf2m233_msqr8_avx2)
+global kg_gf2m233_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr8_avx2.end - kg_gf2m233_msqr8_avx2)
 align 32
 kg_gf2m233_msqr8_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2508,7 +2516,7 @@ kg_gf2m233_msqr8_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_msqr16_avx2:function (kg_gf2m233_msqr16_avx2.end - kg_gf2m233_msqr16_avx2)
+global kg_gf2m233_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr16_avx2.end - kg_gf2m233_msqr16_avx2)
 align 32
 kg_gf2m233_msqr16_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -3185,7 +3193,7 @@ kg_gf2m233_msqr16_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_ladder_step_avx2:function (kg_gf2m233_ladder_step_avx2.end - kg_gf2m233_ladder_step_avx2)
+global kg_gf2m233_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_ladder_step_avx2.end - kg_gf2m233_ladder_step_avx2)
 align 32
 kg_gf2m233_ladder_step_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -3847,7 +3855,7 @@ kg_gf2m233_ladder_step_avx2:
 ;   cpu: AVX, AVX2, VPCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_ladder_step2_avx2:function (kg_gf2m233_ladder_step2_avx2.end - kg_gf2m233_ladder_step2_avx2)
+global kg_gf2m233_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_ladder_step2_avx2.end - kg_gf2m233_ladder_step2_avx2)
 align 32
 kg_gf2m233_ladder_step2_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4265,7 +4273,7 @@ kg_gf2m233_ladder_step2_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m233_inv_avx2:function (kg_gf2m233_inv_avx2.end - kg_gf2m233_inv_avx2)
+global kg_gf2m233_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_inv_avx2.end - kg_gf2m233_inv_avx2)
 align 32
 kg_gf2m233_inv_avx2:
     endbr64                                          ; an indirect-branch target under CET

@@ -3,11 +3,22 @@
  * Regenerate with: kerngen emit params/gf2m-233.toml
  *
  * gf2m-233: GF(2^233) arithmetic, f = x^233 + x^74 + 1
- * Link with gf2m-233.o (nasm -f elf64 gf2m-233.asm). System V AMD64 ABI; the kernels
- * are constant-time straight-line code: no branch and no address depends on data.
+ * Link with the object of your platform:
+ *   gf2m-233.asm: nasm -f elf64, System V AMD64 ABI
+ * The kernels are constant-time straight-line code: no branch and no address depends on data.
  */
 #ifndef KERNGEN_GF2M_233_H
 #define KERNGEN_GF2M_233_H
+
+#if !defined(__x86_64__) && !defined(_M_X64)
+#error "gf2m-233: the kernels are x86-64 code"
+#elif defined(_WIN64) || defined(__CYGWIN__)
+#error "gf2m-233: emitted without gf2m-233_win64.asm (Microsoft x64, win64): emit it with --abi win64"
+#elif defined(__APPLE__)
+#error "gf2m-233: emitted without gf2m-233_macho.asm (System V AMD64, macho64): emit it with --abi macho"
+#else
+/* gf2m-233.asm */
+#endif
 
 #include <stdint.h>
 

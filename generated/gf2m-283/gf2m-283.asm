@@ -9,6 +9,8 @@
 ;   poly = [283, 12, 7, 5, 0]
 ;   isa = "avx2"
 ;   prefix = "kg_gf2m283"
+;   abi = "sysv"
+;   visibility = "hidden"
 ;
 ; f = x^283 + x^12 + x^7 + x^5 + 1, 5 limbs of 64 bits, slack s = 37 bits
 ; products: k3 blocks of 128 bits, schoolbook over blocks
@@ -18,6 +20,12 @@
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
+; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
+; -DKERNGEN_VISIBILITY=default to choose (default exports them from a shared library)
+
+%ifndef KERNGEN_VISIBILITY
+%define KERNGEN_VISIBILITY hidden
+%endif
 
 default rel
 
@@ -1378,7 +1386,7 @@ section .text
 ;   fold 1: degree <= 564 -> <= 293 (5 words above x^283 times f - x^283)
 ;   fold 2: degree <= 293 -> <= 282 (1 words above x^283 times f - x^283)
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_mul_avx2:function (kg_gf2m283_mul_avx2.end - kg_gf2m283_mul_avx2)
+global kg_gf2m283_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_mul_avx2.end - kg_gf2m283_mul_avx2)
 align 32
 kg_gf2m283_mul_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1516,7 +1524,7 @@ kg_gf2m283_mul_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_sqr_avx2:function (kg_gf2m283_sqr_avx2.end - kg_gf2m283_sqr_avx2)
+global kg_gf2m283_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_sqr_avx2.end - kg_gf2m283_sqr_avx2)
 align 32
 kg_gf2m283_sqr_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1588,7 +1596,7 @@ kg_gf2m283_sqr_avx2:
 ;   fold 1: degree <= 564 -> <= 293 (5 words above x^283 times f - x^283)
 ;   fold 2: degree <= 293 -> <= 282 (1 words above x^283 times f - x^283)
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_reduce_avx2:function (kg_gf2m283_reduce_avx2.end - kg_gf2m283_reduce_avx2)
+global kg_gf2m283_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_reduce_avx2.end - kg_gf2m283_reduce_avx2)
 align 32
 kg_gf2m283_reduce_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1651,7 +1659,7 @@ kg_gf2m283_reduce_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_mulwide_avx2:function (kg_gf2m283_mulwide_avx2.end - kg_gf2m283_mulwide_avx2)
+global kg_gf2m283_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_mulwide_avx2.end - kg_gf2m283_mulwide_avx2)
 align 32
 kg_gf2m283_mulwide_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1755,7 +1763,7 @@ kg_gf2m283_mulwide_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_muladd_avx2:function (kg_gf2m283_muladd_avx2.end - kg_gf2m283_muladd_avx2)
+global kg_gf2m283_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_muladd_avx2.end - kg_gf2m283_muladd_avx2)
 align 32
 kg_gf2m283_muladd_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1998,7 +2006,7 @@ kg_gf2m283_muladd_avx2:
 ;   fold 1: degree <= 564 -> <= 293 (5 words above x^283 times f - x^283)
 ;   fold 2: degree <= 293 -> <= 282 (1 words above x^283 times f - x^283)
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_reduce_gpr_avx2:function (kg_gf2m283_reduce_gpr_avx2.end - kg_gf2m283_reduce_gpr_avx2)
+global kg_gf2m283_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_reduce_gpr_avx2.end - kg_gf2m283_reduce_gpr_avx2)
 align 32
 kg_gf2m283_reduce_gpr_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2132,7 +2140,7 @@ kg_gf2m283_reduce_gpr_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_msqr2_avx2:function (kg_gf2m283_msqr2_avx2.end - kg_gf2m283_msqr2_avx2)
+global kg_gf2m283_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr2_avx2.end - kg_gf2m283_msqr2_avx2)
 align 32
 kg_gf2m283_msqr2_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2239,7 +2247,7 @@ kg_gf2m283_msqr2_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_msqr4_avx2:function (kg_gf2m283_msqr4_avx2.end - kg_gf2m283_msqr4_avx2)
+global kg_gf2m283_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr4_avx2.end - kg_gf2m283_msqr4_avx2)
 align 32
 kg_gf2m283_msqr4_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2428,7 +2436,7 @@ kg_gf2m283_msqr4_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_msqr8_avx2:function (kg_gf2m283_msqr8_avx2.end - kg_gf2m283_msqr8_avx2)
+global kg_gf2m283_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr8_avx2.end - kg_gf2m283_msqr8_avx2)
 align 32
 kg_gf2m283_msqr8_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2781,7 +2789,7 @@ kg_gf2m283_msqr8_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_msqr16_avx2:function (kg_gf2m283_msqr16_avx2.end - kg_gf2m283_msqr16_avx2)
+global kg_gf2m283_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr16_avx2.end - kg_gf2m283_msqr16_avx2)
 align 32
 kg_gf2m283_msqr16_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -3463,7 +3471,7 @@ kg_gf2m283_msqr16_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_ladder_step_avx2:function (kg_gf2m283_ladder_step_avx2.end - kg_gf2m283_ladder_step_avx2)
+global kg_gf2m283_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_ladder_step_avx2.end - kg_gf2m283_ladder_step_avx2)
 align 32
 kg_gf2m283_ladder_step_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4387,7 +4395,7 @@ kg_gf2m283_ladder_step_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_ladder_step2_avx2:function (kg_gf2m283_ladder_step2_avx2.end - kg_gf2m283_ladder_step2_avx2)
+global kg_gf2m283_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_ladder_step2_avx2.end - kg_gf2m283_ladder_step2_avx2)
 align 32
 kg_gf2m283_ladder_step2_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4958,7 +4966,7 @@ kg_gf2m283_ladder_step2_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m283_inv_avx2:function (kg_gf2m283_inv_avx2.end - kg_gf2m283_inv_avx2)
+global kg_gf2m283_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_inv_avx2.end - kg_gf2m283_inv_avx2)
 align 32
 kg_gf2m283_inv_avx2:
     endbr64                                          ; an indirect-branch target under CET

@@ -9,6 +9,8 @@
 ;   poly = [409, 87, 0]
 ;   isa = "avx2"
 ;   prefix = "kg_gf2m409"
+;   abi = "sysv"
+;   visibility = "hidden"
 ;
 ; f = x^409 + x^87 + 1, 7 limbs of 64 bits, slack s = 39 bits
 ; products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
@@ -19,6 +21,12 @@
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
+; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
+; -DKERNGEN_VISIBILITY=default to choose (default exports them from a shared library)
+
+%ifndef KERNGEN_VISIBILITY
+%define KERNGEN_VISIBILITY hidden
+%endif
 
 default rel
 
@@ -3164,7 +3172,7 @@ section .text
 ;   fold 1: degree <= 816 -> <= 494 (7 words above x^409 times f - x^409)
 ;   fold 2: degree <= 494 -> <= 408 (2 words above x^409 times f - x^409)
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_mul_avx2:function (kg_gf2m409_mul_avx2.end - kg_gf2m409_mul_avx2)
+global kg_gf2m409_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_mul_avx2.end - kg_gf2m409_mul_avx2)
 align 32
 kg_gf2m409_mul_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -3383,7 +3391,7 @@ kg_gf2m409_mul_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-14}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_sqr_avx2:function (kg_gf2m409_sqr_avx2.end - kg_gf2m409_sqr_avx2)
+global kg_gf2m409_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_sqr_avx2.end - kg_gf2m409_sqr_avx2)
 align 32
 kg_gf2m409_sqr_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -3481,7 +3489,7 @@ kg_gf2m409_sqr_avx2:
 ;   fold 1: degree <= 816 -> <= 494 (7 words above x^409 times f - x^409)
 ;   fold 2: degree <= 494 -> <= 408 (2 words above x^409 times f - x^409)
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_reduce_avx2:function (kg_gf2m409_reduce_avx2.end - kg_gf2m409_reduce_avx2)
+global kg_gf2m409_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_avx2.end - kg_gf2m409_reduce_avx2)
 align 32
 kg_gf2m409_reduce_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -3568,7 +3576,7 @@ kg_gf2m409_reduce_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_mulwide_avx2:function (kg_gf2m409_mulwide_avx2.end - kg_gf2m409_mulwide_avx2)
+global kg_gf2m409_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_mulwide_avx2.end - kg_gf2m409_mulwide_avx2)
 align 32
 kg_gf2m409_mulwide_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -3733,7 +3741,7 @@ kg_gf2m409_mulwide_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_muladd_avx2:function (kg_gf2m409_muladd_avx2.end - kg_gf2m409_muladd_avx2)
+global kg_gf2m409_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_muladd_avx2.end - kg_gf2m409_muladd_avx2)
 align 32
 kg_gf2m409_muladd_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4118,7 +4126,7 @@ kg_gf2m409_muladd_avx2:
 ;   fold 1: degree <= 816 -> <= 494 (7 words above x^409 times f - x^409)
 ;   fold 2: degree <= 494 -> <= 408 (2 words above x^409 times f - x^409)
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_reduce_gpr_avx2:function (kg_gf2m409_reduce_gpr_avx2.end - kg_gf2m409_reduce_gpr_avx2)
+global kg_gf2m409_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_gpr_avx2.end - kg_gf2m409_reduce_gpr_avx2)
 align 32
 kg_gf2m409_reduce_gpr_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4218,7 +4226,7 @@ kg_gf2m409_reduce_gpr_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-14}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_msqr2_avx2:function (kg_gf2m409_msqr2_avx2.end - kg_gf2m409_msqr2_avx2)
+global kg_gf2m409_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr2_avx2.end - kg_gf2m409_msqr2_avx2)
 align 32
 kg_gf2m409_msqr2_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4373,7 +4381,7 @@ kg_gf2m409_msqr2_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-14}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_msqr4_avx2:function (kg_gf2m409_msqr4_avx2.end - kg_gf2m409_msqr4_avx2)
+global kg_gf2m409_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr4_avx2.end - kg_gf2m409_msqr4_avx2)
 align 32
 kg_gf2m409_msqr4_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4656,7 +4664,7 @@ kg_gf2m409_msqr4_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-14}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_msqr8_avx2:function (kg_gf2m409_msqr8_avx2.end - kg_gf2m409_msqr8_avx2)
+global kg_gf2m409_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr8_avx2.end - kg_gf2m409_msqr8_avx2)
 align 32
 kg_gf2m409_msqr8_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -5195,7 +5203,7 @@ kg_gf2m409_msqr8_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-14}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_msqr16_avx2:function (kg_gf2m409_msqr16_avx2.end - kg_gf2m409_msqr16_avx2)
+global kg_gf2m409_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr16_avx2.end - kg_gf2m409_msqr16_avx2)
 align 32
 kg_gf2m409_msqr16_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -6247,7 +6255,7 @@ kg_gf2m409_msqr16_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_ladder_step_avx2:function (kg_gf2m409_ladder_step_avx2.end - kg_gf2m409_ladder_step_avx2)
+global kg_gf2m409_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step_avx2.end - kg_gf2m409_ladder_step_avx2)
 align 32
 kg_gf2m409_ladder_step_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -7746,7 +7754,7 @@ kg_gf2m409_ladder_step_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_ladder_step2_avx2:function (kg_gf2m409_ladder_step2_avx2.end - kg_gf2m409_ladder_step2_avx2)
+global kg_gf2m409_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step2_avx2.end - kg_gf2m409_ladder_step2_avx2)
 align 32
 kg_gf2m409_ladder_step2_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -8654,7 +8662,7 @@ kg_gf2m409_ladder_step2_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m409_inv_avx2:function (kg_gf2m409_inv_avx2.end - kg_gf2m409_inv_avx2)
+global kg_gf2m409_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_inv_avx2.end - kg_gf2m409_inv_avx2)
 align 32
 kg_gf2m409_inv_avx2:
     endbr64                                          ; an indirect-branch target under CET

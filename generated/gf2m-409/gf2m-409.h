@@ -3,11 +3,22 @@
  * Regenerate with: kerngen emit params/gf2m-409.toml
  *
  * gf2m-409: GF(2^409) arithmetic, f = x^409 + x^87 + 1
- * Link with gf2m-409.o (nasm -f elf64 gf2m-409.asm). System V AMD64 ABI; the kernels
- * are constant-time straight-line code: no branch and no address depends on data.
+ * Link with the object of your platform:
+ *   gf2m-409.asm: nasm -f elf64, System V AMD64 ABI
+ * The kernels are constant-time straight-line code: no branch and no address depends on data.
  */
 #ifndef KERNGEN_GF2M_409_H
 #define KERNGEN_GF2M_409_H
+
+#if !defined(__x86_64__) && !defined(_M_X64)
+#error "gf2m-409: the kernels are x86-64 code"
+#elif defined(_WIN64) || defined(__CYGWIN__)
+#error "gf2m-409: emitted without gf2m-409_win64.asm (Microsoft x64, win64): emit it with --abi win64"
+#elif defined(__APPLE__)
+#error "gf2m-409: emitted without gf2m-409_macho.asm (System V AMD64, macho64): emit it with --abi macho"
+#else
+/* gf2m-409.asm */
+#endif
 
 #include <stdint.h>
 

@@ -3,8 +3,8 @@
 // Regenerate with: kerngen emit params/gf2m-409.toml
 //
 // gf2m-409: GF(2^409) arithmetic, f = x^409 + x^87 + 1
-// Rust declarations of gf2m-409.h: its constants and the prototypes of the kernels in gf2m-409.asm
-// (System V AMD64 ABI, `extern "C"`). This file is the root of the crate this directory's Cargo.toml
+// Rust declarations of gf2m-409.h: its constants and the prototypes of the kernels in
+// gf2m-409.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
 // instead with `#[allow(dead_code)] #[path = "third_party/gf2m-409/gf2m-409.rs"] mod gf2m_409;` and link the
 // kernels with a copy of build.rs. It needs nothing beyond `core`.

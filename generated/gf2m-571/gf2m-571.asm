@@ -9,6 +9,8 @@
 ;   poly = [571, 10, 5, 2, 0]
 ;   isa = "avx2"
 ;   prefix = "kg_gf2m571"
+;   abi = "sysv"
+;   visibility = "hidden"
 ;
 ; f = x^571 + x^10 + x^5 + x^2 + 1, 9 limbs of 64 bits, slack s = 5 bits
 ; products: k3 blocks of 128 bits, schoolbook over blocks
@@ -18,6 +20,12 @@
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
+; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
+; -DKERNGEN_VISIBILITY=default to choose (default exports them from a shared library)
+
+%ifndef KERNGEN_VISIBILITY
+%define KERNGEN_VISIBILITY hidden
+%endif
 
 default rel
 
@@ -4218,7 +4226,7 @@ section .text
 ;   fold 1: degree <= 1140 -> <= 579 (9 words above x^571 times f - x^571)
 ;   fold 2: degree <= 579 -> <= 570 (1 words above x^571 times f - x^571)
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_mul_avx2:function (kg_gf2m571_mul_avx2.end - kg_gf2m571_mul_avx2)
+global kg_gf2m571_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_mul_avx2.end - kg_gf2m571_mul_avx2)
 align 32
 kg_gf2m571_mul_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4567,7 +4575,7 @@ kg_gf2m571_mul_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_sqr_avx2:function (kg_gf2m571_sqr_avx2.end - kg_gf2m571_sqr_avx2)
+global kg_gf2m571_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_sqr_avx2.end - kg_gf2m571_sqr_avx2)
 align 32
 kg_gf2m571_sqr_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4665,7 +4673,7 @@ kg_gf2m571_sqr_avx2:
 ;   fold 1: degree <= 1140 -> <= 579 (9 words above x^571 times f - x^571)
 ;   fold 2: degree <= 579 -> <= 570 (1 words above x^571 times f - x^571)
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_reduce_avx2:function (kg_gf2m571_reduce_avx2.end - kg_gf2m571_reduce_avx2)
+global kg_gf2m571_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_reduce_avx2.end - kg_gf2m571_reduce_avx2)
 align 32
 kg_gf2m571_reduce_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4752,7 +4760,7 @@ kg_gf2m571_reduce_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_mulwide_avx2:function (kg_gf2m571_mulwide_avx2.end - kg_gf2m571_mulwide_avx2)
+global kg_gf2m571_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_mulwide_avx2.end - kg_gf2m571_mulwide_avx2)
 align 32
 kg_gf2m571_mulwide_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -5051,7 +5059,7 @@ kg_gf2m571_mulwide_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_muladd_avx2:function (kg_gf2m571_muladd_avx2.end - kg_gf2m571_muladd_avx2)
+global kg_gf2m571_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_muladd_avx2.end - kg_gf2m571_muladd_avx2)
 align 32
 kg_gf2m571_muladd_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -5712,7 +5720,7 @@ kg_gf2m571_muladd_avx2:
 ;   fold 1: degree <= 1140 -> <= 579 (9 words above x^571 times f - x^571)
 ;   fold 2: degree <= 579 -> <= 570 (1 words above x^571 times f - x^571)
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_reduce_gpr_avx2:function (kg_gf2m571_reduce_gpr_avx2.end - kg_gf2m571_reduce_gpr_avx2)
+global kg_gf2m571_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_reduce_gpr_avx2.end - kg_gf2m571_reduce_gpr_avx2)
 align 32
 kg_gf2m571_reduce_gpr_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -5938,7 +5946,7 @@ kg_gf2m571_reduce_gpr_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_msqr2_avx2:function (kg_gf2m571_msqr2_avx2.end - kg_gf2m571_msqr2_avx2)
+global kg_gf2m571_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr2_avx2.end - kg_gf2m571_msqr2_avx2)
 align 32
 kg_gf2m571_msqr2_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -6093,7 +6101,7 @@ kg_gf2m571_msqr2_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_msqr4_avx2:function (kg_gf2m571_msqr4_avx2.end - kg_gf2m571_msqr4_avx2)
+global kg_gf2m571_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr4_avx2.end - kg_gf2m571_msqr4_avx2)
 align 32
 kg_gf2m571_msqr4_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -6374,7 +6382,7 @@ kg_gf2m571_msqr4_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_msqr8_avx2:function (kg_gf2m571_msqr8_avx2.end - kg_gf2m571_msqr8_avx2)
+global kg_gf2m571_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr8_avx2.end - kg_gf2m571_msqr8_avx2)
 align 32
 kg_gf2m571_msqr8_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -6907,7 +6915,7 @@ kg_gf2m571_msqr8_avx2:
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_msqr16_avx2:function (kg_gf2m571_msqr16_avx2.end - kg_gf2m571_msqr16_avx2)
+global kg_gf2m571_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr16_avx2.end - kg_gf2m571_msqr16_avx2)
 align 32
 kg_gf2m571_msqr16_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -7945,7 +7953,7 @@ kg_gf2m571_msqr16_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_ladder_step_avx2:function (kg_gf2m571_ladder_step_avx2.end - kg_gf2m571_ladder_step_avx2)
+global kg_gf2m571_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_ladder_step_avx2.end - kg_gf2m571_ladder_step_avx2)
 align 32
 kg_gf2m571_ladder_step_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -10283,7 +10291,7 @@ kg_gf2m571_ladder_step_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_ladder_step2_avx2:function (kg_gf2m571_ladder_step2_avx2.end - kg_gf2m571_ladder_step2_avx2)
+global kg_gf2m571_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_ladder_step2_avx2.end - kg_gf2m571_ladder_step2_avx2)
 align 32
 kg_gf2m571_ladder_step2_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -11642,7 +11650,7 @@ kg_gf2m571_ladder_step2_avx2:
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_gf2m571_inv_avx2:function (kg_gf2m571_inv_avx2.end - kg_gf2m571_inv_avx2)
+global kg_gf2m571_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_inv_avx2.end - kg_gf2m571_inv_avx2)
 align 32
 kg_gf2m571_inv_avx2:
     endbr64                                          ; an indirect-branch target under CET

@@ -3,11 +3,22 @@
  * Regenerate with: kerngen emit params/gf2m-571.toml
  *
  * gf2m-571: GF(2^571) arithmetic, f = x^571 + x^10 + x^5 + x^2 + 1
- * Link with gf2m-571.o (nasm -f elf64 gf2m-571.asm). System V AMD64 ABI; the kernels
- * are constant-time straight-line code: no branch and no address depends on data.
+ * Link with the object of your platform:
+ *   gf2m-571.asm: nasm -f elf64, System V AMD64 ABI
+ * The kernels are constant-time straight-line code: no branch and no address depends on data.
  */
 #ifndef KERNGEN_GF2M_571_H
 #define KERNGEN_GF2M_571_H
+
+#if !defined(__x86_64__) && !defined(_M_X64)
+#error "gf2m-571: the kernels are x86-64 code"
+#elif defined(_WIN64) || defined(__CYGWIN__)
+#error "gf2m-571: emitted without gf2m-571_win64.asm (Microsoft x64, win64): emit it with --abi win64"
+#elif defined(__APPLE__)
+#error "gf2m-571: emitted without gf2m-571_macho.asm (System V AMD64, macho64): emit it with --abi macho"
+#else
+/* gf2m-571.asm */
+#endif
 
 #include <stdint.h>
 

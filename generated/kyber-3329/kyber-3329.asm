@@ -15,11 +15,19 @@
 ;   reducer = "auto"
 ;   reducer_used = "special"
 ;   prefix = "kg_kyber3329"
+;   abi = "sysv"
+;   visibility = "hidden"
 ;
 ; psi = 17: primitive 2^8-th root of unity mod 3329
 ; Montgomery R = 2^16, q^-1 mod 2^16 = -3327; inverse scale constant = 512
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
+; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
+; -DKERNGEN_VISIBILITY=default to choose (default exports them from a shared library)
+
+%ifndef KERNGEN_VISIBILITY
+%define KERNGEN_VISIBILITY hidden
+%endif
 
 default rel
 
@@ -438,7 +446,7 @@ section .text
 ;   policy index, special reduction, 0 vector reductions
 ;   worst |value| after each layer: 5032, 6814, 8544, 10407, 12304, 14175, 16193
 ; ---------------------------------------------------------------------------
-global kg_kyber3329_ntt_forward_avx2:function (kg_kyber3329_ntt_forward_avx2.end - kg_kyber3329_ntt_forward_avx2)
+global kg_kyber3329_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_ntt_forward_avx2.end - kg_kyber3329_ntt_forward_avx2)
 align 32
 kg_kyber3329_ntt_forward_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -932,7 +940,7 @@ kg_kyber3329_ntt_forward_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-8}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyber3329_basemul_avx2:function (kg_kyber3329_basemul_avx2.end - kg_kyber3329_basemul_avx2)
+global kg_kyber3329_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_basemul_avx2.end - kg_kyber3329_basemul_avx2)
 align 32
 kg_kyber3329_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1197,7 +1205,7 @@ kg_kyber3329_basemul_avx2:
 ;   before layer 1: 4 register(s), smallest indices 0,64,128,192
 ;   worst |value| after each layer: 2493, 4772, 9544, 19088, 25484, 15860, 31720
 ; ---------------------------------------------------------------------------
-global kg_kyber3329_ntt_inverse_avx2:function (kg_kyber3329_ntt_inverse_avx2.end - kg_kyber3329_ntt_inverse_avx2)
+global kg_kyber3329_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_ntt_inverse_avx2.end - kg_kyber3329_ntt_inverse_avx2)
 align 32
 kg_kyber3329_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1817,7 +1825,7 @@ kg_kyber3329_ntt_inverse_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyber3329_reduce_barrett_avx2:function (kg_kyber3329_reduce_barrett_avx2.end - kg_kyber3329_reduce_barrett_avx2)
+global kg_kyber3329_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_barrett_avx2.end - kg_kyber3329_reduce_barrett_avx2)
 align 32
 kg_kyber3329_reduce_barrett_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1946,7 +1954,7 @@ kg_kyber3329_reduce_barrett_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyber3329_reduce_special_avx2:function (kg_kyber3329_reduce_special_avx2.end - kg_kyber3329_reduce_special_avx2)
+global kg_kyber3329_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_special_avx2.end - kg_kyber3329_reduce_special_avx2)
 align 32
 kg_kyber3329_reduce_special_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2107,7 +2115,7 @@ kg_kyber3329_reduce_special_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyber3329_freeze_avx2:function (kg_kyber3329_freeze_avx2.end - kg_kyber3329_freeze_avx2)
+global kg_kyber3329_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_freeze_avx2.end - kg_kyber3329_freeze_avx2)
 align 32
 kg_kyber3329_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2289,7 +2297,7 @@ kg_kyber3329_freeze_avx2:
 ;   policy index, special reduction, 0 vector reductions
 ;   worst |value| after each layer: 5032, 6814, 8544, 10407, 12304, 14175, 16193
 ; ---------------------------------------------------------------------------
-global kg_kyber3329_ntt_forward_sse:function (kg_kyber3329_ntt_forward_sse.end - kg_kyber3329_ntt_forward_sse)
+global kg_kyber3329_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_kyber3329_ntt_forward_sse.end - kg_kyber3329_ntt_forward_sse)
 align 32
 kg_kyber3329_ntt_forward_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -3588,7 +3596,7 @@ kg_kyber3329_ntt_forward_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyber3329_basemul_sse:function (kg_kyber3329_basemul_sse.end - kg_kyber3329_basemul_sse)
+global kg_kyber3329_basemul_sse:function KERNGEN_VISIBILITY (kg_kyber3329_basemul_sse.end - kg_kyber3329_basemul_sse)
 align 32
 kg_kyber3329_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -4210,7 +4218,7 @@ kg_kyber3329_basemul_sse:
 ;   before layer 1: 4 register(s), smallest indices 0,64,128,192
 ;   worst |value| after each layer: 2493, 4772, 9544, 19088, 25484, 15860, 31720
 ; ---------------------------------------------------------------------------
-global kg_kyber3329_ntt_inverse_sse:function (kg_kyber3329_ntt_inverse_sse.end - kg_kyber3329_ntt_inverse_sse)
+global kg_kyber3329_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_kyber3329_ntt_inverse_sse.end - kg_kyber3329_ntt_inverse_sse)
 align 32
 kg_kyber3329_ntt_inverse_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -5847,7 +5855,7 @@ kg_kyber3329_ntt_inverse_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyber3329_reduce_barrett_sse:function (kg_kyber3329_reduce_barrett_sse.end - kg_kyber3329_reduce_barrett_sse)
+global kg_kyber3329_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_barrett_sse.end - kg_kyber3329_reduce_barrett_sse)
 align 32
 kg_kyber3329_reduce_barrett_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -6119,7 +6127,7 @@ kg_kyber3329_reduce_barrett_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-5}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyber3329_reduce_special_sse:function (kg_kyber3329_reduce_special_sse.end - kg_kyber3329_reduce_special_sse)
+global kg_kyber3329_reduce_special_sse:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_special_sse.end - kg_kyber3329_reduce_special_sse)
 align 32
 kg_kyber3329_reduce_special_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -6487,7 +6495,7 @@ kg_kyber3329_reduce_special_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyber3329_freeze_sse:function (kg_kyber3329_freeze_sse.end - kg_kyber3329_freeze_sse)
+global kg_kyber3329_freeze_sse:function KERNGEN_VISIBILITY (kg_kyber3329_freeze_sse.end - kg_kyber3329_freeze_sse)
 align 32
 kg_kyber3329_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET

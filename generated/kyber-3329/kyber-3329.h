@@ -3,11 +3,22 @@
  * Regenerate with: kerngen emit params/kyber-3329.toml
  *
  * kyber-3329: negacyclic NTT kernels over Z_3329[x]/(x^256+1), 16-bit lanes, avx2, sse
- * Link with kyber-3329.o (nasm -f elf64 kyber-3329.asm). System V AMD64 ABI; the kernels
- * are constant-time straight-line code: no branch and no address depends on data.
+ * Link with the object of your platform:
+ *   kyber-3329.asm: nasm -f elf64, System V AMD64 ABI
+ * The kernels are constant-time straight-line code: no branch and no address depends on data.
  */
 #ifndef KERNGEN_KYBER_3329_H
 #define KERNGEN_KYBER_3329_H
+
+#if !defined(__x86_64__) && !defined(_M_X64)
+#error "kyber-3329: the kernels are x86-64 code"
+#elif defined(_WIN64) || defined(__CYGWIN__)
+#error "kyber-3329: emitted without kyber-3329_win64.asm (Microsoft x64, win64): emit it with --abi win64"
+#elif defined(__APPLE__)
+#error "kyber-3329: emitted without kyber-3329_macho.asm (System V AMD64, macho64): emit it with --abi macho"
+#else
+/* kyber-3329.asm */
+#endif
 
 #include <stdint.h>
 

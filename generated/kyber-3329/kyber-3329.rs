@@ -3,8 +3,8 @@
 // Regenerate with: kerngen emit params/kyber-3329.toml
 //
 // kyber-3329: negacyclic NTT kernels over Z_3329[x]/(x^256+1), 16-bit lanes, avx2, sse
-// Rust declarations of kyber-3329.h: its constants and the prototypes of the kernels in kyber-3329.asm
-// (System V AMD64 ABI, `extern "C"`). This file is the root of the crate this directory's Cargo.toml
+// Rust declarations of kyber-3329.h: its constants and the prototypes of the kernels in
+// kyber-3329.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
 // instead with `#[allow(dead_code)] #[path = "third_party/kyber-3329/kyber-3329.rs"] mod kyber_3329;` and link the
 // kernels with a copy of build.rs. It needs nothing beyond `core`.

@@ -15,11 +15,19 @@
 ;   reducer = "special"
 ;   reducer_used = "special"
 ;   prefix = "kg_kyberr17681"
+;   abi = "sysv"
+;   visibility = "hidden"
 ;
 ; psi = 62: primitive 2^9-th root of unity mod 7681
 ; Montgomery R = 2^16, q^-1 mod 2^16 = -7679; inverse scale constant = 256
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
+; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
+; -DKERNGEN_VISIBILITY=default to choose (default exports them from a shared library)
+
+%ifndef KERNGEN_VISIBILITY
+%define KERNGEN_VISIBILITY hidden
+%endif
 
 default rel
 
@@ -463,7 +471,7 @@ section .text
 ;   before layer 5: 8 register(s), smallest indices 0,32,64,96,128,160,192,224
 ;   worst |value| after each layer: 11964, 16467, 21152, 25720, 30439, 14778, 19313, 23871
 ; ---------------------------------------------------------------------------
-global kg_kyberr17681_ntt_forward_avx2:function (kg_kyberr17681_ntt_forward_avx2.end - kg_kyberr17681_ntt_forward_avx2)
+global kg_kyberr17681_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_ntt_forward_avx2.end - kg_kyberr17681_ntt_forward_avx2)
 align 32
 kg_kyberr17681_ntt_forward_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1047,7 +1055,7 @@ kg_kyberr17681_ntt_forward_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyberr17681_basemul_avx2:function (kg_kyberr17681_basemul_avx2.end - kg_kyberr17681_basemul_avx2)
+global kg_kyberr17681_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_basemul_avx2.end - kg_kyberr17681_basemul_avx2)
 align 32
 kg_kyberr17681_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1203,7 +1211,7 @@ kg_kyberr17681_basemul_avx2:
 ;   before layer 0: 2 register(s), smallest indices 0,16
 ;   worst |value| after each layer: 5673, 11100, 20650, 28901, 18426, 27128, 18426, 27128
 ; ---------------------------------------------------------------------------
-global kg_kyberr17681_ntt_inverse_avx2:function (kg_kyberr17681_ntt_inverse_avx2.end - kg_kyberr17681_ntt_inverse_avx2)
+global kg_kyberr17681_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_ntt_inverse_avx2.end - kg_kyberr17681_ntt_inverse_avx2)
 align 32
 kg_kyberr17681_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -1986,7 +1994,7 @@ kg_kyberr17681_ntt_inverse_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyberr17681_reduce_barrett_avx2:function (kg_kyberr17681_reduce_barrett_avx2.end - kg_kyberr17681_reduce_barrett_avx2)
+global kg_kyberr17681_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_barrett_avx2.end - kg_kyberr17681_reduce_barrett_avx2)
 align 32
 kg_kyberr17681_reduce_barrett_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2115,7 +2123,7 @@ kg_kyberr17681_reduce_barrett_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyberr17681_reduce_special_avx2:function (kg_kyberr17681_reduce_special_avx2.end - kg_kyberr17681_reduce_special_avx2)
+global kg_kyberr17681_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_special_avx2.end - kg_kyberr17681_reduce_special_avx2)
 align 32
 kg_kyberr17681_reduce_special_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2244,7 +2252,7 @@ kg_kyberr17681_reduce_special_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyberr17681_freeze_avx2:function (kg_kyberr17681_freeze_avx2.end - kg_kyberr17681_freeze_avx2)
+global kg_kyberr17681_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_freeze_avx2.end - kg_kyberr17681_freeze_avx2)
 align 32
 kg_kyberr17681_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -2427,7 +2435,7 @@ kg_kyberr17681_freeze_avx2:
 ;   before layer 5: 8 register(s), smallest indices 0,32,64,96,128,160,192,224
 ;   worst |value| after each layer: 11964, 16467, 21152, 25720, 30439, 14778, 19313, 23871
 ; ---------------------------------------------------------------------------
-global kg_kyberr17681_ntt_forward_sse:function (kg_kyberr17681_ntt_forward_sse.end - kg_kyberr17681_ntt_forward_sse)
+global kg_kyberr17681_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_ntt_forward_sse.end - kg_kyberr17681_ntt_forward_sse)
 align 32
 kg_kyberr17681_ntt_forward_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -3960,7 +3968,7 @@ kg_kyberr17681_ntt_forward_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-6}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyberr17681_basemul_sse:function (kg_kyberr17681_basemul_sse.end - kg_kyberr17681_basemul_sse)
+global kg_kyberr17681_basemul_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_basemul_sse.end - kg_kyberr17681_basemul_sse)
 align 32
 kg_kyberr17681_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -4275,7 +4283,7 @@ kg_kyberr17681_basemul_sse:
 ;   before layer 0: 2 register(s), smallest indices 0,16
 ;   worst |value| after each layer: 5673, 11100, 20650, 28901, 18426, 27128, 18426, 27128
 ; ---------------------------------------------------------------------------
-global kg_kyberr17681_ntt_inverse_sse:function (kg_kyberr17681_ntt_inverse_sse.end - kg_kyberr17681_ntt_inverse_sse)
+global kg_kyberr17681_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_ntt_inverse_sse.end - kg_kyberr17681_ntt_inverse_sse)
 align 32
 kg_kyberr17681_ntt_inverse_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -6310,7 +6318,7 @@ kg_kyberr17681_ntt_inverse_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyberr17681_reduce_barrett_sse:function (kg_kyberr17681_reduce_barrett_sse.end - kg_kyberr17681_reduce_barrett_sse)
+global kg_kyberr17681_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_barrett_sse.end - kg_kyberr17681_reduce_barrett_sse)
 align 32
 kg_kyberr17681_reduce_barrett_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -6582,7 +6590,7 @@ kg_kyberr17681_reduce_barrett_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyberr17681_reduce_special_sse:function (kg_kyberr17681_reduce_special_sse.end - kg_kyberr17681_reduce_special_sse)
+global kg_kyberr17681_reduce_special_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_special_sse.end - kg_kyberr17681_reduce_special_sse)
 align 32
 kg_kyberr17681_reduce_special_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -6854,7 +6862,7 @@ kg_kyberr17681_reduce_special_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_kyberr17681_freeze_sse:function (kg_kyberr17681_freeze_sse.end - kg_kyberr17681_freeze_sse)
+global kg_kyberr17681_freeze_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_freeze_sse.end - kg_kyberr17681_freeze_sse)
 align 32
 kg_kyberr17681_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET

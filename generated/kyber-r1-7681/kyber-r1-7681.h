@@ -3,11 +3,22 @@
  * Regenerate with: kerngen emit params/kyber-r1-7681.toml
  *
  * kyber-r1-7681: negacyclic NTT kernels over Z_7681[x]/(x^256+1), 16-bit lanes, avx2, sse
- * Link with kyber-r1-7681.o (nasm -f elf64 kyber-r1-7681.asm). System V AMD64 ABI; the kernels
- * are constant-time straight-line code: no branch and no address depends on data.
+ * Link with the object of your platform:
+ *   kyber-r1-7681.asm: nasm -f elf64, System V AMD64 ABI
+ * The kernels are constant-time straight-line code: no branch and no address depends on data.
  */
 #ifndef KERNGEN_KYBER_R1_7681_H
 #define KERNGEN_KYBER_R1_7681_H
+
+#if !defined(__x86_64__) && !defined(_M_X64)
+#error "kyber-r1-7681: the kernels are x86-64 code"
+#elif defined(_WIN64) || defined(__CYGWIN__)
+#error "kyber-r1-7681: emitted without kyber-r1-7681_win64.asm (Microsoft x64, win64): emit it with --abi win64"
+#elif defined(__APPLE__)
+#error "kyber-r1-7681: emitted without kyber-r1-7681_macho.asm (System V AMD64, macho64): emit it with --abi macho"
+#else
+/* kyber-r1-7681.asm */
+#endif
 
 #include <stdint.h>
 

@@ -15,11 +15,19 @@
 ;   reducer = "auto"
 ;   reducer_used = "barrett"
 ;   prefix = "kg_newhope12289"
+;   abi = "sysv"
+;   visibility = "hidden"
 ;
 ; psi = 7: primitive 2^11-th root of unity mod 12289
 ; Montgomery R = 2^16, q^-1 mod 2^16 = -12287; inverse scale constant = 64
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
+; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
+; -DKERNGEN_VISIBILITY=default to choose (default exports them from a shared library)
+
+%ifndef KERNGEN_VISIBILITY
+%define KERNGEN_VISIBILITY hidden
+%endif
 
 default rel
 
@@ -1601,7 +1609,7 @@ section .text
 ;   before layer 8: 32 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480,512,544,576,608,640,672,704,736,768,800,832,864,896,928,960,992
 ;   worst |value| after each layer: 19259, 25766, 14650, 22098, 29310, 14828, 22169, 30363, 14942, 22437
 ; ---------------------------------------------------------------------------
-global kg_newhope12289_ntt_forward_avx2:function (kg_newhope12289_ntt_forward_avx2.end - kg_newhope12289_ntt_forward_avx2)
+global kg_newhope12289_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_ntt_forward_avx2.end - kg_newhope12289_ntt_forward_avx2)
 align 32
 kg_newhope12289_ntt_forward_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -4532,7 +4540,7 @@ kg_newhope12289_ntt_forward_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_newhope12289_basemul_avx2:function (kg_newhope12289_basemul_avx2.end - kg_newhope12289_basemul_avx2)
+global kg_newhope12289_basemul_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_basemul_avx2.end - kg_newhope12289_basemul_avx2)
 align 32
 kg_newhope12289_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -5075,7 +5083,7 @@ kg_newhope12289_basemul_avx2:
 ;   before layer 0: 12 register(s), smallest indices 16,48,64,80,96,112,512,560,576,592,608,624
 ;   worst |value| after each layer: 9211, 18248, 32626, 29714, 24580, 30724, 30720, 32098, 32709, 32556
 ; ---------------------------------------------------------------------------
-global kg_newhope12289_ntt_inverse_avx2:function (kg_newhope12289_ntt_inverse_avx2.end - kg_newhope12289_ntt_inverse_avx2)
+global kg_newhope12289_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_ntt_inverse_avx2.end - kg_newhope12289_ntt_inverse_avx2)
 align 32
 kg_newhope12289_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -8531,7 +8539,7 @@ kg_newhope12289_ntt_inverse_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_newhope12289_reduce_barrett_avx2:function (kg_newhope12289_reduce_barrett_avx2.end - kg_newhope12289_reduce_barrett_avx2)
+global kg_newhope12289_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_reduce_barrett_avx2.end - kg_newhope12289_reduce_barrett_avx2)
 align 32
 kg_newhope12289_reduce_barrett_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -8996,7 +9004,7 @@ kg_newhope12289_reduce_barrett_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_newhope12289_freeze_avx2:function (kg_newhope12289_freeze_avx2.end - kg_newhope12289_freeze_avx2)
+global kg_newhope12289_freeze_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_freeze_avx2.end - kg_newhope12289_freeze_avx2)
 align 32
 kg_newhope12289_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -9661,7 +9669,7 @@ kg_newhope12289_freeze_avx2:
 ;   before layer 8: 32 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480,512,544,576,608,640,672,704,736,768,800,832,864,896,928,960,992
 ;   worst |value| after each layer: 19259, 25766, 14650, 22098, 29310, 14828, 22169, 30363, 14942, 22437
 ; ---------------------------------------------------------------------------
-global kg_newhope12289_ntt_forward_sse:function (kg_newhope12289_ntt_forward_sse.end - kg_newhope12289_ntt_forward_sse)
+global kg_newhope12289_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_newhope12289_ntt_forward_sse.end - kg_newhope12289_ntt_forward_sse)
 align 32
 kg_newhope12289_ntt_forward_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -17724,7 +17732,7 @@ kg_newhope12289_ntt_forward_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-6}, flags
 ; ---------------------------------------------------------------------------
-global kg_newhope12289_basemul_sse:function (kg_newhope12289_basemul_sse.end - kg_newhope12289_basemul_sse)
+global kg_newhope12289_basemul_sse:function KERNGEN_VISIBILITY (kg_newhope12289_basemul_sse.end - kg_newhope12289_basemul_sse)
 align 32
 kg_newhope12289_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -18906,7 +18914,7 @@ kg_newhope12289_basemul_sse:
 ;   before layer 0: 12 register(s), smallest indices 16,48,64,80,96,112,512,560,576,592,608,624
 ;   worst |value| after each layer: 9211, 18248, 32626, 29714, 24580, 30724, 30720, 32098, 32709, 32556
 ; ---------------------------------------------------------------------------
-global kg_newhope12289_ntt_inverse_sse:function (kg_newhope12289_ntt_inverse_sse.end - kg_newhope12289_ntt_inverse_sse)
+global kg_newhope12289_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_newhope12289_ntt_inverse_sse.end - kg_newhope12289_ntt_inverse_sse)
 align 32
 kg_newhope12289_ntt_inverse_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -28335,7 +28343,7 @@ kg_newhope12289_ntt_inverse_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_newhope12289_reduce_barrett_sse:function (kg_newhope12289_reduce_barrett_sse.end - kg_newhope12289_reduce_barrett_sse)
+global kg_newhope12289_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_newhope12289_reduce_barrett_sse.end - kg_newhope12289_reduce_barrett_sse)
 align 32
 kg_newhope12289_reduce_barrett_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -29375,7 +29383,7 @@ kg_newhope12289_reduce_barrett_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_newhope12289_freeze_sse:function (kg_newhope12289_freeze_sse.end - kg_newhope12289_freeze_sse)
+global kg_newhope12289_freeze_sse:function KERNGEN_VISIBILITY (kg_newhope12289_freeze_sse.end - kg_newhope12289_freeze_sse)
 align 32
 kg_newhope12289_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET

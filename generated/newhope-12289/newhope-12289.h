@@ -3,11 +3,22 @@
  * Regenerate with: kerngen emit params/newhope-12289.toml
  *
  * newhope-12289: negacyclic NTT kernels over Z_12289[x]/(x^1024+1), 16-bit lanes, avx2, sse
- * Link with newhope-12289.o (nasm -f elf64 newhope-12289.asm). System V AMD64 ABI; the kernels
- * are constant-time straight-line code: no branch and no address depends on data.
+ * Link with the object of your platform:
+ *   newhope-12289.asm: nasm -f elf64, System V AMD64 ABI
+ * The kernels are constant-time straight-line code: no branch and no address depends on data.
  */
 #ifndef KERNGEN_NEWHOPE_12289_H
 #define KERNGEN_NEWHOPE_12289_H
+
+#if !defined(__x86_64__) && !defined(_M_X64)
+#error "newhope-12289: the kernels are x86-64 code"
+#elif defined(_WIN64) || defined(__CYGWIN__)
+#error "newhope-12289: emitted without newhope-12289_win64.asm (Microsoft x64, win64): emit it with --abi win64"
+#elif defined(__APPLE__)
+#error "newhope-12289: emitted without newhope-12289_macho.asm (System V AMD64, macho64): emit it with --abi macho"
+#else
+/* newhope-12289.asm */
+#endif
 
 #include <stdint.h>
 

@@ -3,8 +3,8 @@
 // Regenerate with: kerngen emit params/newhope-12289.toml
 //
 // newhope-12289: negacyclic NTT kernels over Z_12289[x]/(x^1024+1), 16-bit lanes, avx2, sse
-// Rust declarations of newhope-12289.h: its constants and the prototypes of the kernels in newhope-12289.asm
-// (System V AMD64 ABI, `extern "C"`). This file is the root of the crate this directory's Cargo.toml
+// Rust declarations of newhope-12289.h: its constants and the prototypes of the kernels in
+// newhope-12289.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
 // instead with `#[allow(dead_code)] #[path = "third_party/newhope-12289/newhope-12289.rs"] mod newhope_12289;` and link the
 // kernels with a copy of build.rs. It needs nothing beyond `core`.

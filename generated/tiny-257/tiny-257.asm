@@ -15,11 +15,19 @@
 ;   reducer = "auto"
 ;   reducer_used = "barrett"
 ;   prefix = "kg_tiny257"
+;   abi = "sysv"
+;   visibility = "hidden"
 ;
 ; psi = 9: primitive 2^7-th root of unity mod 257
 ; Montgomery R = 2^16, q^-1 mod 2^16 = -255; inverse scale constant = 253
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
+; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
+; -DKERNGEN_VISIBILITY=default to choose (default exports them from a shared library)
+
+%ifndef KERNGEN_VISIBILITY
+%define KERNGEN_VISIBILITY hidden
+%endif
 
 default rel
 
@@ -174,7 +182,7 @@ section .text
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 386, 516, 647, 777, 908, 1039
 ; ---------------------------------------------------------------------------
-global kg_tiny257_ntt_forward_avx2:function (kg_tiny257_ntt_forward_avx2.end - kg_tiny257_ntt_forward_avx2)
+global kg_tiny257_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_tiny257_ntt_forward_avx2.end - kg_tiny257_ntt_forward_avx2)
 align 32
 kg_tiny257_ntt_forward_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -289,7 +297,7 @@ kg_tiny257_ntt_forward_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_tiny257_basemul_avx2:function (kg_tiny257_basemul_avx2.end - kg_tiny257_basemul_avx2)
+global kg_tiny257_basemul_avx2:function KERNGEN_VISIBILITY (kg_tiny257_basemul_avx2.end - kg_tiny257_basemul_avx2)
 align 32
 kg_tiny257_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -344,7 +352,7 @@ kg_tiny257_basemul_avx2:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 191, 371, 691, 1330, 2638, 5200
 ; ---------------------------------------------------------------------------
-global kg_tiny257_ntt_inverse_avx2:function (kg_tiny257_ntt_inverse_avx2.end - kg_tiny257_ntt_inverse_avx2)
+global kg_tiny257_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_tiny257_ntt_inverse_avx2.end - kg_tiny257_ntt_inverse_avx2)
 align 32
 kg_tiny257_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -474,7 +482,7 @@ kg_tiny257_ntt_inverse_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_tiny257_reduce_barrett_avx2:function (kg_tiny257_reduce_barrett_avx2.end - kg_tiny257_reduce_barrett_avx2)
+global kg_tiny257_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_tiny257_reduce_barrett_avx2.end - kg_tiny257_reduce_barrett_avx2)
 align 32
 kg_tiny257_reduce_barrett_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -519,7 +527,7 @@ kg_tiny257_reduce_barrett_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_tiny257_reduce_special_avx2:function (kg_tiny257_reduce_special_avx2.end - kg_tiny257_reduce_special_avx2)
+global kg_tiny257_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_tiny257_reduce_special_avx2.end - kg_tiny257_reduce_special_avx2)
 align 32
 kg_tiny257_reduce_special_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -556,7 +564,7 @@ kg_tiny257_reduce_special_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
-global kg_tiny257_freeze_avx2:function (kg_tiny257_freeze_avx2.end - kg_tiny257_freeze_avx2)
+global kg_tiny257_freeze_avx2:function KERNGEN_VISIBILITY (kg_tiny257_freeze_avx2.end - kg_tiny257_freeze_avx2)
 align 32
 kg_tiny257_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
@@ -618,7 +626,7 @@ kg_tiny257_freeze_avx2:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 386, 516, 647, 777, 908, 1039
 ; ---------------------------------------------------------------------------
-global kg_tiny257_ntt_forward_sse:function (kg_tiny257_ntt_forward_sse.end - kg_tiny257_ntt_forward_sse)
+global kg_tiny257_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_tiny257_ntt_forward_sse.end - kg_tiny257_ntt_forward_sse)
 align 32
 kg_tiny257_ntt_forward_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -880,7 +888,7 @@ kg_tiny257_ntt_forward_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-6}, flags
 ; ---------------------------------------------------------------------------
-global kg_tiny257_basemul_sse:function (kg_tiny257_basemul_sse.end - kg_tiny257_basemul_sse)
+global kg_tiny257_basemul_sse:function KERNGEN_VISIBILITY (kg_tiny257_basemul_sse.end - kg_tiny257_basemul_sse)
 align 32
 kg_tiny257_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -974,7 +982,7 @@ kg_tiny257_basemul_sse:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 191, 371, 691, 1330, 2638, 5200
 ; ---------------------------------------------------------------------------
-global kg_tiny257_ntt_inverse_sse:function (kg_tiny257_ntt_inverse_sse.end - kg_tiny257_ntt_inverse_sse)
+global kg_tiny257_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_tiny257_ntt_inverse_sse.end - kg_tiny257_ntt_inverse_sse)
 align 32
 kg_tiny257_ntt_inverse_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -1279,7 +1287,7 @@ kg_tiny257_ntt_inverse_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_tiny257_reduce_barrett_sse:function (kg_tiny257_reduce_barrett_sse.end - kg_tiny257_reduce_barrett_sse)
+global kg_tiny257_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_tiny257_reduce_barrett_sse.end - kg_tiny257_reduce_barrett_sse)
 align 32
 kg_tiny257_reduce_barrett_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -1359,7 +1367,7 @@ kg_tiny257_reduce_barrett_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_tiny257_reduce_special_sse:function (kg_tiny257_reduce_special_sse.end - kg_tiny257_reduce_special_sse)
+global kg_tiny257_reduce_special_sse:function KERNGEN_VISIBILITY (kg_tiny257_reduce_special_sse.end - kg_tiny257_reduce_special_sse)
 align 32
 kg_tiny257_reduce_special_sse:
     endbr64                                          ; an indirect-branch target under CET
@@ -1423,7 +1431,7 @@ kg_tiny257_reduce_special_sse:
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
-global kg_tiny257_freeze_sse:function (kg_tiny257_freeze_sse.end - kg_tiny257_freeze_sse)
+global kg_tiny257_freeze_sse:function KERNGEN_VISIBILITY (kg_tiny257_freeze_sse.end - kg_tiny257_freeze_sse)
 align 32
 kg_tiny257_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET

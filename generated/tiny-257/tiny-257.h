@@ -3,11 +3,22 @@
  * Regenerate with: kerngen emit params/tiny-257.toml
  *
  * tiny-257: negacyclic NTT kernels over Z_257[x]/(x^64+1), 16-bit lanes, avx2, sse
- * Link with tiny-257.o (nasm -f elf64 tiny-257.asm). System V AMD64 ABI; the kernels
- * are constant-time straight-line code: no branch and no address depends on data.
+ * Link with the object of your platform:
+ *   tiny-257.asm: nasm -f elf64, System V AMD64 ABI
+ * The kernels are constant-time straight-line code: no branch and no address depends on data.
  */
 #ifndef KERNGEN_TINY_257_H
 #define KERNGEN_TINY_257_H
+
+#if !defined(__x86_64__) && !defined(_M_X64)
+#error "tiny-257: the kernels are x86-64 code"
+#elif defined(_WIN64) || defined(__CYGWIN__)
+#error "tiny-257: emitted without tiny-257_win64.asm (Microsoft x64, win64): emit it with --abi win64"
+#elif defined(__APPLE__)
+#error "tiny-257: emitted without tiny-257_macho.asm (System V AMD64, macho64): emit it with --abi macho"
+#else
+/* tiny-257.asm */
+#endif
 
 #include <stdint.h>
 

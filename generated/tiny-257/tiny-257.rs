@@ -3,8 +3,8 @@
 // Regenerate with: kerngen emit params/tiny-257.toml
 //
 // tiny-257: negacyclic NTT kernels over Z_257[x]/(x^64+1), 16-bit lanes, avx2, sse
-// Rust declarations of tiny-257.h: its constants and the prototypes of the kernels in tiny-257.asm
-// (System V AMD64 ABI, `extern "C"`). This file is the root of the crate this directory's Cargo.toml
+// Rust declarations of tiny-257.h: its constants and the prototypes of the kernels in
+// tiny-257.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
 // instead with `#[allow(dead_code)] #[path = "third_party/tiny-257/tiny-257.rs"] mod tiny_257;` and link the
 // kernels with a copy of build.rs. It needs nothing beyond `core`.

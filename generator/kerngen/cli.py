@@ -14,13 +14,14 @@ from . import __version__
 from .core.errors import KerngenError, ParamError, UsageError
 from .core.manifest import is_bundle
 from .target.files import check_new_file
-from .core.params import Overrides
+from .core.params import ABIS, Overrides
 from .families import FAMILIES, family_of, load
 from .families.ntt.params import POLICIES, REDUCERS
 from .commands import shipped
 from .target.isa import ISAS
+from .target.target import PLATFORMS, VISIBILITIES
 
-OVERRIDES = ("isa", "policy", "reducer", "prefix")
+OVERRIDES = ("isa", "abi", "visibility", "policy", "reducer", "prefix")
 
 
 def _say(text: str) -> None:
@@ -166,12 +167,24 @@ def parser() -> argparse.ArgumentParser:
                             "signed-binary shape such as 7681 = 2^13 - 2^9 + 1) or auto (cheapest by the cost model)")
         p.add_argument("--prefix", help="symbol prefix (default: kg_ and the name without dashes)")
 
-    e = sub.add_parser("emit", help="write the bundle (.asm, .h, manifest.json; NAME_dispatch.c for several ISAs) "
-                                    "of each parameter set",
+    def platforms(p):
+        p.add_argument("--abi", metavar="ABI[,ABI]",
+                       help="override the file's abi: one of "
+                            + ", ".join(f"{p.name} ({p.abi.title}, {p.fmt.name} objects)" for p in PLATFORMS.values())
+                            + ", or several separated by commas: one .asm file each ("
+                            + ", ".join(p.asm_file("NAME") for p in PLATFORMS.values()) + f"); default {ABIS[0]}")
+        p.add_argument("--visibility", choices=VISIBILITIES,
+                       help="visibility of the exported symbols in ELF and Mach-O objects: hidden (default: "
+                            "callable from what links the object, never exported from it) or default (exported "
+                            "from a shared library)")
+
+    e = sub.add_parser("emit", help="write the bundle (.asm per ABI, .h, manifest.json, README.md and build files; "
+                                    "NAME_dispatch.c for several ISAs) of each parameter set",
                        description="Build, verify and write each bundle. With one parameter file, --out is the bundle "
                                    "directory (default ./NAME); with several, bundles go to --out/NAME. Nothing is "
                                    "written unless every kernel verified.")
     common(e)
+    platforms(e)
     e.add_argument("--out", metavar="DIR", help="output directory")
     e.add_argument("--force", action="store_true",
                    help="replace an output directory even if it is not empty and holds no kerngen bundle "
@@ -182,8 +195,11 @@ def parser() -> argparse.ArgumentParser:
                        description="Test each parameter set (emitted into a temporary directory) or each bundle "
                                    "directory (or its manifest.json) emitted earlier or copied into another project: "
                                    "every function is called through the C harness with random and worst-case inputs "
-                                   "of its contract and judged from the manifest alone.")
+                                   "of its contract and judged from the manifest alone. The ELF object runs here; "
+                                   "a Windows object runs under Wine (when wine and MinGW-w64 are installed); "
+                                   "a Mach-O object is assembled and read back with llvm-nm and llvm-objdump.")
     common(t)
+    platforms(t)
     t.add_argument("--seed", type=int, default=1, help="seed of random inputs, canaries and register fill (default 1)")
     t.set_defaults(func=cmd_test)
 

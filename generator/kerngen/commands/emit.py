@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.errors import UsageError
-from ..families import family_of
+from ..families import build_all
 from ..target.files import check_bundle_dir, write
 from ..target.render import render
 
@@ -26,7 +26,7 @@ def emit(loaded: list[tuple[object, str]], out: str | None, flags: str, force: b
     for (p, shown), target in zip(loaded, targets):
         # the output directory changes nothing in the files, so it is not part of the command
         say(f"{p.name}: building and verifying kernels")
-        staged.append((target, render(family_of(p).build(p), f"kerngen emit {shown}{flags}")))
+        staged.append((target, render(build_all(p), f"kerngen emit {shown}{flags}")))
     written = []
     for target, files in staged:
         written += write(files, target, force)

@@ -11,18 +11,19 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from ..core.bundle import Bundle
-from ..core.family import Calls
-from ..core.manifest import asm_file, read_bundle
+from ..core.family import Calls, Family
+from ..core.manifest import objects, read_bundle
 from ..core.params import COMMON_KEYS
-from ..families import FAMILIES, family_of, from_mapping
-from ..harness import driver
+from ..families import FAMILIES, build_all, family_of, from_mapping, native
+from ..harness import driver, macho, wine
 from ..target.files import write
+from ..target.formats import COFF64, ELF64, MACHO64
 from ..target.render import render
 
 Say = Callable[[str], None]
@@ -37,19 +38,24 @@ class Outcome:
 
 
 def bundle_library(p: Any, workdir: Path) -> tuple[Bundle, Path]:
-    """Build, render and assemble one parameter set; returns (bundle, shared object)."""
-    bundle = family_of(p).build(p)
+    """Build, render and assemble one parameter set for this machine (System V,
+    ELF, whichever ABIs it names); returns (bundle, shared object)."""
+    bundle = family_of(p).build(native(p))
     out = workdir / p.name
     write(render(bundle, f"kerngen emit {p.source}"), out)
     return bundle, driver.assemble_shared(out / f"{p.name}.asm", workdir)
 
 
 def test_params(p: Any, seed: int, say: Say) -> Outcome:
-    """Emit the bundle of `p` into a temporary directory and test it there."""
+    """Emit the bundle of `p` (every ABI it names) into a temporary directory and test it there."""
     with tempfile.TemporaryDirectory(prefix="kerngen-test-") as tmp:
-        bundle, _ = bundle_library(p, Path(tmp))
-        say(f"{p.name}: emitted, verified and assembled {len(bundle.functions)} kernels")
-        return test_bundle(Path(tmp) / p.name, seed, say, Path(tmp), reemit=False)
+        bundles = build_all(p)
+        write(render(bundles, f"kerngen emit {p.source}"), Path(tmp) / p.name)
+        say(f"{p.name}: emitted and verified {len(bundles[0].functions)} kernels for {', '.join(p.abis)}")
+        try:
+            return test_bundle(Path(tmp) / p.name, seed, say, Path(tmp), reemit=False)
+        finally:
+            wine.stop_wineserver(Path(tmp))
 
 
 def fresh_emission(directory: Path, manifest: dict) -> str | None:
@@ -59,16 +65,89 @@ def fresh_emission(directory: Path, manifest: dict) -> str | None:
     family = FAMILIES[manifest["params"]["family"]]
     table = {k: v for k, v in manifest["params"].items() if k in family.keys | COMMON_KEYS}
     p = from_mapping(table, f"{directory / 'manifest.json'} (params)")
-    files = render(family.build(p), manifest["command"])
+    files = render(build_all(p), manifest["command"])
     changed = [name for name, text in files.items() if (directory / name).read_text() != text]
     return None if not changed else (f"{', '.join(changed)} differ from a fresh emission of the manifest's "
                                      "parameters: the bundle was edited after kerngen wrote it")
 
 
+@dataclass
+class _Tally:
+    name: str
+    passed: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def judge(self, check: str, msg: str | None) -> None:
+        if msg:
+            self.failures.append(f"{self.name}: {check}: {msg}")
+        else:
+            self.passed += 1
+
+    def judge_results(self, checks: list, results: list, say: Say) -> None:
+        start = time.monotonic()
+        for k, (c, r) in enumerate(zip(checks, results, strict=True)):
+            msg = f"{r.status} {r.reason}".strip() if not r.ok else c.judge(r.outputs)
+            self.judge(f"{c.case.case_id} ({c.case.symbol})", msg)
+            if time.monotonic() - start > 5 and k % 16 == 15:
+                say(f"{self.name}: judged {k + 1} of {len(checks)}")
+
+
+def _test_native(asm: Path, obj: dict, manifest: dict, family: Family, work: Path, seed: int, say: Say,
+                 tally: _Tally) -> None:
+    """The System V object, assembled and run here: every check, then the
+    multi-call checks and basis-vector proofs."""
+    lib = driver.assemble_shared(asm, work)
+
+    def run(cases):
+        return driver.run_runner(lib, cases, workdir=work, seed=seed)
+
+    def batch(fn, inputs):
+        return driver.run_batch(lib, fn["symbol"], fn["args"], fn["dtype"], inputs, work, seed=seed)
+
+    checks = family.checks(manifest, seed)
+    say(f"{tally.name}: running {len(checks)} checks of {len(manifest['functions'])} functions ({asm.name})")
+    tally.judge_results(checks, run([c.case for c in checks]), say)
+    for check, msg in family.chained_checks(manifest, Calls(run, batch), seed):
+        tally.judge(check, msg)
+
+
+def _test_win64(asm: Path, obj: dict, manifest: dict, family: Family, work: Path, seed: int, say: Say,
+                tally: _Tally) -> None:
+    """The Win64 object, linked into a DLL and run under Wine through the
+    Win64 checked-call stub: every check."""
+    missing = wine.missing_tools()
+    if missing:
+        say(f"{tally.name}: not running {asm.name}: the Win64 harness needs {'; '.join(missing)}")
+        return
+    dll = wine.assemble_dll(asm, work, [f["symbols"][obj["abi"]] for f in manifest["functions"]])
+    checks = family.checks(manifest, seed)
+    say(f"{tally.name}: running {len(checks)} checks of {len(manifest['functions'])} functions ({asm.name}, Wine)")
+    tally.judge_results(checks, wine.run_runner_wine(dll, [c.case for c in checks], work, seed=seed), say)
+
+
+def _test_macho(asm: Path, obj: dict, manifest: dict, family: Family, work: Path, seed: int, say: Say,
+                tally: _Tally) -> None:
+    """The Mach-O object (no Mac here to run it): symbols, sections, relocations."""
+    missing = macho.missing_tools()
+    if missing:
+        say(f"{tally.name}: not checking {asm.name}: missing {', '.join(missing)}")
+        return
+    symbols = {f["symbol"]: f["symbols"][obj["abi"]] for f in manifest["functions"]}
+    say(f"{tally.name}: checking the Mach-O object of {asm.name} (symbols, sections, relocations)")
+    problems = macho.object_problems(macho.assemble(asm, work), symbols, obj.get("visibility", "default"))
+    tally.judge(f"Mach-O object {asm.name}", "; ".join(problems) or None)
+
+
+# how each object format is tested here
+_BY_FORMAT = {ELF64.name: _test_native, COFF64.name: _test_win64, MACHO64.name: _test_macho}
+
+
 def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, reemit: bool = True) -> Outcome:
     """Test the bundle in `path` (its directory or manifest) from its manifest
-    alone; with `reemit`, also compare it with a fresh emission when it was
-    written by this version of kerngen."""
+    alone, each ABI's object as this machine can (ELF: run here; COFF: run
+    under Wine when it is installed; Mach-O: the object read back); with
+    `reemit`, also compare it with a fresh emission when it was written by
+    this version of kerngen."""
     directory, manifest = read_bundle(path)
     name = manifest["params"]["name"]
     family = FAMILIES[manifest["params"]["family"]]
@@ -79,46 +158,22 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
             say(f"{name}: skipping {f['symbol']}: this CPU lacks "
                 + ", ".join(sorted(set(f["cpu"]) - host)))
     manifest = {**manifest, "functions": runnable}
-    failures: list[str] = []
-    passed = 0
+    tally = _Tally(name)
     if reemit:
         version = manifest["generator"].get("version")
         if version == __version__:
             say(f"{name}: comparing with a fresh emission of its parameters")
-            msg = fresh_emission(directory, manifest)
-            if msg:
-                failures.append(f"{name}: fresh emission: {msg}")
-            else:
-                passed += 1
+            tally.judge("fresh emission", fresh_emission(directory, manifest))
         else:
             say(f"{name}: written by kerngen {version}, not {__version__}: no fresh emission to compare with; "
                 "the checks and basis-vector proofs below still run")
     with tempfile.TemporaryDirectory(prefix="kerngen-test-") as tmp:
         work = workdir or Path(tmp)
-        lib = driver.assemble_shared(asm_file(directory, manifest), work)
-
-        def run(cases):
-            return driver.run_runner(lib, cases, workdir=work, seed=seed)
-
-        def batch(fn, inputs):
-            return driver.run_batch(lib, fn["symbol"], fn["args"], fn["dtype"], inputs, work, seed=seed)
-
-        start = time.monotonic()
-        checks = family.checks(manifest, seed)
-        say(f"{name}: running {len(checks)} checks of {len(runnable)} functions")
-        results = run([c.case for c in checks])
-        for k, (c, r) in enumerate(zip(checks, results)):
-            msg = f"{r.status} {r.reason}".strip() if not r.ok else c.judge(r.outputs)
-            if msg:
-                failures.append(f"{name}: {c.case.case_id} ({c.case.symbol}): {msg}")
-            else:
-                passed += 1
-            if time.monotonic() - start > 5 and k % 16 == 15:
-                say(f"{name}: judged {k + 1} of {len(checks)}")
-        for check, msg in family.chained_checks(manifest, Calls(run, batch), seed):
-            if msg:
-                failures.append(f"{name}: {check}: {msg}")
-            else:
-                passed += 1
-    say(f"{name}: {passed} passed, {len(failures)} failed")
-    return Outcome(name, passed, len(failures), tuple(failures))
+        try:
+            for obj in objects(manifest):
+                _BY_FORMAT[obj["format"]](directory / obj["file"], obj, manifest, family, work, seed, say, tally)
+        finally:
+            if workdir is None:
+                wine.stop_wineserver(work)
+    say(f"{name}: {tally.passed} passed, {len(tally.failures)} failed")
+    return Outcome(name, tally.passed, len(tally.failures), tuple(tally.failures))

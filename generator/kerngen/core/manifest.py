@@ -46,6 +46,11 @@ def read_bundle(path: Path) -> tuple[Path, dict]:
     return directory, manifest
 
 
-def asm_file(directory: Path, manifest: dict) -> Path:
-    [name] = [n for n in manifest.get("files", {}) if n.endswith(".asm")]
-    return directory / name
+def objects(manifest: dict) -> list[dict]:
+    """The manifest's .asm files, each with its ABI and object format."""
+    found = manifest.get("objects")
+    if not isinstance(found, list) or not found or not all(
+            isinstance(o, dict) and {"file", "abi", "format"} <= o.keys() for o in found):
+        raise BundleError("the manifest lists no objects (file, abi, format): it was written by another kerngen "
+                          "version; emit the bundle again")
+    return found

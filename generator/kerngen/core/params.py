@@ -1,6 +1,6 @@
 """What every family's parameters share: reading the file, the common keys
-(name, family, isa, prefix, description), the command-line overrides, and
-the helpers the families' schemas validate with.
+(name, family, isa, abi, visibility, prefix, description), the command-line
+overrides, and the helpers the families' schemas validate with.
 
 Every rule is reported as one `ParamError` naming the key and the rule;
 nothing downstream sees an invalid parameter set. Which schema applies is
@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..target.target import PLATFORMS, VISIBILITIES, Target, make_target
 from .errors import ParamError
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-COMMON_KEYS = frozenset({"name", "family", "isa", "prefix", "description"})
+COMMON_KEYS = frozenset({"name", "family", "isa", "abi", "visibility", "prefix", "description"})
+ABIS = tuple(PLATFORMS)
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class Overrides:
     policy: str | None = None
     reducer: str | None = None
     prefix: str | None = None
+    abi: str | None = None  # names separated by commas, as --isa
+    visibility: str | None = None
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,12 @@ class Common:
     family: str
     prefix: str
     source: str  # the file (or text) these came from, for messages
+    abis: tuple[str, ...]  # one object file for each calling convention, the first the kernels' own
+    visibility: str  # of the exported symbols in the object formats that have visibility
+
+    def targets(self, isas: tuple[str, ...], lane_bits: int) -> tuple[Target, ...]:
+        """One target per ISA, for the first ABI (`families.for_abi` gives the others)."""
+        return tuple(make_target(isa, lane_bits, self.abis[0], self.visibility) for isa in isas)
 
 
 def require(src: str, table: dict, key: str, typ: type, what: str) -> Any:
@@ -63,27 +73,34 @@ def choose_isas(src: str, table: dict, overrides: Overrides, allowed: tuple[str,
     """The file's isa (a name or a list of names, default the first allowed),
     or the command line's (names separated by commas): every kernel is built
     for each, in this order (the first is preferred where several can run)."""
-    if overrides.isa is not None:
-        given, where = [x.strip() for x in overrides.isa.split(",")], " from --isa"
+    return choose_names(src, table, "isa", overrides.isa, allowed, f"for the {family} family")
+
+
+def choose_names(src: str, table: dict, key: str, override: str | None, allowed: tuple[str, ...],
+                 where_allowed: str = "") -> tuple[str, ...]:
+    """A key holding a name or a list of distinct names (default the first
+    allowed), or its command-line override (names separated by commas)."""
+    rule = f"must be {_choice(allowed)} (or a list of them){' ' + where_allowed if where_allowed else ''}"
+    if override is not None:
+        given, where = [x.strip() for x in override.split(",")], f" from --{key}"
     else:
-        given, where = table.get("isa", allowed[0]), ""
+        given, where = table.get(key, allowed[0]), ""
         if isinstance(given, str):
             given = [given]
         if not isinstance(given, list) or not given or not all(isinstance(x, str) for x in given):
-            raise ParamError(src, "isa", f"must be {_choice(allowed)} (or a list of them) for the {family} family, "
-                                         f"got {given!r}")
-    for isa in given:
-        if isa not in allowed:
-            raise ParamError(src, "isa", f"must be {_choice(allowed)} (or a list of them) for the {family} family, "
-                                         f"got {isa!r}{where}")
+            raise ParamError(src, key, f"{rule}, got {given!r}")
+    for name in given:
+        if name not in allowed:
+            raise ParamError(src, key, f"{rule}, got {name!r}{where}")
     if len(set(given)) != len(given):
-        raise ParamError(src, "isa", f"names an ISA twice: {given!r}{where}")
+        twice = sorted({x for x in given if given.count(x) > 1})
+        raise ParamError(src, key, f"names {', '.join(twice)} twice: {given!r}{where}; each may appear once")
     return tuple(given)
 
 
-def isa_manifest(isas: tuple[str, ...]):
-    """How the manifest and banner state the ISAs: a name, or a list of names."""
-    return isas[0] if len(isas) == 1 else list(isas)
+def names_manifest(names: tuple[str, ...]):
+    """How the manifest and banner state a list key (isa, abi): a name, or a list of names."""
+    return names[0] if len(names) == 1 else list(names)
 
 
 def _choice(allowed: tuple[str, ...]) -> str:
@@ -108,7 +125,12 @@ def common(table: dict, source: str, families: tuple[str, ...], overrides: Overr
     pre = overrides.prefix if overrides.prefix is not None else table.get("prefix", default_prefix(name))
     if not isinstance(pre, str) or not _PREFIX.match(pre):
         raise ParamError(src, "prefix", f"must be a C identifier, got {pre!r}")
-    return Common(name, family, pre, src)
+    abis = choose_names(src, table, "abi", overrides.abi, ABIS)
+    vis = overrides.visibility if overrides.visibility is not None else table.get("visibility", VISIBILITIES[0])
+    if vis not in VISIBILITIES:
+        raise ParamError(src, "visibility", f"must be {_choice(VISIBILITIES)}, got {vis!r}"
+                                            + (" from --visibility" if overrides.visibility is not None else ""))
+    return Common(name, family, pre, src, abis, vis)
 
 
 def read_table(path: str | Path) -> tuple[dict, str]:

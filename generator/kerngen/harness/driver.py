@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HARNESS_DIR", "AbiCapabilities", "Arg", "BenchResult", "Case", "CaseResult", "HarnessError",
-    "abi_capabilities", "assemble_shared", "build_batch", "build_bench", "build_runner", "build_shared_c", "cpu_flags",
+    "abi_capabilities", "assemble_shared", "tool", "build_batch", "build_bench", "build_runner", "build_shared_c", "cpu_flags",
     "element_bytes", "manifest_arg", "run_batch", "run_bench", "run_runner", "write_vectors",
 ]
 
@@ -186,7 +186,7 @@ class AbiCapabilities:
 # tools and builds
 
 
-def _tool(name: str) -> str:
+def tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
         hint = _INSTALL_HINTS.get(name, "install it")
@@ -235,7 +235,7 @@ def cached(final: Path, make: Callable[[Path], Path]) -> Path:
 
 
 def _build_program(workdir: Path, name: str, main_source: str) -> Path:
-    nasm, gcc = _tool("nasm"), _tool("gcc")
+    nasm, gcc = tool("nasm"), tool("gcc")
     sources = [harness_source(n) for n in (main_source, "vectors.c", "vectors.h",
                                             "abi_check.h", "abi_check.asm")]
     key = digest(name, *_C_FLAGS, *(p.read_bytes() for p in sources))
@@ -268,13 +268,14 @@ def build_bench(workdir: Path) -> Path:
 
 
 def assemble_shared(asm_path: Path, workdir: Path) -> Path:
-    """Assembles a NASM file as ELF and links it into a shared object.
+    """Assembles a NASM file as ELF, its symbols of default visibility, and
+    links it into a shared object.
 
     The file's own directory is on the include path. The result is named
     after the file and a hash of its text, so distinct versions never clash.
     """
     asm_path = Path(asm_path)
-    nasm, gcc = _tool("nasm"), _tool("gcc")
+    nasm, gcc = tool("nasm"), tool("gcc")
     try:
         text = asm_path.read_bytes()
     except OSError as exc:
@@ -282,8 +283,9 @@ def assemble_shared(asm_path: Path, workdir: Path) -> Path:
 
     def make(tmp: Path) -> Path:
         obj, so = tmp / f"{asm_path.stem}.o", tmp / f"{asm_path.stem}.so"
-        run_build([nasm, "-f", ELF64.name, "-I", f"{asm_path.resolve().parent}/", "-o", obj, asm_path],
-             f"assembling {asm_path.name}")
+        # the harness looks the kernels up with dlsym: export them whatever the bundle's visibility
+        run_build([nasm, "-f", ELF64.name, "-DKERNGEN_VISIBILITY=default", "-I", f"{asm_path.resolve().parent}/",
+                   "-o", obj, asm_path], f"assembling {asm_path.name}")
         run_build([gcc, "-shared", "-o", so, obj], f"linking {asm_path.name}")
         return so
 
@@ -297,7 +299,7 @@ def build_shared_c(source: str, stem: str, flags: Sequence[str], workdir: Path, 
     (name -> text, found first on the include path), the flags and what it
     links: libraries and ``-l`` options) and returns it; `what` names the
     build in errors. Generated headers are kept beside the object for reading."""
-    gcc = _tool("gcc")
+    gcc = tool("gcc")
     src = harness_source(source)
     own = sorted(HARNESS_DIR.glob("*.h"))
     made = dict(headers or {})

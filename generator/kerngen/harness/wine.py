@@ -48,7 +48,7 @@ from .driver import Case, CaseResult
 
 __all__ = [
     "CRASH_STATUS", "MINGW_GCC", "abi_capabilities_wine", "assemble_dll", "build_runner_win64", "global_symbols",
-    "missing_tools", "run_runner_wine", "stop_wineserver", "to_windows_path", "wine_env", "wine_prefix",
+    "missing_tools", "run_runner_wine", "run_wine", "stop_wineserver", "to_windows_path", "wine_env", "wine_prefix",
 ]
 
 MINGW_GCC = "x86_64-w64-mingw32-gcc"
@@ -257,7 +257,7 @@ def stop_wineserver(workdir: Path, prefix: Path | None = None) -> None:
 # running
 
 
-def _wine_run(workdir: Path, argv: Sequence[str], timeout: float,
+def run_wine(workdir: Path, argv: Sequence[str], timeout: float,
               env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     prefix = wine_prefix(workdir)
     env = wine_env(prefix)
@@ -291,7 +291,7 @@ def run_runner_wine(
         vec, out = tmp / "vectors.txt", tmp / "output.txt"
         driver.write_vectors(vec, cases)
         argv = [str(runner), *map(to_windows_path, libs), to_windows_path(vec), to_windows_path(out)]
-        proc = _wine_run(workdir, argv, timeout, None if seed is None else {"KG_SEED": str(seed)})
+        proc = run_wine(workdir, argv, timeout, None if seed is None else {"KG_SEED": str(seed)})
         text = out.read_text() if out.exists() else ""
     results = driver.parse_runner_output(text)
     if proc.returncode != 0:
@@ -310,7 +310,7 @@ def run_runner_wine(
 def abi_capabilities_wine(workdir: Path) -> driver.AbiCapabilities:
     """Asks ``kg_runner.exe`` under Wine which checks this CPU supports."""
     runner = build_runner_win64(Path(workdir))
-    proc = _wine_run(Path(workdir), [str(runner), "--caps"], 120.0)
+    proc = run_wine(Path(workdir), [str(runner), "--caps"], 120.0)
     if proc.returncode != 0:
         raise HarnessError(f"kg_runner.exe --caps under Wine: exit {proc.returncode}: {proc.stderr.strip()}")
     caps = dict(line.split() for line in proc.stdout.splitlines() if line.strip())

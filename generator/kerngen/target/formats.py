@@ -21,9 +21,17 @@ class ObjectFormat:
     # ELF: `endbr64` at every exported entry and a .note.gnu.property marking IBT
     # and SHSTK, so a program built with -fcf-protection keeps CET when it links them
     cet: bool = False
+    # how `global` marks a symbol hidden: ELF's `:function hidden` (the macro
+    # KERNGEN_VISIBILITY, so an assembly with -DKERNGEN_VISIBILITY=default
+    # exports them), Mach-O's `:private_extern`; None where the format has no
+    # visibility (COFF: a DLL exports only what its .def file or dllexport names)
+    hidden: str | None = None
 
 
-ELF64 = ObjectFormat("elf64", "", "section .rodata align=32", "section .text", True, True, cet=True)
+ELF64 = ObjectFormat("elf64", "", "section .rodata align=32", "section .text", True, True, cet=True,
+                     hidden="hidden")
 COFF64 = ObjectFormat("win64", "", "section .rdata rdata align=32", "section .text", False, False, True)
-MACHO64 = ObjectFormat("macho64", "_", "section .rodata align=32", "section .text", False, False)
+# NASM puts .rodata in __TEXT,__const (read-only data that needs no relocation) and .text in __TEXT,__text
+MACHO64 = ObjectFormat("macho64", "_", "section .rodata align=32", "section .text", False, False,
+                       hidden="private_extern")
 

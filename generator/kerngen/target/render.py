@@ -1,4 +1,5 @@
-"""A bundle rendered to its files: NAME.asm, NAME.h, manifest.json.
+"""A bundle rendered to its files: NAME.asm (one per ABI: NAME_win64.asm,
+NAME_macho.asm), NAME.h, NAME_dispatch.c, the vendoring files, manifest.json.
 
 Templates own the file frame and the ABI boilerplate (reading the target's
 `Abi` and `ObjectFormat`), the printer owns instruction syntax, and every
@@ -10,17 +11,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from importlib.resources import files
 
 import jinja2
 
 from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function
+from ..core.params import names_manifest
 from .abi import GPR_NAMES
 from .dispatch import dispatch
-from .vendor import vendor_files
 from .frame import Frame, frame_of, registers_used
 from .printer import body_text
+from .target import PLATFORMS
+from .vendor import vendor_files
 
 TEMPLATES = files("kerngen") / "templates"
 
@@ -96,9 +100,7 @@ def c_lines(item: CDefine | CTable) -> list[str]:
     return lines + ["};"]
 
 
-def render(bundle: Bundle, command: str) -> dict[str, str]:
-    """All files of the bundle, by name, as text (manifest last: it hashes the others)."""
-    target = bundle.target
+def _tables(bundle: Bundle) -> list[dict]:
     tables = {}
     for fn in bundle.functions:
         for t in fn.kernel.tables:
@@ -106,52 +108,98 @@ def render(bundle: Bundle, command: str) -> dict[str, str]:
             if old is not None and old.values != t.values:
                 raise ValueError(f"two kernels define table {t.label} differently")
             tables[t.label] = t
-    table_ctx = []
+    out = []
     for t in sorted(tables.values(), key=lambda t: t.label):
         directive, rows = _table_rows(t.values, t.elem_bytes)
-        table_ctx.append({"label": t.label, "directive": directive, "rows": rows, "comment": t.comment})
-    fn_ctx = []
-    for fn in bundle.functions:
-        frame = frame_of(fn.kernel)
-        fn_ctx.append({
-            "symbol": fn.symbol,
-            "label": target.fmt.symbol_prefix + fn.symbol,
-            "summary": fn.summary,
-            "contract": fn.contract.lines(),
-            "cpu": ", ".join(e.upper() for e in fn.cpu) or "none beyond x86-64",
-            "schedule": fn.notes,
-            "clobbers": _clobbers(fn),
-            "prologue": frame_lines("prologue", frame),
-            "body": body_text(fn.kernel.body, fn.kernel.target),
-            "epilogue": frame_lines("epilogue", frame),
-            "frame": frame,
-            "c_args": ", ".join(a.c_declaration for a in fn.kernel.args),
-            "arg_notes": [f"{a.name}: {a.count} x {a.ctype}, {a.role}, {a.align}-byte aligned"
-                          + (f" ({a.preferred_align}-byte alignment is fastest)" if a.preferred_align else "")
-                          for a in fn.kernel.args],
-        })
-    params_lines = [f"{k} = {json.dumps(v)}" for k, v in bundle.params_manifest.items()]
-    common = {"version": __version__, "license": LICENSE, "command": command, "name": bundle.name,
-              "family": bundle.params_manifest["family"], "abi": target.abi, "fmt": target.fmt}
-    asm = _ENV.get_template("asm.j2").render(
-        **common, param_lines=params_lines, notes=bundle.notes, tables=table_ctx, functions=fn_ctx)
-    guard = "KERNGEN_" + "".join(c if c.isalnum() else "_" for c in bundle.name.upper()) + "_H"
-    unit = dispatch(bundle)
-    header = _ENV.get_template("header.j2").render(**common, title=bundle.title, guard=guard, functions=fn_ctx,
-                                                    constants=[c_lines(item) for item in bundle.header],
-                                                    dispatch=unit)
-    files_ = {f"{bundle.name}.asm": asm, f"{bundle.name}.h": header}
+        out.append({"label": t.label, "directive": directive, "rows": rows, "comment": t.comment})
+    return out
+
+
+def _function_context(fn: Function) -> dict:
+    target = fn.kernel.target
+    frame = frame_of(fn.kernel)
+    return {
+        "symbol": fn.symbol,
+        "label": target.fmt.symbol_prefix + fn.symbol,
+        "summary": fn.summary,
+        "contract": fn.contract.lines(),
+        "cpu": ", ".join(e.upper() for e in fn.cpu) or "none beyond x86-64",
+        "schedule": fn.notes,
+        "clobbers": _clobbers(fn),
+        "prologue": frame_lines("prologue", frame),
+        "body": body_text(fn.kernel.body, target),
+        "epilogue": frame_lines("epilogue", frame),
+        "frame": frame,
+        "c_args": ", ".join(a.c_declaration for a in fn.kernel.args),
+        "arg_notes": [f"{a.name}: {a.count} x {a.ctype}, {a.role}, {a.align}-byte aligned"
+                      + (f" ({a.preferred_align}-byte alignment is fastest)" if a.preferred_align else "")
+                      for a in fn.kernel.args],
+    }
+
+
+def _object(bundle: Bundle) -> dict:
+    """The manifest's entry for the bundle's .asm file of one ABI."""
+    t = bundle.target
+    entry = {"file": t.platform.asm_file(bundle.name), "abi": t.platform.name, "format": t.fmt.name}
+    if t.fmt.hidden is not None:
+        entry["visibility"] = t.visibility
+    return entry
+
+
+def _same_functions(bundles: tuple[Bundle, ...]) -> None:
+    first = bundles[0]
+    for b in bundles[1:]:
+        if [f.symbol for f in b.functions] != [f.symbol for f in first.functions]:
+            raise ValueError(f"{b.name}: the {b.target.platform.name} kernels are not those of "
+                             f"{first.target.platform.name}")
+    platforms = [b.target.platform.name for b in bundles]
+    if len(set(platforms)) != len(platforms):
+        raise ValueError(f"{first.name}: two bundles for one ABI: {platforms}")
+
+
+def render(bundles: Bundle | Sequence[Bundle], command: str) -> dict[str, str]:
+    """All files of a bundle, by name, as text (manifest last: it hashes the
+    others). `bundles`: the kernels for each ABI the bundle is emitted for
+    (`families.build_all`), or one `Bundle`; the first ABI's functions give
+    the header and the manifest's function entries."""
+    bundles = (bundles,) if isinstance(bundles, Bundle) else tuple(bundles)
+    _same_functions(bundles)
+    primary = bundles[0]
+    target = primary.target
+    params = {**primary.params_manifest, "abi": names_manifest(tuple(b.target.platform.name for b in bundles)),
+              "visibility": target.visibility}
+    params_lines = [f"{k} = {json.dumps(v)}" for k, v in params.items()]
+    common = {"version": __version__, "license": LICENSE, "command": command, "name": primary.name,
+              "family": params["family"]}
+    files_ = {}
+    objects = [_object(b) for b in bundles]
+    for b, obj in zip(bundles, objects):
+        files_[obj["file"]] = _ENV.get_template("asm.j2").render(
+            **common, abi=b.target.abi, fmt=b.target.fmt, visibility=b.target.visibility, param_lines=params_lines,
+            notes=primary.notes, tables=_tables(b), functions=[_function_context(fn) for fn in b.functions])
+    guard = "KERNGEN_" + "".join(c if c.isalnum() else "_" for c in primary.name.upper()) + "_H"
+    unit = dispatch(primary)
+    platforms = {b.target.platform.name: b.target.platform for b in bundles}
+    files_[f"{primary.name}.h"] = _ENV.get_template("header.j2").render(
+        **common, title=primary.title, guard=guard, functions=[_function_context(fn) for fn in primary.functions],
+        constants=[c_lines(item) for item in primary.header], dispatch=unit,
+        platforms=[{"p": p, "emitted": p.name in platforms} for p in PLATFORMS.values()])
     if unit is not None:
-        files_[f"{bundle.name}_dispatch.c"] = _C_ENV.get_template("dispatch.j2").render(**common, d=unit)
-    files_.update(vendor_files(bundle, files_, command))  # README.md and build files, hashed below
+        files_[f"{primary.name}_dispatch.c"] = _C_ENV.get_template("dispatch.j2").render(**common, d=unit)
+    files_.update(vendor_files(bundles, files_, command))  # README.md and build files, hashed below
+    functions = []
+    for i, fn in enumerate(primary.functions):
+        entry = fn.manifest()
+        symbols = {b.target.platform.name: b.target.fmt.symbol_prefix + b.functions[i].symbol for b in bundles}
+        functions.append({"symbol": entry.pop("symbol"), "symbols": symbols, **entry})
     manifest = {
         "generator": {"name": "kerngen", "version": __version__},
         "license": LICENSE,
         "command": command,
-        "params": bundle.params_manifest,
-        "abi": target.abi.name,
+        "params": params,
+        "objects": objects,
         "files": {name: hashlib.sha256(text.encode()).hexdigest() for name, text in files_.items()},
-        "functions": [fn.manifest() for fn in bundle.functions],
+        "functions": functions,
     }
     files_["manifest.json"] = json.dumps(manifest, indent=2) + "\n"
     return files_

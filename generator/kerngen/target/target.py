@@ -14,18 +14,31 @@ from .isa import ISAS, Isa
 
 @dataclass(frozen=True)
 class Platform:
-    """A calling convention with the object format it is linked in."""
+    """A calling convention with the object format it is linked in (the `abi`
+    key of a parameter file names one)."""
 
     name: str
     abi: Abi
     fmt: ObjectFormat
+    file_suffix: str  # of the bundle's .asm file for this platform: NAME{suffix}.asm
+    c_test: str  # a C preprocessor test for compilers targeting it ("" for the remaining x86-64 systems)
+
+    def asm_file(self, bundle_name: str) -> str:
+        return f"{bundle_name}{self.file_suffix}.asm"
 
 
 PLATFORMS: dict[str, Platform] = {p.name: p for p in (
-    Platform("sysv", SYSV, ELF64),
-    Platform("win64", WIN64, COFF64),
-    Platform("macho", SYSV, MACHO64),
+    Platform("sysv", SYSV, ELF64, "", ""),
+    Platform("win64", WIN64, COFF64, "_win64", "defined(_WIN64) || defined(__CYGWIN__)"),
+    Platform("macho", SYSV, MACHO64, "_macho", "defined(__APPLE__)"),
 )}
+
+# what this machine links and runs (the harness, bench and explore build for it)
+NATIVE = PLATFORMS["sysv"]
+
+# of the exported symbols: hidden (the default: callable from the program or
+# shared library that links the object, never exported from it) or default
+VISIBILITIES = ("hidden", "default")
 
 
 @dataclass(frozen=True)
@@ -33,6 +46,7 @@ class Target:
     isa: Isa
     lane_bits: int  # width of one vector lane or general-purpose word of the data
     platform: Platform
+    visibility: str = VISIBILITIES[0]
 
     @property
     def abi(self) -> Abi:
@@ -56,5 +70,5 @@ class Target:
         return self.isa.vector_bits_for(lanes * self.lane_bits)
 
 
-def make_target(isa: str, lane_bits: int, platform: str = "sysv") -> Target:
-    return Target(ISAS[isa], lane_bits, PLATFORMS[platform])
+def make_target(isa: str, lane_bits: int, platform: str = "sysv", visibility: str = VISIBILITIES[0]) -> Target:
+    return Target(ISAS[isa], lane_bits, PLATFORMS[platform], visibility)

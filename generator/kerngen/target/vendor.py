@@ -2,9 +2,9 @@
 meson.build, and a Rust crate (Cargo.toml, build.rs, and NAME.rs with the
 `extern "C"` declarations and the header's constants).
 
-One call: `vendor_files(bundle, files)`, where `files` is what
-`render.render` returned for the bundle (NAME.asm, NAME.h and, when already
-rendered, manifest.json). Nothing here depends on manifest.json, so the
+One call: `vendor_files(bundles, files)`, where `bundles` are the kernels for
+each ABI and `files` is what `render.render` returned for them (the .asm
+files, NAME.h and, when already rendered, manifest.json). Nothing here depends on manifest.json, so the
 renderer may call it before writing the manifest (and hash these files too)
 or after. Templates (templates/vendor/) own the text; this module computes
 their context from the same function data the header is rendered from.
@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from importlib.resources import files as package_files
 from typing import Any
 
@@ -24,24 +23,12 @@ import jinja2
 from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function
 from .dispatch import dispatch
+from .target import PLATFORMS
 
 
-@dataclass(frozen=True)
-class _Platform:
-    """Where objects of one NASM format link, as each build system asks it."""
+# the systems that link each object format, for people
+_SYSTEMS = {"elf64": "ELF (Linux, the BSDs)", "win64": "COFF (Windows)", "macho64": "Mach-O (macOS)"}
 
-    systems: str  # for people
-    meson_ok: str  # a Meson boolean expression: the host takes this format
-    rust_ok: str  # a Rust boolean expression over `os: &str`, `unix: bool`, `vendor: &str` (CARGO_CFG_TARGET_*)
-
-
-_PLATFORMS = {
-    "elf64": _Platform("ELF (Linux, the BSDs)",
-                       "host_machine.system() not in ['windows', 'cygwin', 'darwin', 'ios']",
-                       'unix && vendor != "apple"'),
-    "win64": _Platform("COFF (Windows)", "host_machine.system() in ['windows', 'cygwin']", 'os == "windows"'),
-    "macho64": _Platform("Mach-O (macOS)", "host_machine.system() in ['darwin', 'ios']", 'vendor == "apple"'),
-}
 
 # CPUID feature names (as the manifest spells them) where a compiler's test spells them otherwise
 _GCC_CPU = {"pclmulqdq": "pclmul", "sse4_1": "sse4.1", "sse4_2": "sse4.2"}
@@ -311,6 +298,19 @@ def _one(files: Mapping[str, str], suffix: str) -> str:
     return found[0]
 
 
+def _objects(bundles: tuple[Bundle, ...], files: Mapping[str, str]) -> list[dict]:
+    """The bundle's .asm file of each ABI, with what the build files need to know of it."""
+    out = []
+    for b in bundles:
+        p = b.target.platform
+        asm = p.asm_file(b.name)
+        if asm not in files:
+            raise ValueError(f"the bundle's files hold no {asm} for the {p.name} ABI: {sorted(files)}")
+        obj = asm.removesuffix(".asm") + (".obj" if p.fmt.name == "win64" else ".o")
+        out.append({"asm": asm, "fmt": p.fmt.name, "abi": p.abi.title, "systems": _SYSTEMS[p.fmt.name], "obj": obj})
+    return out
+
+
 def _command(bundle: Bundle, files: Mapping[str, str], header: str) -> str:
     """The command the bundle's own banners name."""
     if "manifest.json" in files:
@@ -319,12 +319,13 @@ def _command(bundle: Bundle, files: Mapping[str, str], header: str) -> str:
     return m.group(1).strip() if m else f"kerngen emit {bundle.name}"
 
 
-def context(bundle: Bundle, files: Mapping[str, str], command: str | None = None) -> dict:
-    """What the vendoring templates are rendered from."""
-    asm, header = _one(files, ".asm"), _one(files, ".h")
-    fmt = bundle.target.fmt
-    if fmt.name not in _PLATFORMS:
-        raise ValueError(f"no build files for the object format {fmt.name}")
+def context(bundles: Bundle | Sequence[Bundle], files: Mapping[str, str], command: str | None = None) -> dict:
+    """What the vendoring templates are rendered from. `bundles`: the kernels
+    for each ABI of the bundle (the first ABI's are described), or one."""
+    bundles = (bundles,) if isinstance(bundles, Bundle) else tuple(bundles)
+    bundle = bundles[0]
+    header = _one(files, ".h")
+    objects = _objects(bundles, files)
     name = bundle.name
     variants = _variants(bundle)
     functions = [_function(f) for f in bundle.functions]
@@ -341,12 +342,11 @@ def context(bundle: Bundle, files: Mapping[str, str], command: str | None = None
         "crate_ident": _crate(name).replace("-", "_"),
         "title": bundle.title,
         "params": [{"key": k, "value": json.dumps(v)} for k, v in bundle.params_manifest.items()],
-        "abi": bundle.target.abi.title,
-        "fmt": fmt.name,
-        "platform": _PLATFORMS[fmt.name],
-        "asm": asm,
+        "objects": objects,
+        "abi_choices": "|".join(PLATFORMS),
+        "visibility": bundle.target.visibility,
         "header": header,
-        "obj": asm.removesuffix(".asm") + ".o",
+        "obj": f"{name}.o",
         "lib": name,
         "bindings": f"{name}.rs" if name != "build" else "build-bindings.rs",
         "functions": functions,
@@ -374,16 +374,17 @@ _FILES = {
 }
 
 
-def vendor_files(bundle: Bundle, files: Mapping[str, str], command: str | None = None) -> dict[str, str]:
+def vendor_files(bundles: Bundle | Sequence[Bundle], files: Mapping[str, str],
+                 command: str | None = None) -> dict[str, str]:
     """The files that let a C, C++ or Rust project build the bundle with Make,
     CMake, Meson or Cargo, by name: README.md, CMakeLists.txt, meson.build,
     Cargo.toml, build.rs and NAME.rs. `files`: what `render` returned for the
     bundle; `command` (default: the one its files name) is what the banners
     say regenerates them."""
-    ctx = context(bundle, files, command)
+    ctx = context(bundles, files, command)
     out = {name: _ENV.get_template(template).render(**ctx) for name, template in _FILES.items()}
     out[ctx["bindings"]] = _ENV.get_template("bindings.rs.j2").render(**ctx)
-    clash = set(out) & {ctx["asm"], ctx["header"], "manifest.json"}
+    clash = set(out) & {*(o["asm"] for o in ctx["objects"]), ctx["header"], "manifest.json"}
     if clash:
         raise ValueError(f"vendoring files would replace the bundle's own: {sorted(clash)}")
     return out

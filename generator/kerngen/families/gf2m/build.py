@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ...core.bundle import Bundle, Function
 from ...core.contract import ArgContract, Bound, Contract, Values
 from ...core.errors import AllocationError, VerifyError
-from ...core.params import isa_manifest
+from ...core.params import names_manifest
 from ...core.proof import MapProof, monomials
 from ...ir.instr import ArgSpec
 from ...ir.ops import spec
@@ -48,7 +48,7 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
     f = Field(params, params.target, cfg)
     m, n, plan = params.m, params.limbs, f.plan
     poly_s = poly_text(params.poly)
-    pm = {"name": params.name, "family": "gf2m", "m": m, "poly": list(params.poly), "isa": isa_manifest(params.isas),
+    pm = {"name": params.name, "family": "gf2m", "m": m, "poly": list(params.poly), "isa": names_manifest(params.isas),
           "prefix": params.prefix}
     notes = (f"f = {poly_s}, {n} limbs of 64 bits, slack s = {plan.slack} bits", *_plan_lines(f),
              "sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm "

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ...core.errors import ParamError
 from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
 from ...target.isa import AVX2, SSE
-from ...target.target import Target, make_target
+from ...target.target import Target
 from .gf2x import is_irreducible, poly_text
 
 ISAS = (AVX2.name, SSE.name)
@@ -25,7 +25,8 @@ class Gf2mParams:
     isas: tuple[str, ...]  # every kernel is built for each, the first preferred
     prefix: str
     source: str
-    targets: tuple[Target, ...]  # one per ISA
+    targets: tuple[Target, ...]  # one per ISA, for the first ABI
+    abis: tuple[str, ...]  # calling conventions (object files) the bundle is emitted for
 
     family = "gf2m"
 
@@ -63,4 +64,4 @@ def parse(table: dict, c: Common, overrides: Overrides) -> Gf2mParams:
     if not is_irreducible(poly):
         raise ParamError(src, "poly", f"{poly_text(poly)} is reducible over GF(2); the field polynomial must be "
                                       "irreducible")
-    return Gf2mParams(c.name, m, tuple(poly), isas, c.prefix, src, tuple(make_target(isa, LIMB_BITS) for isa in isas))
+    return Gf2mParams(c.name, m, tuple(poly), isas, c.prefix, src, c.targets(isas, LIMB_BITS), c.abis)

@@ -12,7 +12,7 @@ import sympy
 from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
 from ...core.errors import ParamError, VerifyError
-from ...core.params import isa_manifest
+from ...core.params import names_manifest
 from ...core.proof import MapProof, monomials
 from ...ir.instr import ArgSpec
 from ...passes.pipeline import Compiled, compile_kernel
@@ -177,7 +177,7 @@ def build(p: NttParams) -> Bundle:
         fns += _kernels(p, t, own, lay)
     r_bits = f"2^{p.width}"
     params_manifest = {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
-                       "isa": isa_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
+                       "isa": names_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
                        "reducer": p.reducer, "reducer_used": red.kind, "prefix": p.prefix}
     notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {p.q}",
              f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {mul.qinv}; inverse scale constant = "

@@ -9,7 +9,7 @@ import sympy
 from ...core.errors import ParamError
 from ...core.params import COMMON_KEYS, Common, Overrides, check_keys, choose_isas, require
 from ...target.isa import AVX2, SSE
-from ...target.target import Target, make_target
+from ...target.target import Target
 from .maths import max_layers
 
 POLICIES = ("eager", "layer", "index", "minimal")
@@ -34,7 +34,8 @@ class NttParams:
     reducer: str  # "auto", "barrett" or "special"
     prefix: str
     source: str  # the file (or text) these came from, for messages
-    targets: tuple[Target, ...]  # one per ISA
+    targets: tuple[Target, ...]  # one per ISA, for the first ABI
+    abis: tuple[str, ...]  # calling conventions (object files) the bundle is emitted for
 
     family = "ntt"
 
@@ -91,4 +92,4 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     if red not in REDUCERS:
         raise ParamError(src, "reducer", f"must be one of {', '.join(REDUCERS)}, got {red!r}")
     return NttParams(c.name, n, q, width, isas, layers, pol, red, c.prefix, src,
-                     tuple(make_target(isa, width) for isa in isas))
+                     c.targets(isas, width), c.abis)
