@@ -9,8 +9,8 @@ from kerngen.core.errors import VerifyError
 from kerngen.core.params import Overrides
 from kerngen.families import from_mapping, load
 from kerngen.families.ntt.build import build
-from kerngen.families.ntt.kernels import block_registers, build_ntt, kernel_builder
-from kerngen.families.ntt.layout import plan
+from kerngen.families.ntt.kernels import build_ntt, kernel_builder
+from kerngen.families.ntt.layout import block_units, plan, unit_pairs
 from kerngen.families.ntt.reducers import reducers
 from kerngen.families.ntt.schedule import schedule
 from kerngen.passes.pipeline import compile_kernel
@@ -100,19 +100,51 @@ def test_verifier_refuses_a_schedule_without_its_reductions():
     assert compiled.proof.idioms_checked == good.count
 
 
-def test_layout_plan_pairs_partners_for_every_size():
-    """Every n from 2 to 4096 with every block degree up to 8: the plan pairs
-    partners (plan() checks it), is a permutation, uses 16 lanes whenever the
-    array allows, and leaves each base block's coefficient k in one register."""
-    target = make_target("avx2", 16)
+def _natural(n: int, d: int) -> list[int]:
+    """Block j (zeta psi^(2j+1)) at positions d*j..: the bit-reversed block index."""
+    bits = (n // d).bit_length() - 1
+    return [d * int(f"{p // d:0{bits}b}"[::-1] or "0", 2) + p % d for p in range(n)]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "sse"])
+def test_layout_plan_pairs_partners_for_every_size_and_order(isa):
+    """Every n from 2 to 4096 with every block degree up to 8, in every order:
+    the plan pairs partners (plan() checks it, and that the inverse comes back
+    to the natural order), leaves the order asked for (standard: the in-place
+    order, position = index; natural: blocks in natural zeta order), uses 16
+    lanes whenever the array allows, and after base multiplication's swaps each
+    register holds coefficient k of the same blocks as its unit's partners. The
+    natural order is refused only where it would move coefficients between the
+    final pass's groups of registers."""
+    target = make_target(isa, 16)
     for log_n in range(1, 13):
         n = 1 << log_n
         for layers in range(max(1, log_n - 3), log_n + 1):
-            layout = plan(n, layers, target)
-            assert sorted(layout.output_order) == list(range(n))
-            assert layout.lanes == min(16, n // max(2, layout.d))
-            for blocks, vecs in block_registers(layout):
-                assert len(set(blocks)) == layout.lanes and len(vecs) == layout.d
+            for order in ("fastest", "standard", "natural"):
+                try:
+                    layout = plan(n, layers, target, order)
+                except ValueError as e:
+                    assert order == "natural" and "between the final pass's groups" in str(e), (n, layers, order, e)
+                    continue
+                d = layout.d
+                assert sorted(layout.output_order) == list(range(n))
+                if order == "standard":
+                    assert list(layout.output_order) == list(range(n))
+                if order == "natural":
+                    assert list(layout.output_order) == _natural(n, d)
+                assert layout.lanes == min(16, n // max(2, d))
+                vectors = layout.vector_indices(layout.output_order)
+                for unit in block_units(layout):
+                    idx = [vectors[v] for v in unit]
+                    for st in layout.block_steps:
+                        for lo, hi in unit_pairs(unit, st.slot_bit):
+                            idx[lo], idx[hi] = layout.move(st, idx[lo], idx[hi])
+                    by_blocks = {}
+                    for lanes in idx:
+                        assert len({i % d for i in lanes}) == 1, (n, layers, order)
+                        by_blocks.setdefault(tuple(i // d for i in lanes), set()).add(lanes[0] % d)
+                    assert all(ks == set(range(d)) for ks in by_blocks.values()), (n, layers, order)
+                    assert all(len(set(blocks)) == layout.lanes for blocks in by_blocks)
 
 
 # n below 32, and blocks too large for 16 lanes: vectors of 8, 4, 2 and 1 lanes

@@ -14,6 +14,7 @@
 ;   reduction = "index"
 ;   reducer = "auto"
 ;   reducer_used = "barrett"
+;   order = "fastest"
 ;   prefix = "kg_ctru3457"
 ;   abi = "sysv"
 ;   visibility = "hidden"
@@ -818,541 +819,541 @@ kg_ctru3457_basemul_avx2:
     sub rsp, 224
     vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
     vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rsi + 64]
-    vmovdqu      ymm3, [rsi + 32]
+    vmovdqu      ymm2, [rsi + 32]
+    vmovdqu      ymm3, [rsi + 64]
     vmovdqu      ymm4, [rsi + 96]
     vmovdqu      ymm5, [rdx]
-    vmovdqu      ymm6, [rdx + 64]
-    vmovdqu      ymm7, [rdx + 32]
+    vmovdqu      ymm6, [rdx + 32]
+    vmovdqu      ymm7, [rdx + 64]
     vmovdqu      ymm8, [rdx + 96]
     vpmullw      ymm9, ymm5, [rel pw_12929]
-    vpmullw      ymm10, ymm6, [rel pw_12929]
-    vpmullw      ymm11, ymm7, [rel pw_12929]
+    vpmullw      ymm10, ymm7, [rel pw_12929]
+    vpmullw      ymm11, ymm6, [rel pw_12929]
     vpmullw      ymm12, ymm8, [rel pw_12929]
     vpmullw      ymm13, ymm1, ymm9
     vpmulhw      ymm14, ymm1, ymm5
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm13, ymm14, ymm13
     vpmullw      ymm14, ymm1, ymm10
-    vpmulhw      ymm15, ymm1, ymm6
+    vpmulhw      ymm15, ymm1, ymm7
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpmullw      ymm15, ymm1, ymm11
     vmovdqa      [rsp], ymm14                        ; spill
-    vpmulhw      ymm14, ymm1, ymm7
+    vpmulhw      ymm14, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm1, ymm12
     vpmulhw      ymm1, ymm1, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm2, ymm9
+    vpmullw      ymm15, ymm3, ymm9
     vmovdqa      [rsp + 32], ymm1                    ; spill
-    vpmulhw      ymm1, ymm2, ymm5
+    vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm2, ymm10
-    vmovdqa      [rsp + 64], ymm14                   ; spill
-    vpmulhw      ymm14, ymm2, ymm6
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
-    vpmullw      ymm15, ymm2, ymm11
-    vmovdqa      [rsp + 96], ymm14                   ; spill
-    vpmulhw      ymm14, ymm2, ymm7
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
-    vpmullw      ymm15, ymm2, ymm12
-    vpmulhw      ymm2, ymm2, ymm8
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm2, ymm2, ymm15
-    vpmullw      ymm15, ymm3, ymm9
-    vmovdqa      [rsp + 128], ymm14                  ; spill
-    vpmulhw      ymm14, ymm3, ymm5
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm3, ymm10
-    vmovdqa      [rsp + 160], ymm14                  ; spill
-    vpmulhw      ymm14, ymm3, ymm6
+    vmovdqa      [rsp + 64], ymm14                   ; spill
+    vpmulhw      ymm14, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm3, ymm11
-    vmovdqa      [rsp + 192], ymm14                  ; spill
-    vpmulhw      ymm14, ymm3, ymm7
+    vmovdqa      [rsp + 96], ymm14                   ; spill
+    vpmulhw      ymm14, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm3, ymm12
     vpmulhw      ymm3, ymm3, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
+    vpmullw      ymm15, ymm2, ymm9
+    vmovdqa      [rsp + 128], ymm14                  ; spill
+    vpmulhw      ymm14, ymm2, ymm5
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm2, ymm10
+    vmovdqa      [rsp + 160], ymm14                  ; spill
+    vpmulhw      ymm14, ymm2, ymm7
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm2, ymm11
+    vmovdqa      [rsp + 192], ymm14                  ; spill
+    vpmulhw      ymm14, ymm2, ymm6
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm2, ymm12
+    vpmulhw      ymm2, ymm2, ymm8
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm2, ymm2, ymm15
     vpmullw      ymm9, ymm4, ymm9
     vpmulhw      ymm5, ymm4, ymm5
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpmullw      ymm9, ymm4, ymm10
-    vpmulhw      ymm6, ymm4, ymm6
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm4, ymm11
     vpmulhw      ymm7, ymm4, ymm7
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
+    vpmullw      ymm9, ymm4, ymm11
+    vpmulhw      ymm6, ymm4, ymm6
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm6, ymm6, ymm9
     vpmullw      ymm9, ymm4, ymm12
     vpmulhw      ymm4, ymm4, ymm8
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm2, ymm2, ymm14
+    vpaddw       ymm3, ymm3, ymm14
+    vpaddw       ymm3, ymm3, ymm7
+    vpmullw      ymm7, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_basemul_zetas_avx2]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm3, ymm13, ymm3
+    vpmulhw      ymm7, ymm3, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm7, ymm7, [rel pw_512]
+    vpsraw       ymm7, ymm7, 10
+    vpmullw      ymm7, ymm7, [rel pw_3457]
+    vpsubw       ymm3, ymm3, ymm7
+    vmovdqa      ymm7, [rsp]                         ; reload
+    vpaddw       ymm1, ymm7, ymm1
     vpaddw       ymm2, ymm2, ymm6
     vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm2, ymm13, ymm2
-    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm6, ymm6, [rel pw_512]
-    vpsraw       ymm6, ymm6, 10
-    vpmullw      ymm6, ymm6, [rel pw_3457]
-    vpsubw       ymm2, ymm2, ymm6
-    vmovdqu      [rdi], ymm2
-    vmovdqa      ymm2, [rsp]                         ; reload
-    vpaddw       ymm1, ymm2, ymm1
-    vpaddw       ymm2, ymm3, ymm7
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm2
+    vmovdqa      ymm2, [rsp + 64]                    ; reload
+    vpaddw       ymm2, ymm2, [rsp + 96]
+    vpaddw       ymm2, ymm2, [rsp + 160]
+    vpmullw      ymm6, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm4, ymm4, ymm6
+    vpaddw       ymm2, ymm2, ymm4
+    vpmulhw      ymm4, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm4, ymm4, [rel pw_512]
+    vpsraw       ymm4, ymm4, 10
+    vpmullw      ymm4, ymm4, [rel pw_3457]
+    vpsubw       ymm2, ymm2, ymm4
+    vmovdqa      ymm4, [rsp + 32]                    ; reload
+    vpaddw       ymm4, ymm4, [rsp + 128]
+    vpaddw       ymm4, ymm4, [rsp + 192]
+    vpaddw       ymm4, ymm4, ymm5
+    vpmulhw      ymm5, ymm4, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm5, ymm5, [rel pw_512]
+    vpsraw       ymm5, ymm5, 10
+    vpmullw      ymm5, ymm5, [rel pw_3457]
+    vpsubw       ymm4, ymm4, ymm5
+    vmovdqu      [rdi], ymm3
+    vmovdqu      [rdi + 32], ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqa      ymm1, [rsp + 64]                    ; reload
-    vpaddw       ymm1, ymm1, [rsp + 96]
-    vpaddw       ymm1, ymm1, [rsp + 160]
-    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
-    vpmulhw      ymm3, ymm4, [rel kg_ctru3457_basemul_zetas_avx2]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm3, ymm2
-    vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm2, ymm2, [rel pw_512]
-    vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3457]
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 32], ymm1
-    vmovdqa      ymm1, [rsp + 32]                    ; reload
-    vpaddw       ymm1, ymm1, [rsp + 128]
-    vpaddw       ymm1, ymm1, [rsp + 192]
-    vpaddw       ymm1, ymm1, ymm5
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm2, ymm2, [rel pw_512]
-    vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3457]
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 96], ymm1
+    vmovdqu      [rdi + 96], ymm4
     vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rsi + 192]
-    vmovdqu      ymm3, [rsi + 160]
+    vmovdqu      ymm2, [rsi + 160]
+    vmovdqu      ymm3, [rsi + 192]
     vmovdqu      ymm4, [rsi + 224]
     vmovdqu      ymm5, [rdx + 128]
-    vmovdqu      ymm6, [rdx + 192]
-    vmovdqu      ymm7, [rdx + 160]
+    vmovdqu      ymm6, [rdx + 160]
+    vmovdqu      ymm7, [rdx + 192]
     vmovdqu      ymm8, [rdx + 224]
     vpmullw      ymm9, ymm5, [rel pw_12929]
-    vpmullw      ymm10, ymm6, [rel pw_12929]
-    vpmullw      ymm11, ymm7, [rel pw_12929]
+    vpmullw      ymm10, ymm7, [rel pw_12929]
+    vpmullw      ymm11, ymm6, [rel pw_12929]
     vpmullw      ymm12, ymm8, [rel pw_12929]
     vpmullw      ymm13, ymm1, ymm9
     vpmulhw      ymm14, ymm1, ymm5
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm13, ymm14, ymm13
     vpmullw      ymm14, ymm1, ymm10
-    vpmulhw      ymm15, ymm1, ymm6
+    vpmulhw      ymm15, ymm1, ymm7
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpmullw      ymm15, ymm1, ymm11
     vmovdqa      [rsp + 192], ymm14                  ; spill
-    vpmulhw      ymm14, ymm1, ymm7
+    vpmulhw      ymm14, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm1, ymm12
     vpmulhw      ymm1, ymm1, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm2, ymm9
+    vpmullw      ymm15, ymm3, ymm9
     vmovdqa      [rsp + 128], ymm1                   ; spill
-    vpmulhw      ymm1, ymm2, ymm5
+    vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm2, ymm10
-    vmovdqa      [rsp + 32], ymm14                   ; spill
-    vpmulhw      ymm14, ymm2, ymm6
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
-    vpmullw      ymm15, ymm2, ymm11
-    vmovdqa      [rsp + 160], ymm14                  ; spill
-    vpmulhw      ymm14, ymm2, ymm7
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
-    vpmullw      ymm15, ymm2, ymm12
-    vpmulhw      ymm2, ymm2, ymm8
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm2, ymm2, ymm15
-    vpmullw      ymm15, ymm3, ymm9
-    vmovdqa      [rsp + 96], ymm14                   ; spill
-    vpmulhw      ymm14, ymm3, ymm5
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm3, ymm10
-    vmovdqa      [rsp + 64], ymm14                   ; spill
-    vpmulhw      ymm14, ymm3, ymm6
+    vmovdqa      [rsp + 32], ymm14                   ; spill
+    vpmulhw      ymm14, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm3, ymm11
-    vmovdqa      [rsp], ymm14                        ; spill
-    vpmulhw      ymm14, ymm3, ymm7
+    vmovdqa      [rsp + 160], ymm14                  ; spill
+    vpmulhw      ymm14, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm3, ymm12
     vpmulhw      ymm3, ymm3, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
+    vpmullw      ymm15, ymm2, ymm9
+    vmovdqa      [rsp + 96], ymm14                   ; spill
+    vpmulhw      ymm14, ymm2, ymm5
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm2, ymm10
+    vmovdqa      [rsp + 64], ymm14                   ; spill
+    vpmulhw      ymm14, ymm2, ymm7
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm2, ymm11
+    vmovdqa      [rsp], ymm14                        ; spill
+    vpmulhw      ymm14, ymm2, ymm6
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm2, ymm12
+    vpmulhw      ymm2, ymm2, ymm8
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm2, ymm2, ymm15
     vpmullw      ymm9, ymm4, ymm9
     vpmulhw      ymm5, ymm4, ymm5
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpmullw      ymm9, ymm4, ymm10
-    vpmulhw      ymm6, ymm4, ymm6
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm4, ymm11
     vpmulhw      ymm7, ymm4, ymm7
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
+    vpmullw      ymm9, ymm4, ymm11
+    vpmulhw      ymm6, ymm4, ymm6
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm6, ymm6, ymm9
     vpmullw      ymm9, ymm4, ymm12
     vpmulhw      ymm4, ymm4, ymm8
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm2, ymm2, ymm14
+    vpaddw       ymm3, ymm3, ymm14
+    vpaddw       ymm3, ymm3, ymm7
+    vpmullw      ymm7, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm3, ymm13, ymm3
+    vpmulhw      ymm7, ymm3, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm7, ymm7, [rel pw_512]
+    vpsraw       ymm7, ymm7, 10
+    vpmullw      ymm7, ymm7, [rel pw_3457]
+    vpsubw       ymm3, ymm3, ymm7
+    vmovdqa      ymm7, [rsp + 192]                   ; reload
+    vpaddw       ymm1, ymm7, ymm1
     vpaddw       ymm2, ymm2, ymm6
     vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm2, ymm13, ymm2
-    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm6, ymm6, [rel pw_512]
-    vpsraw       ymm6, ymm6, 10
-    vpmullw      ymm6, ymm6, [rel pw_3457]
-    vpsubw       ymm2, ymm2, ymm6
-    vmovdqu      [rdi + 128], ymm2
-    vmovdqa      ymm2, [rsp + 192]                   ; reload
-    vpaddw       ymm1, ymm2, ymm1
-    vpaddw       ymm2, ymm3, ymm7
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm2
+    vmovdqa      ymm2, [rsp + 32]                    ; reload
+    vpaddw       ymm2, ymm2, [rsp + 160]
+    vpaddw       ymm2, ymm2, [rsp + 64]
+    vpmullw      ymm6, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm4, ymm4, ymm6
+    vpaddw       ymm2, ymm2, ymm4
+    vpmulhw      ymm4, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm4, ymm4, [rel pw_512]
+    vpsraw       ymm4, ymm4, 10
+    vpmullw      ymm4, ymm4, [rel pw_3457]
+    vpsubw       ymm2, ymm2, ymm4
+    vmovdqa      ymm4, [rsp + 128]                   ; reload
+    vpaddw       ymm4, ymm4, [rsp + 96]
+    vpaddw       ymm4, ymm4, [rsp]
+    vpaddw       ymm4, ymm4, ymm5
+    vpmulhw      ymm5, ymm4, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm5, ymm5, [rel pw_512]
+    vpsraw       ymm5, ymm5, 10
+    vpmullw      ymm5, ymm5, [rel pw_3457]
+    vpsubw       ymm4, ymm4, ymm5
+    vmovdqu      [rdi + 128], ymm3
+    vmovdqu      [rdi + 160], ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqa      ymm1, [rsp + 32]                    ; reload
-    vpaddw       ymm1, ymm1, [rsp + 160]
-    vpaddw       ymm1, ymm1, [rsp + 64]
-    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
-    vpmulhw      ymm3, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm3, ymm2
-    vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm2, ymm2, [rel pw_512]
-    vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3457]
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 160], ymm1
-    vmovdqa      ymm1, [rsp + 128]                   ; reload
-    vpaddw       ymm1, ymm1, [rsp + 96]
-    vpaddw       ymm1, ymm1, [rsp]
-    vpaddw       ymm1, ymm1, ymm5
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm2, ymm2, [rel pw_512]
-    vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3457]
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 224], ymm1
+    vmovdqu      [rdi + 224], ymm4
     vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rsi + 320]
-    vmovdqu      ymm3, [rsi + 288]
+    vmovdqu      ymm2, [rsi + 288]
+    vmovdqu      ymm3, [rsi + 320]
     vmovdqu      ymm4, [rsi + 352]
     vmovdqu      ymm5, [rdx + 256]
-    vmovdqu      ymm6, [rdx + 320]
-    vmovdqu      ymm7, [rdx + 288]
+    vmovdqu      ymm6, [rdx + 288]
+    vmovdqu      ymm7, [rdx + 320]
     vmovdqu      ymm8, [rdx + 352]
     vpmullw      ymm9, ymm5, [rel pw_12929]
-    vpmullw      ymm10, ymm6, [rel pw_12929]
-    vpmullw      ymm11, ymm7, [rel pw_12929]
+    vpmullw      ymm10, ymm7, [rel pw_12929]
+    vpmullw      ymm11, ymm6, [rel pw_12929]
     vpmullw      ymm12, ymm8, [rel pw_12929]
     vpmullw      ymm13, ymm1, ymm9
     vpmulhw      ymm14, ymm1, ymm5
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm13, ymm14, ymm13
     vpmullw      ymm14, ymm1, ymm10
-    vpmulhw      ymm15, ymm1, ymm6
+    vpmulhw      ymm15, ymm1, ymm7
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpmullw      ymm15, ymm1, ymm11
     vmovdqa      [rsp], ymm14                        ; spill
-    vpmulhw      ymm14, ymm1, ymm7
+    vpmulhw      ymm14, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm1, ymm12
     vpmulhw      ymm1, ymm1, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm2, ymm9
+    vpmullw      ymm15, ymm3, ymm9
     vmovdqa      [rsp + 96], ymm1                    ; spill
-    vpmulhw      ymm1, ymm2, ymm5
+    vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm2, ymm10
-    vmovdqa      [rsp + 128], ymm14                  ; spill
-    vpmulhw      ymm14, ymm2, ymm6
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
-    vpmullw      ymm15, ymm2, ymm11
-    vmovdqa      [rsp + 64], ymm14                   ; spill
-    vpmulhw      ymm14, ymm2, ymm7
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
-    vpmullw      ymm15, ymm2, ymm12
-    vpmulhw      ymm2, ymm2, ymm8
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm2, ymm2, ymm15
-    vpmullw      ymm15, ymm3, ymm9
-    vmovdqa      [rsp + 160], ymm14                  ; spill
-    vpmulhw      ymm14, ymm3, ymm5
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm3, ymm10
-    vmovdqa      [rsp + 32], ymm14                   ; spill
-    vpmulhw      ymm14, ymm3, ymm6
+    vmovdqa      [rsp + 128], ymm14                  ; spill
+    vpmulhw      ymm14, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm3, ymm11
-    vmovdqa      [rsp + 192], ymm14                  ; spill
-    vpmulhw      ymm14, ymm3, ymm7
+    vmovdqa      [rsp + 64], ymm14                   ; spill
+    vpmulhw      ymm14, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm3, ymm12
     vpmulhw      ymm3, ymm3, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
+    vpmullw      ymm15, ymm2, ymm9
+    vmovdqa      [rsp + 160], ymm14                  ; spill
+    vpmulhw      ymm14, ymm2, ymm5
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm2, ymm10
+    vmovdqa      [rsp + 32], ymm14                   ; spill
+    vpmulhw      ymm14, ymm2, ymm7
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm2, ymm11
+    vmovdqa      [rsp + 192], ymm14                  ; spill
+    vpmulhw      ymm14, ymm2, ymm6
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm2, ymm12
+    vpmulhw      ymm2, ymm2, ymm8
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm2, ymm2, ymm15
     vpmullw      ymm9, ymm4, ymm9
     vpmulhw      ymm5, ymm4, ymm5
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpmullw      ymm9, ymm4, ymm10
-    vpmulhw      ymm6, ymm4, ymm6
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm4, ymm11
     vpmulhw      ymm7, ymm4, ymm7
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
+    vpmullw      ymm9, ymm4, ymm11
+    vpmulhw      ymm6, ymm4, ymm6
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm6, ymm6, ymm9
     vpmullw      ymm9, ymm4, ymm12
     vpmulhw      ymm4, ymm4, ymm8
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm2, ymm2, ymm14
+    vpaddw       ymm3, ymm3, ymm14
+    vpaddw       ymm3, ymm3, ymm7
+    vpmullw      ymm7, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm3, ymm13, ymm3
+    vpmulhw      ymm7, ymm3, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm7, ymm7, [rel pw_512]
+    vpsraw       ymm7, ymm7, 10
+    vpmullw      ymm7, ymm7, [rel pw_3457]
+    vpsubw       ymm3, ymm3, ymm7
+    vmovdqa      ymm7, [rsp]                         ; reload
+    vpaddw       ymm1, ymm7, ymm1
     vpaddw       ymm2, ymm2, ymm6
     vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm2, ymm13, ymm2
-    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm6, ymm6, [rel pw_512]
-    vpsraw       ymm6, ymm6, 10
-    vpmullw      ymm6, ymm6, [rel pw_3457]
-    vpsubw       ymm2, ymm2, ymm6
-    vmovdqu      [rdi + 256], ymm2
-    vmovdqa      ymm2, [rsp]                         ; reload
-    vpaddw       ymm1, ymm2, ymm1
-    vpaddw       ymm2, ymm3, ymm7
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm2
+    vmovdqa      ymm2, [rsp + 128]                   ; reload
+    vpaddw       ymm2, ymm2, [rsp + 64]
+    vpaddw       ymm2, ymm2, [rsp + 32]
+    vpmullw      ymm6, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm4, ymm4, ymm6
+    vpaddw       ymm2, ymm2, ymm4
+    vpmulhw      ymm4, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm4, ymm4, [rel pw_512]
+    vpsraw       ymm4, ymm4, 10
+    vpmullw      ymm4, ymm4, [rel pw_3457]
+    vpsubw       ymm2, ymm2, ymm4
+    vmovdqa      ymm4, [rsp + 96]                    ; reload
+    vpaddw       ymm4, ymm4, [rsp + 160]
+    vpaddw       ymm4, ymm4, [rsp + 192]
+    vpaddw       ymm4, ymm4, ymm5
+    vpmulhw      ymm5, ymm4, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm5, ymm5, [rel pw_512]
+    vpsraw       ymm5, ymm5, 10
+    vpmullw      ymm5, ymm5, [rel pw_3457]
+    vpsubw       ymm4, ymm4, ymm5
+    vmovdqu      [rdi + 256], ymm3
+    vmovdqu      [rdi + 288], ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqa      ymm1, [rsp + 128]                   ; reload
-    vpaddw       ymm1, ymm1, [rsp + 64]
-    vpaddw       ymm1, ymm1, [rsp + 32]
-    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
-    vpmulhw      ymm3, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm3, ymm2
-    vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm2, ymm2, [rel pw_512]
-    vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3457]
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 288], ymm1
-    vmovdqa      ymm1, [rsp + 96]                    ; reload
-    vpaddw       ymm1, ymm1, [rsp + 160]
-    vpaddw       ymm1, ymm1, [rsp + 192]
-    vpaddw       ymm1, ymm1, ymm5
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm2, ymm2, [rel pw_512]
-    vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3457]
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 352], ymm1
+    vmovdqu      [rdi + 352], ymm4
     vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rsi + 448]
-    vmovdqu      ymm3, [rsi + 416]
+    vmovdqu      ymm2, [rsi + 416]
+    vmovdqu      ymm3, [rsi + 448]
     vmovdqu      ymm4, [rsi + 480]
     vmovdqu      ymm5, [rdx + 384]
-    vmovdqu      ymm6, [rdx + 448]
-    vmovdqu      ymm7, [rdx + 416]
+    vmovdqu      ymm6, [rdx + 416]
+    vmovdqu      ymm7, [rdx + 448]
     vmovdqu      ymm8, [rdx + 480]
     vpmullw      ymm9, ymm5, [rel pw_12929]
-    vpmullw      ymm10, ymm6, [rel pw_12929]
-    vpmullw      ymm11, ymm7, [rel pw_12929]
+    vpmullw      ymm10, ymm7, [rel pw_12929]
+    vpmullw      ymm11, ymm6, [rel pw_12929]
     vpmullw      ymm12, ymm8, [rel pw_12929]
     vpmullw      ymm13, ymm1, ymm9
     vpmulhw      ymm14, ymm1, ymm5
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm13, ymm14, ymm13
     vpmullw      ymm14, ymm1, ymm10
-    vpmulhw      ymm15, ymm1, ymm6
+    vpmulhw      ymm15, ymm1, ymm7
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpmullw      ymm15, ymm1, ymm11
     vmovdqa      [rsp + 192], ymm14                  ; spill
-    vpmulhw      ymm14, ymm1, ymm7
+    vpmulhw      ymm14, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm1, ymm12
     vpmulhw      ymm1, ymm1, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm2, ymm9
+    vpmullw      ymm15, ymm3, ymm9
     vmovdqa      [rsp + 160], ymm1                   ; spill
-    vpmulhw      ymm1, ymm2, ymm5
+    vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
-    vpmullw      ymm15, ymm2, ymm10
-    vmovdqa      [rsp + 96], ymm14                   ; spill
-    vpmulhw      ymm14, ymm2, ymm6
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
-    vpmullw      ymm15, ymm2, ymm11
-    vmovdqa      [rsp + 32], ymm14                   ; spill
-    vpmulhw      ymm14, ymm2, ymm7
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
-    vpmullw      ymm15, ymm2, ymm12
-    vpmulhw      ymm2, ymm2, ymm8
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm2, ymm2, ymm15
-    vpmullw      ymm15, ymm3, ymm9
-    vmovdqa      [rsp + 64], ymm14                   ; spill
-    vpmulhw      ymm14, ymm3, ymm5
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm3, ymm10
-    vmovdqa      [rsp + 128], ymm14                  ; spill
-    vpmulhw      ymm14, ymm3, ymm6
+    vmovdqa      [rsp + 96], ymm14                   ; spill
+    vpmulhw      ymm14, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm3, ymm11
-    vmovdqa      [rsp], ymm14                        ; spill
-    vpmulhw      ymm14, ymm3, ymm7
+    vmovdqa      [rsp + 32], ymm14                   ; spill
+    vpmulhw      ymm14, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm14, ymm14, ymm15
     vpmullw      ymm15, ymm3, ymm12
     vpmulhw      ymm3, ymm3, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
+    vpmullw      ymm15, ymm2, ymm9
+    vmovdqa      [rsp + 64], ymm14                   ; spill
+    vpmulhw      ymm14, ymm2, ymm5
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm2, ymm10
+    vmovdqa      [rsp + 128], ymm14                  ; spill
+    vpmulhw      ymm14, ymm2, ymm7
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm2, ymm11
+    vmovdqa      [rsp], ymm14                        ; spill
+    vpmulhw      ymm14, ymm2, ymm6
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpmullw      ymm15, ymm2, ymm12
+    vpmulhw      ymm2, ymm2, ymm8
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm2, ymm2, ymm15
     vpmullw      ymm9, ymm4, ymm9
     vpmulhw      ymm5, ymm4, ymm5
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpmullw      ymm9, ymm4, ymm10
-    vpmulhw      ymm6, ymm4, ymm6
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm6, ymm6, ymm9
-    vpmullw      ymm9, ymm4, ymm11
     vpmulhw      ymm7, ymm4, ymm7
     vpmulhw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
+    vpmullw      ymm9, ymm4, ymm11
+    vpmulhw      ymm6, ymm4, ymm6
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm6, ymm6, ymm9
     vpmullw      ymm9, ymm4, ymm12
     vpmulhw      ymm4, ymm4, ymm8
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm2, ymm2, ymm14
+    vpaddw       ymm3, ymm3, ymm14
+    vpaddw       ymm3, ymm3, ymm7
+    vpmullw      ymm7, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
+    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm3, ymm13, ymm3
+    vpmulhw      ymm7, ymm3, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm7, ymm7, [rel pw_512]
+    vpsraw       ymm7, ymm7, 10
+    vpmullw      ymm7, ymm7, [rel pw_3457]
+    vpsubw       ymm3, ymm3, ymm7
+    vmovdqa      ymm7, [rsp + 192]                   ; reload
+    vpaddw       ymm1, ymm7, ymm1
     vpaddw       ymm2, ymm2, ymm6
     vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
-    vpaddw       ymm2, ymm13, ymm2
-    vpmulhw      ymm6, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm6, ymm6, [rel pw_512]
-    vpsraw       ymm6, ymm6, 10
-    vpmullw      ymm6, ymm6, [rel pw_3457]
-    vpsubw       ymm2, ymm2, ymm6
-    vmovdqu      [rdi + 384], ymm2
-    vmovdqa      ymm2, [rsp + 192]                   ; reload
-    vpaddw       ymm1, ymm2, ymm1
-    vpaddw       ymm2, ymm3, ymm7
-    vpmullw      ymm3, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
-    vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 448], ymm1
-    vmovdqa      ymm1, [rsp + 96]                    ; reload
-    vpaddw       ymm1, ymm1, [rsp + 32]
-    vpaddw       ymm1, ymm1, [rsp + 128]
-    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
-    vpmulhw      ymm3, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
-    vpmulhw      ymm0, ymm2, ymm0
-    vpsubw       ymm0, ymm3, ymm0
-    vpaddw       ymm0, ymm1, ymm0
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm1, ymm1, [rel pw_512]
-    vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
-    vpsubw       ymm0, ymm0, ymm1
+    vmovdqa      ymm2, [rsp + 96]                    ; reload
+    vpaddw       ymm2, ymm2, [rsp + 32]
+    vpaddw       ymm2, ymm2, [rsp + 128]
+    vpmullw      ymm6, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
+    vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
+    vpmulhw      ymm0, ymm6, ymm0
+    vpsubw       ymm0, ymm4, ymm0
+    vpaddw       ymm0, ymm2, ymm0
+    vpmulhw      ymm2, ymm0, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
+    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpsubw       ymm0, ymm0, ymm2
+    vmovdqa      ymm2, [rsp + 160]                   ; reload
+    vpaddw       ymm2, ymm2, [rsp + 64]
+    vpaddw       ymm2, ymm2, [rsp]
+    vpaddw       ymm2, ymm2, ymm5
+    vpmulhw      ymm4, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm4, ymm4, [rel pw_512]
+    vpsraw       ymm4, ymm4, 10
+    vpmullw      ymm4, ymm4, [rel pw_3457]
+    vpsubw       ymm2, ymm2, ymm4
+    vmovdqu      [rdi + 384], ymm3
     vmovdqu      [rdi + 416], ymm0
-    vmovdqa      ymm0, [rsp + 160]                   ; reload
-    vpaddw       ymm0, ymm0, [rsp + 64]
-    vpaddw       ymm0, ymm0, [rsp]
-    vpaddw       ymm0, ymm0, ymm5
-    vpmulhw      ymm1, ymm0, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm1, ymm1, [rel pw_512]
-    vpsraw       ymm1, ymm1, 10
-    vpmullw      ymm1, ymm1, [rel pw_3457]
-    vpsubw       ymm0, ymm0, ymm1
-    vmovdqu      [rdi + 480], ymm0
+    vmovdqu      [rdi + 448], ymm1
+    vmovdqu      [rdi + 480], ymm2
     mov rsp, rbp
     pop rbp
     vzeroupper
@@ -3538,42 +3539,42 @@ kg_ctru3457_basemul_sse:
     movdqu       xmm0, [rel pw_3457]                 ; q = 3457
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
-    movdqu       xmm3, [rsi + 64]
-    movdqu       xmm4, [rsi + 80]
-    movdqu       xmm5, [rsi + 32]
-    movdqu       xmm6, [rsi + 48]
+    movdqu       xmm3, [rsi + 32]
+    movdqu       xmm4, [rsi + 48]
+    movdqu       xmm5, [rsi + 64]
+    movdqu       xmm6, [rsi + 80]
     movdqu       xmm7, [rsi + 96]
     movdqu       xmm8, [rsi + 112]
     movdqu       xmm9, [rdx]
     movdqu       xmm10, [rdx + 16]
-    movdqu       xmm11, [rdx + 64]
-    movdqu       xmm12, [rdx + 80]
-    movdqu       xmm13, [rdx + 32]
-    movdqu       xmm14, [rdx + 48]
+    movdqu       xmm11, [rdx + 32]
+    movdqu       xmm12, [rdx + 48]
+    movdqu       xmm13, [rdx + 64]
+    movdqu       xmm14, [rdx + 80]
     movdqu       xmm15, [rdx + 96]
     movdqa       [rsp], xmm8                         ; spill
     movdqu       xmm8, [rdx + 112]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm9
     pmullw       xmm7, [rel pw_12929]
-    movdqa       [rsp + 64], xmm6                    ; spill
-    movdqa       xmm6, xmm10
-    pmullw       xmm6, [rel pw_12929 + 16]
-    movdqa       [rsp + 96], xmm5                    ; spill
-    movdqa       xmm5, xmm11
-    pmullw       xmm5, [rel pw_12929]
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, xmm12
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm10
     pmullw       xmm4, [rel pw_12929 + 16]
-    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqa       [rsp + 96], xmm3                    ; spill
     movdqa       xmm3, xmm13
     pmullw       xmm3, [rel pw_12929]
-    movdqa       [rsp + 192], xmm13                  ; spill
-    movdqa       xmm13, xmm14
-    pmullw       xmm13, [rel pw_12929 + 16]
-    movdqa       [rsp + 224], xmm14                  ; spill
-    movdqa       xmm14, xmm15
-    pmullw       xmm14, [rel pw_12929]
+    movdqa       [rsp + 128], xmm6                   ; spill
+    movdqa       xmm6, xmm14
+    pmullw       xmm6, [rel pw_12929 + 16]
+    movdqa       [rsp + 160], xmm5                   ; spill
+    movdqa       xmm5, xmm11
+    pmullw       xmm5, [rel pw_12929]
+    movdqa       [rsp + 192], xmm11                  ; spill
+    movdqa       xmm11, xmm12
+    pmullw       xmm11, [rel pw_12929 + 16]
+    movdqa       [rsp + 224], xmm12                  ; spill
+    movdqa       xmm12, xmm15
+    pmullw       xmm12, [rel pw_12929]
     movdqa       [rsp + 256], xmm15                  ; spill
     movdqa       xmm15, xmm8
     pmullw       xmm15, [rel pw_12929 + 16]
@@ -3582,47 +3583,47 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm8, xmm7
     movdqa       [rsp + 320], xmm7                   ; spill
     movdqa       xmm7, xmm2
-    pmullw       xmm7, xmm6
-    movdqa       [rsp + 352], xmm6                   ; spill
-    movdqa       xmm6, xmm1
-    pmulhw       xmm6, xmm9
+    pmullw       xmm7, xmm4
+    movdqa       [rsp + 352], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, xmm9
     movdqa       [rsp + 384], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, xmm10
     pmulhw       xmm8, xmm0
     pmulhw       xmm7, xmm0
-    psubw        xmm6, xmm8
+    psubw        xmm4, xmm8
     psubw        xmm9, xmm7
-    movdqa       xmm7, xmm1
-    pmullw       xmm7, xmm5
-    movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm4
-    movdqa       [rsp + 416], xmm9                   ; spill
-    movdqa       xmm9, xmm1
-    pmulhw       xmm9, xmm11
-    movdqa       [rsp + 448], xmm6                   ; spill
-    movdqa       xmm6, xmm2
-    pmulhw       xmm6, xmm12
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm9, xmm7
-    psubw        xmm6, xmm8
     movdqa       xmm7, xmm1
     pmullw       xmm7, xmm3
     movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm13
-    movdqa       [rsp + 480], xmm6                   ; spill
-    movdqa       xmm6, xmm1
-    pmulhw       xmm6, [rsp + 192]
+    pmullw       xmm8, xmm6
+    movdqa       [rsp + 416], xmm9                   ; spill
+    movdqa       xmm9, xmm1
+    pmulhw       xmm9, xmm13
+    movdqa       [rsp + 448], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, xmm14
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm11
+    movdqa       [rsp + 480], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, [rsp + 192]
     movdqa       [rsp + 512], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, [rsp + 224]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
-    psubw        xmm6, xmm7
+    psubw        xmm4, xmm7
     psubw        xmm9, xmm8
     movdqa       xmm7, xmm1
-    pmullw       xmm7, xmm14
+    pmullw       xmm7, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
     pmulhw       xmm1, [rsp + 256]
@@ -3642,43 +3643,43 @@ kg_ctru3457_basemul_sse:
     movdqa       [rsp + 608], xmm9                   ; spill
     movdqa       xmm9, xmm7
     pmulhw       xmm9, [rsp + 384]
-    movdqa       [rsp + 640], xmm6                   ; spill
-    movdqa       xmm6, xmm2
-    pmulhw       xmm6, xmm10
+    movdqa       [rsp + 640], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, xmm10
     pmulhw       xmm8, xmm0
     pmulhw       xmm1, xmm0
     psubw        xmm9, xmm8
-    psubw        xmm6, xmm1
-    movdqa       xmm1, xmm7
-    pmullw       xmm1, xmm5
-    movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm4
-    movdqa       [rsp + 672], xmm6                   ; spill
-    movdqa       xmm6, xmm7
-    pmulhw       xmm6, xmm11
-    movdqa       [rsp + 704], xmm9                   ; spill
-    movdqa       xmm9, xmm2
-    pmulhw       xmm9, xmm12
-    pmulhw       xmm1, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm6, xmm1
-    psubw        xmm9, xmm8
+    psubw        xmm4, xmm1
     movdqa       xmm1, xmm7
     pmullw       xmm1, xmm3
     movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm13
+    pmullw       xmm8, xmm6
+    movdqa       [rsp + 672], xmm4                   ; spill
+    movdqa       xmm4, xmm7
+    pmulhw       xmm4, xmm13
+    movdqa       [rsp + 704], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm14
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm9, xmm8
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm11
     movdqa       [rsp + 736], xmm9                   ; spill
     movdqa       xmm9, xmm7
     pmulhw       xmm9, [rsp + 192]
-    movdqa       [rsp + 768], xmm6                   ; spill
-    movdqa       xmm6, xmm2
-    pmulhw       xmm6, [rsp + 224]
+    movdqa       [rsp + 768], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, [rsp + 224]
     pmulhw       xmm1, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm9, xmm1
-    psubw        xmm6, xmm8
+    psubw        xmm4, xmm8
     movdqa       xmm1, xmm7
-    pmullw       xmm1, xmm14
+    pmullw       xmm1, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
     pmulhw       xmm7, [rsp + 256]
@@ -3690,105 +3691,105 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm1, [rsp + 96]                    ; reload
     movdqa       xmm8, xmm1
     pmullw       xmm8, [rsp + 320]
-    movdqa       [rsp + 128], xmm6                   ; spill
-    movdqa       xmm6, [rsp + 64]                    ; reload
+    movdqa       [rsp + 128], xmm4                   ; spill
+    movdqa       xmm4, [rsp + 64]                    ; reload
     movdqa       [rsp + 160], xmm9                   ; spill
-    movdqa       xmm9, xmm6
+    movdqa       xmm9, xmm4
     pmullw       xmm9, [rsp + 352]
     movdqa       [rsp + 800], xmm2                   ; spill
     movdqa       xmm2, xmm1
     pmulhw       xmm2, [rsp + 384]
     movdqa       [rsp + 832], xmm7                   ; spill
-    movdqa       xmm7, xmm6
+    movdqa       xmm7, xmm4
     pmulhw       xmm7, xmm10
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm2, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm5
-    movdqa       xmm9, xmm6
-    pmullw       xmm9, xmm4
+    pmullw       xmm8, xmm3
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, xmm6
     movdqa       [rsp + 864], xmm7                   ; spill
     movdqa       xmm7, xmm1
-    pmulhw       xmm7, xmm11
+    pmulhw       xmm7, xmm13
     movdqa       [rsp + 896], xmm2                   ; spill
-    movdqa       xmm2, xmm6
-    pmulhw       xmm2, xmm12
+    movdqa       xmm2, xmm4
+    pmulhw       xmm2, xmm14
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm7, xmm8
     psubw        xmm2, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm3
-    movdqa       xmm9, xmm6
-    pmullw       xmm9, xmm13
+    pmullw       xmm8, xmm5
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, xmm11
     movdqa       [rsp + 928], xmm2                   ; spill
     movdqa       xmm2, xmm1
     pmulhw       xmm2, [rsp + 192]
     movdqa       [rsp + 960], xmm7                   ; spill
-    movdqa       xmm7, xmm6
+    movdqa       xmm7, xmm4
     pmulhw       xmm7, [rsp + 224]
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm2, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm14
-    movdqa       xmm9, xmm6
+    pmullw       xmm8, xmm12
+    movdqa       xmm9, xmm4
     pmullw       xmm9, xmm15
     pmulhw       xmm1, [rsp + 256]
-    pmulhw       xmm6, [rsp + 288]
+    pmulhw       xmm4, [rsp + 288]
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm1, xmm8
-    psubw        xmm6, xmm9
+    psubw        xmm4, xmm9
     movdqa       xmm8, [rsp + 320]                   ; reload
     pmullw       xmm8, [rsp + 32]
     movdqa       xmm9, [rsp + 352]                   ; reload
     pmullw       xmm9, [rsp]
-    movdqa       [rsp + 352], xmm6                   ; spill
-    movdqa       xmm6, [rsp + 384]                   ; reload
-    pmulhw       xmm6, [rsp + 32]
+    movdqa       [rsp + 352], xmm4                   ; spill
+    movdqa       xmm4, [rsp + 384]                   ; reload
+    pmulhw       xmm4, [rsp + 32]
     pmulhw       xmm10, [rsp]
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
-    psubw        xmm6, xmm8
+    psubw        xmm4, xmm8
     psubw        xmm10, xmm9
-    pmullw       xmm5, [rsp + 32]
-    pmullw       xmm4, [rsp]
-    pmulhw       xmm11, [rsp + 32]
-    pmulhw       xmm12, [rsp]
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm11, xmm5
-    psubw        xmm12, xmm4
     pmullw       xmm3, [rsp + 32]
-    pmullw       xmm13, [rsp]
-    movdqa       xmm4, [rsp + 192]                   ; reload
-    pmulhw       xmm4, [rsp + 32]
-    movdqa       xmm5, [rsp + 224]                   ; reload
-    pmulhw       xmm5, [rsp]
+    pmullw       xmm6, [rsp]
+    pmulhw       xmm13, [rsp + 32]
+    pmulhw       xmm14, [rsp]
     pmulhw       xmm3, xmm0
-    pmulhw       xmm13, xmm0
-    psubw        xmm4, xmm3
-    psubw        xmm5, xmm13
-    pmullw       xmm14, [rsp + 32]
+    pmulhw       xmm6, xmm0
+    psubw        xmm13, xmm3
+    psubw        xmm14, xmm6
+    pmullw       xmm5, [rsp + 32]
+    pmullw       xmm11, [rsp]
+    movdqa       xmm3, [rsp + 192]                   ; reload
+    pmulhw       xmm3, [rsp + 32]
+    movdqa       xmm6, [rsp + 224]                   ; reload
+    pmulhw       xmm6, [rsp]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm11, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm6, xmm11
+    pmullw       xmm12, [rsp + 32]
     pmullw       xmm15, [rsp]
-    movdqa       xmm3, [rsp + 32]                    ; reload
-    pmulhw       xmm3, [rsp + 256]
+    movdqa       xmm5, [rsp + 32]                    ; reload
+    pmulhw       xmm5, [rsp + 256]
     movdqa       xmm8, [rsp]                         ; reload
     pmulhw       xmm8, [rsp + 288]
-    pmulhw       xmm14, xmm0
+    pmulhw       xmm12, xmm0
     pmulhw       xmm15, xmm0
-    psubw        xmm3, xmm14
+    psubw        xmm5, xmm12
     psubw        xmm8, xmm15
     movdqa       xmm9, [rsp + 832]                   ; reload
     paddw        xmm9, xmm2
     movdqa       xmm2, [rsp + 800]                   ; reload
     paddw        xmm2, xmm7
-    paddw        xmm9, xmm11
-    paddw        xmm2, xmm12
+    paddw        xmm9, xmm13
+    paddw        xmm2, xmm14
     movdqa       xmm7, xmm9
     pmullw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 32]
     movdqa       xmm11, xmm2
@@ -3815,133 +3816,133 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm11, [rel pw_3457 + 16]
     psubw        xmm7, xmm2
     psubw        xmm9, xmm11
-    movdqu       [rdi], xmm7
-    movdqu       [rdi + 16], xmm9
     movdqa       xmm2, [rsp + 512]                   ; reload
     paddw        xmm2, [rsp + 704]
-    movdqa       xmm7, [rsp + 480]                   ; reload
-    paddw        xmm7, [rsp + 672]
-    paddw        xmm1, xmm4
-    movdqa       xmm4, [rsp + 352]                   ; reload
-    paddw        xmm4, xmm5
-    movdqa       xmm5, xmm1
-    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 32]
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 48]
+    movdqa       xmm11, [rsp + 480]                  ; reload
+    paddw        xmm11, [rsp + 672]
+    paddw        xmm1, xmm3
+    movdqa       xmm3, [rsp + 352]                   ; reload
+    paddw        xmm3, xmm6
+    movdqa       xmm6, xmm1
+    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 32]
+    movdqa       xmm12, xmm3
+    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 48]
     pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse]
-    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 16]
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm4, xmm9
+    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 16]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm6
+    psubw        xmm3, xmm12
     paddw        xmm2, xmm1
-    paddw        xmm7, xmm4
+    paddw        xmm11, xmm3
     movdqa       xmm1, xmm2                          ; barrett: into the inverse NTT's input range
     pmulhw       xmm1, [rel pw_19412]
-    movdqa       xmm4, xmm7
-    pmulhw       xmm4, [rel pw_19412 + 16]
+    movdqa       xmm3, xmm11
+    pmulhw       xmm3, [rel pw_19412 + 16]
     paddw        xmm1, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm1, 10
-    psraw        xmm4, 10
+    psraw        xmm3, 10
     pmullw       xmm1, [rel pw_3457]
-    pmullw       xmm4, [rel pw_3457 + 16]
+    pmullw       xmm3, [rel pw_3457 + 16]
     psubw        xmm2, xmm1
-    psubw        xmm7, xmm4
-    movdqu       [rdi + 64], xmm2
-    movdqu       [rdi + 80], xmm7
+    psubw        xmm11, xmm3
     movdqa       xmm1, [rsp + 640]                   ; reload
     paddw        xmm1, [rsp + 768]
-    movdqa       xmm2, [rsp + 608]                   ; reload
-    paddw        xmm2, [rsp + 736]
+    movdqa       xmm3, [rsp + 608]                   ; reload
+    paddw        xmm3, [rsp + 736]
     paddw        xmm1, [rsp + 896]
-    paddw        xmm2, [rsp + 864]
-    movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 32]
-    movdqa       xmm5, xmm8
-    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 48]
-    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse]
+    paddw        xmm3, [rsp + 864]
+    movdqa       xmm6, xmm5
+    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 32]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 48]
+    pmulhw       xmm5, [rel kg_ctru3457_basemul_zetas_sse]
     pmulhw       xmm8, [rel kg_ctru3457_basemul_zetas_sse + 16]
-    pmulhw       xmm4, xmm0
-    pmulhw       xmm5, xmm0
-    psubw        xmm3, xmm4
-    psubw        xmm8, xmm5
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm8
-    movdqa       xmm3, xmm1                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm3, [rel pw_19412]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_19412 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm5, xmm6
+    psubw        xmm8, xmm12
+    paddw        xmm1, xmm5
+    paddw        xmm3, xmm8
+    movdqa       xmm5, xmm1                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm5, [rel pw_19412]
+    movdqa       xmm6, xmm3
+    pmulhw       xmm6, [rel pw_19412 + 16]
+    paddw        xmm5, [rel pw_512]
+    paddw        xmm6, [rel pw_512 + 16]
+    psraw        xmm5, 10
+    psraw        xmm6, 10
+    pmullw       xmm5, [rel pw_3457]
+    pmullw       xmm6, [rel pw_3457 + 16]
+    psubw        xmm1, xmm5
+    psubw        xmm3, xmm6
+    movdqa       xmm5, [rsp + 576]                   ; reload
+    paddw        xmm5, [rsp + 160]
+    movdqa       xmm6, [rsp + 544]                   ; reload
+    paddw        xmm6, [rsp + 128]
+    paddw        xmm5, [rsp + 960]
+    paddw        xmm6, [rsp + 928]
+    paddw        xmm5, xmm4
+    paddw        xmm6, xmm10
+    movdqa       xmm4, xmm5                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm4, [rel pw_19412]
+    movdqa       xmm8, xmm6
+    pmulhw       xmm8, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm8, [rel pw_512 + 16]
     psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3457]
-    pmullw       xmm4, [rel pw_3457 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    psraw        xmm8, 10
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm8, [rel pw_3457 + 16]
+    psubw        xmm5, xmm4
+    psubw        xmm6, xmm8
+    movdqu       [rdi], xmm7
+    movdqu       [rdi + 16], xmm9
     movdqu       [rdi + 32], xmm1
-    movdqu       [rdi + 48], xmm2
-    movdqa       xmm1, [rsp + 576]                   ; reload
-    paddw        xmm1, [rsp + 160]
-    movdqa       xmm2, [rsp + 544]                   ; reload
-    paddw        xmm2, [rsp + 128]
-    paddw        xmm1, [rsp + 960]
-    paddw        xmm2, [rsp + 928]
-    paddw        xmm1, xmm6
-    paddw        xmm2, xmm10
-    movdqa       xmm3, xmm1                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm3, [rel pw_19412]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_19412 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3457]
-    pmullw       xmm4, [rel pw_3457 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 96], xmm1
-    movdqu       [rdi + 112], xmm2
+    movdqu       [rdi + 48], xmm3
+    movdqu       [rdi + 64], xmm2
+    movdqu       [rdi + 80], xmm11
+    movdqu       [rdi + 96], xmm5
+    movdqu       [rdi + 112], xmm6
     movdqu       xmm1, [rsi + 128]
     movdqu       xmm2, [rsi + 144]
-    movdqu       xmm3, [rsi + 192]
-    movdqu       xmm4, [rsi + 208]
-    movdqu       xmm5, [rsi + 160]
-    movdqu       xmm6, [rsi + 176]
+    movdqu       xmm3, [rsi + 160]
+    movdqu       xmm4, [rsi + 176]
+    movdqu       xmm5, [rsi + 192]
+    movdqu       xmm6, [rsi + 208]
     movdqu       xmm7, [rsi + 224]
     movdqu       xmm8, [rsi + 240]
     movdqu       xmm9, [rdx + 128]
     movdqu       xmm10, [rdx + 144]
-    movdqu       xmm11, [rdx + 192]
-    movdqu       xmm12, [rdx + 208]
-    movdqu       xmm13, [rdx + 160]
-    movdqu       xmm14, [rdx + 176]
+    movdqu       xmm11, [rdx + 160]
+    movdqu       xmm12, [rdx + 176]
+    movdqu       xmm13, [rdx + 192]
+    movdqu       xmm14, [rdx + 208]
     movdqu       xmm15, [rdx + 224]
     movdqa       [rsp + 928], xmm8                   ; spill
     movdqu       xmm8, [rdx + 240]
     movdqa       [rsp + 960], xmm7                   ; spill
     movdqa       xmm7, xmm9
     pmullw       xmm7, [rel pw_12929]
-    movdqa       [rsp + 128], xmm6                   ; spill
-    movdqa       xmm6, xmm10
-    pmullw       xmm6, [rel pw_12929 + 16]
-    movdqa       [rsp + 544], xmm5                   ; spill
-    movdqa       xmm5, xmm11
-    pmullw       xmm5, [rel pw_12929]
-    movdqa       [rsp + 160], xmm4                   ; spill
-    movdqa       xmm4, xmm12
+    movdqa       [rsp + 128], xmm4                   ; spill
+    movdqa       xmm4, xmm10
     pmullw       xmm4, [rel pw_12929 + 16]
-    movdqa       [rsp + 576], xmm3                   ; spill
+    movdqa       [rsp + 544], xmm3                   ; spill
     movdqa       xmm3, xmm13
     pmullw       xmm3, [rel pw_12929]
-    movdqa       [rsp + 864], xmm13                  ; spill
-    movdqa       xmm13, xmm14
-    pmullw       xmm13, [rel pw_12929 + 16]
-    movdqa       [rsp + 896], xmm14                  ; spill
-    movdqa       xmm14, xmm15
-    pmullw       xmm14, [rel pw_12929]
+    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       xmm6, xmm14
+    pmullw       xmm6, [rel pw_12929 + 16]
+    movdqa       [rsp + 576], xmm5                   ; spill
+    movdqa       xmm5, xmm11
+    pmullw       xmm5, [rel pw_12929]
+    movdqa       [rsp + 864], xmm11                  ; spill
+    movdqa       xmm11, xmm12
+    pmullw       xmm11, [rel pw_12929 + 16]
+    movdqa       [rsp + 896], xmm12                  ; spill
+    movdqa       xmm12, xmm15
+    pmullw       xmm12, [rel pw_12929]
     movdqa       [rsp + 736], xmm15                  ; spill
     movdqa       xmm15, xmm8
     pmullw       xmm15, [rel pw_12929 + 16]
@@ -3950,47 +3951,47 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm8, xmm7
     movdqa       [rsp + 768], xmm7                   ; spill
     movdqa       xmm7, xmm2
-    pmullw       xmm7, xmm6
-    movdqa       [rsp + 640], xmm6                   ; spill
-    movdqa       xmm6, xmm1
-    pmulhw       xmm6, xmm9
+    pmullw       xmm7, xmm4
+    movdqa       [rsp + 640], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, xmm9
     movdqa       [rsp + 352], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, xmm10
     pmulhw       xmm8, xmm0
     pmulhw       xmm7, xmm0
-    psubw        xmm6, xmm8
+    psubw        xmm4, xmm8
     psubw        xmm9, xmm7
-    movdqa       xmm7, xmm1
-    pmullw       xmm7, xmm5
-    movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm4
-    movdqa       [rsp + 672], xmm9                   ; spill
-    movdqa       xmm9, xmm1
-    pmulhw       xmm9, xmm11
-    movdqa       [rsp + 480], xmm6                   ; spill
-    movdqa       xmm6, xmm2
-    pmulhw       xmm6, xmm12
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm9, xmm7
-    psubw        xmm6, xmm8
     movdqa       xmm7, xmm1
     pmullw       xmm7, xmm3
     movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm13
-    movdqa       [rsp + 704], xmm6                   ; spill
-    movdqa       xmm6, xmm1
-    pmulhw       xmm6, [rsp + 864]
+    pmullw       xmm8, xmm6
+    movdqa       [rsp + 672], xmm9                   ; spill
+    movdqa       xmm9, xmm1
+    pmulhw       xmm9, xmm13
+    movdqa       [rsp + 480], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, xmm14
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm11
+    movdqa       [rsp + 704], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, [rsp + 864]
     movdqa       [rsp + 512], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, [rsp + 896]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
-    psubw        xmm6, xmm7
+    psubw        xmm4, xmm7
     psubw        xmm9, xmm8
     movdqa       xmm7, xmm1
-    pmullw       xmm7, xmm14
+    pmullw       xmm7, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
     pmulhw       xmm1, [rsp + 736]
@@ -4010,43 +4011,43 @@ kg_ctru3457_basemul_sse:
     movdqa       [rsp + 800], xmm9                   ; spill
     movdqa       xmm9, xmm7
     pmulhw       xmm9, [rsp + 352]
-    movdqa       [rsp + 832], xmm6                   ; spill
-    movdqa       xmm6, xmm2
-    pmulhw       xmm6, xmm10
+    movdqa       [rsp + 832], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, xmm10
     pmulhw       xmm8, xmm0
     pmulhw       xmm1, xmm0
     psubw        xmm9, xmm8
-    psubw        xmm6, xmm1
-    movdqa       xmm1, xmm7
-    pmullw       xmm1, xmm5
-    movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm4
-    movdqa       [rsp + 288], xmm6                   ; spill
-    movdqa       xmm6, xmm7
-    pmulhw       xmm6, xmm11
-    movdqa       [rsp], xmm9                         ; spill
-    movdqa       xmm9, xmm2
-    pmulhw       xmm9, xmm12
-    pmulhw       xmm1, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm6, xmm1
-    psubw        xmm9, xmm8
+    psubw        xmm4, xmm1
     movdqa       xmm1, xmm7
     pmullw       xmm1, xmm3
     movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm13
+    pmullw       xmm8, xmm6
+    movdqa       [rsp + 288], xmm4                   ; spill
+    movdqa       xmm4, xmm7
+    pmulhw       xmm4, xmm13
+    movdqa       [rsp], xmm9                         ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm14
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm9, xmm8
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm11
     movdqa       [rsp + 256], xmm9                   ; spill
     movdqa       xmm9, xmm7
     pmulhw       xmm9, [rsp + 864]
-    movdqa       [rsp + 32], xmm6                    ; spill
-    movdqa       xmm6, xmm2
-    pmulhw       xmm6, [rsp + 896]
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, [rsp + 896]
     pmulhw       xmm1, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm9, xmm1
-    psubw        xmm6, xmm8
+    psubw        xmm4, xmm8
     movdqa       xmm1, xmm7
-    pmullw       xmm1, xmm14
+    pmullw       xmm1, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
     pmulhw       xmm7, [rsp + 736]
@@ -4058,105 +4059,105 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm1, [rsp + 544]                   ; reload
     movdqa       xmm8, xmm1
     pmullw       xmm8, [rsp + 768]
-    movdqa       [rsp + 160], xmm6                   ; spill
-    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, [rsp + 128]                   ; reload
     movdqa       [rsp + 576], xmm9                   ; spill
-    movdqa       xmm9, xmm6
+    movdqa       xmm9, xmm4
     pmullw       xmm9, [rsp + 640]
     movdqa       [rsp + 224], xmm2                   ; spill
     movdqa       xmm2, xmm1
     pmulhw       xmm2, [rsp + 352]
     movdqa       [rsp + 192], xmm7                   ; spill
-    movdqa       xmm7, xmm6
+    movdqa       xmm7, xmm4
     pmulhw       xmm7, xmm10
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm2, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm5
-    movdqa       xmm9, xmm6
-    pmullw       xmm9, xmm4
+    pmullw       xmm8, xmm3
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, xmm6
     movdqa       [rsp + 384], xmm7                   ; spill
     movdqa       xmm7, xmm1
-    pmulhw       xmm7, xmm11
+    pmulhw       xmm7, xmm13
     movdqa       [rsp + 320], xmm2                   ; spill
-    movdqa       xmm2, xmm6
-    pmulhw       xmm2, xmm12
+    movdqa       xmm2, xmm4
+    pmulhw       xmm2, xmm14
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm7, xmm8
     psubw        xmm2, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm3
-    movdqa       xmm9, xmm6
-    pmullw       xmm9, xmm13
+    pmullw       xmm8, xmm5
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, xmm11
     movdqa       [rsp + 64], xmm2                    ; spill
     movdqa       xmm2, xmm1
     pmulhw       xmm2, [rsp + 864]
     movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm6
+    movdqa       xmm7, xmm4
     pmulhw       xmm7, [rsp + 896]
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm2, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm14
-    movdqa       xmm9, xmm6
+    pmullw       xmm8, xmm12
+    movdqa       xmm9, xmm4
     pmullw       xmm9, xmm15
     pmulhw       xmm1, [rsp + 736]
-    pmulhw       xmm6, [rsp + 608]
+    pmulhw       xmm4, [rsp + 608]
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm1, xmm8
-    psubw        xmm6, xmm9
+    psubw        xmm4, xmm9
     movdqa       xmm8, [rsp + 768]                   ; reload
     pmullw       xmm8, [rsp + 960]
     movdqa       xmm9, [rsp + 640]                   ; reload
     pmullw       xmm9, [rsp + 928]
-    movdqa       [rsp + 640], xmm6                   ; spill
-    movdqa       xmm6, [rsp + 352]                   ; reload
-    pmulhw       xmm6, [rsp + 960]
+    movdqa       [rsp + 640], xmm4                   ; spill
+    movdqa       xmm4, [rsp + 352]                   ; reload
+    pmulhw       xmm4, [rsp + 960]
     pmulhw       xmm10, [rsp + 928]
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
-    psubw        xmm6, xmm8
+    psubw        xmm4, xmm8
     psubw        xmm10, xmm9
-    pmullw       xmm5, [rsp + 960]
-    pmullw       xmm4, [rsp + 928]
-    pmulhw       xmm11, [rsp + 960]
-    pmulhw       xmm12, [rsp + 928]
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm11, xmm5
-    psubw        xmm12, xmm4
     pmullw       xmm3, [rsp + 960]
-    pmullw       xmm13, [rsp + 928]
-    movdqa       xmm4, [rsp + 864]                   ; reload
-    pmulhw       xmm4, [rsp + 960]
-    movdqa       xmm5, [rsp + 896]                   ; reload
-    pmulhw       xmm5, [rsp + 928]
+    pmullw       xmm6, [rsp + 928]
+    pmulhw       xmm13, [rsp + 960]
+    pmulhw       xmm14, [rsp + 928]
     pmulhw       xmm3, xmm0
-    pmulhw       xmm13, xmm0
-    psubw        xmm4, xmm3
-    psubw        xmm5, xmm13
-    pmullw       xmm14, [rsp + 960]
+    pmulhw       xmm6, xmm0
+    psubw        xmm13, xmm3
+    psubw        xmm14, xmm6
+    pmullw       xmm5, [rsp + 960]
+    pmullw       xmm11, [rsp + 928]
+    movdqa       xmm3, [rsp + 864]                   ; reload
+    pmulhw       xmm3, [rsp + 960]
+    movdqa       xmm6, [rsp + 896]                   ; reload
+    pmulhw       xmm6, [rsp + 928]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm11, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm6, xmm11
+    pmullw       xmm12, [rsp + 960]
     pmullw       xmm15, [rsp + 928]
-    movdqa       xmm3, [rsp + 960]                   ; reload
-    pmulhw       xmm3, [rsp + 736]
+    movdqa       xmm5, [rsp + 960]                   ; reload
+    pmulhw       xmm5, [rsp + 736]
     movdqa       xmm8, [rsp + 928]                   ; reload
     pmulhw       xmm8, [rsp + 608]
-    pmulhw       xmm14, xmm0
+    pmulhw       xmm12, xmm0
     pmulhw       xmm15, xmm0
-    psubw        xmm3, xmm14
+    psubw        xmm5, xmm12
     psubw        xmm8, xmm15
     movdqa       xmm9, [rsp + 192]                   ; reload
     paddw        xmm9, xmm2
     movdqa       xmm2, [rsp + 224]                   ; reload
     paddw        xmm2, xmm7
-    paddw        xmm9, xmm11
-    paddw        xmm2, xmm12
+    paddw        xmm9, xmm13
+    paddw        xmm2, xmm14
     movdqa       xmm7, xmm9
     pmullw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 96]
     movdqa       xmm11, xmm2
@@ -4183,133 +4184,133 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm11, [rel pw_3457 + 16]
     psubw        xmm7, xmm2
     psubw        xmm9, xmm11
-    movdqu       [rdi + 128], xmm7
-    movdqu       [rdi + 144], xmm9
     movdqa       xmm2, [rsp + 512]                   ; reload
     paddw        xmm2, [rsp]
-    movdqa       xmm7, [rsp + 704]                   ; reload
-    paddw        xmm7, [rsp + 288]
-    paddw        xmm1, xmm4
-    movdqa       xmm4, [rsp + 640]                   ; reload
-    paddw        xmm4, xmm5
-    movdqa       xmm5, xmm1
-    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 96]
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 112]
+    movdqa       xmm11, [rsp + 704]                  ; reload
+    paddw        xmm11, [rsp + 288]
+    paddw        xmm1, xmm3
+    movdqa       xmm3, [rsp + 640]                   ; reload
+    paddw        xmm3, xmm6
+    movdqa       xmm6, xmm1
+    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 96]
+    movdqa       xmm12, xmm3
+    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 112]
     pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 64]
-    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 80]
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm4, xmm9
+    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 80]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm6
+    psubw        xmm3, xmm12
     paddw        xmm2, xmm1
-    paddw        xmm7, xmm4
+    paddw        xmm11, xmm3
     movdqa       xmm1, xmm2                          ; barrett: into the inverse NTT's input range
     pmulhw       xmm1, [rel pw_19412]
-    movdqa       xmm4, xmm7
-    pmulhw       xmm4, [rel pw_19412 + 16]
+    movdqa       xmm3, xmm11
+    pmulhw       xmm3, [rel pw_19412 + 16]
     paddw        xmm1, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm1, 10
-    psraw        xmm4, 10
+    psraw        xmm3, 10
     pmullw       xmm1, [rel pw_3457]
-    pmullw       xmm4, [rel pw_3457 + 16]
+    pmullw       xmm3, [rel pw_3457 + 16]
     psubw        xmm2, xmm1
-    psubw        xmm7, xmm4
-    movdqu       [rdi + 192], xmm2
-    movdqu       [rdi + 208], xmm7
+    psubw        xmm11, xmm3
     movdqa       xmm1, [rsp + 832]                   ; reload
     paddw        xmm1, [rsp + 32]
-    movdqa       xmm2, [rsp + 800]                   ; reload
-    paddw        xmm2, [rsp + 256]
+    movdqa       xmm3, [rsp + 800]                   ; reload
+    paddw        xmm3, [rsp + 256]
     paddw        xmm1, [rsp + 320]
-    paddw        xmm2, [rsp + 384]
-    movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 96]
-    movdqa       xmm5, xmm8
-    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 112]
-    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 64]
+    paddw        xmm3, [rsp + 384]
+    movdqa       xmm6, xmm5
+    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 96]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 112]
+    pmulhw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 64]
     pmulhw       xmm8, [rel kg_ctru3457_basemul_zetas_sse + 80]
-    pmulhw       xmm4, xmm0
-    pmulhw       xmm5, xmm0
-    psubw        xmm3, xmm4
-    psubw        xmm8, xmm5
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm8
-    movdqa       xmm3, xmm1                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm3, [rel pw_19412]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_19412 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm5, xmm6
+    psubw        xmm8, xmm12
+    paddw        xmm1, xmm5
+    paddw        xmm3, xmm8
+    movdqa       xmm5, xmm1                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm5, [rel pw_19412]
+    movdqa       xmm6, xmm3
+    pmulhw       xmm6, [rel pw_19412 + 16]
+    paddw        xmm5, [rel pw_512]
+    paddw        xmm6, [rel pw_512 + 16]
+    psraw        xmm5, 10
+    psraw        xmm6, 10
+    pmullw       xmm5, [rel pw_3457]
+    pmullw       xmm6, [rel pw_3457 + 16]
+    psubw        xmm1, xmm5
+    psubw        xmm3, xmm6
+    movdqa       xmm5, [rsp + 448]                   ; reload
+    paddw        xmm5, [rsp + 576]
+    movdqa       xmm6, [rsp + 416]                   ; reload
+    paddw        xmm6, [rsp + 160]
+    paddw        xmm5, [rsp + 96]
+    paddw        xmm6, [rsp + 64]
+    paddw        xmm5, xmm4
+    paddw        xmm6, xmm10
+    movdqa       xmm4, xmm5                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm4, [rel pw_19412]
+    movdqa       xmm8, xmm6
+    pmulhw       xmm8, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm8, [rel pw_512 + 16]
     psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3457]
-    pmullw       xmm4, [rel pw_3457 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    psraw        xmm8, 10
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm8, [rel pw_3457 + 16]
+    psubw        xmm5, xmm4
+    psubw        xmm6, xmm8
+    movdqu       [rdi + 128], xmm7
+    movdqu       [rdi + 144], xmm9
     movdqu       [rdi + 160], xmm1
-    movdqu       [rdi + 176], xmm2
-    movdqa       xmm1, [rsp + 448]                   ; reload
-    paddw        xmm1, [rsp + 576]
-    movdqa       xmm2, [rsp + 416]                   ; reload
-    paddw        xmm2, [rsp + 160]
-    paddw        xmm1, [rsp + 96]
-    paddw        xmm2, [rsp + 64]
-    paddw        xmm1, xmm6
-    paddw        xmm2, xmm10
-    movdqa       xmm3, xmm1                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm3, [rel pw_19412]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_19412 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3457]
-    pmullw       xmm4, [rel pw_3457 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 224], xmm1
-    movdqu       [rdi + 240], xmm2
+    movdqu       [rdi + 176], xmm3
+    movdqu       [rdi + 192], xmm2
+    movdqu       [rdi + 208], xmm11
+    movdqu       [rdi + 224], xmm5
+    movdqu       [rdi + 240], xmm6
     movdqu       xmm1, [rsi + 256]
     movdqu       xmm2, [rsi + 272]
-    movdqu       xmm3, [rsi + 320]
-    movdqu       xmm4, [rsi + 336]
-    movdqu       xmm5, [rsi + 288]
-    movdqu       xmm6, [rsi + 304]
+    movdqu       xmm3, [rsi + 288]
+    movdqu       xmm4, [rsi + 304]
+    movdqu       xmm5, [rsi + 320]
+    movdqu       xmm6, [rsi + 336]
     movdqu       xmm7, [rsi + 352]
     movdqu       xmm8, [rsi + 368]
     movdqu       xmm9, [rdx + 256]
     movdqu       xmm10, [rdx + 272]
-    movdqu       xmm11, [rdx + 320]
-    movdqu       xmm12, [rdx + 336]
-    movdqu       xmm13, [rdx + 288]
-    movdqu       xmm14, [rdx + 304]
+    movdqu       xmm11, [rdx + 288]
+    movdqu       xmm12, [rdx + 304]
+    movdqu       xmm13, [rdx + 320]
+    movdqu       xmm14, [rdx + 336]
     movdqu       xmm15, [rdx + 352]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqu       xmm8, [rdx + 368]
     movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm9
     pmullw       xmm7, [rel pw_12929]
-    movdqa       [rsp + 160], xmm6                   ; spill
-    movdqa       xmm6, xmm10
-    pmullw       xmm6, [rel pw_12929 + 16]
-    movdqa       [rsp + 416], xmm5                   ; spill
-    movdqa       xmm5, xmm11
-    pmullw       xmm5, [rel pw_12929]
-    movdqa       [rsp + 576], xmm4                   ; spill
-    movdqa       xmm4, xmm12
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, xmm10
     pmullw       xmm4, [rel pw_12929 + 16]
-    movdqa       [rsp + 448], xmm3                   ; spill
+    movdqa       [rsp + 416], xmm3                   ; spill
     movdqa       xmm3, xmm13
     pmullw       xmm3, [rel pw_12929]
-    movdqa       [rsp + 384], xmm13                  ; spill
-    movdqa       xmm13, xmm14
-    pmullw       xmm13, [rel pw_12929 + 16]
-    movdqa       [rsp + 320], xmm14                  ; spill
-    movdqa       xmm14, xmm15
-    pmullw       xmm14, [rel pw_12929]
+    movdqa       [rsp + 576], xmm6                   ; spill
+    movdqa       xmm6, xmm14
+    pmullw       xmm6, [rel pw_12929 + 16]
+    movdqa       [rsp + 448], xmm5                   ; spill
+    movdqa       xmm5, xmm11
+    pmullw       xmm5, [rel pw_12929]
+    movdqa       [rsp + 384], xmm11                  ; spill
+    movdqa       xmm11, xmm12
+    pmullw       xmm11, [rel pw_12929 + 16]
+    movdqa       [rsp + 320], xmm12                  ; spill
+    movdqa       xmm12, xmm15
+    pmullw       xmm12, [rel pw_12929]
     movdqa       [rsp + 256], xmm15                  ; spill
     movdqa       xmm15, xmm8
     pmullw       xmm15, [rel pw_12929 + 16]
@@ -4318,47 +4319,47 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm8, xmm7
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm2
-    pmullw       xmm7, xmm6
-    movdqa       [rsp + 832], xmm6                   ; spill
-    movdqa       xmm6, xmm1
-    pmulhw       xmm6, xmm9
+    pmullw       xmm7, xmm4
+    movdqa       [rsp + 832], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, xmm9
     movdqa       [rsp + 640], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, xmm10
     pmulhw       xmm8, xmm0
     pmulhw       xmm7, xmm0
-    psubw        xmm6, xmm8
+    psubw        xmm4, xmm8
     psubw        xmm9, xmm7
-    movdqa       xmm7, xmm1
-    pmullw       xmm7, xmm5
-    movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm4
-    movdqa       [rsp + 288], xmm9                   ; spill
-    movdqa       xmm9, xmm1
-    pmulhw       xmm9, xmm11
-    movdqa       [rsp + 704], xmm6                   ; spill
-    movdqa       xmm6, xmm2
-    pmulhw       xmm6, xmm12
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm9, xmm7
-    psubw        xmm6, xmm8
     movdqa       xmm7, xmm1
     pmullw       xmm7, xmm3
     movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm13
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm1
-    pmulhw       xmm6, [rsp + 384]
+    pmullw       xmm8, xmm6
+    movdqa       [rsp + 288], xmm9                   ; spill
+    movdqa       xmm9, xmm1
+    pmulhw       xmm9, xmm13
+    movdqa       [rsp + 704], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, xmm14
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm11
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, [rsp + 384]
     movdqa       [rsp + 512], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, [rsp + 320]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
-    psubw        xmm6, xmm7
+    psubw        xmm4, xmm7
     psubw        xmm9, xmm8
     movdqa       xmm7, xmm1
-    pmullw       xmm7, xmm14
+    pmullw       xmm7, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
     pmulhw       xmm1, [rsp + 256]
@@ -4378,43 +4379,43 @@ kg_ctru3457_basemul_sse:
     movdqa       [rsp + 224], xmm9                   ; spill
     movdqa       xmm9, xmm7
     pmulhw       xmm9, [rsp + 640]
-    movdqa       [rsp + 192], xmm6                   ; spill
-    movdqa       xmm6, xmm2
-    pmulhw       xmm6, xmm10
+    movdqa       [rsp + 192], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, xmm10
     pmulhw       xmm8, xmm0
     pmulhw       xmm1, xmm0
     psubw        xmm9, xmm8
-    psubw        xmm6, xmm1
-    movdqa       xmm1, xmm7
-    pmullw       xmm1, xmm5
-    movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm4
-    movdqa       [rsp + 608], xmm6                   ; spill
-    movdqa       xmm6, xmm7
-    pmulhw       xmm6, xmm11
-    movdqa       [rsp + 928], xmm9                   ; spill
-    movdqa       xmm9, xmm2
-    pmulhw       xmm9, xmm12
-    pmulhw       xmm1, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm6, xmm1
-    psubw        xmm9, xmm8
+    psubw        xmm4, xmm1
     movdqa       xmm1, xmm7
     pmullw       xmm1, xmm3
     movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm13
+    pmullw       xmm8, xmm6
+    movdqa       [rsp + 608], xmm4                   ; spill
+    movdqa       xmm4, xmm7
+    pmulhw       xmm4, xmm13
+    movdqa       [rsp + 928], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm14
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm9, xmm8
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm11
     movdqa       [rsp + 736], xmm9                   ; spill
     movdqa       xmm9, xmm7
     pmulhw       xmm9, [rsp + 384]
-    movdqa       [rsp + 960], xmm6                   ; spill
-    movdqa       xmm6, xmm2
-    pmulhw       xmm6, [rsp + 320]
+    movdqa       [rsp + 960], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, [rsp + 320]
     pmulhw       xmm1, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm9, xmm1
-    psubw        xmm6, xmm8
+    psubw        xmm4, xmm8
     movdqa       xmm1, xmm7
-    pmullw       xmm1, xmm14
+    pmullw       xmm1, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
     pmulhw       xmm7, [rsp + 256]
@@ -4426,105 +4427,105 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm1, [rsp + 416]                   ; reload
     movdqa       xmm8, xmm1
     pmullw       xmm8, [rsp + 32]
-    movdqa       [rsp + 576], xmm6                   ; spill
-    movdqa       xmm6, [rsp + 160]                   ; reload
+    movdqa       [rsp + 576], xmm4                   ; spill
+    movdqa       xmm4, [rsp + 160]                   ; reload
     movdqa       [rsp + 448], xmm9                   ; spill
-    movdqa       xmm9, xmm6
+    movdqa       xmm9, xmm4
     pmullw       xmm9, [rsp + 832]
     movdqa       [rsp + 896], xmm2                   ; spill
     movdqa       xmm2, xmm1
     pmulhw       xmm2, [rsp + 640]
     movdqa       [rsp + 864], xmm7                   ; spill
-    movdqa       xmm7, xmm6
+    movdqa       xmm7, xmm4
     pmulhw       xmm7, xmm10
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm2, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm5
-    movdqa       xmm9, xmm6
-    pmullw       xmm9, xmm4
+    pmullw       xmm8, xmm3
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, xmm6
     movdqa       [rsp + 352], xmm7                   ; spill
     movdqa       xmm7, xmm1
-    pmulhw       xmm7, xmm11
+    pmulhw       xmm7, xmm13
     movdqa       [rsp + 768], xmm2                   ; spill
-    movdqa       xmm2, xmm6
-    pmulhw       xmm2, xmm12
+    movdqa       xmm2, xmm4
+    pmulhw       xmm2, xmm14
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm7, xmm8
     psubw        xmm2, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm3
-    movdqa       xmm9, xmm6
-    pmullw       xmm9, xmm13
+    pmullw       xmm8, xmm5
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, xmm11
     movdqa       [rsp + 128], xmm2                   ; spill
     movdqa       xmm2, xmm1
     pmulhw       xmm2, [rsp + 384]
     movdqa       [rsp + 544], xmm7                   ; spill
-    movdqa       xmm7, xmm6
+    movdqa       xmm7, xmm4
     pmulhw       xmm7, [rsp + 320]
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm2, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm14
-    movdqa       xmm9, xmm6
+    pmullw       xmm8, xmm12
+    movdqa       xmm9, xmm4
     pmullw       xmm9, xmm15
     pmulhw       xmm1, [rsp + 256]
-    pmulhw       xmm6, [rsp + 800]
+    pmulhw       xmm4, [rsp + 800]
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm1, xmm8
-    psubw        xmm6, xmm9
+    psubw        xmm4, xmm9
     movdqa       xmm8, [rsp + 32]                    ; reload
     pmullw       xmm8, [rsp + 96]
     movdqa       xmm9, [rsp + 832]                   ; reload
     pmullw       xmm9, [rsp + 64]
-    movdqa       [rsp + 832], xmm6                   ; spill
-    movdqa       xmm6, [rsp + 640]                   ; reload
-    pmulhw       xmm6, [rsp + 96]
+    movdqa       [rsp + 832], xmm4                   ; spill
+    movdqa       xmm4, [rsp + 640]                   ; reload
+    pmulhw       xmm4, [rsp + 96]
     pmulhw       xmm10, [rsp + 64]
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
-    psubw        xmm6, xmm8
+    psubw        xmm4, xmm8
     psubw        xmm10, xmm9
-    pmullw       xmm5, [rsp + 96]
-    pmullw       xmm4, [rsp + 64]
-    pmulhw       xmm11, [rsp + 96]
-    pmulhw       xmm12, [rsp + 64]
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm11, xmm5
-    psubw        xmm12, xmm4
     pmullw       xmm3, [rsp + 96]
-    pmullw       xmm13, [rsp + 64]
-    movdqa       xmm4, [rsp + 384]                   ; reload
-    pmulhw       xmm4, [rsp + 96]
-    movdqa       xmm5, [rsp + 320]                   ; reload
-    pmulhw       xmm5, [rsp + 64]
+    pmullw       xmm6, [rsp + 64]
+    pmulhw       xmm13, [rsp + 96]
+    pmulhw       xmm14, [rsp + 64]
     pmulhw       xmm3, xmm0
-    pmulhw       xmm13, xmm0
-    psubw        xmm4, xmm3
-    psubw        xmm5, xmm13
-    pmullw       xmm14, [rsp + 96]
+    pmulhw       xmm6, xmm0
+    psubw        xmm13, xmm3
+    psubw        xmm14, xmm6
+    pmullw       xmm5, [rsp + 96]
+    pmullw       xmm11, [rsp + 64]
+    movdqa       xmm3, [rsp + 384]                   ; reload
+    pmulhw       xmm3, [rsp + 96]
+    movdqa       xmm6, [rsp + 320]                   ; reload
+    pmulhw       xmm6, [rsp + 64]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm11, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm6, xmm11
+    pmullw       xmm12, [rsp + 96]
     pmullw       xmm15, [rsp + 64]
-    movdqa       xmm3, [rsp + 96]                    ; reload
-    pmulhw       xmm3, [rsp + 256]
+    movdqa       xmm5, [rsp + 96]                    ; reload
+    pmulhw       xmm5, [rsp + 256]
     movdqa       xmm8, [rsp + 64]                    ; reload
     pmulhw       xmm8, [rsp + 800]
-    pmulhw       xmm14, xmm0
+    pmulhw       xmm12, xmm0
     pmulhw       xmm15, xmm0
-    psubw        xmm3, xmm14
+    psubw        xmm5, xmm12
     psubw        xmm8, xmm15
     movdqa       xmm9, [rsp + 864]                   ; reload
     paddw        xmm9, xmm2
     movdqa       xmm2, [rsp + 896]                   ; reload
     paddw        xmm2, xmm7
-    paddw        xmm9, xmm11
-    paddw        xmm2, xmm12
+    paddw        xmm9, xmm13
+    paddw        xmm2, xmm14
     movdqa       xmm7, xmm9
     pmullw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 160]
     movdqa       xmm11, xmm2
@@ -4551,133 +4552,133 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm11, [rel pw_3457 + 16]
     psubw        xmm7, xmm2
     psubw        xmm9, xmm11
-    movdqu       [rdi + 256], xmm7
-    movdqu       [rdi + 272], xmm9
     movdqa       xmm2, [rsp + 512]                   ; reload
     paddw        xmm2, [rsp + 928]
-    movdqa       xmm7, [rsp]                         ; reload
-    paddw        xmm7, [rsp + 608]
-    paddw        xmm1, xmm4
-    movdqa       xmm4, [rsp + 832]                   ; reload
-    paddw        xmm4, xmm5
-    movdqa       xmm5, xmm1
-    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 160]
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 176]
+    movdqa       xmm11, [rsp]                        ; reload
+    paddw        xmm11, [rsp + 608]
+    paddw        xmm1, xmm3
+    movdqa       xmm3, [rsp + 832]                   ; reload
+    paddw        xmm3, xmm6
+    movdqa       xmm6, xmm1
+    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 160]
+    movdqa       xmm12, xmm3
+    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 176]
     pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 128]
-    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 144]
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm4, xmm9
+    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 144]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm6
+    psubw        xmm3, xmm12
     paddw        xmm2, xmm1
-    paddw        xmm7, xmm4
+    paddw        xmm11, xmm3
     movdqa       xmm1, xmm2                          ; barrett: into the inverse NTT's input range
     pmulhw       xmm1, [rel pw_19412]
-    movdqa       xmm4, xmm7
-    pmulhw       xmm4, [rel pw_19412 + 16]
+    movdqa       xmm3, xmm11
+    pmulhw       xmm3, [rel pw_19412 + 16]
     paddw        xmm1, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm1, 10
-    psraw        xmm4, 10
+    psraw        xmm3, 10
     pmullw       xmm1, [rel pw_3457]
-    pmullw       xmm4, [rel pw_3457 + 16]
+    pmullw       xmm3, [rel pw_3457 + 16]
     psubw        xmm2, xmm1
-    psubw        xmm7, xmm4
-    movdqu       [rdi + 320], xmm2
-    movdqu       [rdi + 336], xmm7
+    psubw        xmm11, xmm3
     movdqa       xmm1, [rsp + 192]                   ; reload
     paddw        xmm1, [rsp + 960]
-    movdqa       xmm2, [rsp + 224]                   ; reload
-    paddw        xmm2, [rsp + 736]
+    movdqa       xmm3, [rsp + 224]                   ; reload
+    paddw        xmm3, [rsp + 736]
     paddw        xmm1, [rsp + 768]
-    paddw        xmm2, [rsp + 352]
-    movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 160]
-    movdqa       xmm5, xmm8
-    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 176]
-    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 128]
+    paddw        xmm3, [rsp + 352]
+    movdqa       xmm6, xmm5
+    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 160]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 176]
+    pmulhw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 128]
     pmulhw       xmm8, [rel kg_ctru3457_basemul_zetas_sse + 144]
-    pmulhw       xmm4, xmm0
-    pmulhw       xmm5, xmm0
-    psubw        xmm3, xmm4
-    psubw        xmm8, xmm5
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm8
-    movdqa       xmm3, xmm1                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm3, [rel pw_19412]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_19412 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm5, xmm6
+    psubw        xmm8, xmm12
+    paddw        xmm1, xmm5
+    paddw        xmm3, xmm8
+    movdqa       xmm5, xmm1                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm5, [rel pw_19412]
+    movdqa       xmm6, xmm3
+    pmulhw       xmm6, [rel pw_19412 + 16]
+    paddw        xmm5, [rel pw_512]
+    paddw        xmm6, [rel pw_512 + 16]
+    psraw        xmm5, 10
+    psraw        xmm6, 10
+    pmullw       xmm5, [rel pw_3457]
+    pmullw       xmm6, [rel pw_3457 + 16]
+    psubw        xmm1, xmm5
+    psubw        xmm3, xmm6
+    movdqa       xmm5, [rsp + 480]                   ; reload
+    paddw        xmm5, [rsp + 448]
+    movdqa       xmm6, [rsp + 672]                   ; reload
+    paddw        xmm6, [rsp + 576]
+    paddw        xmm5, [rsp + 544]
+    paddw        xmm6, [rsp + 128]
+    paddw        xmm5, xmm4
+    paddw        xmm6, xmm10
+    movdqa       xmm4, xmm5                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm4, [rel pw_19412]
+    movdqa       xmm8, xmm6
+    pmulhw       xmm8, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm8, [rel pw_512 + 16]
     psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3457]
-    pmullw       xmm4, [rel pw_3457 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    psraw        xmm8, 10
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm8, [rel pw_3457 + 16]
+    psubw        xmm5, xmm4
+    psubw        xmm6, xmm8
+    movdqu       [rdi + 256], xmm7
+    movdqu       [rdi + 272], xmm9
     movdqu       [rdi + 288], xmm1
-    movdqu       [rdi + 304], xmm2
-    movdqa       xmm1, [rsp + 480]                   ; reload
-    paddw        xmm1, [rsp + 448]
-    movdqa       xmm2, [rsp + 672]                   ; reload
-    paddw        xmm2, [rsp + 576]
-    paddw        xmm1, [rsp + 544]
-    paddw        xmm2, [rsp + 128]
-    paddw        xmm1, xmm6
-    paddw        xmm2, xmm10
-    movdqa       xmm3, xmm1                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm3, [rel pw_19412]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_19412 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3457]
-    pmullw       xmm4, [rel pw_3457 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 352], xmm1
-    movdqu       [rdi + 368], xmm2
+    movdqu       [rdi + 304], xmm3
+    movdqu       [rdi + 320], xmm2
+    movdqu       [rdi + 336], xmm11
+    movdqu       [rdi + 352], xmm5
+    movdqu       [rdi + 368], xmm6
     movdqu       xmm1, [rsi + 384]
     movdqu       xmm2, [rsi + 400]
-    movdqu       xmm3, [rsi + 448]
-    movdqu       xmm4, [rsi + 464]
-    movdqu       xmm5, [rsi + 416]
-    movdqu       xmm6, [rsi + 432]
+    movdqu       xmm3, [rsi + 416]
+    movdqu       xmm4, [rsi + 432]
+    movdqu       xmm5, [rsi + 448]
+    movdqu       xmm6, [rsi + 464]
     movdqu       xmm7, [rsi + 480]
     movdqu       xmm8, [rsi + 496]
     movdqu       xmm9, [rdx + 384]
     movdqu       xmm10, [rdx + 400]
-    movdqu       xmm11, [rdx + 448]
-    movdqu       xmm12, [rdx + 464]
-    movdqu       xmm13, [rdx + 416]
-    movdqu       xmm14, [rdx + 432]
+    movdqu       xmm11, [rdx + 416]
+    movdqu       xmm12, [rdx + 432]
+    movdqu       xmm13, [rdx + 448]
+    movdqu       xmm14, [rdx + 464]
     movdqu       xmm15, [rdx + 480]
     movdqa       [rsp + 128], xmm8                   ; spill
     movdqu       xmm8, [rdx + 496]
     movdqa       [rsp + 544], xmm7                   ; spill
     movdqa       xmm7, xmm9
     pmullw       xmm7, [rel pw_12929]
-    movdqa       [rsp + 576], xmm6                   ; spill
-    movdqa       xmm6, xmm10
-    pmullw       xmm6, [rel pw_12929 + 16]
-    movdqa       [rsp + 672], xmm5                   ; spill
-    movdqa       xmm5, xmm11
-    pmullw       xmm5, [rel pw_12929]
-    movdqa       [rsp + 448], xmm4                   ; spill
-    movdqa       xmm4, xmm12
+    movdqa       [rsp + 576], xmm4                   ; spill
+    movdqa       xmm4, xmm10
     pmullw       xmm4, [rel pw_12929 + 16]
-    movdqa       [rsp + 480], xmm3                   ; spill
+    movdqa       [rsp + 672], xmm3                   ; spill
     movdqa       xmm3, xmm13
     pmullw       xmm3, [rel pw_12929]
-    movdqa       [rsp + 352], xmm13                  ; spill
-    movdqa       xmm13, xmm14
-    pmullw       xmm13, [rel pw_12929 + 16]
-    movdqa       [rsp + 768], xmm14                  ; spill
-    movdqa       xmm14, xmm15
-    pmullw       xmm14, [rel pw_12929]
+    movdqa       [rsp + 448], xmm6                   ; spill
+    movdqa       xmm6, xmm14
+    pmullw       xmm6, [rel pw_12929 + 16]
+    movdqa       [rsp + 480], xmm5                   ; spill
+    movdqa       xmm5, xmm11
+    pmullw       xmm5, [rel pw_12929]
+    movdqa       [rsp + 352], xmm11                  ; spill
+    movdqa       xmm11, xmm12
+    pmullw       xmm11, [rel pw_12929 + 16]
+    movdqa       [rsp + 768], xmm12                  ; spill
+    movdqa       xmm12, xmm15
+    pmullw       xmm12, [rel pw_12929]
     movdqa       [rsp + 736], xmm15                  ; spill
     movdqa       xmm15, xmm8
     pmullw       xmm15, [rel pw_12929 + 16]
@@ -4686,47 +4687,47 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm8, xmm7
     movdqa       [rsp + 960], xmm7                   ; spill
     movdqa       xmm7, xmm2
-    pmullw       xmm7, xmm6
-    movdqa       [rsp + 192], xmm6                   ; spill
-    movdqa       xmm6, xmm1
-    pmulhw       xmm6, xmm9
+    pmullw       xmm7, xmm4
+    movdqa       [rsp + 192], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, xmm9
     movdqa       [rsp + 832], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, xmm10
     pmulhw       xmm8, xmm0
     pmulhw       xmm7, xmm0
-    psubw        xmm6, xmm8
+    psubw        xmm4, xmm8
     psubw        xmm9, xmm7
-    movdqa       xmm7, xmm1
-    pmullw       xmm7, xmm5
-    movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm4
-    movdqa       [rsp + 608], xmm9                   ; spill
-    movdqa       xmm9, xmm1
-    pmulhw       xmm9, xmm11
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm2
-    pmulhw       xmm6, xmm12
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm9, xmm7
-    psubw        xmm6, xmm8
     movdqa       xmm7, xmm1
     pmullw       xmm7, xmm3
     movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm13
-    movdqa       [rsp + 928], xmm6                   ; spill
-    movdqa       xmm6, xmm1
-    pmulhw       xmm6, [rsp + 352]
+    pmullw       xmm8, xmm6
+    movdqa       [rsp + 608], xmm9                   ; spill
+    movdqa       xmm9, xmm1
+    pmulhw       xmm9, xmm13
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, xmm14
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm11
+    movdqa       [rsp + 928], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, [rsp + 352]
     movdqa       [rsp + 512], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, [rsp + 768]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
-    psubw        xmm6, xmm7
+    psubw        xmm4, xmm7
     psubw        xmm9, xmm8
     movdqa       xmm7, xmm1
-    pmullw       xmm7, xmm14
+    pmullw       xmm7, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
     pmulhw       xmm1, [rsp + 736]
@@ -4746,43 +4747,43 @@ kg_ctru3457_basemul_sse:
     movdqa       [rsp + 896], xmm9                   ; spill
     movdqa       xmm9, xmm7
     pmulhw       xmm9, [rsp + 832]
-    movdqa       [rsp + 864], xmm6                   ; spill
-    movdqa       xmm6, xmm2
-    pmulhw       xmm6, xmm10
+    movdqa       [rsp + 864], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, xmm10
     pmulhw       xmm8, xmm0
     pmulhw       xmm1, xmm0
     psubw        xmm9, xmm8
-    psubw        xmm6, xmm1
-    movdqa       xmm1, xmm7
-    pmullw       xmm1, xmm5
-    movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm4
-    movdqa       [rsp + 800], xmm6                   ; spill
-    movdqa       xmm6, xmm7
-    pmulhw       xmm6, xmm11
-    movdqa       [rsp + 64], xmm9                    ; spill
-    movdqa       xmm9, xmm2
-    pmulhw       xmm9, xmm12
-    pmulhw       xmm1, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm6, xmm1
-    psubw        xmm9, xmm8
+    psubw        xmm4, xmm1
     movdqa       xmm1, xmm7
     pmullw       xmm1, xmm3
     movdqa       xmm8, xmm2
-    pmullw       xmm8, xmm13
+    pmullw       xmm8, xmm6
+    movdqa       [rsp + 800], xmm4                   ; spill
+    movdqa       xmm4, xmm7
+    pmulhw       xmm4, xmm13
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm14
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm9, xmm8
+    movdqa       xmm1, xmm7
+    pmullw       xmm1, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm11
     movdqa       [rsp + 256], xmm9                   ; spill
     movdqa       xmm9, xmm7
     pmulhw       xmm9, [rsp + 352]
-    movdqa       [rsp + 96], xmm6                    ; spill
-    movdqa       xmm6, xmm2
-    pmulhw       xmm6, [rsp + 768]
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, [rsp + 768]
     pmulhw       xmm1, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm9, xmm1
-    psubw        xmm6, xmm8
+    psubw        xmm4, xmm8
     movdqa       xmm1, xmm7
-    pmullw       xmm1, xmm14
+    pmullw       xmm1, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
     pmulhw       xmm7, [rsp + 736]
@@ -4794,105 +4795,105 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm1, [rsp + 672]                   ; reload
     movdqa       xmm8, xmm1
     pmullw       xmm8, [rsp + 960]
-    movdqa       [rsp + 448], xmm6                   ; spill
-    movdqa       xmm6, [rsp + 576]                   ; reload
+    movdqa       [rsp + 448], xmm4                   ; spill
+    movdqa       xmm4, [rsp + 576]                   ; reload
     movdqa       [rsp + 480], xmm9                   ; spill
-    movdqa       xmm9, xmm6
+    movdqa       xmm9, xmm4
     pmullw       xmm9, [rsp + 192]
     movdqa       [rsp + 320], xmm2                   ; spill
     movdqa       xmm2, xmm1
     pmulhw       xmm2, [rsp + 832]
     movdqa       [rsp + 384], xmm7                   ; spill
-    movdqa       xmm7, xmm6
+    movdqa       xmm7, xmm4
     pmulhw       xmm7, xmm10
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm2, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm5
-    movdqa       xmm9, xmm6
-    pmullw       xmm9, xmm4
+    pmullw       xmm8, xmm3
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, xmm6
     movdqa       [rsp + 640], xmm7                   ; spill
     movdqa       xmm7, xmm1
-    pmulhw       xmm7, xmm11
+    pmulhw       xmm7, xmm13
     movdqa       [rsp + 32], xmm2                    ; spill
-    movdqa       xmm2, xmm6
-    pmulhw       xmm2, xmm12
+    movdqa       xmm2, xmm4
+    pmulhw       xmm2, xmm14
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm7, xmm8
     psubw        xmm2, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm3
-    movdqa       xmm9, xmm6
-    pmullw       xmm9, xmm13
+    pmullw       xmm8, xmm5
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, xmm11
     movdqa       [rsp + 160], xmm2                   ; spill
     movdqa       xmm2, xmm1
     pmulhw       xmm2, [rsp + 352]
     movdqa       [rsp + 416], xmm7                   ; spill
-    movdqa       xmm7, xmm6
+    movdqa       xmm7, xmm4
     pmulhw       xmm7, [rsp + 768]
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm2, xmm8
     psubw        xmm7, xmm9
     movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm14
-    movdqa       xmm9, xmm6
+    pmullw       xmm8, xmm12
+    movdqa       xmm9, xmm4
     pmullw       xmm9, xmm15
     pmulhw       xmm1, [rsp + 736]
-    pmulhw       xmm6, [rsp + 224]
+    pmulhw       xmm4, [rsp + 224]
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
     psubw        xmm1, xmm8
-    psubw        xmm6, xmm9
+    psubw        xmm4, xmm9
     movdqa       xmm8, [rsp + 960]                   ; reload
     pmullw       xmm8, [rsp + 544]
     movdqa       xmm9, [rsp + 192]                   ; reload
     pmullw       xmm9, [rsp + 128]
-    movdqa       [rsp + 192], xmm6                   ; spill
-    movdqa       xmm6, [rsp + 832]                   ; reload
-    pmulhw       xmm6, [rsp + 544]
+    movdqa       [rsp + 192], xmm4                   ; spill
+    movdqa       xmm4, [rsp + 832]                   ; reload
+    pmulhw       xmm4, [rsp + 544]
     pmulhw       xmm10, [rsp + 128]
     pmulhw       xmm8, xmm0
     pmulhw       xmm9, xmm0
-    psubw        xmm6, xmm8
+    psubw        xmm4, xmm8
     psubw        xmm10, xmm9
-    pmullw       xmm5, [rsp + 544]
-    pmullw       xmm4, [rsp + 128]
-    pmulhw       xmm11, [rsp + 544]
-    pmulhw       xmm12, [rsp + 128]
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm11, xmm5
-    psubw        xmm12, xmm4
     pmullw       xmm3, [rsp + 544]
-    pmullw       xmm13, [rsp + 128]
-    movdqa       xmm4, [rsp + 352]                   ; reload
-    pmulhw       xmm4, [rsp + 544]
-    movdqa       xmm5, [rsp + 768]                   ; reload
-    pmulhw       xmm5, [rsp + 128]
+    pmullw       xmm6, [rsp + 128]
+    pmulhw       xmm13, [rsp + 544]
+    pmulhw       xmm14, [rsp + 128]
     pmulhw       xmm3, xmm0
-    pmulhw       xmm13, xmm0
-    psubw        xmm4, xmm3
-    psubw        xmm5, xmm13
-    pmullw       xmm14, [rsp + 544]
+    pmulhw       xmm6, xmm0
+    psubw        xmm13, xmm3
+    psubw        xmm14, xmm6
+    pmullw       xmm5, [rsp + 544]
+    pmullw       xmm11, [rsp + 128]
+    movdqa       xmm3, [rsp + 352]                   ; reload
+    pmulhw       xmm3, [rsp + 544]
+    movdqa       xmm6, [rsp + 768]                   ; reload
+    pmulhw       xmm6, [rsp + 128]
+    pmulhw       xmm5, xmm0
+    pmulhw       xmm11, xmm0
+    psubw        xmm3, xmm5
+    psubw        xmm6, xmm11
+    pmullw       xmm12, [rsp + 544]
     pmullw       xmm15, [rsp + 128]
-    movdqa       xmm3, [rsp + 544]                   ; reload
-    pmulhw       xmm3, [rsp + 736]
+    movdqa       xmm5, [rsp + 544]                   ; reload
+    pmulhw       xmm5, [rsp + 736]
     movdqa       xmm8, [rsp + 128]                   ; reload
     pmulhw       xmm8, [rsp + 224]
-    pmulhw       xmm14, xmm0
+    pmulhw       xmm12, xmm0
     pmulhw       xmm15, xmm0
-    psubw        xmm3, xmm14
+    psubw        xmm5, xmm12
     psubw        xmm8, xmm15
     movdqa       xmm9, [rsp + 384]                   ; reload
     paddw        xmm9, xmm2
     movdqa       xmm2, [rsp + 320]                   ; reload
     paddw        xmm2, xmm7
-    paddw        xmm9, xmm11
-    paddw        xmm2, xmm12
+    paddw        xmm9, xmm13
+    paddw        xmm2, xmm14
     movdqa       xmm7, xmm9
     pmullw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 224]
     movdqa       xmm11, xmm2
@@ -4919,95 +4920,95 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm11, [rel pw_3457 + 16]
     psubw        xmm7, xmm2
     psubw        xmm9, xmm11
-    movdqu       [rdi + 384], xmm7
-    movdqu       [rdi + 400], xmm9
     movdqa       xmm2, [rsp + 512]                   ; reload
     paddw        xmm2, [rsp + 64]
-    movdqa       xmm7, [rsp + 928]                   ; reload
-    paddw        xmm7, [rsp + 800]
-    paddw        xmm1, xmm4
-    movdqa       xmm4, [rsp + 192]                   ; reload
-    paddw        xmm4, xmm5
-    movdqa       xmm5, xmm1
-    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 224]
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 240]
+    movdqa       xmm11, [rsp + 928]                  ; reload
+    paddw        xmm11, [rsp + 800]
+    paddw        xmm1, xmm3
+    movdqa       xmm3, [rsp + 192]                   ; reload
+    paddw        xmm3, xmm6
+    movdqa       xmm6, xmm1
+    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 224]
+    movdqa       xmm12, xmm3
+    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 240]
     pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 192]
-    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 208]
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm4, xmm9
+    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 208]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm6
+    psubw        xmm3, xmm12
     paddw        xmm2, xmm1
-    paddw        xmm7, xmm4
+    paddw        xmm11, xmm3
     movdqa       xmm1, xmm2                          ; barrett: into the inverse NTT's input range
     pmulhw       xmm1, [rel pw_19412]
-    movdqa       xmm4, xmm7
-    pmulhw       xmm4, [rel pw_19412 + 16]
+    movdqa       xmm3, xmm11
+    pmulhw       xmm3, [rel pw_19412 + 16]
     paddw        xmm1, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
+    paddw        xmm3, [rel pw_512 + 16]
     psraw        xmm1, 10
-    psraw        xmm4, 10
+    psraw        xmm3, 10
     pmullw       xmm1, [rel pw_3457]
-    pmullw       xmm4, [rel pw_3457 + 16]
+    pmullw       xmm3, [rel pw_3457 + 16]
     psubw        xmm2, xmm1
-    psubw        xmm7, xmm4
-    movdqu       [rdi + 448], xmm2
-    movdqu       [rdi + 464], xmm7
+    psubw        xmm11, xmm3
     movdqa       xmm1, [rsp + 864]                   ; reload
     paddw        xmm1, [rsp + 96]
-    movdqa       xmm2, [rsp + 896]                   ; reload
-    paddw        xmm2, [rsp + 256]
+    movdqa       xmm3, [rsp + 896]                   ; reload
+    paddw        xmm3, [rsp + 256]
     paddw        xmm1, [rsp + 32]
-    paddw        xmm2, [rsp + 640]
-    movdqa       xmm4, xmm3
-    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 224]
-    movdqa       xmm5, xmm8
-    pmullw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 240]
-    pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 192]
+    paddw        xmm3, [rsp + 640]
+    movdqa       xmm6, xmm5
+    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 224]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 240]
+    pmulhw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 192]
     pmulhw       xmm8, [rel kg_ctru3457_basemul_zetas_sse + 208]
-    pmulhw       xmm4, xmm0
-    pmulhw       xmm5, xmm0
-    psubw        xmm3, xmm4
-    psubw        xmm8, xmm5
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm8
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm5, xmm6
+    psubw        xmm8, xmm12
+    paddw        xmm1, xmm5
+    paddw        xmm3, xmm8
     movdqa       xmm0, xmm1                          ; barrett: into the inverse NTT's input range
     pmulhw       xmm0, [rel pw_19412]
-    movdqa       xmm3, xmm2
-    pmulhw       xmm3, [rel pw_19412 + 16]
+    movdqa       xmm5, xmm3
+    pmulhw       xmm5, [rel pw_19412 + 16]
     paddw        xmm0, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
+    paddw        xmm5, [rel pw_512 + 16]
     psraw        xmm0, 10
-    psraw        xmm3, 10
+    psraw        xmm5, 10
     pmullw       xmm0, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
+    pmullw       xmm5, [rel pw_3457 + 16]
     psubw        xmm1, xmm0
-    psubw        xmm2, xmm3
-    movdqu       [rdi + 416], xmm1
-    movdqu       [rdi + 432], xmm2
+    psubw        xmm3, xmm5
     movdqa       xmm0, [rsp + 704]                   ; reload
     paddw        xmm0, [rsp + 480]
-    movdqa       xmm1, [rsp + 288]                   ; reload
-    paddw        xmm1, [rsp + 448]
+    movdqa       xmm5, [rsp + 288]                   ; reload
+    paddw        xmm5, [rsp + 448]
     paddw        xmm0, [rsp + 416]
-    paddw        xmm1, [rsp + 160]
-    paddw        xmm0, xmm6
-    paddw        xmm1, xmm10
-    movdqa       xmm2, xmm0                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm2, [rel pw_19412]
-    movdqa       xmm3, xmm1
-    pmulhw       xmm3, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
-    psraw        xmm2, 10
-    psraw        xmm3, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm3, [rel pw_3457 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
+    paddw        xmm5, [rsp + 160]
+    paddw        xmm0, xmm4
+    paddw        xmm5, xmm10
+    movdqa       xmm4, xmm0                          ; barrett: into the inverse NTT's input range
+    pmulhw       xmm4, [rel pw_19412]
+    movdqa       xmm6, xmm5
+    pmulhw       xmm6, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm6, [rel pw_512 + 16]
+    psraw        xmm4, 10
+    psraw        xmm6, 10
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm6, [rel pw_3457 + 16]
+    psubw        xmm0, xmm4
+    psubw        xmm5, xmm6
+    movdqu       [rdi + 384], xmm7
+    movdqu       [rdi + 400], xmm9
+    movdqu       [rdi + 416], xmm1
+    movdqu       [rdi + 432], xmm3
+    movdqu       [rdi + 448], xmm2
+    movdqu       [rdi + 464], xmm11
     movdqu       [rdi + 480], xmm0
-    movdqu       [rdi + 496], xmm1
+    movdqu       [rdi + 496], xmm5
     mov rsp, rbp
     pop rbp
     ret

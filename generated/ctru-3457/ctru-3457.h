@@ -28,7 +28,7 @@
 /* the modulus */
 #define KG_CTRU3457_Q 3457
 
-/* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients */
+/* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients, in the fastest order (positions below) */
 #define KG_CTRU3457_NTT_D 4
 
 /* NTT domain: the number of blocks (N / D) */

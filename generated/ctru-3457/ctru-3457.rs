@@ -20,7 +20,7 @@ pub const KG_CTRU3457_N: usize = 256;
 /// the modulus
 pub const KG_CTRU3457_Q: i32 = 3457;
 
-/// NTT domain: blocks a mod (x^D - zetas\[j\]) of D coefficients
+/// NTT domain: blocks a mod (x^D - zetas\[j\]) of D coefficients, in the fastest order (positions below)
 pub const KG_CTRU3457_NTT_D: usize = 4;
 
 /// NTT domain: the number of blocks (N / D)

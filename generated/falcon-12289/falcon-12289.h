@@ -28,7 +28,7 @@
 /* the modulus */
 #define KG_FALCON12289_Q 12289
 
-/* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients */
+/* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients, in the fastest order (positions below) */
 #define KG_FALCON12289_NTT_D 1
 
 /* NTT domain: the number of blocks (N / D) */

@@ -20,7 +20,7 @@ pub const KG_FALCON12289_N: usize = 512;
 /// the modulus
 pub const KG_FALCON12289_Q: i32 = 12289;
 
-/// NTT domain: blocks a mod (x^D - zetas\[j\]) of D coefficients
+/// NTT domain: blocks a mod (x^D - zetas\[j\]) of D coefficients, in the fastest order (positions below)
 pub const KG_FALCON12289_NTT_D: usize = 1;
 
 /// NTT domain: the number of blocks (N / D)

@@ -14,6 +14,7 @@
 ;   reduction = "index"
 ;   reducer = "auto"
 ;   reducer_used = "special"
+;   order = "fastest"
 ;   prefix = "kg_kyber3329"
 ;   abi = "sysv"
 ;   visibility = "hidden"
@@ -972,8 +973,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
-    vmovdqu      [rdi], ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vmovdqu      [rdi], ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
     vmovdqu      ymm2, [rsi + 96]
@@ -1002,8 +1003,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
-    vmovdqu      [rdi + 64], ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vmovdqu      [rdi + 64], ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
     vmovdqu      ymm2, [rsi + 160]
@@ -1032,8 +1033,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
-    vmovdqu      [rdi + 128], ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vmovdqu      [rdi + 128], ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
     vmovdqu      ymm2, [rsi + 224]
@@ -1062,8 +1063,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
-    vmovdqu      [rdi + 192], ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vmovdqu      [rdi + 192], ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
     vmovdqu      ymm2, [rsi + 288]
@@ -1092,8 +1093,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
-    vmovdqu      [rdi + 256], ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vmovdqu      [rdi + 256], ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
     vmovdqu      ymm2, [rsi + 352]
@@ -1122,8 +1123,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
-    vmovdqu      [rdi + 320], ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vmovdqu      [rdi + 320], ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
     vmovdqu      ymm2, [rsi + 416]
@@ -1152,8 +1153,8 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm2, ymm2, ymm4
     vpaddw       ymm2, ymm7, ymm2
-    vmovdqu      [rdi + 384], ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vmovdqu      [rdi + 384], ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
     vmovdqu      ymm2, [rsi + 480]
@@ -1182,9 +1183,9 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm0, ymm4, ymm0
     vpsubw       ymm0, ymm2, ymm0
     vpaddw       ymm0, ymm7, ymm0
+    vpaddw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 448], ymm0
-    vpaddw       ymm0, ymm1, ymm3
-    vmovdqu      [rdi + 480], ymm0
+    vmovdqu      [rdi + 480], ymm1
     vzeroupper
     ret
 .end:
@@ -3673,10 +3674,10 @@ kg_kyber3329_basemul_sse:
     psubw        xmm4, xmm8
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqu       [rdi], xmm15
-    movdqu       [rdi + 16], xmm5
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqu       [rdi], xmm15
+    movdqu       [rdi + 16], xmm5
     movdqu       [rdi + 32], xmm1
     movdqu       [rdi + 48], xmm2
     movdqu       xmm1, [rsi + 64]
@@ -3747,10 +3748,10 @@ kg_kyber3329_basemul_sse:
     psubw        xmm4, xmm8
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqu       [rdi + 64], xmm15
-    movdqu       [rdi + 80], xmm5
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqu       [rdi + 64], xmm15
+    movdqu       [rdi + 80], xmm5
     movdqu       [rdi + 96], xmm1
     movdqu       [rdi + 112], xmm2
     movdqu       xmm1, [rsi + 128]
@@ -3821,10 +3822,10 @@ kg_kyber3329_basemul_sse:
     psubw        xmm4, xmm8
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqu       [rdi + 128], xmm15
-    movdqu       [rdi + 144], xmm5
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqu       [rdi + 128], xmm15
+    movdqu       [rdi + 144], xmm5
     movdqu       [rdi + 160], xmm1
     movdqu       [rdi + 176], xmm2
     movdqu       xmm1, [rsi + 192]
@@ -3895,10 +3896,10 @@ kg_kyber3329_basemul_sse:
     psubw        xmm4, xmm8
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqu       [rdi + 192], xmm15
-    movdqu       [rdi + 208], xmm5
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqu       [rdi + 192], xmm15
+    movdqu       [rdi + 208], xmm5
     movdqu       [rdi + 224], xmm1
     movdqu       [rdi + 240], xmm2
     movdqu       xmm1, [rsi + 256]
@@ -3969,10 +3970,10 @@ kg_kyber3329_basemul_sse:
     psubw        xmm4, xmm8
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqu       [rdi + 256], xmm15
-    movdqu       [rdi + 272], xmm5
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqu       [rdi + 256], xmm15
+    movdqu       [rdi + 272], xmm5
     movdqu       [rdi + 288], xmm1
     movdqu       [rdi + 304], xmm2
     movdqu       xmm1, [rsi + 320]
@@ -4043,10 +4044,10 @@ kg_kyber3329_basemul_sse:
     psubw        xmm4, xmm8
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqu       [rdi + 320], xmm15
-    movdqu       [rdi + 336], xmm5
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqu       [rdi + 320], xmm15
+    movdqu       [rdi + 336], xmm5
     movdqu       [rdi + 352], xmm1
     movdqu       [rdi + 368], xmm2
     movdqu       xmm1, [rsi + 384]
@@ -4117,10 +4118,10 @@ kg_kyber3329_basemul_sse:
     psubw        xmm4, xmm8
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqu       [rdi + 384], xmm15
-    movdqu       [rdi + 400], xmm5
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqu       [rdi + 384], xmm15
+    movdqu       [rdi + 400], xmm5
     movdqu       [rdi + 416], xmm1
     movdqu       [rdi + 432], xmm2
     movdqu       xmm1, [rsi + 448]
@@ -4191,10 +4192,10 @@ kg_kyber3329_basemul_sse:
     psubw        xmm4, xmm8
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqu       [rdi + 448], xmm15
-    movdqu       [rdi + 464], xmm5
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqu       [rdi + 448], xmm15
+    movdqu       [rdi + 464], xmm5
     movdqu       [rdi + 480], xmm1
     movdqu       [rdi + 496], xmm2
     mov rsp, rbp

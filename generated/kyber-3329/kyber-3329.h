@@ -28,7 +28,7 @@
 /* the modulus */
 #define KG_KYBER3329_Q 3329
 
-/* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients */
+/* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients, in the fastest order (positions below) */
 #define KG_KYBER3329_NTT_D 2
 
 /* NTT domain: the number of blocks (N / D) */

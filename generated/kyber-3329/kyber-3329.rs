@@ -20,7 +20,7 @@ pub const KG_KYBER3329_N: usize = 256;
 /// the modulus
 pub const KG_KYBER3329_Q: i32 = 3329;
 
-/// NTT domain: blocks a mod (x^D - zetas\[j\]) of D coefficients
+/// NTT domain: blocks a mod (x^D - zetas\[j\]) of D coefficients, in the fastest order (positions below)
 pub const KG_KYBER3329_NTT_D: usize = 2;
 
 /// NTT domain: the number of blocks (N / D)

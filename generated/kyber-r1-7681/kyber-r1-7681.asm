@@ -14,6 +14,7 @@
 ;   reduction = "index"
 ;   reducer = "special"
 ;   reducer_used = "special"
+;   order = "fastest"
 ;   prefix = "kg_kyberr17681"
 ;   abi = "sysv"
 ;   visibility = "hidden"

@@ -28,7 +28,7 @@
 /* the modulus */
 #define KG_KYBERR17681_Q 7681
 
-/* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients */
+/* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients, in the fastest order (positions below) */
 #define KG_KYBERR17681_NTT_D 1
 
 /* NTT domain: the number of blocks (N / D) */

@@ -20,7 +20,7 @@ pub const KG_KYBERR17681_N: usize = 256;
 /// the modulus
 pub const KG_KYBERR17681_Q: i32 = 7681;
 
-/// NTT domain: blocks a mod (x^D - zetas\[j\]) of D coefficients
+/// NTT domain: blocks a mod (x^D - zetas\[j\]) of D coefficients, in the fastest order (positions below)
 pub const KG_KYBERR17681_NTT_D: usize = 1;
 
 /// NTT domain: the number of blocks (N / D)

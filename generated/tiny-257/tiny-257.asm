@@ -14,6 +14,7 @@
 ;   reduction = "index"
 ;   reducer = "auto"
 ;   reducer_used = "barrett"
+;   order = "fastest"
 ;   prefix = "kg_tiny257"
 ;   abi = "sysv"
 ;   visibility = "hidden"

@@ -28,7 +28,7 @@
 /* the modulus */
 #define KG_TINY257_Q 257
 
-/* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients */
+/* NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients, in the fastest order (positions below) */
 #define KG_TINY257_NTT_D 1
 
 /* NTT domain: the number of blocks (N / D) */

@@ -20,7 +20,7 @@ pub const KG_TINY257_N: usize = 64;
 /// the modulus
 pub const KG_TINY257_Q: i32 = 257;
 
-/// NTT domain: blocks a mod (x^D - zetas\[j\]) of D coefficients
+/// NTT domain: blocks a mod (x^D - zetas\[j\]) of D coefficients, in the fastest order (positions below)
 pub const KG_TINY257_NTT_D: usize = 1;
 
 /// NTT domain: the number of blocks (N / D)

@@ -16,12 +16,12 @@ from .core.manifest import is_bundle
 from .target.files import check_new_file
 from .core.params import ABIS, Overrides
 from .families import FAMILIES, family_of, load
-from .families.ntt.params import POLICIES, REDUCERS
+from .families.ntt.params import ORDERS, POLICIES, REDUCERS
 from .commands import shipped
 from .target.isa import ISAS
 from .target.target import PLATFORMS, VISIBILITIES
 
-OVERRIDES = ("isa", "abi", "visibility", "policy", "reducer", "prefix")
+OVERRIDES = ("isa", "abi", "visibility", "policy", "reducer", "order", "prefix")
 
 
 def _say(text: str) -> None:
@@ -165,6 +165,11 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--reducer", choices=REDUCERS,
                        help="reduction used by NTT schedules: barrett, special (shifts and adds, for q of sparse "
                             "signed-binary shape such as 7681 = 2^13 - 2^9 + 1) or auto (cheapest by the cost model)")
+        p.add_argument("--order", choices=ORDERS,
+                       help="order of the NTT domain: fastest (default; whatever the kernels leave, in the "
+                            "manifest's layout), standard (the in-place order FIPS 203 and FIPS 204 specify: block "
+                            "j, mod x^d - psi^(2 brv(j)+1), at positions d*j..d*j+d-1) or natural (blocks in "
+                            "the order of psi^(2j+1))")
         p.add_argument("--prefix", help="symbol prefix (default: kg_ and the name without dashes)")
 
     def platforms(p):

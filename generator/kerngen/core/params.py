@@ -31,6 +31,7 @@ class Overrides:
     isa: str | None = None
     policy: str | None = None
     reducer: str | None = None
+    order: str | None = None
     prefix: str | None = None
     abi: str | None = None  # names separated by commas, as --isa
     visibility: str | None = None

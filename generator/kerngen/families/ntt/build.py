@@ -26,6 +26,11 @@ from .reducers import Reducer, freezer, reducers
 from .schedule import Arithmetic, ReductionSchedule, ScheduleError, schedule
 
 DIRECTIONS = ("forward", "inverse")
+ORDER_TEXT = {
+    "fastest": "fastest order (positions below)",
+    "standard": "standard order: block j at D*j..D*j+D-1, zetas[j] = psi^(2 brv(j) + 1) (FIPS 203 and 204)",
+    "natural": "natural order: the block of psi^(2i + 1) at D*i..D*i+D-1",
+}
 
 
 @dataclass(frozen=True)
@@ -36,17 +41,19 @@ class BlockLayout:
     d: int
     zetas: tuple[int, ...]
     positions: tuple[tuple[int, ...], ...]
+    order: str  # the order parameter that chose the positions
 
     def manifest(self) -> dict:
-        return {"d": self.d, "blocks": [{"zeta": z, "positions": list(p)} for z, p in zip(self.zetas, self.positions)]}
+        return {"order": self.order, "d": self.d,
+                "blocks": [{"zeta": z, "positions": list(p)} for z, p in zip(self.zetas, self.positions)]}
 
 
-def block_layout(math: NttMath, output_order: tuple[int, ...]) -> BlockLayout:
+def block_layout(math: NttMath, output_order: tuple[int, ...], order: str) -> BlockLayout:
     d = math.d
     positions = [[0] * d for _ in range(math.n // d)]
     for pos, idx in enumerate(output_order):
         positions[idx // d][idx % d] = pos
-    return BlockLayout(d, math.final_zetas, tuple(tuple(p) for p in positions))
+    return BlockLayout(d, math.final_zetas, tuple(tuple(p) for p in positions), order)
 
 
 def inverse_input(bits: int) -> Bound:
@@ -159,7 +166,12 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     calls it, so a valid set always emits)."""
     math = NttMath(p.n, p.q, p.layers)
     mul = Montgomery(p.q, p.width)
-    layout = plan(p.n, p.layers, target or p.target)
+    t = target or p.target
+    try:
+        layout = plan(p.n, p.layers, t, p.order)
+    except ValueError as e:
+        raise ParamError(p.source, "order", f"{p.order!r} is out of reach on {t.isa.name}: {e}; choose "
+                                            "another order or leave that ISA out") from None
     return Arithmetic(math, layout, mul, choose_reducer(p, math, mul, layout, reducers(p.q, p.width)))
 
 
@@ -168,7 +180,7 @@ def build(p: NttParams) -> Bundle:
     ar = design(p)
     math, mul, red = ar.math, ar.mul, ar.reducer
     mul.prove()
-    lay = block_layout(math, ar.layout.output_order)
+    lay = block_layout(math, ar.layout.output_order, p.order)
     fns = []
     for t in p.targets:
         own = design(p, t)
@@ -178,7 +190,7 @@ def build(p: NttParams) -> Bundle:
     r_bits = f"2^{p.width}"
     params_manifest = {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
                        "isa": names_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
-                       "reducer": p.reducer, "reducer_used": red.kind, "prefix": p.prefix}
+                       "reducer": p.reducer, "reducer_used": red.kind, "order": p.order, "prefix": p.prefix}
     notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {p.q}",
              f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {mul.qinv}; inverse scale constant = "
              f"{math.inverse_scale(mul.r)}")
@@ -279,7 +291,8 @@ def header_constants(p: NttParams, lay: BlockLayout, fns: list[Function]) -> tup
     return (
         CDefine(f"{macro}_N", p.n, "degree: the arrays hold N coefficients"),
         CDefine(f"{macro}_Q", p.q, "the modulus"),
-        CDefine(f"{macro}_NTT_D", lay.d, "NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients"),
+        CDefine(f"{macro}_NTT_D", lay.d, "NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients, in the "
+                                         + ORDER_TEXT[p.order]),
         CDefine(f"{macro}_NTT_BLOCKS", blocks, "NTT domain: the number of blocks (N / D)"),
         CDefine(f"{macro}_BASEMUL_SCALE", scales["basemul"], "base multiplication gives scale * a*b mod q"),
         CDefine(f"{macro}_INVERSE_SCALE", scales["ntt_inverse"], "the inverse NTT gives scale * INTT(a) mod q"),

@@ -228,8 +228,29 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
 
 
 def layout_check(manifest: dict) -> str | None:
+    """The forward NTT's layout is a CRT basis, placed as its order promises."""
     fwd = _fn(manifest, "ntt_forward")
-    return layout_is_crt_basis(manifest["params"]["n"], manifest["params"]["q"], fwd["output"]["layout"])
+    layout = fwd["output"]["layout"]
+    return (layout_is_crt_basis(manifest["params"]["n"], manifest["params"]["q"], layout)
+            or order_is_kept(layout, manifest["params"]["q"]))
+
+
+def order_is_kept(layout: dict, q: int) -> str | None:
+    """Standard: block j (zeta psi^(2 brv(j) + 1), psi the first block's zeta)
+    at positions d*j..; natural: the block of psi^(2i + 1) at d*i..."""
+    order, d, blocks = layout.get("order", "fastest"), layout["d"], layout["blocks"]
+    if order == "fastest":
+        return None
+    bits = len(blocks).bit_length() - 1
+    psi = blocks[0]["zeta"]
+    for j, blk in enumerate(blocks):
+        r = int(format(j, f"0{bits}b")[::-1], 2) if bits else 0
+        if blk["zeta"] != pow(psi, 2 * r + 1, q):
+            return f"block {j}: zeta {blk['zeta']}, but psi^(2 brv({j}) + 1) = {pow(psi, 2 * r + 1, q)}"
+        at = d * (j if order == "standard" else r)
+        if blk["positions"] != list(range(at, at + d)):
+            return f"{order} order: block {j} at {blk['positions']}, expected positions {at}..{at + d - 1}"
+    return None
 
 
 def bench_items(bundle: Bundle, workdir) -> list[BenchItem]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ...ir.instr import ArgBase, Builder, Imm, Mem, TableBase, VReg
 from ...ir.ops import by_width, sized_load, sized_store, spec
-from .layout import Butterflies, NttLayout, pairs, register_key
+from .layout import Butterflies, NttLayout, block_units, pairs, register_key, unit_pairs
 from .reducers import Reducer, broadcast_const, emit_idiom
 from .schedule import Arithmetic, ReductionSchedule
 from .shuffles import emit_step
@@ -140,18 +140,6 @@ def _butterfly(b: Builder, ar: Arithmetic, layer: int, x: VReg, y: VReg, wm: Mem
     return total, diff
 
 
-def block_registers(layout: NttLayout) -> list[tuple[tuple[int, ...], list[int]]]:
-    """Vectors holding coefficient k (list index) of the same blocks, one per lane, after the forward NTT."""
-    d = layout.d
-    found: dict[tuple[int, ...], dict[int, int]] = {}
-    for v, lanes in enumerate(layout.vector_indices(layout.output_order)):
-        ks = {i % d for i in lanes}
-        if len(ks) != 1:
-            raise AssertionError("base blocks are not split across registers")
-        found.setdefault(tuple(i // d for i in lanes), {})[ks.pop()] = v
-    return [(blocks, [vs[k] for k in range(d)]) for blocks, vs in found.items()]
-
-
 def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, reduce_inputs: bool, table_label: str,
                   in_abs: int, reduce_outputs: bool = False) -> None:
     """r = a*b/R blockwise mod (x^d - zeta_j): args (r, a, b), r may alias a or b.
@@ -166,32 +154,66 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, reduce_inputs: b
     x_abs = barrett.reduced_bound(in_abs) if reduce_inputs else in_abs
     term = mul.bound(x_abs, x_abs)
     acc = _Accumulator(b, by_width("add", bits), barrett, ar.lane_max)
-    for blocks, vecs in block_registers(layout):
-        a = [_load(b, _vector(layout, v, 1)) for v in vecs]
-        c = [_load(b, _vector(layout, v, 2)) for v in vecs]
+    order = layout.vector_indices(layout.output_order)
+    for unit in block_units(layout):
+        ra, rb = ([_load(b, _vector(layout, v, arg)) for v in unit] for arg in (1, 2))
         if reduce_inputs:
-            a = [_reduce(b, r, barrett, "bring inputs below q") for r in a]
-            c = [_reduce(b, r, barrett, "") for r in c]
-        c_qinv = [b.op(by_width("mullo", bits), r, qinv) for r in c]
-        prod = {}
-        for i in range(d):
-            for j in range(d):
-                prod[i, j] = mul.multiply(b, a[i], c[j], c_qinv[j], qv)
-        zc = [mul.constant(math.final_zetas[blk]) for blk in blocks]
-        for k in range(d):
-            low = acc.sum([(prod[i, k - i], term) for i in range(k + 1)])
-            wrap = [(prod[i, k + d - i], term) for i in range(k + 1, d)]
-            if wrap:  # blocks of degree 1 wrap nothing and need no zeta table
-                zw, zq = table.vector([z.w for z in zc]), table.vector([z.w_qinv for z in zc])
-                z_abs = max(abs(z.w) for z in zc)
-                w_sum, w_abs = acc.sum(wrap)
-                low = acc.sum([low, (mul.multiply(b, w_sum, zw, zq, qv), mul.bound(w_abs, z_abs))])
-            total = low[0]
-            if reduce_outputs:
-                total = _reduce(b, total, barrett, "into the inverse NTT's input range")
-            _store(b, _vector(layout, vecs[k]), total)
+            ra = [_reduce(b, r, barrett, "bring inputs below q") for r in ra]
+            rb = [_reduce(b, r, barrett, "") for r in rb]
+        idx = [order[v] for v in unit]
+        for st in layout.block_steps:  # block coefficients into registers of their own
+            for lo, hi in unit_pairs(unit, st.slot_bit):
+                ra[lo], ra[hi] = emit_step(b, ra[lo], ra[hi], st, bits)
+                rb[lo], rb[hi] = emit_step(b, rb[lo], rb[hi], st, bits)
+                idx[lo], idx[hi] = layout.move(st, idx[lo], idx[hi])
+        out = list(ra)
+        for blocks, at in _same_blocks(idx, d):
+            _basemul_blocks(b, ar, acc, table, [ra[i] for i in at], [rb[i] for i in at], blocks, qv, qinv, term,
+                            barrett, reduce_outputs, out, at)
+        for st in reversed(layout.block_steps):  # and back where the NTT domain keeps them
+            for lo, hi in unit_pairs(unit, st.slot_bit):
+                out[lo], out[hi] = emit_step(b, out[lo], out[hi], st, bits)
+        for v, r in zip(unit, out):
+            _store(b, _vector(layout, v), r)
     if table.rows:
         table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}) for base multiplication")
+
+
+def _same_blocks(idx: list[list[int]], d: int) -> list[tuple[tuple[int, ...], list[int]]]:
+    """Registers (by position) holding coefficient k (list index) of the same blocks, one per lane."""
+    found: dict[tuple[int, ...], dict[int, int]] = {}
+    for pos, lanes in enumerate(idx):
+        ks = {i % d for i in lanes}
+        if len(ks) != 1:
+            raise AssertionError("base blocks are not split across registers")
+        found.setdefault(tuple(i // d for i in lanes), {})[ks.pop()] = pos
+    return [(blocks, [at[k] for k in range(d)]) for blocks, at in found.items()]
+
+
+def _basemul_blocks(b: Builder, ar: Arithmetic, acc: _Accumulator, table: TwiddleTable, a: list[VReg],
+                    c: list[VReg], blocks: tuple[int, ...], qv: VReg, qinv: Mem, term: int, barrett: Reducer,
+                    reduce_outputs: bool, out: list[VReg], at: list[int]) -> None:
+    """r_k for the blocks whose coefficient k is in a[k], c[k] (one block per lane), into out[at[k]]."""
+    math, mul, bits = ar.math, ar.mul, ar.layout.lane_bits
+    d = len(a)
+    c_qinv = [b.op(by_width("mullo", bits), r, qinv) for r in c]
+    prod = {}
+    for i in range(d):
+        for j in range(d):
+            prod[i, j] = mul.multiply(b, a[i], c[j], c_qinv[j], qv)
+    zc = [mul.constant(math.final_zetas[blk]) for blk in blocks]
+    for k in range(d):
+        low = acc.sum([(prod[i, k - i], term) for i in range(k + 1)])
+        wrap = [(prod[i, k + d - i], term) for i in range(k + 1, d)]
+        if wrap:  # blocks of degree 1 wrap nothing and need no zeta table
+            zw, zq = table.vector([z.w for z in zc]), table.vector([z.w_qinv for z in zc])
+            z_abs = max(abs(z.w) for z in zc)
+            w_sum, w_abs = acc.sum(wrap)
+            low = acc.sum([low, (mul.multiply(b, w_sum, zw, zq, qv), mul.bound(w_abs, z_abs))])
+        total = low[0]
+        if reduce_outputs:
+            total = _reduce(b, total, barrett, "into the inverse NTT's input range")
+        out[at[k]] = total
 
 
 class _Accumulator:

@@ -12,6 +12,17 @@ inside a base block (below log2 d) are swapped out of the lanes too, so base
 multiplication sees coefficient k of as many blocks as a register has lanes. The forward
 output order is whatever this leaves; the manifest records it exactly.
 
+The NTT domain's order is a parameter: "fastest" is whatever the passes
+leave; "standard" puts block j (a mod x^d - psi^(2 brv(j) + 1)) at
+positions d*j .. d*j + d - 1, the in-place Cooley-Tukey order that FIPS 203
+(ML-KEM) and FIPS 204 (ML-DSA) specify; "natural" puts block j with
+psi^(2j + 1) there. Both are reached from the fastest order by a few more
+lane moves at the end of the final pass (the cheapest sequence of swaps and
+interleaves that permutes the index bits the group's registers hold, found
+by a shortest-path search over bit arrangements) and undone at the start of
+the inverse; base multiplication brings the block coefficients of its inputs
+into separate registers with the cheapest swaps and puts them back after.
+
 The inverse runs those steps backwards (a swap is its own inverse). The
 forward replaces each chain of swaps on the lane bits of a 128-bit half
 with element interleaves (`Interleave`, two shuffles a pair where a swap of
@@ -26,11 +37,14 @@ Lane movements are simulated with the instructions that make them
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...ir.instr import VECTOR_BITS
 from ...target.target import Target
-from .shuffles import Interleave, Swap, simulate_step
+from .params import ORDERS
+from .shuffles import Interleave, Swap, recipe, simulate_step
 
 
 def vector_lanes(n: int, d: int, target: Target) -> int:
@@ -74,6 +88,12 @@ class NttLayout:
     passes: tuple[Pass, ...]  # forward, in execution order
     inverse_passes: tuple[Pass, ...]  # inverse, in execution order (steps too)
     output_order: tuple[int, ...]  # array position -> coefficient index after the forward NTT
+    order: str = ORDERS[0]
+    # swaps after which every register holds coefficient k of the same blocks as its
+    # partners (those differing in the vector bits block_slot_bits); undone by running
+    # them backwards (each swap is its own inverse)
+    block_steps: tuple[Swap, ...] = ()
+    block_slot_bits: tuple[int, ...] = ()
 
     @property
     def d(self) -> int:
@@ -97,6 +117,24 @@ class NttLayout:
 
     def vector_indices(self, order) -> list[list[int]]:
         return split_vectors(order, self.lanes)
+
+
+def block_units(layout: NttLayout) -> list[tuple[int, ...]]:
+    """The vectors base multiplication takes together: those differing only in
+    the vector bits `block_slot_bits` (ordered by them), every unit once."""
+    free = [1 << s for s in layout.block_slot_bits]
+    units = []
+    for v in range(layout.vectors):
+        if any(v & m for m in free):
+            continue
+        units.append(tuple(v | sum(m for i, m in enumerate(free) if c >> i & 1) for c in range(1 << len(free))))
+    return units
+
+
+def unit_pairs(unit: tuple[int, ...], slot_bit: int) -> list[tuple[int, int]]:
+    """Positions in `unit` of the vector pairs differing in vector bit `slot_bit`."""
+    where = {v: i for i, v in enumerate(unit)}
+    return [(where[v], where[v | 1 << slot_bit]) for v in unit if not v >> slot_bit & 1]
 
 
 def split_vectors(order, lanes: int) -> list[list[int]]:
@@ -131,7 +169,7 @@ def final_group_bits(n: int, lanes: int, registers_per_vector: int = 1) -> int:
     return vbits if vbits <= 4 and registers_per_vector == 1 else min(vbits, 3)
 
 
-def plan(n: int, layers: int, target: Target) -> NttLayout:
+def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayout:
     log_n = n.bit_length() - 1
     lanes = vector_lanes(n, n >> layers, target)
     lane_index_bits = lanes.bit_length() - 1
@@ -187,16 +225,122 @@ def plan(n: int, layers: int, target: Target) -> NttLayout:
     groups = tuple(tuple(g * slots + s for s in range(slots)) for g in range((1 << vbits) // slots))
     if steps:
         passes.append(Pass(groups, tuple(steps)))
-
-    inverse = tuple(Pass(p.groups, p.steps[::-1]) for p in passes[::-1])
+    inverse = [Pass(p.groups, p.steps[::-1]) for p in passes[::-1]]
     half_bits = (128 // target.lane_bits).bit_length() - 1  # lane bits inside a 128-bit half
-    forward = tuple(Pass(p.groups, _interleaved(p.steps, lane_index_bits, half_bits)) for p in passes)
+    forward = [Pass(p.groups, _interleaved(p.steps, lane_index_bits, half_bits)) for p in passes]
     register_bits = VECTOR_BITS // 2 if lanes * target.lane_bits <= VECTOR_BITS // 2 else VECTOR_BITS
-    layout = NttLayout(n, layers, lanes, target.lane_bits, register_bits, forward, inverse, ())
-    order = _simulate_order(layout, forward)
-    if _walk(layout, inverse, order)[1] != tuple(range(n)):
+    layout = NttLayout(n, layers, lanes, target.lane_bits, register_bits, tuple(forward), tuple(inverse), ())
+    fastest = _simulate_order(layout, forward)
+    moves = _Moves(lane_index_bits, group_bits, half_bits if lane_index_bits >= half_bits else 0, target.lane_bits)
+    arrangement = _bit_arrangement(fastest)
+    goal = _goal_arrangement(order, log_n, d_bits)
+    if goal is None:
+        goal = arrangement
+    held = lane_index_bits + group_bits  # index bits inside the final pass's registers
+    if goal[held:] != arrangement[held:]:
+        raise ValueError(f"the {order} order moves coefficients between the final pass's groups of "
+                         f"{1 << group_bits} registers ({lanes} lanes each, n = {n})")
+    there = moves.cheapest(arrangement[:held], lambda a: a == goal[:held])
+    back = moves.cheapest(goal[:held], lambda a: a == arrangement[:held])
+    if there and steps:  # the final pass ends with them
+        forward[-1] = Pass(groups, forward[-1].steps + there)
+        inverse[0] = Pass(groups, back + inverse[0].steps)
+    elif there:  # the layers needed no lane moves: a pass of its own
+        forward.append(Pass(groups, there))
+        inverse.insert(0, Pass(groups, back))
+    layout = NttLayout(n, layers, lanes, target.lane_bits, register_bits, tuple(forward), tuple(inverse), ())
+    out = _simulate_order(layout, forward)
+    if _bit_arrangement(out) != goal:
+        raise AssertionError(f"layout plan: the {order} order's moves leave another order")
+    if _walk(layout, inverse, out)[1] != tuple(range(n)):
         raise AssertionError("layout plan: the inverse does not return the natural order")
-    return NttLayout(n, layers, lanes, layout.lane_bits, layout.register_bits, forward, inverse, order)
+    block = moves.cheapest(goal[:held], lambda a: all(a.index(c) >= lane_index_bits for c in range(d_bits)),
+                           swaps_only=True)
+    after = goal[:held]
+    for st in block:
+        after = moves.apply(st, after)
+    used = tuple(sorted({st.slot_bit for st in block} | {after.index(c) - lane_index_bits for c in range(d_bits)}))
+    return NttLayout(n, layers, lanes, target.lane_bits, register_bits, tuple(forward), tuple(inverse), out,
+                     order, block, used)
+
+
+def _bit_arrangement(order: tuple[int, ...]) -> tuple[int, ...]:
+    """Position bit -> the coefficient index bit there, for an order that permutes index bits."""
+    n = len(order)
+    bits = n.bit_length() - 1
+    arr = tuple(order[1 << k].bit_length() - 1 for k in range(bits))
+    for p in range(n):
+        want = 0
+        for k in range(bits):
+            if p >> k & 1:
+                want |= 1 << arr[k]
+        if order[p] != want:
+            raise AssertionError("layout plan: the order does not permute index bits")
+    return arr
+
+
+def _goal_arrangement(order: str, log_n: int, d_bits: int) -> tuple[int, ...] | None:
+    """The arrangement `order` asks for (None: the fastest, whatever it is)."""
+    if order == "fastest":
+        return None
+    if order == "standard":
+        return tuple(range(log_n))
+    if order == "natural":
+        return tuple(range(d_bits)) + tuple(range(log_n - 1, d_bits - 1, -1))
+    raise ValueError(f"unknown order {order!r}; orders: {', '.join(ORDERS)}")
+
+
+@dataclass(frozen=True)
+class _Moves:
+    """The lane moves of the final pass as permutations of the index bits its
+    registers hold: positions 0..lane_bits-1 are lane bits, the next
+    slot_bits the register's index in its group."""
+
+    lane_index_bits: int
+    slot_bits: int
+    half_bits: int  # lane bits an Interleave rotates (0: none fits)
+    elem_bits: int
+
+    def steps(self, swaps_only: bool) -> list[tuple[Swap | Interleave, int]]:
+        out: list[tuple[Swap | Interleave, int]] = [
+            (Swap(l, s), 0) for l in range(self.lane_index_bits) for s in range(self.slot_bits)]
+        if self.half_bits and not swaps_only:
+            out += [(Interleave(s), 0) for s in range(self.slot_bits)]
+        return [(st, len(recipe(st, self.elem_bits))) for st, _ in out]
+
+    def apply(self, st: Swap | Interleave, a: tuple[int, ...]) -> tuple[int, ...]:
+        x = list(a)
+        L = self.lane_index_bits
+        if isinstance(st, Swap):
+            x[st.lane_bit], x[L + st.slot_bit] = x[L + st.slot_bit], x[st.lane_bit]
+        else:
+            top = self.half_bits - 1
+            x[0], x[1:top + 1], x[L + st.slot_bit] = a[L + st.slot_bit], a[0:top], a[top]
+        return tuple(x)
+
+    def cheapest(self, start: tuple[int, ...], done: Callable[[tuple[int, ...]], bool],
+                 swaps_only: bool = False) -> tuple[Swap | Interleave, ...]:
+        return _cheapest(self, start, done, swaps_only)
+
+
+def _cheapest(moves: _Moves, start: tuple[int, ...], done, swaps_only: bool) -> tuple[Swap | Interleave, ...]:
+    """The fewest instructions that take arrangement `start` to one `done`
+    accepts (Dijkstra over arrangements; ties broken by fewer steps)."""
+    steps = moves.steps(swaps_only)
+    seen = {start: 0}
+    queue: list = [(0, 0, start, ())]
+    while queue:
+        cost, count, a, path = heapq.heappop(queue)
+        if done(a):
+            return path
+        if seen.get(a, cost) < cost:
+            continue
+        for st, c in steps:
+            b = moves.apply(st, a)
+            if cost + c < seen.get(b, cost + c + 1):
+                seen[b] = cost + c
+                heapq.heappush(queue, (cost + c, count + 1, b, path + (st,)))
+    raise ValueError("layout plan: no lane moves reach the order asked for")
 
 
 def _interleaved(steps: tuple[Step, ...], lane_index_bits: int, half_bits: int) -> tuple[Step, ...]:

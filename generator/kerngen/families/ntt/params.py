@@ -14,10 +14,11 @@ from .maths import max_layers
 
 POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
+ORDERS = ("fastest", "standard", "natural")  # of the NTT domain (layout.plan)
 WIDTHS = (16,)
 ISAS = (AVX2.name, SSE.name)
 MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
-KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer"}
+KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "order"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class NttParams:
     layers: int  # NTT layers L; block degree d = n >> L
     policy: str
     reducer: str  # "auto", "barrett" or "special"
+    order: str  # of the NTT domain: "fastest", "standard" or "natural" (layout.ORDERS)
     prefix: str
     source: str  # the file (or text) these came from, for messages
     targets: tuple[Target, ...]  # one per ISA, for the first ABI
@@ -91,5 +93,9 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     red = overrides.reducer if overrides.reducer is not None else table.get("reducer", "auto")
     if red not in REDUCERS:
         raise ParamError(src, "reducer", f"must be one of {', '.join(REDUCERS)}, got {red!r}")
-    return NttParams(c.name, n, q, width, isas, layers, pol, red, c.prefix, src,
+    order = overrides.order if overrides.order is not None else table.get("order", ORDERS[0])
+    if order not in ORDERS:
+        raise ParamError(src, "order", f"must be one of {', '.join(ORDERS)}, got {order!r}"
+                                       + (" from --order" if overrides.order is not None else ""))
+    return NttParams(c.name, n, q, width, isas, layers, pol, red, order, c.prefix, src,
                      c.targets(isas, width), c.abis)
