@@ -136,9 +136,9 @@ def test_layout_plan_pairs_partners_for_every_size_and_order(isa):
                 vectors = layout.vector_indices(layout.output_order)
                 for unit in block_units(layout):
                     idx = [vectors[v] for v in unit]
-                    for st in layout.block_steps:
-                        for lo, hi in unit_pairs(unit, st.slot_bit):
-                            idx[lo], idx[hi] = layout.move(st, idx[lo], idx[hi])
+                    for step in layout.block_steps:
+                        for lo, hi in unit_pairs(unit, step.slot_bit):
+                            idx[lo], idx[hi] = layout.move(step, idx[lo], idx[hi])
                     by_blocks = {}
                     for lanes in idx:
                         assert len({i % d for i in lanes}) == 1, (n, layers, order)

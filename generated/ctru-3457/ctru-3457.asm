@@ -839,10 +839,10 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpmullw      ymm15, ymm1, ymm11
-    vmovdqa      [rsp], ymm14                        ; spill
-    vpmulhw      ymm14, ymm1, ymm6
+    vmovdqa      [rsp], ymm13                        ; spill
+    vpmulhw      ymm13, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm1, ymm12
     vpmulhw      ymm1, ymm1, ymm8
     vpmulhw      ymm15, ymm15, ymm0
@@ -853,34 +853,34 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpmullw      ymm15, ymm3, ymm10
-    vmovdqa      [rsp + 64], ymm14                   ; spill
-    vpmulhw      ymm14, ymm3, ymm7
+    vmovdqa      [rsp + 64], ymm13                   ; spill
+    vpmulhw      ymm13, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm3, ymm11
-    vmovdqa      [rsp + 96], ymm14                   ; spill
-    vpmulhw      ymm14, ymm3, ymm6
+    vmovdqa      [rsp + 96], ymm13                   ; spill
+    vpmulhw      ymm13, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm3, ymm12
     vpmulhw      ymm3, ymm3, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
     vpmullw      ymm15, ymm2, ymm9
-    vmovdqa      [rsp + 128], ymm14                  ; spill
-    vpmulhw      ymm14, ymm2, ymm5
+    vmovdqa      [rsp + 128], ymm3                   ; spill
+    vpmulhw      ymm3, ymm2, ymm5
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm3, ymm3, ymm15
     vpmullw      ymm15, ymm2, ymm10
-    vmovdqa      [rsp + 160], ymm14                  ; spill
-    vpmulhw      ymm14, ymm2, ymm7
+    vmovdqa      [rsp + 160], ymm13                  ; spill
+    vpmulhw      ymm13, ymm2, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm2, ymm11
-    vmovdqa      [rsp + 192], ymm14                  ; spill
-    vpmulhw      ymm14, ymm2, ymm6
+    vmovdqa      [rsp + 192], ymm13                  ; spill
+    vpmulhw      ymm13, ymm2, ymm6
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm2, ymm12
     vpmulhw      ymm2, ymm2, ymm8
     vpmulhw      ymm15, ymm15, ymm0
@@ -901,57 +901,58 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm4, ymm4, ymm8
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm3, ymm3, ymm14
-    vpaddw       ymm3, ymm3, ymm7
-    vpmullw      ymm7, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_basemul_zetas_avx2]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm3, ymm13, ymm3
-    vpmulhw      ymm7, ymm3, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm1, ymm14, ymm1
+    vmovdqa      ymm8, [rsp + 64]                    ; reload
+    vpaddw       ymm8, ymm8, [rsp + 96]
+    vpaddw       ymm3, ymm8, ymm3
+    vmovdqa      ymm8, [rsp + 32]                    ; reload
+    vpaddw       ymm8, ymm8, [rsp + 160]
+    vpaddw       ymm8, ymm8, [rsp + 192]
+    vpaddw       ymm5, ymm8, ymm5
+    vmovdqa      ymm8, [rsp + 128]                   ; reload
+    vpaddw       ymm8, ymm8, ymm13
+    vpaddw       ymm7, ymm8, ymm7
+    vpaddw       ymm2, ymm2, ymm6
+    vpmullw      ymm6, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_basemul_zetas_avx2]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm7, ymm6
+    vmovdqa      ymm7, [rsp]                         ; reload
+    vpaddw       ymm6, ymm7, ymm6
+    vpmulhw      ymm7, ymm6, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm7, ymm7, [rel pw_512]
     vpsraw       ymm7, ymm7, 10
     vpmullw      ymm7, ymm7, [rel pw_3457]
-    vpsubw       ymm3, ymm3, ymm7
-    vmovdqa      ymm7, [rsp]                         ; reload
-    vpaddw       ymm1, ymm7, ymm1
-    vpaddw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqa      ymm2, [rsp + 64]                    ; reload
-    vpaddw       ymm2, ymm2, [rsp + 96]
-    vpaddw       ymm2, ymm2, [rsp + 160]
-    vpmullw      ymm6, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
+    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 32]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpaddw       ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm4, ymm4, [rel pw_512]
-    vpsraw       ymm4, ymm4, 10
-    vpmullw      ymm4, ymm4, [rel pw_3457]
-    vpsubw       ymm2, ymm2, ymm4
-    vmovdqa      ymm4, [rsp + 32]                    ; reload
-    vpaddw       ymm4, ymm4, [rsp + 128]
-    vpaddw       ymm4, ymm4, [rsp + 192]
-    vpaddw       ymm4, ymm4, ymm5
-    vpmulhw      ymm5, ymm4, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm5, ymm5, [rel pw_512]
-    vpsraw       ymm5, ymm5, 10
-    vpmullw      ymm5, ymm5, [rel pw_3457]
-    vpsubw       ymm4, ymm4, ymm5
-    vmovdqu      [rdi], ymm3
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm4, ymm2
+    vpaddw       ymm2, ymm3, ymm2
+    vpmulhw      ymm3, ymm2, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
+    vpsraw       ymm3, ymm3, 10
+    vpmullw      ymm3, ymm3, [rel pw_3457]
+    vpsubw       ymm2, ymm2, ymm3
+    vpmulhw      ymm3, ymm5, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
+    vpsraw       ymm3, ymm3, 10
+    vpmullw      ymm3, ymm3, [rel pw_3457]
+    vpsubw       ymm3, ymm5, ymm3
+    vmovdqu      [rdi], ymm6
     vmovdqu      [rdi + 32], ymm2
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      [rdi + 96], ymm4
+    vmovdqu      [rdi + 96], ymm3
     vmovdqu      ymm1, [rsi + 128]
     vmovdqu      ymm2, [rsi + 160]
     vmovdqu      ymm3, [rsi + 192]
@@ -973,10 +974,10 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpmullw      ymm15, ymm1, ymm11
-    vmovdqa      [rsp + 192], ymm14                  ; spill
-    vpmulhw      ymm14, ymm1, ymm6
+    vmovdqa      [rsp], ymm13                        ; spill
+    vpmulhw      ymm13, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm1, ymm12
     vpmulhw      ymm1, ymm1, ymm8
     vpmulhw      ymm15, ymm15, ymm0
@@ -987,34 +988,34 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpmullw      ymm15, ymm3, ymm10
-    vmovdqa      [rsp + 32], ymm14                   ; spill
-    vpmulhw      ymm14, ymm3, ymm7
+    vmovdqa      [rsp + 192], ymm13                  ; spill
+    vpmulhw      ymm13, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm3, ymm11
-    vmovdqa      [rsp + 160], ymm14                  ; spill
-    vpmulhw      ymm14, ymm3, ymm6
+    vmovdqa      [rsp + 160], ymm13                  ; spill
+    vpmulhw      ymm13, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm3, ymm12
     vpmulhw      ymm3, ymm3, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
     vpmullw      ymm15, ymm2, ymm9
-    vmovdqa      [rsp + 96], ymm14                   ; spill
-    vpmulhw      ymm14, ymm2, ymm5
+    vmovdqa      [rsp + 32], ymm3                    ; spill
+    vpmulhw      ymm3, ymm2, ymm5
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm3, ymm3, ymm15
     vpmullw      ymm15, ymm2, ymm10
-    vmovdqa      [rsp + 64], ymm14                   ; spill
-    vpmulhw      ymm14, ymm2, ymm7
+    vmovdqa      [rsp + 96], ymm13                   ; spill
+    vpmulhw      ymm13, ymm2, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm2, ymm11
-    vmovdqa      [rsp], ymm14                        ; spill
-    vpmulhw      ymm14, ymm2, ymm6
+    vmovdqa      [rsp + 64], ymm13                   ; spill
+    vpmulhw      ymm13, ymm2, ymm6
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm2, ymm12
     vpmulhw      ymm2, ymm2, ymm8
     vpmulhw      ymm15, ymm15, ymm0
@@ -1035,57 +1036,58 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm4, ymm4, ymm8
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm3, ymm3, ymm14
-    vpaddw       ymm3, ymm3, ymm7
-    vpmullw      ymm7, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm3, ymm13, ymm3
-    vpmulhw      ymm7, ymm3, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm1, ymm14, ymm1
+    vmovdqa      ymm8, [rsp + 192]                   ; reload
+    vpaddw       ymm8, ymm8, [rsp + 160]
+    vpaddw       ymm3, ymm8, ymm3
+    vmovdqa      ymm8, [rsp + 128]                   ; reload
+    vpaddw       ymm8, ymm8, [rsp + 96]
+    vpaddw       ymm8, ymm8, [rsp + 64]
+    vpaddw       ymm5, ymm8, ymm5
+    vmovdqa      ymm8, [rsp + 32]                    ; reload
+    vpaddw       ymm8, ymm8, ymm13
+    vpaddw       ymm7, ymm8, ymm7
+    vpaddw       ymm2, ymm2, ymm6
+    vpmullw      ymm6, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm7, ymm6
+    vmovdqa      ymm7, [rsp]                         ; reload
+    vpaddw       ymm6, ymm7, ymm6
+    vpmulhw      ymm7, ymm6, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm7, ymm7, [rel pw_512]
     vpsraw       ymm7, ymm7, 10
     vpmullw      ymm7, ymm7, [rel pw_3457]
-    vpsubw       ymm3, ymm3, ymm7
-    vmovdqa      ymm7, [rsp + 192]                   ; reload
-    vpaddw       ymm1, ymm7, ymm1
-    vpaddw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqa      ymm2, [rsp + 32]                    ; reload
-    vpaddw       ymm2, ymm2, [rsp + 160]
-    vpaddw       ymm2, ymm2, [rsp + 64]
-    vpmullw      ymm6, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
+    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 96]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 64]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpaddw       ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm4, ymm4, [rel pw_512]
-    vpsraw       ymm4, ymm4, 10
-    vpmullw      ymm4, ymm4, [rel pw_3457]
-    vpsubw       ymm2, ymm2, ymm4
-    vmovdqa      ymm4, [rsp + 128]                   ; reload
-    vpaddw       ymm4, ymm4, [rsp + 96]
-    vpaddw       ymm4, ymm4, [rsp]
-    vpaddw       ymm4, ymm4, ymm5
-    vpmulhw      ymm5, ymm4, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm5, ymm5, [rel pw_512]
-    vpsraw       ymm5, ymm5, 10
-    vpmullw      ymm5, ymm5, [rel pw_3457]
-    vpsubw       ymm4, ymm4, ymm5
-    vmovdqu      [rdi + 128], ymm3
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm4, ymm2
+    vpaddw       ymm2, ymm3, ymm2
+    vpmulhw      ymm3, ymm2, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
+    vpsraw       ymm3, ymm3, 10
+    vpmullw      ymm3, ymm3, [rel pw_3457]
+    vpsubw       ymm2, ymm2, ymm3
+    vpmulhw      ymm3, ymm5, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
+    vpsraw       ymm3, ymm3, 10
+    vpmullw      ymm3, ymm3, [rel pw_3457]
+    vpsubw       ymm3, ymm5, ymm3
+    vmovdqu      [rdi + 128], ymm6
     vmovdqu      [rdi + 160], ymm2
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      [rdi + 224], ymm4
+    vmovdqu      [rdi + 224], ymm3
     vmovdqu      ymm1, [rsi + 256]
     vmovdqu      ymm2, [rsi + 288]
     vmovdqu      ymm3, [rsi + 320]
@@ -1107,48 +1109,48 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpmullw      ymm15, ymm1, ymm11
-    vmovdqa      [rsp], ymm14                        ; spill
-    vpmulhw      ymm14, ymm1, ymm6
+    vmovdqa      [rsp], ymm13                        ; spill
+    vpmulhw      ymm13, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm1, ymm12
     vpmulhw      ymm1, ymm1, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpmullw      ymm15, ymm3, ymm9
-    vmovdqa      [rsp + 96], ymm1                    ; spill
+    vmovdqa      [rsp + 32], ymm1                    ; spill
     vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpmullw      ymm15, ymm3, ymm10
-    vmovdqa      [rsp + 128], ymm14                  ; spill
-    vpmulhw      ymm14, ymm3, ymm7
+    vmovdqa      [rsp + 64], ymm13                   ; spill
+    vpmulhw      ymm13, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm3, ymm11
-    vmovdqa      [rsp + 64], ymm14                   ; spill
-    vpmulhw      ymm14, ymm3, ymm6
+    vmovdqa      [rsp + 96], ymm13                   ; spill
+    vpmulhw      ymm13, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm3, ymm12
     vpmulhw      ymm3, ymm3, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
     vpmullw      ymm15, ymm2, ymm9
-    vmovdqa      [rsp + 160], ymm14                  ; spill
-    vpmulhw      ymm14, ymm2, ymm5
+    vmovdqa      [rsp + 128], ymm3                   ; spill
+    vpmulhw      ymm3, ymm2, ymm5
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm3, ymm3, ymm15
     vpmullw      ymm15, ymm2, ymm10
-    vmovdqa      [rsp + 32], ymm14                   ; spill
-    vpmulhw      ymm14, ymm2, ymm7
+    vmovdqa      [rsp + 160], ymm13                  ; spill
+    vpmulhw      ymm13, ymm2, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm2, ymm11
-    vmovdqa      [rsp + 192], ymm14                  ; spill
-    vpmulhw      ymm14, ymm2, ymm6
+    vmovdqa      [rsp + 192], ymm13                  ; spill
+    vpmulhw      ymm13, ymm2, ymm6
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm2, ymm12
     vpmulhw      ymm2, ymm2, ymm8
     vpmulhw      ymm15, ymm15, ymm0
@@ -1169,57 +1171,58 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm4, ymm4, ymm8
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm3, ymm3, ymm14
-    vpaddw       ymm3, ymm3, ymm7
-    vpmullw      ymm7, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm3, ymm13, ymm3
-    vpmulhw      ymm7, ymm3, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm1, ymm14, ymm1
+    vmovdqa      ymm8, [rsp + 64]                    ; reload
+    vpaddw       ymm8, ymm8, [rsp + 96]
+    vpaddw       ymm3, ymm8, ymm3
+    vmovdqa      ymm8, [rsp + 32]                    ; reload
+    vpaddw       ymm8, ymm8, [rsp + 160]
+    vpaddw       ymm8, ymm8, [rsp + 192]
+    vpaddw       ymm5, ymm8, ymm5
+    vmovdqa      ymm8, [rsp + 128]                   ; reload
+    vpaddw       ymm8, ymm8, ymm13
+    vpaddw       ymm7, ymm8, ymm7
+    vpaddw       ymm2, ymm2, ymm6
+    vpmullw      ymm6, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm7, ymm6
+    vmovdqa      ymm7, [rsp]                         ; reload
+    vpaddw       ymm6, ymm7, ymm6
+    vpmulhw      ymm7, ymm6, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm7, ymm7, [rel pw_512]
     vpsraw       ymm7, ymm7, 10
     vpmullw      ymm7, ymm7, [rel pw_3457]
-    vpsubw       ymm3, ymm3, ymm7
-    vmovdqa      ymm7, [rsp]                         ; reload
-    vpaddw       ymm1, ymm7, ymm1
-    vpaddw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqa      ymm2, [rsp + 128]                   ; reload
-    vpaddw       ymm2, ymm2, [rsp + 64]
-    vpaddw       ymm2, ymm2, [rsp + 32]
-    vpmullw      ymm6, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
+    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 160]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 128]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm4, ymm4, ymm6
-    vpaddw       ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm4, ymm4, [rel pw_512]
-    vpsraw       ymm4, ymm4, 10
-    vpmullw      ymm4, ymm4, [rel pw_3457]
-    vpsubw       ymm2, ymm2, ymm4
-    vmovdqa      ymm4, [rsp + 96]                    ; reload
-    vpaddw       ymm4, ymm4, [rsp + 160]
-    vpaddw       ymm4, ymm4, [rsp + 192]
-    vpaddw       ymm4, ymm4, ymm5
-    vpmulhw      ymm5, ymm4, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm5, ymm5, [rel pw_512]
-    vpsraw       ymm5, ymm5, 10
-    vpmullw      ymm5, ymm5, [rel pw_3457]
-    vpsubw       ymm4, ymm4, ymm5
-    vmovdqu      [rdi + 256], ymm3
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm4, ymm2
+    vpaddw       ymm2, ymm3, ymm2
+    vpmulhw      ymm3, ymm2, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
+    vpsraw       ymm3, ymm3, 10
+    vpmullw      ymm3, ymm3, [rel pw_3457]
+    vpsubw       ymm2, ymm2, ymm3
+    vpmulhw      ymm3, ymm5, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm3, ymm3, [rel pw_512]
+    vpsraw       ymm3, ymm3, 10
+    vpmullw      ymm3, ymm3, [rel pw_3457]
+    vpsubw       ymm3, ymm5, ymm3
+    vmovdqu      [rdi + 256], ymm6
     vmovdqu      [rdi + 288], ymm2
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      [rdi + 352], ymm4
+    vmovdqu      [rdi + 352], ymm3
     vmovdqu      ymm1, [rsi + 384]
     vmovdqu      ymm2, [rsi + 416]
     vmovdqu      ymm3, [rsi + 448]
@@ -1241,48 +1244,48 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm14, ymm15, ymm14
     vpmullw      ymm15, ymm1, ymm11
-    vmovdqa      [rsp + 192], ymm14                  ; spill
-    vpmulhw      ymm14, ymm1, ymm6
+    vmovdqa      [rsp], ymm13                        ; spill
+    vpmulhw      ymm13, ymm1, ymm6
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm1, ymm12
     vpmulhw      ymm1, ymm1, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpmullw      ymm15, ymm3, ymm9
-    vmovdqa      [rsp + 160], ymm1                   ; spill
+    vmovdqa      [rsp + 128], ymm1                   ; spill
     vpmulhw      ymm1, ymm3, ymm5
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm1, ymm1, ymm15
     vpmullw      ymm15, ymm3, ymm10
-    vmovdqa      [rsp + 96], ymm14                   ; spill
-    vpmulhw      ymm14, ymm3, ymm7
+    vmovdqa      [rsp + 192], ymm13                  ; spill
+    vpmulhw      ymm13, ymm3, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm3, ymm11
-    vmovdqa      [rsp + 32], ymm14                   ; spill
-    vpmulhw      ymm14, ymm3, ymm6
+    vmovdqa      [rsp + 160], ymm13                  ; spill
+    vpmulhw      ymm13, ymm3, ymm6
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm3, ymm12
     vpmulhw      ymm3, ymm3, ymm8
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
     vpmullw      ymm15, ymm2, ymm9
-    vmovdqa      [rsp + 64], ymm14                   ; spill
-    vpmulhw      ymm14, ymm2, ymm5
+    vmovdqa      [rsp + 32], ymm3                    ; spill
+    vpmulhw      ymm3, ymm2, ymm5
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm3, ymm3, ymm15
     vpmullw      ymm15, ymm2, ymm10
-    vmovdqa      [rsp + 128], ymm14                  ; spill
-    vpmulhw      ymm14, ymm2, ymm7
+    vmovdqa      [rsp + 96], ymm13                   ; spill
+    vpmulhw      ymm13, ymm2, ymm7
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm2, ymm11
-    vmovdqa      [rsp], ymm14                        ; spill
-    vpmulhw      ymm14, ymm2, ymm6
+    vmovdqa      [rsp + 64], ymm13                   ; spill
+    vpmulhw      ymm13, ymm2, ymm6
     vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm14, ymm14, ymm15
+    vpsubw       ymm13, ymm13, ymm15
     vpmullw      ymm15, ymm2, ymm12
     vpmulhw      ymm2, ymm2, ymm8
     vpmulhw      ymm15, ymm15, ymm0
@@ -1303,54 +1306,55 @@ kg_ctru3457_basemul_avx2:
     vpmulhw      ymm4, ymm4, ymm8
     vpmulhw      ymm8, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm8
-    vpaddw       ymm3, ymm3, ymm14
-    vpaddw       ymm3, ymm3, ymm7
-    vpmullw      ymm7, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
-    vpmulhw      ymm3, ymm3, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm3, ymm13, ymm3
-    vpmulhw      ymm7, ymm3, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm1, ymm14, ymm1
+    vmovdqa      ymm8, [rsp + 192]                   ; reload
+    vpaddw       ymm8, ymm8, [rsp + 160]
+    vpaddw       ymm3, ymm8, ymm3
+    vmovdqa      ymm8, [rsp + 128]                   ; reload
+    vpaddw       ymm8, ymm8, [rsp + 96]
+    vpaddw       ymm8, ymm8, [rsp + 64]
+    vpaddw       ymm5, ymm8, ymm5
+    vmovdqa      ymm8, [rsp + 32]                    ; reload
+    vpaddw       ymm8, ymm8, ymm13
+    vpaddw       ymm7, ymm8, ymm7
+    vpaddw       ymm2, ymm2, ymm6
+    vpmullw      ymm6, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
+    vpmulhw      ymm7, ymm7, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm7, ymm6
+    vmovdqa      ymm7, [rsp]                         ; reload
+    vpaddw       ymm6, ymm7, ymm6
+    vpmulhw      ymm7, ymm6, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm7, ymm7, [rel pw_512]
     vpsraw       ymm7, ymm7, 10
     vpmullw      ymm7, ymm7, [rel pw_3457]
-    vpsubw       ymm3, ymm3, ymm7
-    vmovdqa      ymm7, [rsp + 192]                   ; reload
-    vpaddw       ymm1, ymm7, ymm1
-    vpaddw       ymm2, ymm2, ymm6
-    vpmullw      ymm6, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
+    vpsubw       ymm6, ymm6, ymm7
+    vpmullw      ymm7, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
     vpmulhw      ymm2, ymm2, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpmulhw      ymm2, ymm1, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm1, ymm1, ymm2
-    vmovdqa      ymm2, [rsp + 96]                    ; reload
-    vpaddw       ymm2, ymm2, [rsp + 32]
-    vpaddw       ymm2, ymm2, [rsp + 128]
-    vpmullw      ymm6, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
+    vpmullw      ymm2, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 224]
     vpmulhw      ymm4, ymm4, [rel kg_ctru3457_basemul_zetas_avx2 + 192]
-    vpmulhw      ymm0, ymm6, ymm0
+    vpmulhw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm4, ymm0
-    vpaddw       ymm0, ymm2, ymm0
-    vpmulhw      ymm2, ymm0, [rel pw_19412]          ; barrett: into the inverse NTT's input range
+    vpaddw       ymm0, ymm3, ymm0
+    vpmulhw      ymm2, ymm0, [rel pw_19412]          ; barrett: the output range asked for
     vpaddw       ymm2, ymm2, [rel pw_512]
     vpsraw       ymm2, ymm2, 10
     vpmullw      ymm2, ymm2, [rel pw_3457]
     vpsubw       ymm0, ymm0, ymm2
-    vmovdqa      ymm2, [rsp + 160]                   ; reload
-    vpaddw       ymm2, ymm2, [rsp + 64]
-    vpaddw       ymm2, ymm2, [rsp]
-    vpaddw       ymm2, ymm2, ymm5
-    vpmulhw      ymm4, ymm2, [rel pw_19412]          ; barrett: into the inverse NTT's input range
-    vpaddw       ymm4, ymm4, [rel pw_512]
-    vpsraw       ymm4, ymm4, 10
-    vpmullw      ymm4, ymm4, [rel pw_3457]
-    vpsubw       ymm2, ymm2, ymm4
-    vmovdqu      [rdi + 384], ymm3
+    vpmulhw      ymm2, ymm5, [rel pw_19412]          ; barrett: the output range asked for
+    vpaddw       ymm2, ymm2, [rel pw_512]
+    vpsraw       ymm2, ymm2, 10
+    vpmullw      ymm2, ymm2, [rel pw_3457]
+    vpsubw       ymm2, ymm5, ymm2
+    vmovdqu      [rdi + 384], ymm6
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      [rdi + 480], ymm2
@@ -3691,71 +3695,71 @@ kg_ctru3457_basemul_sse:
     movdqa       xmm1, [rsp + 96]                    ; reload
     movdqa       xmm8, xmm1
     pmullw       xmm8, [rsp + 320]
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, [rsp + 64]                    ; reload
-    movdqa       [rsp + 160], xmm9                   ; spill
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, [rsp + 352]
-    movdqa       [rsp + 800], xmm2                   ; spill
-    movdqa       xmm2, xmm1
-    pmulhw       xmm2, [rsp + 384]
-    movdqa       [rsp + 832], xmm7                   ; spill
-    movdqa       xmm7, xmm4
-    pmulhw       xmm7, xmm10
+    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 64]                    ; reload
+    movdqa       [rsp + 160], xmm7                   ; spill
+    movdqa       xmm7, xmm2
+    pmullw       xmm7, [rsp + 352]
+    movdqa       [rsp + 800], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, [rsp + 384]
+    movdqa       [rsp + 832], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm10
     pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm2, xmm8
-    psubw        xmm7, xmm9
-    movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm3
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, xmm6
-    movdqa       [rsp + 864], xmm7                   ; spill
-    movdqa       xmm7, xmm1
-    pmulhw       xmm7, xmm13
-    movdqa       [rsp + 896], xmm2                   ; spill
-    movdqa       xmm2, xmm4
-    pmulhw       xmm2, xmm14
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm7, xmm8
-    psubw        xmm2, xmm9
-    movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm5
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, xmm11
-    movdqa       [rsp + 928], xmm2                   ; spill
-    movdqa       xmm2, xmm1
-    pmulhw       xmm2, [rsp + 192]
-    movdqa       [rsp + 960], xmm7                   ; spill
-    movdqa       xmm7, xmm4
-    pmulhw       xmm7, [rsp + 224]
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm2, xmm8
-    psubw        xmm7, xmm9
-    movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm12
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, xmm15
-    pmulhw       xmm1, [rsp + 256]
-    pmulhw       xmm4, [rsp + 288]
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm1, xmm8
-    psubw        xmm4, xmm9
-    movdqa       xmm8, [rsp + 320]                   ; reload
-    pmullw       xmm8, [rsp + 32]
-    movdqa       xmm9, [rsp + 352]                   ; reload
-    pmullw       xmm9, [rsp]
-    movdqa       [rsp + 352], xmm4                   ; spill
-    movdqa       xmm4, [rsp + 384]                   ; reload
-    pmulhw       xmm4, [rsp + 32]
-    pmulhw       xmm10, [rsp]
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
+    pmulhw       xmm7, xmm0
     psubw        xmm4, xmm8
-    psubw        xmm10, xmm9
+    psubw        xmm9, xmm7
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm3
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm6
+    movdqa       [rsp + 864], xmm9                   ; spill
+    movdqa       xmm9, xmm1
+    pmulhw       xmm9, xmm13
+    movdqa       [rsp + 896], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, xmm14
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm11
+    movdqa       [rsp + 928], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, [rsp + 192]
+    movdqa       [rsp + 960], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, [rsp + 224]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm4, xmm7
+    psubw        xmm9, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm12
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm15
+    pmulhw       xmm1, [rsp + 256]
+    pmulhw       xmm2, [rsp + 288]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
+    movdqa       xmm7, [rsp + 320]                   ; reload
+    pmullw       xmm7, [rsp + 32]
+    movdqa       xmm8, [rsp + 352]                   ; reload
+    pmullw       xmm8, [rsp]
+    movdqa       [rsp + 352], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 384]                   ; reload
+    pmulhw       xmm2, [rsp + 32]
+    pmulhw       xmm10, [rsp]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm2, xmm7
+    psubw        xmm10, xmm8
     pmullw       xmm3, [rsp + 32]
     pmullw       xmm6, [rsp]
     pmulhw       xmm13, [rsp + 32]
@@ -3778,64 +3782,80 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm15, [rsp]
     movdqa       xmm5, [rsp + 32]                    ; reload
     pmulhw       xmm5, [rsp + 256]
-    movdqa       xmm8, [rsp]                         ; reload
-    pmulhw       xmm8, [rsp + 288]
+    movdqa       xmm7, [rsp]                         ; reload
+    pmulhw       xmm7, [rsp + 288]
     pmulhw       xmm12, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm5, xmm12
-    psubw        xmm8, xmm15
-    movdqa       xmm9, [rsp + 832]                   ; reload
-    paddw        xmm9, xmm2
-    movdqa       xmm2, [rsp + 800]                   ; reload
-    paddw        xmm2, xmm7
-    paddw        xmm9, xmm13
-    paddw        xmm2, xmm14
-    movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 32]
-    movdqa       xmm11, xmm2
-    pmullw       xmm11, [rel kg_ctru3457_basemul_zetas_sse + 48]
-    pmulhw       xmm9, [rel kg_ctru3457_basemul_zetas_sse]
-    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 16]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm11, xmm0
-    psubw        xmm9, xmm7
-    psubw        xmm2, xmm11
-    movdqa       xmm7, [rsp + 448]                   ; reload
-    paddw        xmm7, xmm9
-    movdqa       xmm9, [rsp + 416]                   ; reload
-    paddw        xmm9, xmm2
-    movdqa       xmm2, xmm7                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm2, [rel pw_19412]
-    movdqa       xmm11, xmm9
-    pmulhw       xmm11, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm11, [rel pw_512 + 16]
-    psraw        xmm2, 10
-    psraw        xmm11, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm11, [rel pw_3457 + 16]
-    psubw        xmm7, xmm2
-    psubw        xmm9, xmm11
-    movdqa       xmm2, [rsp + 512]                   ; reload
-    paddw        xmm2, [rsp + 704]
+    psubw        xmm7, xmm15
+    movdqa       xmm8, [rsp + 512]                   ; reload
+    paddw        xmm8, [rsp + 704]
     movdqa       xmm11, [rsp + 480]                  ; reload
     paddw        xmm11, [rsp + 672]
+    movdqa       xmm12, [rsp + 640]                  ; reload
+    paddw        xmm12, [rsp + 768]
+    movdqa       xmm15, [rsp + 608]                  ; reload
+    paddw        xmm15, [rsp + 736]
+    paddw        xmm12, [rsp + 896]
+    paddw        xmm15, [rsp + 864]
+    movdqa       [rsp + 864], xmm15                  ; spill
+    movdqa       xmm15, [rsp + 576]                  ; reload
+    paddw        xmm15, [rsp + 832]
+    movdqa       [rsp + 832], xmm12                  ; spill
+    movdqa       xmm12, [rsp + 544]                  ; reload
+    paddw        xmm12, [rsp + 800]
+    paddw        xmm15, [rsp + 960]
+    paddw        xmm12, [rsp + 928]
+    paddw        xmm15, xmm2
+    paddw        xmm12, xmm10
+    movdqa       xmm2, [rsp + 160]                   ; reload
+    paddw        xmm2, xmm4
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    paddw        xmm4, xmm9
+    paddw        xmm2, xmm13
+    paddw        xmm4, xmm14
     paddw        xmm1, xmm3
     movdqa       xmm3, [rsp + 352]                   ; reload
     paddw        xmm3, xmm6
-    movdqa       xmm6, xmm1
+    movdqa       xmm6, xmm2
     pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 32]
-    movdqa       xmm12, xmm3
-    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 48]
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 48]
+    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse]
+    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 16]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm2, xmm6
+    psubw        xmm4, xmm9
+    movdqa       xmm6, [rsp + 448]                   ; reload
+    paddw        xmm6, xmm2
+    movdqa       xmm2, [rsp + 416]                   ; reload
+    paddw        xmm2, xmm4
+    movdqa       xmm4, xmm6                          ; barrett: the output range asked for
+    pmulhw       xmm4, [rel pw_19412]
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm9, [rel pw_512 + 16]
+    psraw        xmm4, 10
+    psraw        xmm9, 10
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm9, [rel pw_3457 + 16]
+    psubw        xmm6, xmm4
+    psubw        xmm2, xmm9
+    movdqa       xmm4, xmm1
+    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 32]
+    movdqa       xmm9, xmm3
+    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 48]
     pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse]
     pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 16]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm1, xmm6
-    psubw        xmm3, xmm12
-    paddw        xmm2, xmm1
+    pmulhw       xmm4, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm4
+    psubw        xmm3, xmm9
+    paddw        xmm8, xmm1
     paddw        xmm11, xmm3
-    movdqa       xmm1, xmm2                          ; barrett: into the inverse NTT's input range
+    movdqa       xmm1, xmm8                          ; barrett: the output range asked for
     pmulhw       xmm1, [rel pw_19412]
     movdqa       xmm3, xmm11
     pmulhw       xmm3, [rel pw_19412 + 16]
@@ -3845,66 +3865,54 @@ kg_ctru3457_basemul_sse:
     psraw        xmm3, 10
     pmullw       xmm1, [rel pw_3457]
     pmullw       xmm3, [rel pw_3457 + 16]
-    psubw        xmm2, xmm1
+    psubw        xmm8, xmm1
     psubw        xmm11, xmm3
-    movdqa       xmm1, [rsp + 640]                   ; reload
-    paddw        xmm1, [rsp + 768]
-    movdqa       xmm3, [rsp + 608]                   ; reload
-    paddw        xmm3, [rsp + 736]
-    paddw        xmm1, [rsp + 896]
-    paddw        xmm3, [rsp + 864]
-    movdqa       xmm6, xmm5
-    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 32]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 48]
+    movdqa       xmm1, xmm5
+    pmullw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 32]
+    movdqa       xmm3, xmm7
+    pmullw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 48]
     pmulhw       xmm5, [rel kg_ctru3457_basemul_zetas_sse]
-    pmulhw       xmm8, [rel kg_ctru3457_basemul_zetas_sse + 16]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm5, xmm6
-    psubw        xmm8, xmm12
+    pmulhw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 16]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm3, xmm0
+    psubw        xmm5, xmm1
+    psubw        xmm7, xmm3
+    movdqa       xmm1, [rsp + 832]                   ; reload
     paddw        xmm1, xmm5
-    paddw        xmm3, xmm8
-    movdqa       xmm5, xmm1                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm5, [rel pw_19412]
-    movdqa       xmm6, xmm3
-    pmulhw       xmm6, [rel pw_19412 + 16]
-    paddw        xmm5, [rel pw_512]
-    paddw        xmm6, [rel pw_512 + 16]
-    psraw        xmm5, 10
-    psraw        xmm6, 10
-    pmullw       xmm5, [rel pw_3457]
-    pmullw       xmm6, [rel pw_3457 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm3, xmm6
-    movdqa       xmm5, [rsp + 576]                   ; reload
-    paddw        xmm5, [rsp + 160]
-    movdqa       xmm6, [rsp + 544]                   ; reload
-    paddw        xmm6, [rsp + 128]
-    paddw        xmm5, [rsp + 960]
-    paddw        xmm6, [rsp + 928]
-    paddw        xmm5, xmm4
-    paddw        xmm6, xmm10
-    movdqa       xmm4, xmm5                          ; barrett: into the inverse NTT's input range
+    movdqa       xmm3, [rsp + 864]                   ; reload
+    paddw        xmm3, xmm7
+    movdqa       xmm4, xmm1                          ; barrett: the output range asked for
     pmulhw       xmm4, [rel pw_19412]
-    movdqa       xmm8, xmm6
-    pmulhw       xmm8, [rel pw_19412 + 16]
+    movdqa       xmm5, xmm3
+    pmulhw       xmm5, [rel pw_19412 + 16]
     paddw        xmm4, [rel pw_512]
-    paddw        xmm8, [rel pw_512 + 16]
+    paddw        xmm5, [rel pw_512 + 16]
     psraw        xmm4, 10
-    psraw        xmm8, 10
+    psraw        xmm5, 10
     pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm8, [rel pw_3457 + 16]
-    psubw        xmm5, xmm4
-    psubw        xmm6, xmm8
-    movdqu       [rdi], xmm7
-    movdqu       [rdi + 16], xmm9
+    pmullw       xmm5, [rel pw_3457 + 16]
+    psubw        xmm1, xmm4
+    psubw        xmm3, xmm5
+    movdqa       xmm4, xmm15                         ; barrett: the output range asked for
+    pmulhw       xmm4, [rel pw_19412]
+    movdqa       xmm5, xmm12
+    pmulhw       xmm5, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm5, [rel pw_512 + 16]
+    psraw        xmm4, 10
+    psraw        xmm5, 10
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm5, [rel pw_3457 + 16]
+    psubw        xmm15, xmm4
+    psubw        xmm12, xmm5
+    movdqu       [rdi], xmm6
+    movdqu       [rdi + 16], xmm2
     movdqu       [rdi + 32], xmm1
     movdqu       [rdi + 48], xmm3
-    movdqu       [rdi + 64], xmm2
+    movdqu       [rdi + 64], xmm8
     movdqu       [rdi + 80], xmm11
-    movdqu       [rdi + 96], xmm5
-    movdqu       [rdi + 112], xmm6
+    movdqu       [rdi + 96], xmm15
+    movdqu       [rdi + 112], xmm12
     movdqu       xmm1, [rsi + 128]
     movdqu       xmm2, [rsi + 144]
     movdqu       xmm3, [rsi + 160]
@@ -3920,42 +3928,42 @@ kg_ctru3457_basemul_sse:
     movdqu       xmm13, [rdx + 192]
     movdqu       xmm14, [rdx + 208]
     movdqu       xmm15, [rdx + 224]
-    movdqa       [rsp + 928], xmm8                   ; spill
+    movdqa       [rsp + 864], xmm8                   ; spill
     movdqu       xmm8, [rdx + 240]
-    movdqa       [rsp + 960], xmm7                   ; spill
+    movdqa       [rsp + 832], xmm7                   ; spill
     movdqa       xmm7, xmm9
     pmullw       xmm7, [rel pw_12929]
-    movdqa       [rsp + 128], xmm4                   ; spill
+    movdqa       [rsp + 416], xmm4                   ; spill
     movdqa       xmm4, xmm10
     pmullw       xmm4, [rel pw_12929 + 16]
-    movdqa       [rsp + 544], xmm3                   ; spill
+    movdqa       [rsp + 448], xmm3                   ; spill
     movdqa       xmm3, xmm13
     pmullw       xmm3, [rel pw_12929]
-    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       [rsp + 352], xmm6                   ; spill
     movdqa       xmm6, xmm14
     pmullw       xmm6, [rel pw_12929 + 16]
-    movdqa       [rsp + 576], xmm5                   ; spill
+    movdqa       [rsp + 128], xmm5                   ; spill
     movdqa       xmm5, xmm11
     pmullw       xmm5, [rel pw_12929]
-    movdqa       [rsp + 864], xmm11                  ; spill
+    movdqa       [rsp + 160], xmm11                  ; spill
     movdqa       xmm11, xmm12
     pmullw       xmm11, [rel pw_12929 + 16]
-    movdqa       [rsp + 896], xmm12                  ; spill
+    movdqa       [rsp + 928], xmm12                  ; spill
     movdqa       xmm12, xmm15
     pmullw       xmm12, [rel pw_12929]
-    movdqa       [rsp + 736], xmm15                  ; spill
+    movdqa       [rsp + 960], xmm15                  ; spill
     movdqa       xmm15, xmm8
     pmullw       xmm15, [rel pw_12929 + 16]
-    movdqa       [rsp + 608], xmm8                   ; spill
+    movdqa       [rsp + 800], xmm8                   ; spill
     movdqa       xmm8, xmm1
     pmullw       xmm8, xmm7
-    movdqa       [rsp + 768], xmm7                   ; spill
+    movdqa       [rsp + 544], xmm7                   ; spill
     movdqa       xmm7, xmm2
     pmullw       xmm7, xmm4
-    movdqa       [rsp + 640], xmm4                   ; spill
+    movdqa       [rsp + 576], xmm4                   ; spill
     movdqa       xmm4, xmm1
     pmulhw       xmm4, xmm9
-    movdqa       [rsp + 352], xmm9                   ; spill
+    movdqa       [rsp + 896], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, xmm10
     pmulhw       xmm8, xmm0
@@ -3966,10 +3974,10 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm7, xmm3
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm6
-    movdqa       [rsp + 672], xmm9                   ; spill
+    movdqa       [rsp + 736], xmm9                   ; spill
     movdqa       xmm9, xmm1
     pmulhw       xmm9, xmm13
-    movdqa       [rsp + 480], xmm4                   ; spill
+    movdqa       [rsp + 608], xmm4                   ; spill
     movdqa       xmm4, xmm2
     pmulhw       xmm4, xmm14
     pmulhw       xmm7, xmm0
@@ -3980,12 +3988,12 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm7, xmm5
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm11
-    movdqa       [rsp + 704], xmm4                   ; spill
+    movdqa       [rsp + 768], xmm4                   ; spill
     movdqa       xmm4, xmm1
-    pmulhw       xmm4, [rsp + 864]
-    movdqa       [rsp + 512], xmm9                   ; spill
+    pmulhw       xmm4, [rsp + 160]
+    movdqa       [rsp + 640], xmm9                   ; spill
     movdqa       xmm9, xmm2
-    pmulhw       xmm9, [rsp + 896]
+    pmulhw       xmm9, [rsp + 928]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm4, xmm7
@@ -3994,24 +4002,24 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm7, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
-    pmulhw       xmm1, [rsp + 736]
-    pmulhw       xmm2, [rsp + 608]
+    pmulhw       xmm1, [rsp + 960]
+    pmulhw       xmm2, [rsp + 800]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm1, xmm7
     psubw        xmm2, xmm8
-    movdqa       xmm7, [rsp + 576]                   ; reload
+    movdqa       xmm7, [rsp + 128]                   ; reload
     movdqa       xmm8, xmm7
-    pmullw       xmm8, [rsp + 768]
-    movdqa       [rsp + 416], xmm2                   ; spill
-    movdqa       xmm2, [rsp + 160]                   ; reload
-    movdqa       [rsp + 448], xmm1                   ; spill
+    pmullw       xmm8, [rsp + 544]
+    movdqa       [rsp + 672], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 352]                   ; reload
+    movdqa       [rsp + 480], xmm1                   ; spill
     movdqa       xmm1, xmm2
-    pmullw       xmm1, [rsp + 640]
-    movdqa       [rsp + 800], xmm9                   ; spill
+    pmullw       xmm1, [rsp + 576]
+    movdqa       [rsp + 704], xmm9                   ; spill
     movdqa       xmm9, xmm7
-    pmulhw       xmm9, [rsp + 352]
-    movdqa       [rsp + 832], xmm4                   ; spill
+    pmulhw       xmm9, [rsp + 896]
+    movdqa       [rsp + 512], xmm4                   ; spill
     movdqa       xmm4, xmm2
     pmulhw       xmm4, xmm10
     pmulhw       xmm8, xmm0
@@ -4038,10 +4046,10 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm8, xmm11
     movdqa       [rsp + 256], xmm9                   ; spill
     movdqa       xmm9, xmm7
-    pmulhw       xmm9, [rsp + 864]
+    pmulhw       xmm9, [rsp + 160]
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rsp + 896]
+    pmulhw       xmm4, [rsp + 928]
     pmulhw       xmm1, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm9, xmm1
@@ -4050,160 +4058,176 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm1, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
-    pmulhw       xmm7, [rsp + 736]
-    pmulhw       xmm2, [rsp + 608]
+    pmulhw       xmm7, [rsp + 960]
+    pmulhw       xmm2, [rsp + 800]
     pmulhw       xmm1, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm7, xmm1
     psubw        xmm2, xmm8
-    movdqa       xmm1, [rsp + 544]                   ; reload
+    movdqa       xmm1, [rsp + 448]                   ; reload
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rsp + 768]
-    movdqa       [rsp + 160], xmm4                   ; spill
-    movdqa       xmm4, [rsp + 128]                   ; reload
-    movdqa       [rsp + 576], xmm9                   ; spill
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, [rsp + 640]
-    movdqa       [rsp + 224], xmm2                   ; spill
-    movdqa       xmm2, xmm1
-    pmulhw       xmm2, [rsp + 352]
-    movdqa       [rsp + 192], xmm7                   ; spill
-    movdqa       xmm7, xmm4
-    pmulhw       xmm7, xmm10
+    pmullw       xmm8, [rsp + 544]
+    movdqa       [rsp + 352], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 416]                   ; reload
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movdqa       xmm7, xmm2
+    pmullw       xmm7, [rsp + 576]
+    movdqa       [rsp + 224], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, [rsp + 896]
+    movdqa       [rsp + 192], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm10
     pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm2, xmm8
-    psubw        xmm7, xmm9
-    movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm3
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, xmm6
-    movdqa       [rsp + 384], xmm7                   ; spill
-    movdqa       xmm7, xmm1
-    pmulhw       xmm7, xmm13
-    movdqa       [rsp + 320], xmm2                   ; spill
-    movdqa       xmm2, xmm4
-    pmulhw       xmm2, xmm14
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm7, xmm8
-    psubw        xmm2, xmm9
-    movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm5
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, xmm11
-    movdqa       [rsp + 64], xmm2                    ; spill
-    movdqa       xmm2, xmm1
-    pmulhw       xmm2, [rsp + 864]
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm4
-    pmulhw       xmm7, [rsp + 896]
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm2, xmm8
-    psubw        xmm7, xmm9
-    movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm12
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, xmm15
-    pmulhw       xmm1, [rsp + 736]
-    pmulhw       xmm4, [rsp + 608]
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm1, xmm8
-    psubw        xmm4, xmm9
-    movdqa       xmm8, [rsp + 768]                   ; reload
-    pmullw       xmm8, [rsp + 960]
-    movdqa       xmm9, [rsp + 640]                   ; reload
-    pmullw       xmm9, [rsp + 928]
-    movdqa       [rsp + 640], xmm4                   ; spill
-    movdqa       xmm4, [rsp + 352]                   ; reload
-    pmulhw       xmm4, [rsp + 960]
-    pmulhw       xmm10, [rsp + 928]
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
+    pmulhw       xmm7, xmm0
     psubw        xmm4, xmm8
-    psubw        xmm10, xmm9
-    pmullw       xmm3, [rsp + 960]
-    pmullw       xmm6, [rsp + 928]
-    pmulhw       xmm13, [rsp + 960]
-    pmulhw       xmm14, [rsp + 928]
+    psubw        xmm9, xmm7
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm3
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm6
+    movdqa       [rsp + 384], xmm9                   ; spill
+    movdqa       xmm9, xmm1
+    pmulhw       xmm9, xmm13
+    movdqa       [rsp + 320], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, xmm14
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm11
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, [rsp + 160]
+    movdqa       [rsp + 96], xmm9                    ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, [rsp + 928]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm4, xmm7
+    psubw        xmm9, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm12
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm15
+    pmulhw       xmm1, [rsp + 960]
+    pmulhw       xmm2, [rsp + 800]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
+    movdqa       xmm7, [rsp + 544]                   ; reload
+    pmullw       xmm7, [rsp + 832]
+    movdqa       xmm8, [rsp + 576]                   ; reload
+    pmullw       xmm8, [rsp + 864]
+    movdqa       [rsp + 576], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 896]                   ; reload
+    pmulhw       xmm2, [rsp + 832]
+    pmulhw       xmm10, [rsp + 864]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm2, xmm7
+    psubw        xmm10, xmm8
+    pmullw       xmm3, [rsp + 832]
+    pmullw       xmm6, [rsp + 864]
+    pmulhw       xmm13, [rsp + 832]
+    pmulhw       xmm14, [rsp + 864]
     pmulhw       xmm3, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm13, xmm3
     psubw        xmm14, xmm6
-    pmullw       xmm5, [rsp + 960]
-    pmullw       xmm11, [rsp + 928]
-    movdqa       xmm3, [rsp + 864]                   ; reload
-    pmulhw       xmm3, [rsp + 960]
-    movdqa       xmm6, [rsp + 896]                   ; reload
-    pmulhw       xmm6, [rsp + 928]
+    pmullw       xmm5, [rsp + 832]
+    pmullw       xmm11, [rsp + 864]
+    movdqa       xmm3, [rsp + 160]                   ; reload
+    pmulhw       xmm3, [rsp + 832]
+    movdqa       xmm6, [rsp + 928]                   ; reload
+    pmulhw       xmm6, [rsp + 864]
     pmulhw       xmm5, xmm0
     pmulhw       xmm11, xmm0
     psubw        xmm3, xmm5
     psubw        xmm6, xmm11
-    pmullw       xmm12, [rsp + 960]
-    pmullw       xmm15, [rsp + 928]
-    movdqa       xmm5, [rsp + 960]                   ; reload
-    pmulhw       xmm5, [rsp + 736]
-    movdqa       xmm8, [rsp + 928]                   ; reload
-    pmulhw       xmm8, [rsp + 608]
+    pmullw       xmm12, [rsp + 832]
+    pmullw       xmm15, [rsp + 864]
+    movdqa       xmm5, [rsp + 832]                   ; reload
+    pmulhw       xmm5, [rsp + 960]
+    movdqa       xmm7, [rsp + 864]                   ; reload
+    pmulhw       xmm7, [rsp + 800]
     pmulhw       xmm12, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm5, xmm12
-    psubw        xmm8, xmm15
-    movdqa       xmm9, [rsp + 192]                   ; reload
-    paddw        xmm9, xmm2
-    movdqa       xmm2, [rsp + 224]                   ; reload
-    paddw        xmm2, xmm7
-    paddw        xmm9, xmm13
-    paddw        xmm2, xmm14
-    movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 96]
-    movdqa       xmm11, xmm2
-    pmullw       xmm11, [rel kg_ctru3457_basemul_zetas_sse + 112]
-    pmulhw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 64]
-    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 80]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm11, xmm0
-    psubw        xmm9, xmm7
-    psubw        xmm2, xmm11
-    movdqa       xmm7, [rsp + 480]                   ; reload
-    paddw        xmm7, xmm9
-    movdqa       xmm9, [rsp + 672]                   ; reload
-    paddw        xmm9, xmm2
-    movdqa       xmm2, xmm7                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm2, [rel pw_19412]
-    movdqa       xmm11, xmm9
-    pmulhw       xmm11, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm11, [rel pw_512 + 16]
-    psraw        xmm2, 10
-    psraw        xmm11, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm11, [rel pw_3457 + 16]
-    psubw        xmm7, xmm2
-    psubw        xmm9, xmm11
-    movdqa       xmm2, [rsp + 512]                   ; reload
-    paddw        xmm2, [rsp]
-    movdqa       xmm11, [rsp + 704]                  ; reload
+    psubw        xmm7, xmm15
+    movdqa       xmm8, [rsp + 640]                   ; reload
+    paddw        xmm8, [rsp]
+    movdqa       xmm11, [rsp + 768]                  ; reload
     paddw        xmm11, [rsp + 288]
+    movdqa       xmm12, [rsp + 512]                  ; reload
+    paddw        xmm12, [rsp + 32]
+    movdqa       xmm15, [rsp + 704]                  ; reload
+    paddw        xmm15, [rsp + 256]
+    paddw        xmm12, [rsp + 320]
+    paddw        xmm15, [rsp + 384]
+    movdqa       [rsp + 384], xmm15                  ; spill
+    movdqa       xmm15, [rsp + 480]                  ; reload
+    paddw        xmm15, [rsp + 192]
+    movdqa       [rsp + 192], xmm12                  ; spill
+    movdqa       xmm12, [rsp + 672]                  ; reload
+    paddw        xmm12, [rsp + 224]
+    paddw        xmm15, [rsp + 96]
+    paddw        xmm12, [rsp + 64]
+    paddw        xmm15, xmm2
+    paddw        xmm12, xmm10
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    paddw        xmm2, xmm4
+    movdqa       xmm4, [rsp + 352]                   ; reload
+    paddw        xmm4, xmm9
+    paddw        xmm2, xmm13
+    paddw        xmm4, xmm14
     paddw        xmm1, xmm3
-    movdqa       xmm3, [rsp + 640]                   ; reload
+    movdqa       xmm3, [rsp + 576]                   ; reload
     paddw        xmm3, xmm6
-    movdqa       xmm6, xmm1
+    movdqa       xmm6, xmm2
     pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 96]
-    movdqa       xmm12, xmm3
-    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 112]
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 112]
+    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 64]
+    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 80]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm2, xmm6
+    psubw        xmm4, xmm9
+    movdqa       xmm6, [rsp + 608]                   ; reload
+    paddw        xmm6, xmm2
+    movdqa       xmm2, [rsp + 736]                   ; reload
+    paddw        xmm2, xmm4
+    movdqa       xmm4, xmm6                          ; barrett: the output range asked for
+    pmulhw       xmm4, [rel pw_19412]
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm9, [rel pw_512 + 16]
+    psraw        xmm4, 10
+    psraw        xmm9, 10
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm9, [rel pw_3457 + 16]
+    psubw        xmm6, xmm4
+    psubw        xmm2, xmm9
+    movdqa       xmm4, xmm1
+    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 96]
+    movdqa       xmm9, xmm3
+    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 112]
     pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 64]
     pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 80]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm1, xmm6
-    psubw        xmm3, xmm12
-    paddw        xmm2, xmm1
+    pmulhw       xmm4, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm4
+    psubw        xmm3, xmm9
+    paddw        xmm8, xmm1
     paddw        xmm11, xmm3
-    movdqa       xmm1, xmm2                          ; barrett: into the inverse NTT's input range
+    movdqa       xmm1, xmm8                          ; barrett: the output range asked for
     pmulhw       xmm1, [rel pw_19412]
     movdqa       xmm3, xmm11
     pmulhw       xmm3, [rel pw_19412 + 16]
@@ -4213,66 +4237,54 @@ kg_ctru3457_basemul_sse:
     psraw        xmm3, 10
     pmullw       xmm1, [rel pw_3457]
     pmullw       xmm3, [rel pw_3457 + 16]
-    psubw        xmm2, xmm1
+    psubw        xmm8, xmm1
     psubw        xmm11, xmm3
-    movdqa       xmm1, [rsp + 832]                   ; reload
-    paddw        xmm1, [rsp + 32]
-    movdqa       xmm3, [rsp + 800]                   ; reload
-    paddw        xmm3, [rsp + 256]
-    paddw        xmm1, [rsp + 320]
-    paddw        xmm3, [rsp + 384]
-    movdqa       xmm6, xmm5
-    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 96]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 112]
+    movdqa       xmm1, xmm5
+    pmullw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 96]
+    movdqa       xmm3, xmm7
+    pmullw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 112]
     pmulhw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 64]
-    pmulhw       xmm8, [rel kg_ctru3457_basemul_zetas_sse + 80]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm5, xmm6
-    psubw        xmm8, xmm12
+    pmulhw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 80]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm3, xmm0
+    psubw        xmm5, xmm1
+    psubw        xmm7, xmm3
+    movdqa       xmm1, [rsp + 192]                   ; reload
     paddw        xmm1, xmm5
-    paddw        xmm3, xmm8
-    movdqa       xmm5, xmm1                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm5, [rel pw_19412]
-    movdqa       xmm6, xmm3
-    pmulhw       xmm6, [rel pw_19412 + 16]
-    paddw        xmm5, [rel pw_512]
-    paddw        xmm6, [rel pw_512 + 16]
-    psraw        xmm5, 10
-    psraw        xmm6, 10
-    pmullw       xmm5, [rel pw_3457]
-    pmullw       xmm6, [rel pw_3457 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm3, xmm6
-    movdqa       xmm5, [rsp + 448]                   ; reload
-    paddw        xmm5, [rsp + 576]
-    movdqa       xmm6, [rsp + 416]                   ; reload
-    paddw        xmm6, [rsp + 160]
-    paddw        xmm5, [rsp + 96]
-    paddw        xmm6, [rsp + 64]
-    paddw        xmm5, xmm4
-    paddw        xmm6, xmm10
-    movdqa       xmm4, xmm5                          ; barrett: into the inverse NTT's input range
+    movdqa       xmm3, [rsp + 384]                   ; reload
+    paddw        xmm3, xmm7
+    movdqa       xmm4, xmm1                          ; barrett: the output range asked for
     pmulhw       xmm4, [rel pw_19412]
-    movdqa       xmm8, xmm6
-    pmulhw       xmm8, [rel pw_19412 + 16]
+    movdqa       xmm5, xmm3
+    pmulhw       xmm5, [rel pw_19412 + 16]
     paddw        xmm4, [rel pw_512]
-    paddw        xmm8, [rel pw_512 + 16]
+    paddw        xmm5, [rel pw_512 + 16]
     psraw        xmm4, 10
-    psraw        xmm8, 10
+    psraw        xmm5, 10
     pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm8, [rel pw_3457 + 16]
-    psubw        xmm5, xmm4
-    psubw        xmm6, xmm8
-    movdqu       [rdi + 128], xmm7
-    movdqu       [rdi + 144], xmm9
+    pmullw       xmm5, [rel pw_3457 + 16]
+    psubw        xmm1, xmm4
+    psubw        xmm3, xmm5
+    movdqa       xmm4, xmm15                         ; barrett: the output range asked for
+    pmulhw       xmm4, [rel pw_19412]
+    movdqa       xmm5, xmm12
+    pmulhw       xmm5, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm5, [rel pw_512 + 16]
+    psraw        xmm4, 10
+    psraw        xmm5, 10
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm5, [rel pw_3457 + 16]
+    psubw        xmm15, xmm4
+    psubw        xmm12, xmm5
+    movdqu       [rdi + 128], xmm6
+    movdqu       [rdi + 144], xmm2
     movdqu       [rdi + 160], xmm1
     movdqu       [rdi + 176], xmm3
-    movdqu       [rdi + 192], xmm2
+    movdqu       [rdi + 192], xmm8
     movdqu       [rdi + 208], xmm11
-    movdqu       [rdi + 224], xmm5
-    movdqu       [rdi + 240], xmm6
+    movdqu       [rdi + 224], xmm15
+    movdqu       [rdi + 240], xmm12
     movdqu       xmm1, [rsi + 256]
     movdqu       xmm2, [rsi + 272]
     movdqu       xmm3, [rsi + 288]
@@ -4288,42 +4300,42 @@ kg_ctru3457_basemul_sse:
     movdqu       xmm13, [rdx + 320]
     movdqu       xmm14, [rdx + 336]
     movdqu       xmm15, [rdx + 352]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       [rsp + 384], xmm8                   ; spill
     movdqu       xmm8, [rdx + 368]
-    movdqa       [rsp + 96], xmm7                    ; spill
+    movdqa       [rsp + 192], xmm7                   ; spill
     movdqa       xmm7, xmm9
     pmullw       xmm7, [rel pw_12929]
-    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       [rsp + 736], xmm4                   ; spill
     movdqa       xmm4, xmm10
     pmullw       xmm4, [rel pw_12929 + 16]
-    movdqa       [rsp + 416], xmm3                   ; spill
+    movdqa       [rsp + 608], xmm3                   ; spill
     movdqa       xmm3, xmm13
     pmullw       xmm3, [rel pw_12929]
     movdqa       [rsp + 576], xmm6                   ; spill
     movdqa       xmm6, xmm14
     pmullw       xmm6, [rel pw_12929 + 16]
-    movdqa       [rsp + 448], xmm5                   ; spill
+    movdqa       [rsp + 352], xmm5                   ; spill
     movdqa       xmm5, xmm11
     pmullw       xmm5, [rel pw_12929]
-    movdqa       [rsp + 384], xmm11                  ; spill
+    movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm12
     pmullw       xmm11, [rel pw_12929 + 16]
-    movdqa       [rsp + 320], xmm12                  ; spill
+    movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm15
     pmullw       xmm12, [rel pw_12929]
-    movdqa       [rsp + 256], xmm15                  ; spill
+    movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm8
     pmullw       xmm15, [rel pw_12929 + 16]
-    movdqa       [rsp + 800], xmm8                   ; spill
+    movdqa       [rsp + 224], xmm8                   ; spill
     movdqa       xmm8, xmm1
     pmullw       xmm8, xmm7
-    movdqa       [rsp + 32], xmm7                    ; spill
+    movdqa       [rsp + 672], xmm7                   ; spill
     movdqa       xmm7, xmm2
     pmullw       xmm7, xmm4
-    movdqa       [rsp + 832], xmm4                   ; spill
+    movdqa       [rsp + 480], xmm4                   ; spill
     movdqa       xmm4, xmm1
     pmulhw       xmm4, xmm9
-    movdqa       [rsp + 640], xmm9                   ; spill
+    movdqa       [rsp + 320], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, xmm10
     pmulhw       xmm8, xmm0
@@ -4334,7 +4346,7 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm7, xmm3
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm6
-    movdqa       [rsp + 288], xmm9                   ; spill
+    movdqa       [rsp + 256], xmm9                   ; spill
     movdqa       xmm9, xmm1
     pmulhw       xmm9, xmm13
     movdqa       [rsp + 704], xmm4                   ; spill
@@ -4348,12 +4360,12 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm7, xmm5
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm11
-    movdqa       [rsp], xmm4                         ; spill
+    movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm1
-    pmulhw       xmm4, [rsp + 384]
+    pmulhw       xmm4, [rsp + 128]
     movdqa       [rsp + 512], xmm9                   ; spill
     movdqa       xmm9, xmm2
-    pmulhw       xmm9, [rsp + 320]
+    pmulhw       xmm9, [rsp + 64]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm4, xmm7
@@ -4362,24 +4374,24 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm7, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
-    pmulhw       xmm1, [rsp + 256]
-    pmulhw       xmm2, [rsp + 800]
+    pmulhw       xmm1, [rsp + 96]
+    pmulhw       xmm2, [rsp + 224]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm1, xmm7
     psubw        xmm2, xmm8
-    movdqa       xmm7, [rsp + 448]                   ; reload
+    movdqa       xmm7, [rsp + 352]                   ; reload
     movdqa       xmm8, xmm7
-    pmullw       xmm8, [rsp + 32]
-    movdqa       [rsp + 672], xmm2                   ; spill
+    pmullw       xmm8, [rsp + 672]
+    movdqa       [rsp + 288], xmm2                   ; spill
     movdqa       xmm2, [rsp + 576]                   ; reload
-    movdqa       [rsp + 480], xmm1                   ; spill
+    movdqa       [rsp + 768], xmm1                   ; spill
     movdqa       xmm1, xmm2
-    pmullw       xmm1, [rsp + 832]
-    movdqa       [rsp + 224], xmm9                   ; spill
+    pmullw       xmm1, [rsp + 480]
+    movdqa       [rsp], xmm9                         ; spill
     movdqa       xmm9, xmm7
-    pmulhw       xmm9, [rsp + 640]
-    movdqa       [rsp + 192], xmm4                   ; spill
+    pmulhw       xmm9, [rsp + 320]
+    movdqa       [rsp + 640], xmm4                   ; spill
     movdqa       xmm4, xmm2
     pmulhw       xmm4, xmm10
     pmulhw       xmm8, xmm0
@@ -4390,10 +4402,10 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm1, xmm3
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm6
-    movdqa       [rsp + 608], xmm4                   ; spill
+    movdqa       [rsp + 800], xmm4                   ; spill
     movdqa       xmm4, xmm7
     pmulhw       xmm4, xmm13
-    movdqa       [rsp + 928], xmm9                   ; spill
+    movdqa       [rsp + 864], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, xmm14
     pmulhw       xmm1, xmm0
@@ -4404,12 +4416,12 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm1, xmm5
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm11
-    movdqa       [rsp + 736], xmm9                   ; spill
+    movdqa       [rsp + 960], xmm9                   ; spill
     movdqa       xmm9, xmm7
-    pmulhw       xmm9, [rsp + 384]
-    movdqa       [rsp + 960], xmm4                   ; spill
+    pmulhw       xmm9, [rsp + 128]
+    movdqa       [rsp + 832], xmm4                   ; spill
     movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rsp + 320]
+    pmulhw       xmm4, [rsp + 64]
     pmulhw       xmm1, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm9, xmm1
@@ -4418,160 +4430,176 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm1, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
-    pmulhw       xmm7, [rsp + 256]
-    pmulhw       xmm2, [rsp + 800]
+    pmulhw       xmm7, [rsp + 96]
+    pmulhw       xmm2, [rsp + 224]
     pmulhw       xmm1, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm7, xmm1
     psubw        xmm2, xmm8
-    movdqa       xmm1, [rsp + 416]                   ; reload
+    movdqa       xmm1, [rsp + 608]                   ; reload
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rsp + 32]
-    movdqa       [rsp + 576], xmm4                   ; spill
-    movdqa       xmm4, [rsp + 160]                   ; reload
-    movdqa       [rsp + 448], xmm9                   ; spill
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, [rsp + 832]
-    movdqa       [rsp + 896], xmm2                   ; spill
-    movdqa       xmm2, xmm1
-    pmulhw       xmm2, [rsp + 640]
-    movdqa       [rsp + 864], xmm7                   ; spill
-    movdqa       xmm7, xmm4
-    pmulhw       xmm7, xmm10
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm2, xmm8
-    psubw        xmm7, xmm9
-    movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm3
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, xmm6
+    pmullw       xmm8, [rsp + 672]
+    movdqa       [rsp + 576], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 736]                   ; reload
     movdqa       [rsp + 352], xmm7                   ; spill
-    movdqa       xmm7, xmm1
-    pmulhw       xmm7, xmm13
-    movdqa       [rsp + 768], xmm2                   ; spill
-    movdqa       xmm2, xmm4
-    pmulhw       xmm2, xmm14
+    movdqa       xmm7, xmm2
+    pmullw       xmm7, [rsp + 480]
+    movdqa       [rsp + 928], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, [rsp + 320]
+    movdqa       [rsp + 160], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm10
     pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm7, xmm8
-    psubw        xmm2, xmm9
-    movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm5
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, xmm11
-    movdqa       [rsp + 128], xmm2                   ; spill
-    movdqa       xmm2, xmm1
-    pmulhw       xmm2, [rsp + 384]
-    movdqa       [rsp + 544], xmm7                   ; spill
-    movdqa       xmm7, xmm4
-    pmulhw       xmm7, [rsp + 320]
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm2, xmm8
-    psubw        xmm7, xmm9
-    movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm12
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, xmm15
-    pmulhw       xmm1, [rsp + 256]
-    pmulhw       xmm4, [rsp + 800]
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm1, xmm8
-    psubw        xmm4, xmm9
-    movdqa       xmm8, [rsp + 32]                    ; reload
-    pmullw       xmm8, [rsp + 96]
-    movdqa       xmm9, [rsp + 832]                   ; reload
-    pmullw       xmm9, [rsp + 64]
-    movdqa       [rsp + 832], xmm4                   ; spill
-    movdqa       xmm4, [rsp + 640]                   ; reload
-    pmulhw       xmm4, [rsp + 96]
-    pmulhw       xmm10, [rsp + 64]
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
+    pmulhw       xmm7, xmm0
     psubw        xmm4, xmm8
-    psubw        xmm10, xmm9
-    pmullw       xmm3, [rsp + 96]
-    pmullw       xmm6, [rsp + 64]
-    pmulhw       xmm13, [rsp + 96]
-    pmulhw       xmm14, [rsp + 64]
+    psubw        xmm9, xmm7
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm3
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm6
+    movdqa       [rsp + 896], xmm9                   ; spill
+    movdqa       xmm9, xmm1
+    pmulhw       xmm9, xmm13
+    movdqa       [rsp + 544], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, xmm14
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm11
+    movdqa       [rsp + 416], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, [rsp + 128]
+    movdqa       [rsp + 448], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, [rsp + 64]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm4, xmm7
+    psubw        xmm9, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm12
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm15
+    pmulhw       xmm1, [rsp + 96]
+    pmulhw       xmm2, [rsp + 224]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
+    movdqa       xmm7, [rsp + 672]                   ; reload
+    pmullw       xmm7, [rsp + 192]
+    movdqa       xmm8, [rsp + 480]                   ; reload
+    pmullw       xmm8, [rsp + 384]
+    movdqa       [rsp + 480], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 320]                   ; reload
+    pmulhw       xmm2, [rsp + 192]
+    pmulhw       xmm10, [rsp + 384]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm2, xmm7
+    psubw        xmm10, xmm8
+    pmullw       xmm3, [rsp + 192]
+    pmullw       xmm6, [rsp + 384]
+    pmulhw       xmm13, [rsp + 192]
+    pmulhw       xmm14, [rsp + 384]
     pmulhw       xmm3, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm13, xmm3
     psubw        xmm14, xmm6
-    pmullw       xmm5, [rsp + 96]
-    pmullw       xmm11, [rsp + 64]
-    movdqa       xmm3, [rsp + 384]                   ; reload
-    pmulhw       xmm3, [rsp + 96]
-    movdqa       xmm6, [rsp + 320]                   ; reload
-    pmulhw       xmm6, [rsp + 64]
+    pmullw       xmm5, [rsp + 192]
+    pmullw       xmm11, [rsp + 384]
+    movdqa       xmm3, [rsp + 128]                   ; reload
+    pmulhw       xmm3, [rsp + 192]
+    movdqa       xmm6, [rsp + 64]                    ; reload
+    pmulhw       xmm6, [rsp + 384]
     pmulhw       xmm5, xmm0
     pmulhw       xmm11, xmm0
     psubw        xmm3, xmm5
     psubw        xmm6, xmm11
-    pmullw       xmm12, [rsp + 96]
-    pmullw       xmm15, [rsp + 64]
-    movdqa       xmm5, [rsp + 96]                    ; reload
-    pmulhw       xmm5, [rsp + 256]
-    movdqa       xmm8, [rsp + 64]                    ; reload
-    pmulhw       xmm8, [rsp + 800]
+    pmullw       xmm12, [rsp + 192]
+    pmullw       xmm15, [rsp + 384]
+    movdqa       xmm5, [rsp + 192]                   ; reload
+    pmulhw       xmm5, [rsp + 96]
+    movdqa       xmm7, [rsp + 384]                   ; reload
+    pmulhw       xmm7, [rsp + 224]
     pmulhw       xmm12, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm5, xmm12
-    psubw        xmm8, xmm15
-    movdqa       xmm9, [rsp + 864]                   ; reload
-    paddw        xmm9, xmm2
-    movdqa       xmm2, [rsp + 896]                   ; reload
-    paddw        xmm2, xmm7
-    paddw        xmm9, xmm13
-    paddw        xmm2, xmm14
-    movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 160]
-    movdqa       xmm11, xmm2
-    pmullw       xmm11, [rel kg_ctru3457_basemul_zetas_sse + 176]
-    pmulhw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 128]
-    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 144]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm11, xmm0
-    psubw        xmm9, xmm7
-    psubw        xmm2, xmm11
-    movdqa       xmm7, [rsp + 704]                   ; reload
-    paddw        xmm7, xmm9
-    movdqa       xmm9, [rsp + 288]                   ; reload
-    paddw        xmm9, xmm2
-    movdqa       xmm2, xmm7                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm2, [rel pw_19412]
-    movdqa       xmm11, xmm9
-    pmulhw       xmm11, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm11, [rel pw_512 + 16]
-    psraw        xmm2, 10
-    psraw        xmm11, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm11, [rel pw_3457 + 16]
-    psubw        xmm7, xmm2
-    psubw        xmm9, xmm11
-    movdqa       xmm2, [rsp + 512]                   ; reload
-    paddw        xmm2, [rsp + 928]
-    movdqa       xmm11, [rsp]                        ; reload
-    paddw        xmm11, [rsp + 608]
+    psubw        xmm7, xmm15
+    movdqa       xmm8, [rsp + 512]                   ; reload
+    paddw        xmm8, [rsp + 864]
+    movdqa       xmm11, [rsp + 32]                   ; reload
+    paddw        xmm11, [rsp + 800]
+    movdqa       xmm12, [rsp + 640]                  ; reload
+    paddw        xmm12, [rsp + 832]
+    movdqa       xmm15, [rsp]                        ; reload
+    paddw        xmm15, [rsp + 960]
+    paddw        xmm12, [rsp + 544]
+    paddw        xmm15, [rsp + 896]
+    movdqa       [rsp + 896], xmm15                  ; spill
+    movdqa       xmm15, [rsp + 768]                  ; reload
+    paddw        xmm15, [rsp + 160]
+    movdqa       [rsp + 160], xmm12                  ; spill
+    movdqa       xmm12, [rsp + 288]                  ; reload
+    paddw        xmm12, [rsp + 928]
+    paddw        xmm15, [rsp + 448]
+    paddw        xmm12, [rsp + 416]
+    paddw        xmm15, xmm2
+    paddw        xmm12, xmm10
+    movdqa       xmm2, [rsp + 352]                   ; reload
+    paddw        xmm2, xmm4
+    movdqa       xmm4, [rsp + 576]                   ; reload
+    paddw        xmm4, xmm9
+    paddw        xmm2, xmm13
+    paddw        xmm4, xmm14
     paddw        xmm1, xmm3
-    movdqa       xmm3, [rsp + 832]                   ; reload
+    movdqa       xmm3, [rsp + 480]                   ; reload
     paddw        xmm3, xmm6
-    movdqa       xmm6, xmm1
+    movdqa       xmm6, xmm2
     pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 160]
-    movdqa       xmm12, xmm3
-    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 176]
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 176]
+    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 128]
+    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 144]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm2, xmm6
+    psubw        xmm4, xmm9
+    movdqa       xmm6, [rsp + 704]                   ; reload
+    paddw        xmm6, xmm2
+    movdqa       xmm2, [rsp + 256]                   ; reload
+    paddw        xmm2, xmm4
+    movdqa       xmm4, xmm6                          ; barrett: the output range asked for
+    pmulhw       xmm4, [rel pw_19412]
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm9, [rel pw_512 + 16]
+    psraw        xmm4, 10
+    psraw        xmm9, 10
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm9, [rel pw_3457 + 16]
+    psubw        xmm6, xmm4
+    psubw        xmm2, xmm9
+    movdqa       xmm4, xmm1
+    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 160]
+    movdqa       xmm9, xmm3
+    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 176]
     pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 128]
     pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 144]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm1, xmm6
-    psubw        xmm3, xmm12
-    paddw        xmm2, xmm1
+    pmulhw       xmm4, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm4
+    psubw        xmm3, xmm9
+    paddw        xmm8, xmm1
     paddw        xmm11, xmm3
-    movdqa       xmm1, xmm2                          ; barrett: into the inverse NTT's input range
+    movdqa       xmm1, xmm8                          ; barrett: the output range asked for
     pmulhw       xmm1, [rel pw_19412]
     movdqa       xmm3, xmm11
     pmulhw       xmm3, [rel pw_19412 + 16]
@@ -4581,66 +4609,54 @@ kg_ctru3457_basemul_sse:
     psraw        xmm3, 10
     pmullw       xmm1, [rel pw_3457]
     pmullw       xmm3, [rel pw_3457 + 16]
-    psubw        xmm2, xmm1
+    psubw        xmm8, xmm1
     psubw        xmm11, xmm3
-    movdqa       xmm1, [rsp + 192]                   ; reload
-    paddw        xmm1, [rsp + 960]
-    movdqa       xmm3, [rsp + 224]                   ; reload
-    paddw        xmm3, [rsp + 736]
-    paddw        xmm1, [rsp + 768]
-    paddw        xmm3, [rsp + 352]
-    movdqa       xmm6, xmm5
-    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 160]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 176]
+    movdqa       xmm1, xmm5
+    pmullw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 160]
+    movdqa       xmm3, xmm7
+    pmullw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 176]
     pmulhw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 128]
-    pmulhw       xmm8, [rel kg_ctru3457_basemul_zetas_sse + 144]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm5, xmm6
-    psubw        xmm8, xmm12
+    pmulhw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 144]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm3, xmm0
+    psubw        xmm5, xmm1
+    psubw        xmm7, xmm3
+    movdqa       xmm1, [rsp + 160]                   ; reload
     paddw        xmm1, xmm5
-    paddw        xmm3, xmm8
-    movdqa       xmm5, xmm1                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm5, [rel pw_19412]
-    movdqa       xmm6, xmm3
-    pmulhw       xmm6, [rel pw_19412 + 16]
-    paddw        xmm5, [rel pw_512]
-    paddw        xmm6, [rel pw_512 + 16]
-    psraw        xmm5, 10
-    psraw        xmm6, 10
-    pmullw       xmm5, [rel pw_3457]
-    pmullw       xmm6, [rel pw_3457 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm3, xmm6
-    movdqa       xmm5, [rsp + 480]                   ; reload
-    paddw        xmm5, [rsp + 448]
-    movdqa       xmm6, [rsp + 672]                   ; reload
-    paddw        xmm6, [rsp + 576]
-    paddw        xmm5, [rsp + 544]
-    paddw        xmm6, [rsp + 128]
-    paddw        xmm5, xmm4
-    paddw        xmm6, xmm10
-    movdqa       xmm4, xmm5                          ; barrett: into the inverse NTT's input range
+    movdqa       xmm3, [rsp + 896]                   ; reload
+    paddw        xmm3, xmm7
+    movdqa       xmm4, xmm1                          ; barrett: the output range asked for
     pmulhw       xmm4, [rel pw_19412]
-    movdqa       xmm8, xmm6
-    pmulhw       xmm8, [rel pw_19412 + 16]
+    movdqa       xmm5, xmm3
+    pmulhw       xmm5, [rel pw_19412 + 16]
     paddw        xmm4, [rel pw_512]
-    paddw        xmm8, [rel pw_512 + 16]
+    paddw        xmm5, [rel pw_512 + 16]
     psraw        xmm4, 10
-    psraw        xmm8, 10
+    psraw        xmm5, 10
     pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm8, [rel pw_3457 + 16]
-    psubw        xmm5, xmm4
-    psubw        xmm6, xmm8
-    movdqu       [rdi + 256], xmm7
-    movdqu       [rdi + 272], xmm9
+    pmullw       xmm5, [rel pw_3457 + 16]
+    psubw        xmm1, xmm4
+    psubw        xmm3, xmm5
+    movdqa       xmm4, xmm15                         ; barrett: the output range asked for
+    pmulhw       xmm4, [rel pw_19412]
+    movdqa       xmm5, xmm12
+    pmulhw       xmm5, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm5, [rel pw_512 + 16]
+    psraw        xmm4, 10
+    psraw        xmm5, 10
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm5, [rel pw_3457 + 16]
+    psubw        xmm15, xmm4
+    psubw        xmm12, xmm5
+    movdqu       [rdi + 256], xmm6
+    movdqu       [rdi + 272], xmm2
     movdqu       [rdi + 288], xmm1
     movdqu       [rdi + 304], xmm3
-    movdqu       [rdi + 320], xmm2
+    movdqu       [rdi + 320], xmm8
     movdqu       [rdi + 336], xmm11
-    movdqu       [rdi + 352], xmm5
-    movdqu       [rdi + 368], xmm6
+    movdqu       [rdi + 352], xmm15
+    movdqu       [rdi + 368], xmm12
     movdqu       xmm1, [rsi + 384]
     movdqu       xmm2, [rsi + 400]
     movdqu       xmm3, [rsi + 416]
@@ -4656,42 +4672,42 @@ kg_ctru3457_basemul_sse:
     movdqu       xmm13, [rdx + 448]
     movdqu       xmm14, [rdx + 464]
     movdqu       xmm15, [rdx + 480]
-    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       [rsp + 896], xmm8                   ; spill
     movdqu       xmm8, [rdx + 496]
-    movdqa       [rsp + 544], xmm7                   ; spill
+    movdqa       [rsp + 160], xmm7                   ; spill
     movdqa       xmm7, xmm9
     pmullw       xmm7, [rel pw_12929]
-    movdqa       [rsp + 576], xmm4                   ; spill
+    movdqa       [rsp + 256], xmm4                   ; spill
     movdqa       xmm4, xmm10
     pmullw       xmm4, [rel pw_12929 + 16]
-    movdqa       [rsp + 672], xmm3                   ; spill
+    movdqa       [rsp + 704], xmm3                   ; spill
     movdqa       xmm3, xmm13
     pmullw       xmm3, [rel pw_12929]
-    movdqa       [rsp + 448], xmm6                   ; spill
+    movdqa       [rsp + 480], xmm6                   ; spill
     movdqa       xmm6, xmm14
     pmullw       xmm6, [rel pw_12929 + 16]
-    movdqa       [rsp + 480], xmm5                   ; spill
+    movdqa       [rsp + 576], xmm5                   ; spill
     movdqa       xmm5, xmm11
     pmullw       xmm5, [rel pw_12929]
     movdqa       [rsp + 352], xmm11                  ; spill
     movdqa       xmm11, xmm12
     pmullw       xmm11, [rel pw_12929 + 16]
-    movdqa       [rsp + 768], xmm12                  ; spill
+    movdqa       [rsp + 416], xmm12                  ; spill
     movdqa       xmm12, xmm15
     pmullw       xmm12, [rel pw_12929]
-    movdqa       [rsp + 736], xmm15                  ; spill
+    movdqa       [rsp + 448], xmm15                  ; spill
     movdqa       xmm15, xmm8
     pmullw       xmm15, [rel pw_12929 + 16]
-    movdqa       [rsp + 224], xmm8                   ; spill
+    movdqa       [rsp + 928], xmm8                   ; spill
     movdqa       xmm8, xmm1
     pmullw       xmm8, xmm7
-    movdqa       [rsp + 960], xmm7                   ; spill
+    movdqa       [rsp + 288], xmm7                   ; spill
     movdqa       xmm7, xmm2
     pmullw       xmm7, xmm4
-    movdqa       [rsp + 192], xmm4                   ; spill
+    movdqa       [rsp + 768], xmm4                   ; spill
     movdqa       xmm4, xmm1
     pmulhw       xmm4, xmm9
-    movdqa       [rsp + 832], xmm9                   ; spill
+    movdqa       [rsp + 544], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, xmm10
     pmulhw       xmm8, xmm0
@@ -4702,7 +4718,7 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm7, xmm3
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm6
-    movdqa       [rsp + 608], xmm9                   ; spill
+    movdqa       [rsp + 960], xmm9                   ; spill
     movdqa       xmm9, xmm1
     pmulhw       xmm9, xmm13
     movdqa       [rsp], xmm4                         ; spill
@@ -4716,12 +4732,12 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm7, xmm5
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm11
-    movdqa       [rsp + 928], xmm4                   ; spill
+    movdqa       [rsp + 832], xmm4                   ; spill
     movdqa       xmm4, xmm1
     pmulhw       xmm4, [rsp + 352]
-    movdqa       [rsp + 512], xmm9                   ; spill
+    movdqa       [rsp + 640], xmm9                   ; spill
     movdqa       xmm9, xmm2
-    pmulhw       xmm9, [rsp + 768]
+    pmulhw       xmm9, [rsp + 416]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm4, xmm7
@@ -4730,24 +4746,24 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm7, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
-    pmulhw       xmm1, [rsp + 736]
-    pmulhw       xmm2, [rsp + 224]
+    pmulhw       xmm1, [rsp + 448]
+    pmulhw       xmm2, [rsp + 928]
     pmulhw       xmm7, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm1, xmm7
     psubw        xmm2, xmm8
-    movdqa       xmm7, [rsp + 480]                   ; reload
+    movdqa       xmm7, [rsp + 576]                   ; reload
     movdqa       xmm8, xmm7
-    pmullw       xmm8, [rsp + 960]
-    movdqa       [rsp + 288], xmm2                   ; spill
-    movdqa       xmm2, [rsp + 448]                   ; reload
-    movdqa       [rsp + 704], xmm1                   ; spill
+    pmullw       xmm8, [rsp + 288]
+    movdqa       [rsp + 800], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 480]                   ; reload
+    movdqa       [rsp + 32], xmm1                    ; spill
     movdqa       xmm1, xmm2
-    pmullw       xmm1, [rsp + 192]
-    movdqa       [rsp + 896], xmm9                   ; spill
+    pmullw       xmm1, [rsp + 768]
+    movdqa       [rsp + 864], xmm9                   ; spill
     movdqa       xmm9, xmm7
-    pmulhw       xmm9, [rsp + 832]
-    movdqa       [rsp + 864], xmm4                   ; spill
+    pmulhw       xmm9, [rsp + 544]
+    movdqa       [rsp + 512], xmm4                   ; spill
     movdqa       xmm4, xmm2
     pmulhw       xmm4, xmm10
     pmulhw       xmm8, xmm0
@@ -4758,10 +4774,10 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm1, xmm3
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm6
-    movdqa       [rsp + 800], xmm4                   ; spill
+    movdqa       [rsp + 224], xmm4                   ; spill
     movdqa       xmm4, xmm7
     pmulhw       xmm4, xmm13
-    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       [rsp + 384], xmm9                   ; spill
     movdqa       xmm9, xmm2
     pmulhw       xmm9, xmm14
     pmulhw       xmm1, xmm0
@@ -4772,12 +4788,12 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm1, xmm5
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm11
-    movdqa       [rsp + 256], xmm9                   ; spill
+    movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, xmm7
     pmulhw       xmm9, [rsp + 352]
-    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rsp + 768]
+    pmulhw       xmm4, [rsp + 416]
     pmulhw       xmm1, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm9, xmm1
@@ -4786,160 +4802,176 @@ kg_ctru3457_basemul_sse:
     pmullw       xmm1, xmm12
     movdqa       xmm8, xmm2
     pmullw       xmm8, xmm15
-    pmulhw       xmm7, [rsp + 736]
-    pmulhw       xmm2, [rsp + 224]
+    pmulhw       xmm7, [rsp + 448]
+    pmulhw       xmm2, [rsp + 928]
     pmulhw       xmm1, xmm0
     pmulhw       xmm8, xmm0
     psubw        xmm7, xmm1
     psubw        xmm2, xmm8
-    movdqa       xmm1, [rsp + 672]                   ; reload
+    movdqa       xmm1, [rsp + 704]                   ; reload
     movdqa       xmm8, xmm1
-    pmullw       xmm8, [rsp + 960]
-    movdqa       [rsp + 448], xmm4                   ; spill
-    movdqa       xmm4, [rsp + 576]                   ; reload
-    movdqa       [rsp + 480], xmm9                   ; spill
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, [rsp + 192]
-    movdqa       [rsp + 320], xmm2                   ; spill
-    movdqa       xmm2, xmm1
-    pmulhw       xmm2, [rsp + 832]
-    movdqa       [rsp + 384], xmm7                   ; spill
-    movdqa       xmm7, xmm4
-    pmulhw       xmm7, xmm10
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm2, xmm8
-    psubw        xmm7, xmm9
-    movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm3
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, xmm6
-    movdqa       [rsp + 640], xmm7                   ; spill
-    movdqa       xmm7, xmm1
-    pmulhw       xmm7, xmm13
-    movdqa       [rsp + 32], xmm2                    ; spill
-    movdqa       xmm2, xmm4
-    pmulhw       xmm2, xmm14
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm7, xmm8
-    psubw        xmm2, xmm9
-    movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm5
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, xmm11
-    movdqa       [rsp + 160], xmm2                   ; spill
-    movdqa       xmm2, xmm1
-    pmulhw       xmm2, [rsp + 352]
-    movdqa       [rsp + 416], xmm7                   ; spill
-    movdqa       xmm7, xmm4
-    pmulhw       xmm7, [rsp + 768]
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm2, xmm8
-    psubw        xmm7, xmm9
-    movdqa       xmm8, xmm1
-    pmullw       xmm8, xmm12
-    movdqa       xmm9, xmm4
-    pmullw       xmm9, xmm15
-    pmulhw       xmm1, [rsp + 736]
-    pmulhw       xmm4, [rsp + 224]
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
-    psubw        xmm1, xmm8
-    psubw        xmm4, xmm9
-    movdqa       xmm8, [rsp + 960]                   ; reload
-    pmullw       xmm8, [rsp + 544]
-    movdqa       xmm9, [rsp + 192]                   ; reload
-    pmullw       xmm9, [rsp + 128]
-    movdqa       [rsp + 192], xmm4                   ; spill
-    movdqa       xmm4, [rsp + 832]                   ; reload
+    pmullw       xmm8, [rsp + 288]
+    movdqa       [rsp + 480], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 256]                   ; reload
+    movdqa       [rsp + 576], xmm7                   ; spill
+    movdqa       xmm7, xmm2
+    pmullw       xmm7, [rsp + 768]
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm1
     pmulhw       xmm4, [rsp + 544]
-    pmulhw       xmm10, [rsp + 128]
+    movdqa       [rsp + 128], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, xmm10
     pmulhw       xmm8, xmm0
-    pmulhw       xmm9, xmm0
+    pmulhw       xmm7, xmm0
     psubw        xmm4, xmm8
-    psubw        xmm10, xmm9
-    pmullw       xmm3, [rsp + 544]
-    pmullw       xmm6, [rsp + 128]
-    pmulhw       xmm13, [rsp + 544]
-    pmulhw       xmm14, [rsp + 128]
+    psubw        xmm9, xmm7
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm3
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm6
+    movdqa       [rsp + 320], xmm9                   ; spill
+    movdqa       xmm9, xmm1
+    pmulhw       xmm9, xmm13
+    movdqa       [rsp + 672], xmm4                   ; spill
+    movdqa       xmm4, xmm2
+    pmulhw       xmm4, xmm14
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm5
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm11
+    movdqa       [rsp + 736], xmm4                   ; spill
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, [rsp + 352]
+    movdqa       [rsp + 608], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, [rsp + 416]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm4, xmm7
+    psubw        xmm9, xmm8
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, xmm12
+    movdqa       xmm8, xmm2
+    pmullw       xmm8, xmm15
+    pmulhw       xmm1, [rsp + 448]
+    pmulhw       xmm2, [rsp + 928]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm8
+    movdqa       xmm7, [rsp + 288]                   ; reload
+    pmullw       xmm7, [rsp + 160]
+    movdqa       xmm8, [rsp + 768]                   ; reload
+    pmullw       xmm8, [rsp + 896]
+    movdqa       [rsp + 768], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 544]                   ; reload
+    pmulhw       xmm2, [rsp + 160]
+    pmulhw       xmm10, [rsp + 896]
+    pmulhw       xmm7, xmm0
+    pmulhw       xmm8, xmm0
+    psubw        xmm2, xmm7
+    psubw        xmm10, xmm8
+    pmullw       xmm3, [rsp + 160]
+    pmullw       xmm6, [rsp + 896]
+    pmulhw       xmm13, [rsp + 160]
+    pmulhw       xmm14, [rsp + 896]
     pmulhw       xmm3, xmm0
     pmulhw       xmm6, xmm0
     psubw        xmm13, xmm3
     psubw        xmm14, xmm6
-    pmullw       xmm5, [rsp + 544]
-    pmullw       xmm11, [rsp + 128]
+    pmullw       xmm5, [rsp + 160]
+    pmullw       xmm11, [rsp + 896]
     movdqa       xmm3, [rsp + 352]                   ; reload
-    pmulhw       xmm3, [rsp + 544]
-    movdqa       xmm6, [rsp + 768]                   ; reload
-    pmulhw       xmm6, [rsp + 128]
+    pmulhw       xmm3, [rsp + 160]
+    movdqa       xmm6, [rsp + 416]                   ; reload
+    pmulhw       xmm6, [rsp + 896]
     pmulhw       xmm5, xmm0
     pmulhw       xmm11, xmm0
     psubw        xmm3, xmm5
     psubw        xmm6, xmm11
-    pmullw       xmm12, [rsp + 544]
-    pmullw       xmm15, [rsp + 128]
-    movdqa       xmm5, [rsp + 544]                   ; reload
-    pmulhw       xmm5, [rsp + 736]
-    movdqa       xmm8, [rsp + 128]                   ; reload
-    pmulhw       xmm8, [rsp + 224]
+    pmullw       xmm12, [rsp + 160]
+    pmullw       xmm15, [rsp + 896]
+    movdqa       xmm5, [rsp + 160]                   ; reload
+    pmulhw       xmm5, [rsp + 448]
+    movdqa       xmm7, [rsp + 896]                   ; reload
+    pmulhw       xmm7, [rsp + 928]
     pmulhw       xmm12, xmm0
     pmulhw       xmm15, xmm0
     psubw        xmm5, xmm12
-    psubw        xmm8, xmm15
-    movdqa       xmm9, [rsp + 384]                   ; reload
-    paddw        xmm9, xmm2
-    movdqa       xmm2, [rsp + 320]                   ; reload
-    paddw        xmm2, xmm7
-    paddw        xmm9, xmm13
-    paddw        xmm2, xmm14
-    movdqa       xmm7, xmm9
-    pmullw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 224]
-    movdqa       xmm11, xmm2
-    pmullw       xmm11, [rel kg_ctru3457_basemul_zetas_sse + 240]
-    pmulhw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 192]
-    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 208]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm11, xmm0
-    psubw        xmm9, xmm7
-    psubw        xmm2, xmm11
-    movdqa       xmm7, [rsp]                         ; reload
-    paddw        xmm7, xmm9
-    movdqa       xmm9, [rsp + 608]                   ; reload
-    paddw        xmm9, xmm2
-    movdqa       xmm2, xmm7                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm2, [rel pw_19412]
-    movdqa       xmm11, xmm9
-    pmulhw       xmm11, [rel pw_19412 + 16]
-    paddw        xmm2, [rel pw_512]
-    paddw        xmm11, [rel pw_512 + 16]
-    psraw        xmm2, 10
-    psraw        xmm11, 10
-    pmullw       xmm2, [rel pw_3457]
-    pmullw       xmm11, [rel pw_3457 + 16]
-    psubw        xmm7, xmm2
-    psubw        xmm9, xmm11
-    movdqa       xmm2, [rsp + 512]                   ; reload
-    paddw        xmm2, [rsp + 64]
-    movdqa       xmm11, [rsp + 928]                  ; reload
-    paddw        xmm11, [rsp + 800]
+    psubw        xmm7, xmm15
+    movdqa       xmm8, [rsp + 640]                   ; reload
+    paddw        xmm8, [rsp + 384]
+    movdqa       xmm11, [rsp + 832]                  ; reload
+    paddw        xmm11, [rsp + 224]
+    movdqa       xmm12, [rsp + 512]                  ; reload
+    paddw        xmm12, [rsp + 192]
+    movdqa       xmm15, [rsp + 864]                  ; reload
+    paddw        xmm15, [rsp + 96]
+    paddw        xmm12, [rsp + 672]
+    paddw        xmm15, [rsp + 320]
+    movdqa       [rsp + 320], xmm15                  ; spill
+    movdqa       xmm15, [rsp + 32]                   ; reload
+    paddw        xmm15, [rsp + 128]
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, [rsp + 800]                  ; reload
+    paddw        xmm12, [rsp + 64]
+    paddw        xmm15, [rsp + 608]
+    paddw        xmm12, [rsp + 736]
+    paddw        xmm15, xmm2
+    paddw        xmm12, xmm10
+    movdqa       xmm2, [rsp + 576]                   ; reload
+    paddw        xmm2, xmm4
+    movdqa       xmm4, [rsp + 480]                   ; reload
+    paddw        xmm4, xmm9
+    paddw        xmm2, xmm13
+    paddw        xmm4, xmm14
     paddw        xmm1, xmm3
-    movdqa       xmm3, [rsp + 192]                   ; reload
+    movdqa       xmm3, [rsp + 768]                   ; reload
     paddw        xmm3, xmm6
-    movdqa       xmm6, xmm1
+    movdqa       xmm6, xmm2
     pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 224]
-    movdqa       xmm12, xmm3
-    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 240]
+    movdqa       xmm9, xmm4
+    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 240]
+    pmulhw       xmm2, [rel kg_ctru3457_basemul_zetas_sse + 192]
+    pmulhw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 208]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm2, xmm6
+    psubw        xmm4, xmm9
+    movdqa       xmm6, [rsp]                         ; reload
+    paddw        xmm6, xmm2
+    movdqa       xmm2, [rsp + 960]                   ; reload
+    paddw        xmm2, xmm4
+    movdqa       xmm4, xmm6                          ; barrett: the output range asked for
+    pmulhw       xmm4, [rel pw_19412]
+    movdqa       xmm9, xmm2
+    pmulhw       xmm9, [rel pw_19412 + 16]
+    paddw        xmm4, [rel pw_512]
+    paddw        xmm9, [rel pw_512 + 16]
+    psraw        xmm4, 10
+    psraw        xmm9, 10
+    pmullw       xmm4, [rel pw_3457]
+    pmullw       xmm9, [rel pw_3457 + 16]
+    psubw        xmm6, xmm4
+    psubw        xmm2, xmm9
+    movdqa       xmm4, xmm1
+    pmullw       xmm4, [rel kg_ctru3457_basemul_zetas_sse + 224]
+    movdqa       xmm9, xmm3
+    pmullw       xmm9, [rel kg_ctru3457_basemul_zetas_sse + 240]
     pmulhw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 192]
     pmulhw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 208]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm1, xmm6
-    psubw        xmm3, xmm12
-    paddw        xmm2, xmm1
+    pmulhw       xmm4, xmm0
+    pmulhw       xmm9, xmm0
+    psubw        xmm1, xmm4
+    psubw        xmm3, xmm9
+    paddw        xmm8, xmm1
     paddw        xmm11, xmm3
-    movdqa       xmm1, xmm2                          ; barrett: into the inverse NTT's input range
+    movdqa       xmm1, xmm8                          ; barrett: the output range asked for
     pmulhw       xmm1, [rel pw_19412]
     movdqa       xmm3, xmm11
     pmulhw       xmm3, [rel pw_19412 + 16]
@@ -4949,66 +4981,54 @@ kg_ctru3457_basemul_sse:
     psraw        xmm3, 10
     pmullw       xmm1, [rel pw_3457]
     pmullw       xmm3, [rel pw_3457 + 16]
-    psubw        xmm2, xmm1
+    psubw        xmm8, xmm1
     psubw        xmm11, xmm3
-    movdqa       xmm1, [rsp + 864]                   ; reload
-    paddw        xmm1, [rsp + 96]
-    movdqa       xmm3, [rsp + 896]                   ; reload
-    paddw        xmm3, [rsp + 256]
-    paddw        xmm1, [rsp + 32]
-    paddw        xmm3, [rsp + 640]
-    movdqa       xmm6, xmm5
-    pmullw       xmm6, [rel kg_ctru3457_basemul_zetas_sse + 224]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel kg_ctru3457_basemul_zetas_sse + 240]
+    movdqa       xmm1, xmm5
+    pmullw       xmm1, [rel kg_ctru3457_basemul_zetas_sse + 224]
+    movdqa       xmm3, xmm7
+    pmullw       xmm3, [rel kg_ctru3457_basemul_zetas_sse + 240]
     pmulhw       xmm5, [rel kg_ctru3457_basemul_zetas_sse + 192]
-    pmulhw       xmm8, [rel kg_ctru3457_basemul_zetas_sse + 208]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm5, xmm6
-    psubw        xmm8, xmm12
-    paddw        xmm1, xmm5
-    paddw        xmm3, xmm8
-    movdqa       xmm0, xmm1                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm0, [rel pw_19412]
-    movdqa       xmm5, xmm3
-    pmulhw       xmm5, [rel pw_19412 + 16]
-    paddw        xmm0, [rel pw_512]
-    paddw        xmm5, [rel pw_512 + 16]
-    psraw        xmm0, 10
-    psraw        xmm5, 10
-    pmullw       xmm0, [rel pw_3457]
-    pmullw       xmm5, [rel pw_3457 + 16]
-    psubw        xmm1, xmm0
-    psubw        xmm3, xmm5
-    movdqa       xmm0, [rsp + 704]                   ; reload
-    paddw        xmm0, [rsp + 480]
-    movdqa       xmm5, [rsp + 288]                   ; reload
-    paddw        xmm5, [rsp + 448]
-    paddw        xmm0, [rsp + 416]
-    paddw        xmm5, [rsp + 160]
-    paddw        xmm0, xmm4
-    paddw        xmm5, xmm10
-    movdqa       xmm4, xmm0                          ; barrett: into the inverse NTT's input range
-    pmulhw       xmm4, [rel pw_19412]
-    movdqa       xmm6, xmm5
-    pmulhw       xmm6, [rel pw_19412 + 16]
-    paddw        xmm4, [rel pw_512]
-    paddw        xmm6, [rel pw_512 + 16]
+    pmulhw       xmm7, [rel kg_ctru3457_basemul_zetas_sse + 208]
+    pmulhw       xmm1, xmm0
+    pmulhw       xmm3, xmm0
+    psubw        xmm5, xmm1
+    psubw        xmm7, xmm3
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    paddw        xmm0, xmm5
+    movdqa       xmm1, [rsp + 320]                   ; reload
+    paddw        xmm1, xmm7
+    movdqa       xmm3, xmm0                          ; barrett: the output range asked for
+    pmulhw       xmm3, [rel pw_19412]
+    movdqa       xmm4, xmm1
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm3, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
+    psraw        xmm3, 10
     psraw        xmm4, 10
-    psraw        xmm6, 10
-    pmullw       xmm4, [rel pw_3457]
-    pmullw       xmm6, [rel pw_3457 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm5, xmm6
-    movdqu       [rdi + 384], xmm7
-    movdqu       [rdi + 400], xmm9
-    movdqu       [rdi + 416], xmm1
-    movdqu       [rdi + 432], xmm3
-    movdqu       [rdi + 448], xmm2
+    pmullw       xmm3, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
+    psubw        xmm0, xmm3
+    psubw        xmm1, xmm4
+    movdqa       xmm3, xmm15                         ; barrett: the output range asked for
+    pmulhw       xmm3, [rel pw_19412]
+    movdqa       xmm4, xmm12
+    pmulhw       xmm4, [rel pw_19412 + 16]
+    paddw        xmm3, [rel pw_512]
+    paddw        xmm4, [rel pw_512 + 16]
+    psraw        xmm3, 10
+    psraw        xmm4, 10
+    pmullw       xmm3, [rel pw_3457]
+    pmullw       xmm4, [rel pw_3457 + 16]
+    psubw        xmm15, xmm3
+    psubw        xmm12, xmm4
+    movdqu       [rdi + 384], xmm6
+    movdqu       [rdi + 400], xmm2
+    movdqu       [rdi + 416], xmm0
+    movdqu       [rdi + 432], xmm1
+    movdqu       [rdi + 448], xmm8
     movdqu       [rdi + 464], xmm11
-    movdqu       [rdi + 480], xmm0
-    movdqu       [rdi + 496], xmm5
+    movdqu       [rdi + 480], xmm15
+    movdqu       [rdi + 496], xmm12
     mov rsp, rbp
     pop rbp
     ret

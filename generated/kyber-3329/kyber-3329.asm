@@ -968,12 +968,12 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm2, ymm7, ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 32]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm2, ymm7, ymm2
     vmovdqu      [rdi], ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -998,12 +998,12 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 96]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 64]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm2, ymm7, ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 64]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm2, ymm7, ymm2
     vmovdqu      [rdi + 64], ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -1028,12 +1028,12 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 160]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 128]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm2, ymm7, ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 160]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 128]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm2, ymm7, ymm2
     vmovdqu      [rdi + 128], ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -1058,12 +1058,12 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 224]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 192]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm2, ymm7, ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 224]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 192]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm2, ymm7, ymm2
     vmovdqu      [rdi + 192], ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -1088,12 +1088,12 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 288]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 256]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm2, ymm7, ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 288]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 256]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm2, ymm7, ymm2
     vmovdqu      [rdi + 256], ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -1118,12 +1118,12 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 320]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm2, ymm7, ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 352]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 320]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm2, ymm7, ymm2
     vmovdqu      [rdi + 320], ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -1148,12 +1148,12 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 416]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 384]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm2, ymm7, ymm2
     vpaddw       ymm1, ymm1, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 416]
+    vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 384]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vpaddw       ymm2, ymm7, ymm2
     vmovdqu      [rdi + 384], ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -1178,12 +1178,12 @@ kg_kyber3329_basemul_avx2:
     vpmulhw      ymm2, ymm2, ymm4
     vpmulhw      ymm4, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 480]
+    vpaddw       ymm1, ymm1, ymm3
+    vpmullw      ymm3, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 480]
     vpmulhw      ymm2, ymm2, [rel kg_kyber3329_basemul_zetas_avx2 + 448]
-    vpmulhw      ymm0, ymm4, ymm0
+    vpmulhw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm2, ymm0
     vpaddw       ymm0, ymm7, ymm0
-    vpaddw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      [rdi + 480], ymm1
     vzeroupper
@@ -3662,20 +3662,20 @@ kg_kyber3329_basemul_sse:
     pmulhw       xmm12, xmm0
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
-    movdqa       xmm7, xmm3
-    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 32]
-    movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 48]
-    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse]
-    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 16]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqa       xmm6, xmm3
+    pmullw       xmm6, [rel kg_kyber3329_basemul_zetas_sse + 32]
+    movdqa       xmm7, xmm4
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 48]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 16]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm7
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
     movdqu       [rdi], xmm15
     movdqu       [rdi + 16], xmm5
     movdqu       [rdi + 32], xmm1
@@ -3736,20 +3736,20 @@ kg_kyber3329_basemul_sse:
     pmulhw       xmm12, xmm0
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
-    movdqa       xmm7, xmm3
-    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 96]
-    movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 112]
-    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 64]
-    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 80]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqa       xmm6, xmm3
+    pmullw       xmm6, [rel kg_kyber3329_basemul_zetas_sse + 96]
+    movdqa       xmm7, xmm4
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 112]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 64]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 80]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm7
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
     movdqu       [rdi + 64], xmm15
     movdqu       [rdi + 80], xmm5
     movdqu       [rdi + 96], xmm1
@@ -3810,20 +3810,20 @@ kg_kyber3329_basemul_sse:
     pmulhw       xmm12, xmm0
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
-    movdqa       xmm7, xmm3
-    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 160]
-    movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 176]
-    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 128]
-    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 144]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqa       xmm6, xmm3
+    pmullw       xmm6, [rel kg_kyber3329_basemul_zetas_sse + 160]
+    movdqa       xmm7, xmm4
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 176]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 128]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 144]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm7
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
     movdqu       [rdi + 128], xmm15
     movdqu       [rdi + 144], xmm5
     movdqu       [rdi + 160], xmm1
@@ -3884,20 +3884,20 @@ kg_kyber3329_basemul_sse:
     pmulhw       xmm12, xmm0
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
-    movdqa       xmm7, xmm3
-    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 224]
-    movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 240]
-    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 192]
-    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 208]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqa       xmm6, xmm3
+    pmullw       xmm6, [rel kg_kyber3329_basemul_zetas_sse + 224]
+    movdqa       xmm7, xmm4
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 240]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 192]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 208]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm7
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
     movdqu       [rdi + 192], xmm15
     movdqu       [rdi + 208], xmm5
     movdqu       [rdi + 224], xmm1
@@ -3958,20 +3958,20 @@ kg_kyber3329_basemul_sse:
     pmulhw       xmm12, xmm0
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
-    movdqa       xmm7, xmm3
-    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 288]
-    movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 304]
-    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 256]
-    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 272]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqa       xmm6, xmm3
+    pmullw       xmm6, [rel kg_kyber3329_basemul_zetas_sse + 288]
+    movdqa       xmm7, xmm4
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 304]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 256]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 272]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm7
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
     movdqu       [rdi + 256], xmm15
     movdqu       [rdi + 272], xmm5
     movdqu       [rdi + 288], xmm1
@@ -4032,20 +4032,20 @@ kg_kyber3329_basemul_sse:
     pmulhw       xmm12, xmm0
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
-    movdqa       xmm7, xmm3
-    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 352]
-    movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 368]
-    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 320]
-    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 336]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqa       xmm6, xmm3
+    pmullw       xmm6, [rel kg_kyber3329_basemul_zetas_sse + 352]
+    movdqa       xmm7, xmm4
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 368]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 320]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 336]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm7
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
     movdqu       [rdi + 320], xmm15
     movdqu       [rdi + 336], xmm5
     movdqu       [rdi + 352], xmm1
@@ -4106,20 +4106,20 @@ kg_kyber3329_basemul_sse:
     pmulhw       xmm12, xmm0
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
-    movdqa       xmm7, xmm3
-    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 416]
-    movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 432]
-    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 384]
-    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 400]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqa       xmm6, xmm3
+    pmullw       xmm6, [rel kg_kyber3329_basemul_zetas_sse + 416]
+    movdqa       xmm7, xmm4
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 432]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 384]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 400]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm7
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
     movdqu       [rdi + 384], xmm15
     movdqu       [rdi + 400], xmm5
     movdqu       [rdi + 416], xmm1
@@ -4180,20 +4180,20 @@ kg_kyber3329_basemul_sse:
     pmulhw       xmm12, xmm0
     psubw        xmm3, xmm11
     psubw        xmm4, xmm12
-    movdqa       xmm7, xmm3
-    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 480]
-    movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel kg_kyber3329_basemul_zetas_sse + 496]
-    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 448]
-    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 464]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
     paddw        xmm1, xmm13
     paddw        xmm2, xmm6
+    movdqa       xmm6, xmm3
+    pmullw       xmm6, [rel kg_kyber3329_basemul_zetas_sse + 480]
+    movdqa       xmm7, xmm4
+    pmullw       xmm7, [rel kg_kyber3329_basemul_zetas_sse + 496]
+    pmulhw       xmm3, [rel kg_kyber3329_basemul_zetas_sse + 448]
+    pmulhw       xmm4, [rel kg_kyber3329_basemul_zetas_sse + 464]
+    pmulhw       xmm6, xmm0
+    pmulhw       xmm7, xmm0
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm7
+    paddw        xmm15, xmm3
+    paddw        xmm5, xmm4
     movdqu       [rdi + 448], xmm15
     movdqu       [rdi + 464], xmm5
     movdqu       [rdi + 480], xmm1

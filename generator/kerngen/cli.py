@@ -78,7 +78,7 @@ def cmd_bench(args) -> int:
         for p, _ in _load_all(args):
             family = family_of(p)
             bundle, lib = bundle_library(p, work)
-            items = family.bench_items(bundle, work)
+            items = family.bench_items(bundle, lib, work)
             _say(f"{p.name}: timing {len(items)} kernels ({args.batches} batches each, interleaved)")
             rows += bench_bundle(bundle, lib, items, work, args.batches)
             extra = family.extra_bench_rows(bundle, lib, work, args.batches)

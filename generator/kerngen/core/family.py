@@ -10,11 +10,13 @@ benchmarks, reduction-schedule exploration). The registry
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..target.target import NATIVE, PLATFORMS
 from .bundle import BenchItem, Bundle, Check
 from .params import Common, Overrides
 
@@ -59,7 +61,8 @@ class Family:
         none (manifest facts): (name, None when passed else what is wrong)."""
         return []
 
-    def bench_items(self, bundle: Bundle, workdir: Path) -> list[BenchItem]:
+    def bench_items(self, bundle: Bundle, library: Path, workdir: Path) -> list[BenchItem]:
+        """What `kerngen bench` times of the bundle (assembled as `library`), each beside its comparisons."""
         raise NotImplementedError
 
     def extra_bench_rows(self, bundle: Bundle, library: Path, workdir: Path, batches: int) -> list[dict]:
@@ -67,3 +70,17 @@ class Family:
         return []
 
     explorer: Any = None  # reduction-schedule exploration (explore, format_table), where the family has schedules
+
+
+def for_abi(params: Any, abi: str) -> Any:
+    """The same parameters with every target on the calling convention `abi`
+    (a family's parameters carry their targets in `targets`)."""
+    platform = PLATFORMS[abi]
+    return dataclasses.replace(params, targets=tuple(dataclasses.replace(t, platform=platform)
+                                                     for t in params.targets))
+
+
+def native(params: Any) -> Any:
+    """The parameters on this machine's convention (System V, ELF): what the
+    harness runs and times, whichever ABIs the bundle is emitted for."""
+    return for_abi(params, NATIVE.name)

@@ -3,16 +3,16 @@ and the loading of parameter files through it."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 from ..core.bundle import Bundle
-from ..core.family import Family
+from ..core.family import Family, for_abi, native
 from ..core.params import Overrides, common, read_table
-from ..target.target import NATIVE, PLATFORMS
 from .gf2m import GF2M
 from .ntt import NTT
+
+__all__ = ["FAMILIES", "build_all", "family_of", "for_abi", "from_mapping", "load", "native"]
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (NTT, GF2M)}
 
@@ -30,20 +30,6 @@ def from_mapping(table: dict, source: str, overrides: Overrides = Overrides()) -
 def load(path: str | Path, overrides: Overrides = Overrides()) -> Any:
     table, source = read_table(path)
     return from_mapping(table, source, overrides)
-
-
-def for_abi(params: Any, abi: str) -> Any:
-    """The same parameters with every target on the calling convention `abi`
-    (a family's parameters carry their targets in `targets`)."""
-    platform = PLATFORMS[abi]
-    return dataclasses.replace(params, targets=tuple(dataclasses.replace(t, platform=platform)
-                                                     for t in params.targets))
-
-
-def native(params: Any) -> Any:
-    """The parameters on this machine's convention (System V, ELF): what the
-    harness runs and times, whichever ABIs the bundle is emitted for."""
-    return for_abi(params, NATIVE.name)
 
 
 def build_all(params: Any) -> tuple[Bundle, ...]:

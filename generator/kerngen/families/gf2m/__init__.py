@@ -26,7 +26,7 @@ class Gf2mFamily(Family):
     def chained_checks(self, manifest, calls, seed):
         return checks.basis_proofs(manifest, calls)
 
-    def bench_items(self, bundle, workdir):
+    def bench_items(self, bundle, library, workdir):
         return checks.bench_items(bundle, workdir)
 
     def extra_bench_rows(self, bundle, library, workdir, batches):

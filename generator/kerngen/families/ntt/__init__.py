@@ -33,8 +33,8 @@ class NttFamily(Family):
         out.append(("manifest layout", checks.layout_check(manifest)))
         return out + checks.basis_proofs(manifest, calls)
 
-    def bench_items(self, bundle, workdir):
-        return checks.bench_items(bundle, workdir)
+    def bench_items(self, bundle, library, workdir):
+        return checks.bench_items(bundle, library, workdir)
 
     explorer = explore.EXPLORER
 

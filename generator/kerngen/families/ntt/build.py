@@ -122,11 +122,16 @@ def largest_feasible_q(p: NttParams, layout, kinds: list[str]) -> int | None:
     return None
 
 
-def _arg(p: NttParams, t: Target, name: str, role: str) -> ArgSpec:
-    """Arrays are moved with unaligned vector moves, so any element-aligned
-    array works; register-aligned ones are fastest (no vector access then
-    crosses a page: measured up to 9% on an NTT, 1% for other offsets)."""
-    return ArgSpec(name, role, f"int{t.lane_bits}_t", t.lane_bytes, p.n, t.lane_bytes, t.isa.vector_bits // 8)
+def _arg(p: NttParams, t: Target, name: str, role: str, polys: int = 1) -> ArgSpec:
+    """An array of `polys` polynomials of n coefficients. Arrays are moved
+    with unaligned vector moves, so any element-aligned array works;
+    register-aligned ones are fastest (no vector access then crosses a page:
+    measured up to 9% on an NTT, 1% for other offsets)."""
+    return ArgSpec(name, role, f"int{t.lane_bits}_t", t.lane_bytes, p.n * polys, t.lane_bytes, t.isa.vector_bits // 8)
+
+
+# what the manifest says of an output range (None: only its proven bound)
+_REPRESENTATION = {"lazy": None, "centred": "centred", "canonical": "canonical"}
 
 
 def _compile(b, symbol: str, contract: Contract, p: NttParams, t: Target) -> Compiled:
@@ -134,10 +139,11 @@ def _compile(b, symbol: str, contract: Contract, p: NttParams, t: Target) -> Com
 
 
 def map_proof(c: Compiled, expect: tuple[tuple[str, ...], ...], blocks: BlockLayout | None = None,
-              element: bool = False) -> MapProof:
+              element: bool = False, copies: int = 1) -> MapProof:
     """What the verifier proved of the map, checked against what the kernel
     must be: linear (or bilinear) mod q in the `expect`ed arguments, and, for
-    base multiplication, each output block from the same block of its inputs;
+    base multiplication, each output block from the same block of its inputs
+    (of each of its `copies` polynomials);
     for a reduction, each element from its own. Anything else is a generator bug."""
     k, proof = c.kernel, c.proof
     [(out, form)] = proof.forms.items()
@@ -152,7 +158,8 @@ def map_proof(c: Compiled, expect: tuple[tuple[str, ...], ...], blocks: BlockLay
     if blocks is not None:
         ins = [i for i, a in enumerate(k.args) if a.role != "out"]
         for j, positions in enumerate(blocks.positions):
-            allowed = sum(1 << (proof.bases[i] + p) for i in ins for p in positions)
+            allowed = sum(1 << (proof.bases[i] + copy * k.args[0].count + p) for i in ins for p in positions
+                          for copy in range(copies))
             if any(deps[p] & ~allowed for p in positions):
                 raise VerifyError(f"{k.symbol}: output block {j} depends on inputs outside its block")
     return MapProof("q", found, "element" if element else "block" if blocks is not None else None)
@@ -209,17 +216,34 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     a_req, a_ens = BoundOf("a", "requires"), BoundOf("a", "ensures")
     fns = []
 
+    outputs = dict(p.output)
+    finishers = {"lazy": None, "centred": available["barrett"], "canonical": freezer(q, bits)}
+    centred = Bound(-(q - 1), q - 1)
+
+    def finisher(kernel: str) -> Reducer | None:
+        return finishers[outputs[kernel]]
+
+    def promised(kernel: str, c: Compiled, arg: str) -> None:
+        """The output range asked for is what the verifier proved."""
+        out = c.contract.arg(arg).ensures.bound
+        want = {"lazy": None, "centred": centred, "canonical": Bound(0, q - 1)}[outputs[kernel]]
+        if want is not None and not (want.lo <= out.lo and out.hi <= want.hi):
+            raise AssertionError(f"{c.kernel.symbol}: output {outputs[kernel]} asked for, proven {out}")
+
     def ntt(direction: str, contract: Contract, summary: str) -> tuple[Function, Compiled]:
         s = schedule(ar, p.policy, direction, contract.arg("a").requires.bound.hi)
         b = kernel_builder(layout)
-        build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles_{isa}")
+        build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles_{isa}", finisher(direction))
         c = _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p, t)
-        return Function(c.kernel, f"ntt_{direction}", c.contract, summary, head, (("reduction", s.manifest()),),
+        promised(direction, c, "a")
+        return Function(c.kernel, f"ntt_{direction}", c.contract, summary, head,
+                        (("reduction", s.manifest()), ("output_range", outputs[direction])),
                         s.describe(), s, map_proof(c, (("a",),))), c
 
     fwd_in = Bound(-(q - 1), q - 1)
     forward, fc = ntt("forward", Contract(
-        (ArgContract(_arg(p, t, "a", "inout"), Values(fwd_in, representation="signed"), Values(None, scale=1, layout=lay)),),
+        (ArgContract(_arg(p, t, "a", "inout"), Values(fwd_in, representation="signed"),
+                     Values(None, scale=1, layout=lay, representation=_REPRESENTATION[outputs["forward"]])),),
         (("requires: every a[i] in ", a_req),
          ("ensures:  every a[i] in ", a_ens, f" (proven), block j at {p.prefix}_ntt_positions[j] (manifest: layout),"),
          (f"          a[pos_j[k]] = (a mod (x^{d} - zeta_j))_k mod {q} (scale 1)",))),
@@ -230,29 +254,40 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     inv_in = inverse_input(bits)
     reduce_inputs = d * mul.bound(fwd_out.magnitude, fwd_out.magnitude) > ar.lane_max
     bm_in = Values(fwd_out, layout="ntt_forward output")
-    bm_contract = Contract(
-        (ArgContract(_arg(p, t, "r", "out"), None, Values(None, scale=pow(mul.r, -1, q), layout="ntt_forward output")),
-         ArgContract(_arg(p, t, "a", "in"), bm_in), ArgContract(_arg(p, t, "b", "in"), bm_in)),
-        (("requires: every a[i], b[i] in ", a_req, " (the forward NTT's output), in its layout"),
-         ("ensures:  every r[i] in ", BoundOf("r", "ensures"),
-          f" (proven); r_j = a_j*b_j*2^-{bits} mod (x^{d} - zeta_j, {q})"),
-         (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
-    for reduce_outputs in (False, True):  # reduce outputs only if they could exceed the inverse's input
-        b = kernel_builder(layout)
-        build_basemul(b, ar, available["barrett"], reduce_inputs, f"{p.prefix}_basemul_zetas_{isa}", fwd_out.magnitude,
-                      reduce_outputs)
-        bc = _compile(b, f"{p.prefix}_basemul_{isa}", bm_contract, p, t)
-        out = bc.contract.arg("r").ensures.bound
-        if inv_in.lo <= out.lo and out.hi <= inv_in.hi:
-            break
-    fns.append(Function(bc.kernel, "basemul", bc.contract,
-                        f"base multiplication r = a*b blockwise mod (x^{d} - zeta_j), NTT domain", head,
-                        (("aliasing", "r may be the same array as a or b"),),
-                        proof=map_proof(bc, (("a", "b"),), blocks=lay)))
+    representation = _REPRESENTATION[outputs["basemul"]]
+    for k in (1, *p.basemul_acc):
+        kind = "basemul" if k == 1 else f"basemul_acc{k}"
+        per = "" if k == 1 else f" each of the {k} polynomials"
+        bm_contract = Contract(
+            (ArgContract(_arg(p, t, "r", "out"), None,
+                         Values(None, scale=pow(mul.r, -1, q), layout="ntt_forward output", representation=representation)),
+             ArgContract(_arg(p, t, "a", "in", k), bm_in), ArgContract(_arg(p, t, "b", "in", k), bm_in)),
+            (("requires: every a[i], b[i] in ", a_req, f" (the forward NTT's output), in its layout{per}"),
+             ("ensures:  every r[i] in ", BoundOf("r", "ensures"),
+              f" (proven); r_j = a_j*b_j*2^-{bits} mod (x^{d} - zeta_j, {q})" if k == 1 else
+              f" (proven); r_j = sum over i < {k} of a_i_j*b_i_j*2^-{bits} mod (x^{d} - zeta_j, {q}),"),
+             *(() if k == 1 else ((f"          a_i = a[{n}*i .. {n}*i+{n - 1}], b_i likewise",),)),
+             (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
+        # a lazy output is reduced only if it could exceed the inverse's input
+        for finish in ((None, available["barrett"]) if outputs["basemul"] == "lazy" else (finisher("basemul"),)):
+            b = kernel_builder(layout)
+            build_basemul(b, ar, available["barrett"], reduce_inputs, f"{p.prefix}_basemul_zetas_{isa}",
+                          fwd_out.magnitude, finish, k)
+            bc = _compile(b, f"{p.prefix}_{kind}_{isa}", bm_contract, p, t)
+            out = bc.contract.arg("r").ensures.bound
+            if inv_in.lo <= out.lo and out.hi <= inv_in.hi:
+                break
+        promised("basemul", bc, "r")
+        facts = (("aliasing", "r may be the same array as a or b"), ("output_range", outputs["basemul"]))
+        fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,
+                            f"base multiplication r = a*b blockwise mod (x^{d} - zeta_j), NTT domain" if k == 1 else
+                            f"base multiply-accumulate r = a_0*b_0 + ... + a_{k - 1}*b_{k - 1} blockwise, NTT domain",
+                            head, facts if k == 1 else (("k", k), *facts),
+                            proof=map_proof(bc, (("a", "b"),), blocks=lay, copies=k)))
 
     inverse, _ = ntt("inverse", Contract(
         (ArgContract(_arg(p, t, "a", "inout"), Values(inv_in, layout="ntt_forward output"),
-                     Values(None, scale=mul.r % q, layout="natural")),),
+                     Values(None, scale=mul.r % q, layout="natural", representation=_REPRESENTATION[outputs["inverse"]])),),
         (("requires: every a[i] in ", a_req, " (base multiplication's output is), in the forward NTT's layout"),
          ("ensures:  every a[i] in ", a_ens, " (proven), natural order,"),
          (f"          a = {r_bits} * INTT(a) mod {q}: forward, basemul, inverse give a*b mod (x^{n}+1, {q})",))),

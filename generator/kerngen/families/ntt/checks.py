@@ -10,15 +10,22 @@ inverse NTT runs as a chain of harness calls.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import sys
+from pathlib import Path
 
 import numpy as np
 
-from ...core.bundle import BenchItem, Bundle, Check, Comparison
-from ...core.family import Calls, Runner
+from ...core.bundle import BenchItem, Bundle, Check, Comparison, Function
+from ...core.family import Calls, Runner, native
+from ...harness import driver
 from ...harness.driver import Arg, Case, manifest_arg
-from .baseline import build as build_baseline, constants_sympy
+from ...target.files import write
+from ...target.render import render
+from .baseline import FLAGS, build as build_baseline, constants_sympy
+from .build import build
+from .params import ORDERS, OUTPUTS
 from .reference import (block_products, blocks_of, lagrange_images, layout_is_crt_basis, negacyclic_product,
                         reduce_blocks, unit_block_products, unit_images)
 
@@ -147,6 +154,39 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
         if k == 0:  # in place: r is the same array as a
             out.append(Check(Case(f"basemul-inplace-{na}", bm["symbol"], _args(bm, a, b, alias={0: 1})),
                              basemul_judge(a, b)))
+
+    def acc_judge(fn: dict, a: list[int], b: list[int]):
+        copies = fn["k"]
+
+        def judge(outputs: dict[int, list[int]]) -> str | None:
+            got = outputs[0]
+            bad = _in_bound(got, fn["output"]["bound"])
+            if bad:
+                return bad
+            scale = fn["output"]["scale"]
+            wants = [[0] * layout["d"] for _ in zetas]
+            for c in range(copies):
+                part = block_products(blocks_of(a[c * n:(c + 1) * n], layout), blocks_of(b[c * n:(c + 1) * n], layout),
+                                      zetas, q)
+                wants = [[(x + y) % q for x, y in zip(w, p)] for w, p in zip(wants, part)]
+            for j, (have, want) in enumerate(zip(blocks_of(got, layout), wants)):
+                want = [scale * w % q for w in want]
+                if [h % q for h in have] != want:
+                    return f"block {j}: got {[h % q for h in have]}, want {want}"
+            return None
+        return judge
+
+    for fn in manifest["functions"]:
+        if fn["kind"] != "basemul_acc":
+            continue
+        lo, hi = fn["input"]["bound"]
+        count = fn["k"] * n
+        ins = edge_inputs(lo, hi, count, rng, randoms)
+        for k, ((na, a), (_, b)) in enumerate(zip(ins, ins[1:] + ins[:1])):
+            out.append(Check(Case(f"{fn['symbol']}-{na}", fn["symbol"], _args(fn, a, b)), acc_judge(fn, a, b)))
+            if k == 0:  # r is the same array as a (its first polynomial)
+                r_is_a = _args(fn, a, b, alias={0: 1})
+                out.append(Check(Case(f"{fn['symbol']}-inplace-{na}", fn["symbol"], r_is_a), acc_judge(fn, a, b)))
     return out
 
 
@@ -211,13 +251,19 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                         f"basis vector {bad[0][0]}: element {bad[0][1]} is {got[tuple(bad[0])]}, "
                         f"want {scale * want[tuple(bad[0])] % q} mod {q}"))
         elif mono == [["a", "b"]] and proof.get("locality") == "block":
-            d = layout["d"]
-            pairs = [(k, l) for k in range(d) for l in range(d)]
-            units = [unit_block_products(layout, n, q, k, 0) for k in range(d)]  # x^k in every block
-            a = np.array([units[k] for k, _ in pairs])
-            b = np.array([units[l] for _, l in pairs])
+            # x^k in every block of polynomial i of a, x^l in every block of polynomial j of b
+            d, copies = layout["d"], fn.get("k", 1)
+            pairs = [(i, k, j, l) for i in range(copies) for k in range(d) for j in range(copies) for l in range(d)]
+            units = [unit_block_products(layout, n, q, k, 0) for k in range(d)]
+            zero = np.zeros(n, dtype=np.int64)
+
+            def placed(poly: int, block_unit: int) -> np.ndarray:
+                return np.concatenate([units[block_unit] if c == poly else zero for c in range(copies)])
+
+            a = np.array([placed(i, k) for i, k, _, _ in pairs])
+            b = np.array([placed(j, l) for _, _, j, l in pairs])
             got = calls.batch(fn, {1: a, 2: b})[0]
-            want = np.array([unit_block_products(layout, n, q, k, l) for k, l in pairs])
+            want = np.array([unit_block_products(layout, n, q, k, l) if i == j else zero for i, k, j, l in pairs])
             bad = np.argwhere((got - scale * want) % q)
             out.append((f"{name} ({len(pairs)} pairs of unit blocks)", None if not len(bad) else
                         f"pair {pairs[bad[0][0]]}: element {bad[0][1]} is {got[tuple(bad[0])]}, "
@@ -253,18 +299,22 @@ def order_is_kept(layout: dict, q: int) -> str | None:
     return None
 
 
-def bench_items(bundle: Bundle, workdir) -> list[BenchItem]:
+def bench_items(bundle: Bundle, library: Path, workdir: Path) -> list[BenchItem]:
     """Each kernel of each ISA beside the plain-C baseline for the same
     parameters, compiled for that ISA's CPU level (the ISA's `c_march`:
     -march=native for AVX2, x86-64-v2 for SSE); a kernel of a narrower ISA
-    also beside its twin of the widest, all in one run. Standalone
-    reductions are timed beside Barrett."""
+    also beside its twin of the widest, all in one run. A bundle in another
+    order than the fastest is timed beside its fastest-order twin, one with
+    output ranges beside its lazy twin (the cost of each choice); a fused
+    basemul_acc beside k base multiplications and k - 1 additions.
+    Standalone reductions are timed beside Barrett."""
     p = bundle.params
     consts, bases = None, {}
     try:
         consts = constants_sympy(p.n, p.q, p.layers)
     except ValueError as e:  # the baseline's own limits (its lazy arithmetic needs q < 2^14)
         print(f"{p.name}: timed without the plain-C baseline: {e}", file=sys.stderr)
+    twins = _twins(p, workdir)
     rng = random.Random(7)
     items = []
     widest = max(p.targets, key=lambda t: t.isa.vector_bits).isa.name
@@ -274,14 +324,22 @@ def bench_items(bundle: Bundle, workdir) -> list[BenchItem]:
             bases[march] = build_baseline(consts, workdir, march)
         base = bases.get(march)
         label = "baseline" if march == "native" else f"baseline_{march}"
-        for kind, base_sym in (("ntt_forward", "kg_baseline_ntt_forward"), ("ntt_inverse", "kg_baseline_ntt_inverse"),
-                               ("basemul", "kg_baseline_basemul")):
-            fn = bundle.function(kind, isa=isa).manifest()
+        kernels = [(kind, bundle.function(kind, isa=isa), sym) for kind, sym in (
+            ("ntt_forward", "kg_baseline_ntt_forward"), ("ntt_inverse", "kg_baseline_ntt_inverse"),
+            ("basemul", "kg_baseline_basemul"))]
+        kernels += [(f"basemul_acc{f.fact('k')}", f, None) for f in bundle.functions
+                    if f.kind == "basemul_acc" and f.isa == isa]
+        for kind, f, base_sym in kernels:
+            fn = f.manifest()
             lo, hi = fn["input"]["bound"]
             data = [[rng.randint(lo, hi) for _ in range(a["count"])] for a in fn["args"] if a["role"] != "out"]
-            comps = (Comparison(label, base, base_sym),) if base else ()
+            comps = (Comparison(label, base, base_sym),) if base and base_sym else ()
             if isa != widest:  # the same kernel on the widest vectors, same run
-                comps += (Comparison(widest, None, bundle.function(kind, isa=widest).symbol),)
+                comps += (Comparison(widest, None, bundle.function(f.kind, f"{f.symbol[:-len(isa)]}{widest}").symbol),)
+            if f.kind == "basemul_acc":
+                comps += (Comparison("calls", _calls_library(bundle, f, library, workdir), "kg_calls_basemul_acc"),)
+            for twin, (prefix, lib) in twins.items():
+                comps += (Comparison(twin, lib, prefix + f.symbol[len(p.prefix):]),)
             items.append(BenchItem(kind, fn["symbol"], Case(f"{kind}-{isa}", fn["symbol"],
                                                             _args(fn, *data, fastest=True)), comps))
         # standalone reductions: each other form timed beside Barrett, in the same library and run
@@ -294,3 +352,35 @@ def bench_items(bundle: Bundle, workdir) -> list[BenchItem]:
             items.append(BenchItem(f"reduce_{kind}", fn["symbol"], Case(f"reduce_{kind}-{isa}", fn["symbol"], args),
                                    (Comparison("barrett", None, reduces["barrett"]["symbol"]),)))
     return items
+
+
+def _twins(p, workdir: Path) -> dict[str, tuple[str, Path]]:
+    """The bundle with one choice undone, by what it undoes: (symbol prefix, library).
+    Twins take prefixes of their own, so no symbol is defined twice in a run."""
+    changes = {}
+    if p.order != ORDERS[0]:
+        changes["fastest"] = {"order": ORDERS[0]}
+    if any(v != OUTPUTS[0] for _, v in p.output):
+        changes["lazy"] = {"output": tuple((k, OUTPUTS[0]) for k, _ in p.output)}
+    out = {}
+    for label, change in changes.items():
+        twin = dataclasses.replace(native(p), prefix=f"{p.prefix}_{label}", **change)
+        out[label] = (twin.prefix, driver.assemble_shared(_write(twin, workdir / f"{p.name}-{label}"), workdir))
+    return out
+
+
+def _write(p, directory: Path) -> Path:
+    """The bundle of `p` written to `directory`; its .asm file."""
+    bundle = build(p)
+    write(render(bundle, f"kerngen emit {p.source} (twin)"), directory)
+    return directory / bundle.target.platform.asm_file(p.name)
+
+
+def _calls_library(bundle: Bundle, acc: Function, library: Path, workdir: Path) -> Path:
+    """`kg_calls_basemul_acc`: k calls of the bundle's base multiplication of
+    the same ISA and k - 1 additions (harness/basemul_calls.c), linked with it."""
+    bm = bundle.function("basemul", isa=acc.isa)
+    header = f"#define KG_BASEMUL {bm.symbol}\n#define KG_N {bundle.params.n}\n#define KG_K {acc.fact('k')}\n"
+    return driver.build_shared_c("basemul_calls.c", f"basemul-calls-{acc.symbol}", (*FLAGS, "-march=native"),
+                                 workdir, f"the {acc.fact('k')} base multiplications timed beside {acc.symbol}",
+                                 link=(library, f"-Wl,-rpath,{Path(library).parent}"), headers={"kg_acc.h": header})

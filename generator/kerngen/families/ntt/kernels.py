@@ -77,8 +77,10 @@ def _reduce(b: Builder, x: VReg, reducer: Reducer, why: str) -> VReg:
     return emit_idiom(b, reducer.idiom, x, comment=f"{reducer.kind}: {why}" if why else reducer.kind)
 
 
-def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label: str) -> None:
-    """Forward (sched.direction == "forward") or inverse NTT on argument 0, in place."""
+def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label: str,
+              finish: Reducer | None = None) -> None:
+    """Forward (sched.direction == "forward") or inverse NTT on argument 0, in
+    place; `finish` reduces every output (the range the caller asked for)."""
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
     inverse = sched.direction == "inverse"
@@ -113,6 +115,8 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                                                     scale if scaled else None)
             if sched.at_end and pass_no == len(passes) - 1:
                 regs = [_reduce(b, r, ar.reducer, "eager, after the last layer") for r in regs]
+            if finish is not None and pass_no == len(passes) - 1:
+                regs = [_reduce(b, r, finish, "the output range asked for") for r in regs]
             for v, r, ix in zip(group, regs, idx):
                 _store(b, _vector(layout, v), r)
                 memory[v] = ix
@@ -141,10 +145,13 @@ def _butterfly(b: Builder, ar: Arithmetic, layer: int, x: VReg, y: VReg, wm: Mem
 
 
 def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, reduce_inputs: bool, table_label: str,
-                  in_abs: int, reduce_outputs: bool = False) -> None:
-    """r = a*b/R blockwise mod (x^d - zeta_j): args (r, a, b), r may alias a or b.
-    `in_abs` bounds |a[i]| and |b[i]|; a running sum is reduced before a
-    term that could take it out of the lane (large q, large blocks)."""
+                  in_abs: int, finish: Reducer | None = None, copies: int = 1) -> None:
+    """r = sum over i < copies of a_i*b_i/R blockwise mod (x^d - zeta_j): args
+    (r, a, b), a and b `copies` arrays of n one after the other, r may alias
+    any of them. `in_abs` bounds |a[i]| and |b[i]|; a running sum is reduced
+    before a term that could take it out of the lane (large q, large blocks,
+    many copies); the wrapped terms of all copies are summed before their one
+    multiplication by the block's zeta; `finish` reduces every output."""
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
     q, d = math.q, layout.d
@@ -156,20 +163,47 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, reduce_inputs: b
     acc = _Accumulator(b, by_width("add", bits), barrett, ar.lane_max)
     order = layout.vector_indices(layout.output_order)
     for unit in block_units(layout):
-        ra, rb = ([_load(b, _vector(layout, v, arg)) for v in unit] for arg in (1, 2))
-        if reduce_inputs:
-            ra = [_reduce(b, r, barrett, "bring inputs below q") for r in ra]
-            rb = [_reduce(b, r, barrett, "") for r in rb]
-        idx = [order[v] for v in unit]
-        for st in layout.block_steps:  # block coefficients into registers of their own
-            for lo, hi in unit_pairs(unit, st.slot_bit):
-                ra[lo], ra[hi] = emit_step(b, ra[lo], ra[hi], st, bits)
-                rb[lo], rb[hi] = emit_step(b, rb[lo], rb[hi], st, bits)
-                idx[lo], idx[hi] = layout.move(st, idx[lo], idx[hi])
-        out = list(ra)
-        for blocks, at in _same_blocks(idx, d):
-            _basemul_blocks(b, ar, acc, table, [ra[i] for i in at], [rb[i] for i in at], blocks, qv, qinv, term,
-                            barrett, reduce_outputs, out, at)
+        # running sums, (first register of the blocks, k) -> (value, bound): of the terms without
+        # the zeta, and of the terms it multiplies (each copy's terms are added as they come)
+        low: dict[tuple[int, int], tuple[VReg, int]] = {}
+        wrap: dict[tuple[int, int], tuple[VReg, int]] = {}
+        for copy in range(copies):
+            ra, rb = ([_load(b, _vector(layout, v + copy * layout.vectors, arg)) for v in unit] for arg in (1, 2))
+            if reduce_inputs:
+                ra = [_reduce(b, r, barrett, "bring inputs below q") for r in ra]
+                rb = [_reduce(b, r, barrett, "") for r in rb]
+            idx = [order[v] for v in unit]
+            for st in layout.block_steps:  # block coefficients into registers of their own
+                for lo, hi in unit_pairs(unit, st.slot_bit):
+                    ra[lo], ra[hi] = emit_step(b, ra[lo], ra[hi], st, bits)
+                    rb[lo], rb[hi] = emit_step(b, rb[lo], rb[hi], st, bits)
+                    idx[lo], idx[hi] = layout.move(st, idx[lo], idx[hi])
+            groups = _same_blocks(idx, d)
+            for _, at in groups:
+                c_qinv = [b.op(by_width("mullo", bits), rb[i], qinv) for i in at]
+                terms: dict[tuple[bool, int], list[tuple[VReg, int]]] = {}
+                for i in range(d):
+                    for j in range(d):
+                        prod = mul.multiply(b, ra[at[i]], rb[at[j]], c_qinv[j], qv)
+                        terms.setdefault((i + j >= d, (i + j) % d), []).append((prod, term))
+                for (wraps, k), ts in terms.items():
+                    sums = wrap if wraps else low
+                    key = (at[0], k)
+                    sums[key] = acc.sum(([sums[key]] if key in sums else []) + ts)
+        out: list[VReg | None] = [None] * len(unit)
+        for blocks, at in groups:
+            zc = [mul.constant(math.final_zetas[blk]) for blk in blocks]
+            for k in range(d):
+                total = low[at[0], k]
+                if (at[0], k) in wrap:  # blocks of degree 1 wrap nothing and need no zeta table
+                    zw, zq = table.vector([z.w for z in zc]), table.vector([z.w_qinv for z in zc])
+                    z_abs = max(abs(z.w) for z in zc)
+                    w_sum, w_abs = wrap[at[0], k]
+                    total = acc.sum([total, (mul.multiply(b, w_sum, zw, zq, qv), mul.bound(w_abs, z_abs))])
+                r = total[0]
+                if finish is not None:
+                    r = _reduce(b, r, finish, "the output range asked for")
+                out[at[k]] = r
         for st in reversed(layout.block_steps):  # and back where the NTT domain keeps them
             for lo, hi in unit_pairs(unit, st.slot_bit):
                 out[lo], out[hi] = emit_step(b, out[lo], out[hi], st, bits)
@@ -188,32 +222,6 @@ def _same_blocks(idx: list[list[int]], d: int) -> list[tuple[tuple[int, ...], li
             raise AssertionError("base blocks are not split across registers")
         found.setdefault(tuple(i // d for i in lanes), {})[ks.pop()] = pos
     return [(blocks, [at[k] for k in range(d)]) for blocks, at in found.items()]
-
-
-def _basemul_blocks(b: Builder, ar: Arithmetic, acc: _Accumulator, table: TwiddleTable, a: list[VReg],
-                    c: list[VReg], blocks: tuple[int, ...], qv: VReg, qinv: Mem, term: int, barrett: Reducer,
-                    reduce_outputs: bool, out: list[VReg], at: list[int]) -> None:
-    """r_k for the blocks whose coefficient k is in a[k], c[k] (one block per lane), into out[at[k]]."""
-    math, mul, bits = ar.math, ar.mul, ar.layout.lane_bits
-    d = len(a)
-    c_qinv = [b.op(by_width("mullo", bits), r, qinv) for r in c]
-    prod = {}
-    for i in range(d):
-        for j in range(d):
-            prod[i, j] = mul.multiply(b, a[i], c[j], c_qinv[j], qv)
-    zc = [mul.constant(math.final_zetas[blk]) for blk in blocks]
-    for k in range(d):
-        low = acc.sum([(prod[i, k - i], term) for i in range(k + 1)])
-        wrap = [(prod[i, k + d - i], term) for i in range(k + 1, d)]
-        if wrap:  # blocks of degree 1 wrap nothing and need no zeta table
-            zw, zq = table.vector([z.w for z in zc]), table.vector([z.w_qinv for z in zc])
-            z_abs = max(abs(z.w) for z in zc)
-            w_sum, w_abs = acc.sum(wrap)
-            low = acc.sum([low, (mul.multiply(b, w_sum, zw, zq, qv), mul.bound(w_abs, z_abs))])
-        total = low[0]
-        if reduce_outputs:
-            total = _reduce(b, total, barrett, "into the inverse NTT's input range")
-        out[at[k]] = total
 
 
 class _Accumulator:

@@ -18,7 +18,10 @@ ORDERS = ("fastest", "standard", "natural")  # of the NTT domain (layout.plan)
 WIDTHS = (16,)
 ISAS = (AVX2.name, SSE.name)
 MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
-KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "order"}
+KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "order", "basemul_acc", "output"}
+ACC_COUNTS = range(2, 9)  # basemul_acc: sums of 2 to 8 products
+OUTPUTS = ("lazy", "centred", "canonical")  # what a kernel promises of its output: proven bound, (-q, q), [0, q)
+OUTPUT_KERNELS = ("forward", "basemul", "inverse")  # the kernels `output` chooses for (basemul: also basemul_acc)
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class NttParams:
     policy: str
     reducer: str  # "auto", "barrett" or "special"
     order: str  # of the NTT domain: "fastest", "standard" or "natural" (layout.ORDERS)
+    basemul_acc: tuple[int, ...]  # k of each r = sum of k base products kernel
+    output: tuple[tuple[str, str], ...]  # (kernel, "lazy" | "centred" | "canonical") for OUTPUT_KERNELS
     prefix: str
     source: str  # the file (or text) these came from, for messages
     targets: tuple[Target, ...]  # one per ISA, for the first ABI
@@ -97,5 +102,32 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     if order not in ORDERS:
         raise ParamError(src, "order", f"must be one of {', '.join(ORDERS)}, got {order!r}"
                                        + (" from --order" if overrides.order is not None else ""))
-    return NttParams(c.name, n, q, width, isas, layers, pol, red, order, c.prefix, src,
+    acc = table.get("basemul_acc", [])
+    if isinstance(acc, int) and not isinstance(acc, bool):
+        acc = [acc]
+    if (not isinstance(acc, list) or any(isinstance(k, bool) or not isinstance(k, int) or k not in ACC_COUNTS
+                                         for k in acc)):
+        raise ParamError(src, "basemul_acc", f"must be a list of sums to fuse, each k from {ACC_COUNTS[0]} to "
+                                             f"{ACC_COUNTS[-1]} (e.g. [2, 3, 4]), got {acc!r}")
+    if len(set(acc)) != len(acc):
+        raise ParamError(src, "basemul_acc", f"names a k twice: {acc!r}")
+    return NttParams(c.name, n, q, width, isas, layers, pol, red, order, tuple(acc), _outputs(src, table),
+                     c.prefix, src,
                      c.targets(isas, width), c.abis)
+
+
+def _outputs(src: str, table: dict) -> tuple[tuple[str, str], ...]:
+    """`output`: one choice for every kernel, or a table by kernel."""
+    given = table.get("output", OUTPUTS[0])
+    rule = (f"must be one of {', '.join(OUTPUTS)} for every kernel, or a table choosing per kernel "
+            f"({', '.join(OUTPUT_KERNELS)}), e.g. {{ basemul = \"centred\", inverse = \"centred\" }}")
+    if isinstance(given, str):
+        given = {k: given for k in OUTPUT_KERNELS}
+    if not isinstance(given, dict):
+        raise ParamError(src, "output", f"{rule}; got {given!r}")
+    for k, v in given.items():
+        if k not in OUTPUT_KERNELS:
+            raise ParamError(src, "output", f"{rule}; {k!r} is no such kernel")
+        if v not in OUTPUTS:
+            raise ParamError(src, "output", f"{rule}; got {v!r} for {k}")
+    return tuple((k, given.get(k, OUTPUTS[0])) for k in OUTPUT_KERNELS)
