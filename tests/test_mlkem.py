@@ -223,3 +223,80 @@ def test_order_option_and_what_the_manifest_and_header_say(tmp_path):
     assert "standard order: block j at D*j..D*j+D-1" in (tmp_path / "k" / "kyber-3329.h").read_text()
     r = kerngen("emit", "kyber-3329", "--order", "sideways", "--out", tmp_path / "x")
     assert r.returncode == 2 and "--order: invalid choice: 'sideways'" in r.stderr
+
+
+# --- the pair reduction: the verifier's controls ----------------------------------
+
+def _pair_kernel(copies: int, in_abs: int):
+    """The mlkem-3329 AVX2 base multiplication of `copies` products, as a builder, and a compile of it."""
+    from kerngen.core.contract import ArgContract, Bound, Contract, Values
+    from kerngen.families import load as load_params
+    from kerngen.families.ntt.build import _arg, design
+    from kerngen.families.ntt.kernels import build_basemul, kernel_builder
+    from kerngen.families.ntt.reducers import reducers
+    from kerngen.passes.pipeline import compile_kernel
+
+    p = load_params(REPO / "params" / "mlkem-3329.toml")
+    t = p.targets[0]
+    ar = design(p, t)
+    b = kernel_builder(ar.layout)
+    build_basemul(b, ar, reducers(Q, 16)["barrett"], False, "t_zetas", in_abs, None, copies)
+
+    def compile_with(builder, claim: int = in_abs):
+        contract = Contract((ArgContract(_arg(p, t, "r", "out"), None, Values(None)),
+                             ArgContract(_arg(p, t, "a", "in", copies), Values(Bound(0, claim))),
+                             ArgContract(_arg(p, t, "b", "in", copies), Values(Bound(0, claim)))), ())
+        return compile_kernel(builder, "t_pair", contract, t, modulus=Q)
+
+    return b, compile_with
+
+
+def _pair_steps(b) -> list[int]:
+    return [i for i, ins in enumerate(b.instrs) if ins.idiom is not None and ins.idiom.kind == "pair_montgomery"]
+
+
+def test_the_pair_reduction_is_verified_and_its_faults_refused():
+    """The kernel as built verifies (a bilinear map, bounds proven); each fault
+    in its reduction's structure is refused by the verifier, naming it."""
+    import dataclasses
+
+    from kerngen.core.errors import VerifyError
+    from kerngen.ir.instr import Imm
+    from kerngen.passes.lemmas import LemmaError, prove_pair_montgomery
+
+    b, compile_with = _pair_kernel(1, Q - 1)
+    good = compile_with(b)
+    assert good.proof.forms and good.proof.products_checked >= 16
+    steps = _pair_steps(b)
+    blend = next(i for i in steps if b.instrs[i].op == "vpblendw")
+    shift = next(i for i in steps if b.instrs[i].op == "vpslld")
+    high = [i for i in steps if b.instrs[i].op == "vpblendw"][1]
+    faults = {
+        "blend immediate": (blend, lambda ins: dataclasses.replace(ins, operands=ins.operands[:-1] + (Imm(0x55),))),
+        "shift count": (shift, lambda ins: dataclasses.replace(ins, operands=ins.operands[:-1] + (Imm(8),))),
+        "halves of other sums": (high, lambda ins: dataclasses.replace(
+            ins, operands=(ins.operands[0], ins.operands[2], ins.operands[1], ins.operands[3]))),
+    }
+    for what, (i, change) in faults.items():
+        original = b.instrs[i]
+        b.instrs[i] = change(original)
+        try:
+            with pytest.raises(VerifyError, match="pair reduction"):
+                compile_with(b)
+        finally:
+            b.instrs[i] = original
+    compile_with(b)  # put back: verifies again
+    # the lemma itself fails with a wrong q^-1
+    with pytest.raises(LemmaError):
+        prove_pair_montgomery(Q, 16, qinv=-3325)
+
+
+def test_the_pair_reduction_refuses_sums_that_could_overflow():
+    """Four products built for inputs below q, claimed for inputs up to 2^14:
+    the 32-bit sums or the reduced result could overflow, and the verifier says so."""
+    from kerngen.core.errors import VerifyError
+
+    b, compile_with = _pair_kernel(4, Q - 1)
+    compile_with(b)
+    with pytest.raises(VerifyError, match="pair reduction that can"):
+        compile_with(b, claim=1 << 14)

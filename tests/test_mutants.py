@@ -34,3 +34,21 @@ def test_no_wrong_mutant_survives(tmp_path):
     verdicts = Counter(o.verdict for o in outcomes)
     assert verdicts["wrong"] == 0, [o for o in outcomes if o.verdict == "wrong"]
     assert verdicts["rejected"] >= 12 and verdicts["caught"] >= 18, verdicts
+
+
+@needs_tools
+def test_no_wrong_mutant_survives_the_pair_base_multiplication(tmp_path):
+    """The same operators on mlkem-3329's base multiplication and its sum of
+    three products (pairs of coefficients in adjacent lanes, 32-bit sums of
+    products, the pair reduction), on AVX2 and SSE."""
+    p = load(REPO / "params/mlkem-3329.toml")
+    original = tmp_path / "original"
+    write(render(build(p), "original"), original)
+    outcomes = []
+    for kind in ("basemul", "basemul_acc3"):
+        for operator in OPERATORS:
+            for isa, seed in (("avx2", 4), ("sse", 5)):
+                outcomes.append(run_mutant(p, f"kg_mlkem3329_{kind}_{isa}", operator, seed, tmp_path, original))
+    verdicts = Counter(o.verdict for o in outcomes)
+    assert verdicts["wrong"] == 0, [o for o in outcomes if o.verdict == "wrong"]
+    assert verdicts["rejected"] + verdicts["caught"] >= 10, verdicts

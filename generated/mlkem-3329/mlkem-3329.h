@@ -79,7 +79,7 @@ extern "C" {
 
 /* forward negacyclic NTT of a[256] in place (7 layers, blocks of degree 2)
  *   requires: every a[i] in [-3328, 3328]
- *   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
+ *   ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   a: 256 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
@@ -88,8 +88,8 @@ void kg_mlkem3329_ntt_forward_avx2(int16_t a[256]);
 
 
 /* base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
- *   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [-1664, 1664] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [-1840, 2002] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   r: 256 x int16_t, out, 2-byte aligned (32-byte alignment is fastest)
@@ -100,8 +100,8 @@ void kg_mlkem3329_basemul_avx2(int16_t r[256], const int16_t a[256], const int16
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_1*b_1 blockwise, NTT domain
- *   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout each of the 2 polynomials
- *   ensures:  every r[i] in [-1664, 1664] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 2 polynomials
+ *   ensures:  every r[i] in [-2016, 2340] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
@@ -113,8 +113,8 @@ void kg_mlkem3329_basemul_acc2_avx2(int16_t r[256], const int16_t a[512], const 
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_2*b_2 blockwise, NTT domain
- *   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout each of the 3 polynomials
- *   ensures:  every r[i] in [-1664, 1664] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 3 polynomials
+ *   ensures:  every r[i] in [-2192, 2678] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
@@ -126,8 +126,8 @@ void kg_mlkem3329_basemul_acc3_avx2(int16_t r[256], const int16_t a[768], const 
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
- *   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout each of the 4 polynomials
- *   ensures:  every r[i] in [-1664, 1664] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 4 polynomials
+ *   ensures:  every r[i] in [-2368, 3016] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
@@ -177,7 +177,7 @@ void kg_mlkem3329_freeze_avx2(int16_t a[256]);
 
 /* forward negacyclic NTT of a[256] in place (7 layers, blocks of degree 2)
  *   requires: every a[i] in [-3328, 3328]
- *   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
+ *   ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
  *   cpu: SSE2 (check CPUID before calling)
  *   a: 256 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
@@ -186,8 +186,8 @@ void kg_mlkem3329_ntt_forward_sse(int16_t a[256]);
 
 
 /* base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
- *   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [-1664, 1664] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [-1840, 2002] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
  *   r: 256 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
@@ -198,8 +198,8 @@ void kg_mlkem3329_basemul_sse(int16_t r[256], const int16_t a[256], const int16_
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_1*b_1 blockwise, NTT domain
- *   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout each of the 2 polynomials
- *   ensures:  every r[i] in [-1664, 1664] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 2 polynomials
+ *   ensures:  every r[i] in [-2016, 2340] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
@@ -211,8 +211,8 @@ void kg_mlkem3329_basemul_acc2_sse(int16_t r[256], const int16_t a[512], const i
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_2*b_2 blockwise, NTT domain
- *   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout each of the 3 polynomials
- *   ensures:  every r[i] in [-1664, 1664] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 3 polynomials
+ *   ensures:  every r[i] in [-2192, 2678] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
@@ -224,8 +224,8 @@ void kg_mlkem3329_basemul_acc3_sse(int16_t r[256], const int16_t a[768], const i
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
- *   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout each of the 4 polynomials
- *   ensures:  every r[i] in [-1664, 1664] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 4 polynomials
+ *   ensures:  every r[i] in [-2368, 3016] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)

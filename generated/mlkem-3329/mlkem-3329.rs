@@ -69,7 +69,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i] in [-3328, 3328]
-    /// ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
+    /// ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
     ///           a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// a: 256 x i16, inout, 2-byte aligned (32-byte alignment is fastest)
@@ -79,8 +79,8 @@ unsafe extern "C" {
     /// base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [-1664, 1664] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [-1840, 2002] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// r: 256 x i16, out, 2-byte aligned (32-byte alignment is fastest)
@@ -92,8 +92,8 @@ unsafe extern "C" {
     /// base multiply-accumulate r = a_0*b_0 + ... + a_1*b_1 blockwise, NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout each of the 2 polynomials
-    /// ensures:  every r[i] in [-1664, 1664] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 2 polynomials
+    /// ensures:  every r[i] in [-2016, 2340] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
@@ -106,8 +106,8 @@ unsafe extern "C" {
     /// base multiply-accumulate r = a_0*b_0 + ... + a_2*b_2 blockwise, NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout each of the 3 polynomials
-    /// ensures:  every r[i] in [-1664, 1664] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 3 polynomials
+    /// ensures:  every r[i] in [-2192, 2678] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
@@ -120,8 +120,8 @@ unsafe extern "C" {
     /// base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout each of the 4 polynomials
-    /// ensures:  every r[i] in [-1664, 1664] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 4 polynomials
+    /// ensures:  every r[i] in [-2368, 3016] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
@@ -176,7 +176,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i] in [-3328, 3328]
-    /// ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
+    /// ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
     ///           a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
     /// cpu: SSE2 (is_x86_feature_detected!: "sse2")
     /// a: 256 x i16, inout, 2-byte aligned (16-byte alignment is fastest)
@@ -186,8 +186,8 @@ unsafe extern "C" {
     /// base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [-1664, 1664] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [-1840, 2002] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
     /// r: 256 x i16, out, 2-byte aligned (16-byte alignment is fastest)
@@ -199,8 +199,8 @@ unsafe extern "C" {
     /// base multiply-accumulate r = a_0*b_0 + ... + a_1*b_1 blockwise, NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout each of the 2 polynomials
-    /// ensures:  every r[i] in [-1664, 1664] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 2 polynomials
+    /// ensures:  every r[i] in [-2016, 2340] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
@@ -213,8 +213,8 @@ unsafe extern "C" {
     /// base multiply-accumulate r = a_0*b_0 + ... + a_2*b_2 blockwise, NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout each of the 3 polynomials
-    /// ensures:  every r[i] in [-1664, 1664] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 3 polynomials
+    /// ensures:  every r[i] in [-2192, 2678] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
@@ -227,8 +227,8 @@ unsafe extern "C" {
     /// base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout each of the 4 polynomials
-    /// ensures:  every r[i] in [-1664, 1664] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 4 polynomials
+    /// ensures:  every r[i] in [-2368, 3016] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")

@@ -37,12 +37,13 @@ from ..ir.instr import ArgBase, Imm, Instr, Kernel, Mem, PhysReg, StackBase, Tab
 from ..ir.lanes import SPLIT, move_lanes
 from ..ir.ops import Arith, generic_name, spec, wrap
 from ..target.printer import instr_text
-from .lemmas import LemmaError, ScalarIdiom, prove, prove_montgomery
+from .lemmas import LemmaError, ScalarIdiom, prove, prove_montgomery, prove_pair_montgomery
 
 Interval = tuple[int, int]
 Form = frozenset  # of sorted tuples of argument indices; None: not a sum of such products
 ZERO: Interval = (0, 0)
 PRODUCT = "montgomery"  # the tag kind of a Montgomery product group
+PAIR = "pair_montgomery"  # ... of a pair reduction: sums of vpmaddwd products, reduced from their halves
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class _Machine:
         self.tables = {t.label: t for t in kernel.tables}
         self.ids = count(1)
         self.defs: dict[int, tuple[str | None, list[Value]]] = {}  # value -> (operation, operands)
+        self.made: dict[int, tuple[str | None, int | None, int | None]] = {}  # value -> (operation, width, immediate)
         self.regs: dict[tuple[str, int], Value] = {}
         self.stack: dict[int, Value] = {}
         self.memory: dict[int, list[tuple[Interval, int, Form | None] | None]] = {}
@@ -320,6 +322,9 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
                 if group.kind == PRODUCT:
                     result = group.check_product(mc, index, ins, result)
                     products += 1
+                elif group.kind == PAIR:
+                    result = group.check_pair(mc, index, ins, result)
+                    products += 1
                 else:
                     result = group.apply_lemma(mc, index, ins, result)
                     checked += 1
@@ -349,14 +354,15 @@ def _evaluate(mc: _Machine, ins: Instr, index: int, s, sources: list[Value], imm
     elif s.move is not None:
         moved = move_lanes(s, [list(src.lanes) for src in sources], imm, mc.bits, lanes, ZERO)
         intervals = [mc.top if v is SPLIT else v for v in moved] if moved is not None else [mc.top] * lanes
-    elif mc.gf2 or (s.arith is not None and s.elem != mc.bits):
-        intervals = [mc.top] * lanes
+    elif mc.gf2 or (s.arith is not None and s.elem != mc.bits) or (group is not None and group.kind == PAIR):
+        intervals = [mc.top] * lanes  # inside a pair reduction: what it makes is established at its end
     else:
         mc.fail(index, ins, "has no lane semantics in the instruction table")
     deps = mc.lanes_deps(s, sources, imm, lanes, elementwise)
     form = None if group is not None else mc.form_of(ins, sources)
     made = mc.new(intervals, deps, form)
     mc.defs[made.vid] = (s.generic, list(sources))
+    mc.made[made.vid] = (s.generic, s.elem, imm)
     return made
 
 
@@ -450,3 +456,74 @@ class _Group:
             form = _product(x.form, w.form)
         prove_montgomery(q, bits)
         return Value(result.vid, result.lanes, result.deps, form)
+
+    def check_pair(self, mc: _Machine, index: int, ins: Instr, result: Value) -> Value:
+        """r = hi - mulhi(mullo(lo, q^-1), q), where lo and hi interleave the
+        halves of two sums of vpmaddwd products: lo = blend(X0, X1 << bits),
+        hi = blend(X0 >> bits, X1) (odd lanes from the second source). Then
+        lane 2m of r is X0's unit m times 2^-bits mod q and lane 2m+1 is X1's
+        (the pair Montgomery lemma), each unit's X the sum over its terms of
+        a[2m]*b[2m] + a[2m+1]*b[2m+1]; its interval comes from theirs."""
+        bits, q = mc.bits, mc.v.modulus
+
+        def bad(why: str):
+            mc.fail(index, ins, f"ends a pair reduction that {why}")
+
+        def made(v: Value, generic: str, width: int, imm: int | None = None) -> list[Value]:
+            got = mc.made.get(v.vid)
+            if got is None or got[0] != generic or (got[1] or bits) != width or (imm is not None and got[2] != imm):
+                bad(f"does not compute {generic} on {width}-bit units{'' if imm is None else f' by {imm}'} "
+                    f"where it should (found {got})")
+            return mc.defs[v.vid][1]
+
+        def constant(vs: list[Value], want: int) -> Value:
+            others = [v for v in vs if v.constant is None or set(v.constant[:active]) != {wrap(want, bits)}]
+            if len(others) != 1:
+                bad(f"does not use the constant {want} where it should")
+            return others[0]
+
+        active = ins.operands[0].bits // bits
+        h, u = made(result, "sub", bits)
+        t = constant(made(u, "mulhi", bits), q)
+        lo = constant(made(t, "mullo", bits), pow(q, -1, 1 << bits))
+        x0, shifted = made(lo, "blend", bits, 0xAA)
+        [x1] = made(shifted, "sll", 2 * bits, bits)
+        high, x1_again = made(h, "blend", bits, 0xAA)
+        [x0_again] = made(high, "srl", 2 * bits, bits)
+        if x0.vid != x0_again.vid or x1.vid != x1_again.vid:
+            bad("does not take both halves from the same two sums")
+
+        def terms(x: Value) -> list[tuple[Value, Value]]:
+            got = mc.made.get(x.vid)
+            if got is not None and got[0] == "madd":
+                return [tuple(mc.defs[x.vid][1])]
+            return [term for src in made(x, "add", 2 * bits) for term in terms(src)]
+
+        limit = 1 << (2 * bits - 1)
+        lanes, deps, form = list(result.lanes), list(result.deps), frozenset()
+        for parity, x in ((0, x0), (1, x1)):
+            parts = terms(x)
+            for a, b in parts:
+                form = _union(form, _product(a.form, b.form))
+            for m in range(active // 2):
+                lo_sum = hi_sum = magnitude = 0
+                dep = 0
+                for a, b in parts:
+                    for k in (2 * m, 2 * m + 1):
+                        corners = [i * j for i in a.lanes[k] for j in b.lanes[k]]
+                        lo_sum, hi_sum = lo_sum + min(corners), hi_sum + max(corners)
+                        magnitude += max(abs(c) for c in corners)
+                        dep |= a.deps[k] | b.deps[k]
+                if magnitude >= limit:
+                    bad(f"can overflow its {2 * bits}-bit sums in unit {m}: up to {magnitude}")
+                r_lo = -((-(lo_sum - ((1 << (bits - 1)) - 1) * q)) // (1 << bits))
+                r_hi = (hi_sum + (1 << (bits - 1)) * q) // (1 << bits)
+                if r_lo < mc.lo or r_hi > mc.hi:
+                    bad(f"can leave int{bits} in lane {2 * m + parity}: [{r_lo}, {r_hi}]")
+                lanes[2 * m + parity] = (r_lo, r_hi)
+                deps[2 * m + parity] = dep
+        try:
+            prove_pair_montgomery(q, bits)
+        except LemmaError as e:
+            raise VerifyError(f"{mc.kernel.symbol}: {e}") from None
+        return Value(result.vid, tuple(lanes), tuple(deps), form)

@@ -217,25 +217,31 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     fns = []
 
     outputs = dict(p.output)
-    finishers = {"lazy": None, "centred": available["barrett"], "canonical": freezer(q, bits)}
-    centred = Bound(-(q - 1), q - 1)
+    barrett = available["barrett"]
+    # per output range: the final reductions to try, cheapest first (none: the bounds may already suffice)
+    finishers = {"lazy": (None,), "centred": (None, barrett), "canonical": (freezer(q, bits),)}
+    ranges = {"lazy": None, "centred": Bound(-(q - 1), q - 1), "canonical": Bound(0, q - 1)}
 
-    def finisher(kernel: str) -> Reducer | None:
-        return finishers[outputs[kernel]]
-
-    def promised(kernel: str, c: Compiled, arg: str) -> None:
-        """The output range asked for is what the verifier proved."""
-        out = c.contract.arg(arg).ensures.bound
-        want = {"lazy": None, "centred": centred, "canonical": Bound(0, q - 1)}[outputs[kernel]]
-        if want is not None and not (want.lo <= out.lo and out.hi <= want.hi):
-            raise AssertionError(f"{c.kernel.symbol}: output {outputs[kernel]} asked for, proven {out}")
+    def first_fitting(kernel: str, make, arg: str, fits=lambda out: True, fallback=()) -> Compiled:
+        """The first build (by `make(finish)`) whose proven output has the range
+        asked for and `fits`; `fallback` finishes are tried after the range's own."""
+        want = ranges[outputs[kernel]]
+        for finish in finishers[outputs[kernel]] + fallback:
+            c = make(finish)
+            out = c.contract.arg(arg).ensures.bound
+            if (want is None or want.lo <= out.lo and out.hi <= want.hi) and fits(out):
+                return c
+        raise AssertionError(f"{c.kernel.symbol}: no final reduction gives the {outputs[kernel]} output ({out})")
 
     def ntt(direction: str, contract: Contract, summary: str) -> tuple[Function, Compiled]:
         s = schedule(ar, p.policy, direction, contract.arg("a").requires.bound.hi)
-        b = kernel_builder(layout)
-        build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles_{isa}", finisher(direction))
-        c = _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p, t)
-        promised(direction, c, "a")
+
+        def make(finish: Reducer | None) -> Compiled:
+            b = kernel_builder(layout)
+            build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles_{isa}", finish)
+            return _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p, t)
+
+        c = first_fitting(direction, make, "a")
         return Function(c.kernel, f"ntt_{direction}", c.contract, summary, head,
                         (("reduction", s.manifest()), ("output_range", outputs[direction])),
                         s.describe(), s, map_proof(c, (("a",),))), c
@@ -268,16 +274,15 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
               f" (proven); r_j = sum over i < {k} of a_i_j*b_i_j*2^-{bits} mod (x^{d} - zeta_j, {q}),"),
              *(() if k == 1 else ((f"          a_i = a[{n}*i .. {n}*i+{n - 1}], b_i likewise",),)),
              (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
-        # a lazy output is reduced only if it could exceed the inverse's input
-        for finish in ((None, available["barrett"]) if outputs["basemul"] == "lazy" else (finisher("basemul"),)):
+        def make(finish: Reducer | None) -> Compiled:  # noqa: F811 (one per kernel, used at once)
             b = kernel_builder(layout)
-            build_basemul(b, ar, available["barrett"], reduce_inputs, f"{p.prefix}_basemul_zetas_{isa}",
-                          fwd_out.magnitude, finish, k)
-            bc = _compile(b, f"{p.prefix}_{kind}_{isa}", bm_contract, p, t)
-            out = bc.contract.arg("r").ensures.bound
-            if inv_in.lo <= out.lo and out.hi <= inv_in.hi:
-                break
-        promised("basemul", bc, "r")
+            build_basemul(b, ar, barrett, reduce_inputs, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude,
+                          finish, k)
+            return _compile(b, f"{p.prefix}_{kind}_{isa}", bm_contract, p, t)
+
+        # reduced at the end only if the output could exceed the range asked for, or the inverse's input
+        bc = first_fitting("basemul", make, "r", lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi,
+                           fallback=(barrett,))
         facts = (("aliasing", "r may be the same array as a or b"), ("output_range", outputs["basemul"]))
         fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,
                             f"base multiplication r = a*b blockwise mod (x^{d} - zeta_j), NTT domain" if k == 1 else

@@ -17,8 +17,9 @@ touches a byte outside its arrays.
 
 from __future__ import annotations
 
-from ...ir.instr import ArgBase, Builder, Imm, Mem, TableBase, VReg
+from ...ir.instr import ArgBase, Builder, IdiomTag, Imm, Mem, TableBase, VReg
 from ...ir.ops import by_width, sized_load, sized_store, spec
+from ...passes.verify import PAIR
 from .layout import Butterflies, NttLayout, block_units, pairs, register_key, unit_pairs
 from .reducers import Reducer, broadcast_const, emit_idiom
 from .schedule import Arithmetic, ReductionSchedule
@@ -160,8 +161,12 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, reduce_inputs: b
     qinv = broadcast_const(b, mul.qinv, bits)
     x_abs = barrett.reduced_bound(in_abs) if reduce_inputs else in_abs
     term = mul.bound(x_abs, x_abs)
-    acc = _Accumulator(b, by_width("add", bits), barrett, ar.lane_max)
     order = layout.vector_indices(layout.output_order)
+    if pairs_in_lanes(layout):
+        _pair_basemul(b, ar, barrett, in_abs, table, qv, finish, copies, order)
+        table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}): R and zeta*R in each block's two lanes")
+        return
+    acc = _Accumulator(b, by_width("add", bits), barrett, ar.lane_max)
     for unit in block_units(layout):
         # running sums, (first register of the blocks, k) -> (value, bound): of the terms without
         # the zeta, and of the terms it multiplies (each copy's terms are added as they come)
@@ -211,6 +216,76 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, reduce_inputs: b
             _store(b, _vector(layout, v), r)
     if table.rows:
         table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}) for base multiplication")
+
+
+def pairs_in_lanes(layout: NttLayout) -> bool:
+    """Blocks of degree 1 whose two coefficients sit side by side in the NTT
+    domain (the standard and natural orders): the pair base multiplication."""
+    o = layout.output_order
+    return layout.d == 2 and all(o[k] % 2 == 0 and o[k + 1] == o[k] + 1 for k in range(0, len(o), 2))
+
+
+def _pair_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, in_abs: int, table: TwiddleTable, qv: VReg,
+                  finish: Reducer | None, copies: int, order: list[list[int]]) -> None:
+    """Base multiplication of degree-1 blocks held as (c0, c1) pairs in adjacent
+    lanes, with 32-bit sums of products (vpmaddwd):
+
+        X0 = sum over copies of a0*b0' + a1*b1',  b' = (b0, zeta*b1)  (a Montgomery product by (R, zeta*R))
+        X1 = sum over copies of a0*b1 + a1*b0     (b with its pairs swapped)
+
+    and one Montgomery reduction of each 32-bit sum from its halves (a pair
+    reduction): r0 = X0/R, r1 = X1/R, already in place, interleaved. The
+    sums are bounded before anything is emitted: inputs are reduced first
+    when the 32-bit sums or the reduced result could overflow."""
+    math, layout, mul = ar.math, ar.layout, ar.mul
+    bits, q = layout.lane_bits, math.q
+    madd, add32 = "vpmaddwd", by_width("add", 2 * bits)
+    ones = mul.constant(1)
+    w_abs = max(ones.w, *(abs(mul.constant(z).w) for z in math.final_zetas))
+    half = 1 << (bits - 1)
+
+    def overflows(x_abs: int, y_abs: int) -> bool:
+        """Whether the 32-bit sums or the reduced result could leave their lanes."""
+        total = copies * 2 * x_abs * max(y_abs, mul.bound(y_abs, w_abs))
+        return total >= 1 << (2 * bits - 1) or (total + half * q) >> bits > half - 1
+
+    small = barrett.reduced_bound(in_abs)
+    # reduce nothing, else b's elements only, else both: the fewest reductions that keep the sums in range
+    reduce_a, reduce_b = next(((ra, rb) for ra, rb in ((False, False), (False, True), (True, True))
+                               if not overflows(small if ra else in_abs, small if rb else in_abs)), (None, None))
+    if reduce_a is None:
+        raise ValueError(f"pair base multiplication of {copies} products overflows even on reduced inputs")
+    qinv = broadcast_const(b, mul.qinv, bits)
+    for v in range(layout.vectors):
+        blocks = [i // 2 for i in order[v][::2]]
+        consts = [c for blk in blocks for c in (ones, mul.constant(math.final_zetas[blk]))]
+        wm, wq = table.vector([c.w for c in consts]), table.vector([c.w_qinv for c in consts])
+        group = b.new_group()
+        sums: list[VReg | None] = [None, None]
+        for copy in range(copies):
+            x = _load(b, _vector(layout, v + copy * layout.vectors, 1))
+            y = _load(b, _vector(layout, v + copy * layout.vectors, 2))
+            if reduce_a:
+                x = _reduce(b, x, barrett, "keep the 32-bit sums in range")
+            if reduce_b:
+                y = _reduce(b, y, barrett, "keep the 32-bit sums in range")
+            zeta_y = mul.multiply(b, y, wm, wq, qv)
+            swapped = b.op("vpshufhw", b.op("vpshuflw", y, Imm(0xB1)), Imm(0xB1))
+            for k, other in enumerate((zeta_y, swapped)):
+                tag = IdiomTag(group, PAIR, "start" if copy == 0 and k == 0 else "body", 1)
+                product = b.op(madd, x, other, idiom=tag)
+                sums[k] = product if sums[k] is None else b.op(add32, sums[k], product, idiom=tag)
+        body = IdiomTag(group, PAIR, "body", 1)
+        low = b.op(by_width("blend", bits), sums[0], b.op(by_width("sll", 2 * bits), sums[1], Imm(bits), idiom=body),
+                   Imm(0xAA), idiom=body)
+        high = b.op(by_width("blend", bits), b.op(by_width("srl", 2 * bits), sums[0], Imm(bits), idiom=body), sums[1],
+                    Imm(0xAA), idiom=body)
+        t = b.op(by_width("mullo", bits), low, qinv, idiom=body)
+        r = b.op(by_width("sub", bits), high, b.op(by_width("mulhi", bits), t, qv, idiom=body),
+                 idiom=IdiomTag(group, PAIR, "end", 1))
+        if finish is not None:
+            r = _reduce(b, r, finish, "the output range asked for")
+        _store(b, _vector(layout, v), r)
 
 
 def _same_blocks(idx: list[list[int]], d: int) -> list[tuple[tuple[int, ...], list[int]]]:

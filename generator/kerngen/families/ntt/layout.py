@@ -242,9 +242,17 @@ def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayo
                          f"{1 << group_bits} registers ({lanes} lanes each, n = {n})")
     there = moves.cheapest(arrangement[:held], lambda a: a == goal[:held])
     back = moves.cheapest(goal[:held], lambda a: a == arrangement[:held])
-    if there and steps:  # the final pass ends with them
-        forward[-1] = Pass(groups, forward[-1].steps + there)
-        inverse[0] = Pass(groups, back + inverse[0].steps)
+    if there and steps:
+        # the final pass's lane moves after its last butterflies, and the inverse's before its
+        # first, are replaced with the cheapest that reach the same arrangements from the order's
+        fwd, inv = forward[-1].steps, inverse[0].steps
+        last = max(i for i, st in enumerate(fwd) if isinstance(st, Butterflies)) + 1
+        first = next(i for i, st in enumerate(inv) if isinstance(st, Butterflies))
+        start = tuple(range(held))  # the final pass begins in index order (top passes move no lanes)
+        before = moves.run(fwd[:last], start)
+        after = moves.run(inv[:first], arrangement[:held])
+        forward[-1] = Pass(groups, fwd[:last] + moves.cheapest(before, lambda a: a == goal[:held]))
+        inverse[0] = Pass(groups, moves.cheapest(goal[:held], lambda a: a == after) + inv[first:])
     elif there:  # the layers needed no lane moves: a pass of its own
         forward.append(Pass(groups, there))
         inverse.insert(0, Pass(groups, back))
@@ -317,6 +325,13 @@ class _Moves:
             top = self.half_bits - 1
             x[0], x[1:top + 1], x[L + st.slot_bit] = a[L + st.slot_bit], a[0:top], a[top]
         return tuple(x)
+
+    def run(self, steps, a: tuple[int, ...]) -> tuple[int, ...]:
+        """The arrangement after the lane moves among `steps` (butterflies move nothing)."""
+        for st in steps:
+            if not isinstance(st, Butterflies):
+                a = self.apply(st, a)
+        return a
 
     def cheapest(self, start: tuple[int, ...], done: Callable[[tuple[int, ...]], bool],
                  swaps_only: bool = False) -> tuple[Swap | Interleave, ...]:
