@@ -217,21 +217,27 @@ def _ok(out: str, v: Vendored, per: int = 24, rust: bool = False) -> None:
     assert out.strip() == f"ok {rows * per}", out
 
 
+def cmake_consumer(v: Vendored, project: Path, options: str = "") -> Path:
+    """A C project vendoring the bundle with add_subdirectory and running the NTT check; the bundle's directory."""
+    bundle = v.write(project / "third_party" / v.name)
+    (project / "check.c").write_text(ntt_check_c(v))
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.10)\n"
+        "project(consumer C)\n"
+        "set(CMAKE_C_STANDARD 11)\n"
+        f"add_subdirectory(third_party/{v.name})\n"
+        "add_executable(check check.c)\n"
+        + options +
+        f"target_link_libraries(check PRIVATE kerngen::{v.name})\n")
+    return bundle
+
+
 @needs("cmake", "nasm", "cc")
 def test_cmake_project_vendors_the_ntt_bundle(kyber, tmp_path):
     """add_subdirectory(kyber-3329) in a C-only project: the bundle enables ASM_NASM itself.
     The vendored directory, extra files and all, still passes `kerngen test`."""
     project = tmp_path / "consumer"
-    bundle = kyber.write(project / "third_party" / "kyber-3329")
-    (project / "check.c").write_text(ntt_check_c(kyber))
-    (project / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.10)\n"
-        "project(consumer C)\n"
-        "set(CMAKE_C_STANDARD 11)\n"
-        "add_subdirectory(third_party/kyber-3329)\n"
-        "add_executable(check check.c)\n"
-        "target_compile_options(check PRIVATE -Wall -Wextra -Werror)\n"
-        "target_link_libraries(check PRIVATE kerngen::kyber-3329)\n")
+    bundle = cmake_consumer(kyber, project, "target_compile_options(check PRIVATE -Wall -Wextra -Werror)\n")
     gen = ["-G", "Ninja"] if shutil.which("ninja") else []
     run(["cmake", "-S", project, "-B", project / "build", *gen], project)
     run(["cmake", "--build", project / "build"], project)
@@ -246,15 +252,7 @@ def test_cmake_cross_build_for_windows_picks_the_win64_object_and_runs_under_win
     the bundle's CMakeLists.txt assembles kyber-3329_win64.asm as win64, and the
     program runs under Wine."""
     project = tmp_path / "consumer"
-    kyber.write(project / "third_party" / "kyber-3329")
-    (project / "check.c").write_text(ntt_check_c(kyber))
-    (project / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.10)\n"
-        "project(consumer C)\n"
-        "set(CMAKE_C_STANDARD 11)\n"
-        "add_subdirectory(third_party/kyber-3329)\n"
-        "add_executable(check check.c)\n"
-        "target_link_libraries(check PRIVATE kerngen::kyber-3329)\n")
+    cmake_consumer(kyber, project)
     (project / "mingw.cmake").write_text(
         "set(CMAKE_SYSTEM_NAME Windows)\n"
         "set(CMAKE_SYSTEM_PROCESSOR x86_64)\n"

@@ -70,7 +70,7 @@ def _in_bound(vals: list[int], bound: list[int]) -> str | None:
 def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
     rng = random.Random(seed)
     n, q = manifest["params"]["n"], manifest["params"]["q"]
-    fwd, inv, bm = _fn(manifest, "ntt_forward"), _fn(manifest, "ntt_inverse"), _fn(manifest, "basemul")
+    fwd, inv = _fn(manifest, "ntt_forward"), _fn(manifest, "ntt_inverse")
     layout = fwd["output"]["layout"]
     out: list[Check] = []
 
@@ -111,14 +111,21 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
     for name, y in edge_inputs(*inv["input"]["bound"], n, rng, randoms):
         out.append(Check(Case(f"inverse-{name}", inv["symbol"], _args(inv, y)), inverse_judge(y)))
 
-    def basemul_judge(a: list[int], b: list[int]):
+    def products_judge(fn: dict, a: list[int], b: list[int]):
+        """Base multiplication (k = 1) or its sum of k products: a and b hold k polynomials each."""
+        copies = fn.get("k", 1)
+
         def judge(outputs: dict[int, list[int]]) -> str | None:
             got = outputs[0]
-            bad = _in_bound(got, bm["output"]["bound"])
+            bad = _in_bound(got, fn["output"]["bound"])
             if bad:
                 return bad
-            scale = bm["output"]["scale"]
-            wants = block_products(blocks_of(a, layout), blocks_of(b, layout), zetas, q)
+            scale = fn["output"]["scale"]
+            wants = [[0] * layout["d"] for _ in zetas]
+            for c in range(copies):
+                part = block_products(blocks_of(a[c * n:(c + 1) * n], layout), blocks_of(b[c * n:(c + 1) * n], layout),
+                                      zetas, q)
+                wants = [[(x + y) % q for x, y in zip(w, p)] for w, p in zip(wants, part)]
             for j, (have, want) in enumerate(zip(blocks_of(got, layout), wants)):
                 want = [scale * w % q for w in want]
                 if [h % q for h in have] != want:
@@ -147,46 +154,16 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
         for name, x in edge_inputs(lo, hi, n, rng, randoms) + sweep:
             out.append(Check(Case(f"{red['symbol']}-{name}-{x[0]}", red["symbol"], _args(red, x)), reduce_judge(x)))
 
-    lo, hi = bm["input"]["bound"]
-    ins = edge_inputs(lo, hi, n, rng, randoms)
-    for k, ((na, a), (_, b)) in enumerate(zip(ins, ins[1:] + ins[:1])):
-        out.append(Check(Case(f"basemul-{na}", bm["symbol"], _args(bm, a, b)), basemul_judge(a, b)))
-        if k == 0:  # in place: r is the same array as a
-            out.append(Check(Case(f"basemul-inplace-{na}", bm["symbol"], _args(bm, a, b, alias={0: 1})),
-                             basemul_judge(a, b)))
-
-    def acc_judge(fn: dict, a: list[int], b: list[int]):
-        copies = fn["k"]
-
-        def judge(outputs: dict[int, list[int]]) -> str | None:
-            got = outputs[0]
-            bad = _in_bound(got, fn["output"]["bound"])
-            if bad:
-                return bad
-            scale = fn["output"]["scale"]
-            wants = [[0] * layout["d"] for _ in zetas]
-            for c in range(copies):
-                part = block_products(blocks_of(a[c * n:(c + 1) * n], layout), blocks_of(b[c * n:(c + 1) * n], layout),
-                                      zetas, q)
-                wants = [[(x + y) % q for x, y in zip(w, p)] for w, p in zip(wants, part)]
-            for j, (have, want) in enumerate(zip(blocks_of(got, layout), wants)):
-                want = [scale * w % q for w in want]
-                if [h % q for h in have] != want:
-                    return f"block {j}: got {[h % q for h in have]}, want {want}"
-            return None
-        return judge
-
     for fn in manifest["functions"]:
-        if fn["kind"] != "basemul_acc":
+        if fn["kind"] not in ("basemul", "basemul_acc"):
             continue
         lo, hi = fn["input"]["bound"]
-        count = fn["k"] * n
-        ins = edge_inputs(lo, hi, count, rng, randoms)
+        ins = edge_inputs(lo, hi, fn.get("k", 1) * n, rng, randoms)
         for k, ((na, a), (_, b)) in enumerate(zip(ins, ins[1:] + ins[:1])):
-            out.append(Check(Case(f"{fn['symbol']}-{na}", fn["symbol"], _args(fn, a, b)), acc_judge(fn, a, b)))
-            if k == 0:  # r is the same array as a (its first polynomial)
-                r_is_a = _args(fn, a, b, alias={0: 1})
-                out.append(Check(Case(f"{fn['symbol']}-inplace-{na}", fn["symbol"], r_is_a), acc_judge(fn, a, b)))
+            out.append(Check(Case(f"{fn['symbol']}-{na}", fn["symbol"], _args(fn, a, b)), products_judge(fn, a, b)))
+            if k == 0:  # in place: r is the same array as a (its first polynomial)
+                out.append(Check(Case(f"{fn['symbol']}-inplace-{na}", fn["symbol"], _args(fn, a, b, alias={0: 1})),
+                                 products_judge(fn, a, b)))
     return out
 
 
