@@ -202,10 +202,12 @@ def test_a_module_lattice_matrix_vector_product(kernels, isa, rank):
     ('output = { freeze = "centred" }', "output: must be one of lazy, centred, canonical for every kernel, or a "
                                         "table choosing per kernel (forward, basemul, inverse)"),
     ('output = { inverse = "tight" }', "got 'tight' for inverse"),
+    ('q = 18433\noutput = { basemul = "canonical" }', "output: basemul = 'canonical' needs q - 1 <= 16383"),
 ])
 def test_bad_order_accumulation_or_output_exits_2_and_writes_nothing(tmp_path, line, words):
     src = tmp_path / "p.toml"
-    src.write_text(f'name = "p"\nfamily = "ntt"\nn = 256\nq = 3329\n{line}\n')
+    head = 'name = "p"\nfamily = "ntt"\nn = 256\n' + ("" if line.startswith("q =") else "q = 3329\n")
+    src.write_text(f"{head}{line}\n")
     r = kerngen("emit", src, "--out", tmp_path / "out")
     assert r.returncode == 2, r.stderr
     assert words in r.stderr and r.stderr.count("\n") == 1, r.stderr

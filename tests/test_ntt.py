@@ -59,6 +59,27 @@ def test_random_primes_emit_verify_and_pass(n, seed, policy, reducer):
     assert outcome.failed == 0, outcome.failures
 
 
+OUTPUTS = st.sampled_from(["lazy", "centred", "canonical"])
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([4, 16, 64, 256, 512]), st.integers(min_value=3, max_value=32767),
+       st.sampled_from(["fastest", "standard"]), OUTPUTS, OUTPUTS, OUTPUTS,
+       st.sampled_from([[], [2], [3, 4]]))
+def test_random_scheme_shaped_sets_emit_verify_and_pass(n, seed, order, forward, basemul, inverse, acc):
+    """Orders, output ranges and sums of products drawn with the prime: every
+    valid set emits, verifies and passes (the order's positions, the ranges
+    promised, the sums against SymPy, basis proofs)."""
+    q = sympy.nextprime(seed % 32000)
+    while q >= 32768 or not _usable(n, q):
+        q = sympy.nextprime(q) if q < 32000 else 257
+    p = from_mapping({"name": f"s{n}-{q}", "family": "ntt", "n": n, "q": q, "order": order, "basemul_acc": acc,
+                      "output": {"forward": forward, "basemul": basemul, "inverse": inverse},
+                      "isa": ["avx2", "sse"]}, "random")
+    outcome = run_kerngen_test(p, seed=seed, say=lambda s: None)
+    assert outcome.failed == 0, outcome.failures
+
+
 @pytest.mark.parametrize("path", [p for p in NTT_SETS if load(p).n <= 512], ids=lambda p: p.stem)
 def test_reduction_counts_are_ordered(path):
     """eager >= layer >= index >= minimal, for every reduction kind and both directions."""

@@ -21,7 +21,7 @@ from .kernels import build_basemul, build_ntt, build_reduce, kernel_builder
 from .layout import plan
 from .maths import NttMath
 from .montgomery import Montgomery
-from .params import NttParams
+from .params import NttParams, inverse_input_top
 from .reducers import Reducer, freezer, reducers
 from .schedule import Arithmetic, ReductionSchedule, ScheduleError, schedule
 
@@ -57,9 +57,7 @@ def block_layout(math: NttMath, output_order: tuple[int, ...], order: str) -> Bl
 
 
 def inverse_input(bits: int) -> Bound:
-    """The inverse adds pairs before its first multiplication (which carries
-    the scaling), so its inputs may use half the signed range."""
-    top = (1 << (bits - 2)) - 1
+    top = inverse_input_top(bits)
     return Bound(-top, top)
 
 

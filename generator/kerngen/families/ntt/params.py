@@ -111,9 +111,22 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
                                              f"{ACC_COUNTS[-1]} (e.g. [2, 3, 4]), got {acc!r}")
     if len(set(acc)) != len(acc):
         raise ParamError(src, "basemul_acc", f"names a k twice: {acc!r}")
-    return NttParams(c.name, n, q, width, isas, layers, pol, red, order, tuple(acc), _outputs(src, table),
+    outputs = _outputs(src, table)
+    inverse_top = inverse_input_top(width)
+    if dict(outputs)["basemul"] != OUTPUTS[0] and q - 1 > inverse_top:
+        raise ParamError(src, "output", f"basemul = {dict(outputs)['basemul']!r} needs q - 1 <= {inverse_top}: the "
+                                        f"inverse NTT takes inputs in [-{inverse_top}, {inverse_top}], and q = {q} "
+                                        "puts base multiplication's outputs beyond them; use \"lazy\" (reduced "
+                                        "only as far as the inverse needs)")
+    return NttParams(c.name, n, q, width, isas, layers, pol, red, order, tuple(acc), outputs,
                      c.prefix, src,
                      c.targets(isas, width), c.abis)
+
+
+def inverse_input_top(width: int) -> int:
+    """The inverse NTT adds pairs before its first multiplication (which carries
+    the scaling), so its inputs may use half the signed range: |a[i]| at most this."""
+    return (1 << (width - 2)) - 1
 
 
 def _outputs(src: str, table: dict) -> tuple[tuple[str, str], ...]:
