@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from kerngen.commands.test import fresh_emission
+from kerngen.core.manifest import read_bundle
+
 from conftest import REPO, kerngen
 
 SPDX = "SPDX-License-Identifier: MIT OR Apache-2.0"
@@ -171,6 +174,14 @@ int main(void) {
 
 
 # --- testing a vendored bundle --------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "params").glob("*.toml")))
+def test_every_shipped_bundle_is_its_manifests_fresh_emission(name):
+    """What `kerngen test DIR` checks first: the manifest's parameters (every key
+    that shapes the kernels among them) emit exactly the committed files."""
+    directory, manifest = read_bundle(REPO / "generated" / name)
+    assert fresh_emission(directory, manifest) is None
+
 
 @needs_tools
 def test_a_copied_bundle_is_tested_from_its_manifest(tmp_path):

@@ -15,6 +15,8 @@
 ;   reducer = "auto"
 ;   reducer_used = "barrett"
 ;   order = "fastest"
+;   basemul_acc = []
+;   output = {"forward": "lazy", "basemul": "lazy", "inverse": "lazy"}
 ;   prefix = "kg_falcon12289"
 ;   abi = "sysv"
 ;   visibility = "hidden"

@@ -15,6 +15,8 @@
 ;   reducer = "auto"
 ;   reducer_used = "special"
 ;   order = "fastest"
+;   basemul_acc = []
+;   output = {"forward": "lazy", "basemul": "lazy", "inverse": "lazy"}
 ;   prefix = "kg_kyber3329"
 ;   abi = "sysv"
 ;   visibility = "hidden"

@@ -15,6 +15,8 @@
 ;   reducer = "special"
 ;   reducer_used = "special"
 ;   order = "fastest"
+;   basemul_acc = []
+;   output = {"forward": "lazy", "basemul": "lazy", "inverse": "lazy"}
 ;   prefix = "kg_kyberr17681"
 ;   abi = "sysv"
 ;   visibility = "hidden"

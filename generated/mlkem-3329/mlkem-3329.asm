@@ -15,6 +15,8 @@
 ;   reducer = "auto"
 ;   reducer_used = "special"
 ;   order = "standard"
+;   basemul_acc = [2, 3, 4]
+;   output = {"forward": "canonical", "basemul": "centred", "inverse": "centred"}
 ;   prefix = "kg_mlkem3329"
 ;   abi = "sysv"
 ;   visibility = "hidden"
@@ -1653,9 +1655,9 @@ kg_mlkem3329_basemul_avx2:
 
 
 ; ---------------------------------------------------------------------------
-; kg_mlkem3329_basemul_acc2_avx2: base multiply-accumulate r = a_0*b_0 + ... + a_1*b_1 blockwise, NTT domain
+; kg_mlkem3329_basemul_acc2_avx2: base multiply-accumulate r = a_0*b_0 + a_1*b_1 blockwise, NTT domain
 ;
-;   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 2 polynomials
+;   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 2 polynomials
 ;   ensures:  every r[i] in [-2016, 2340] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -2153,9 +2155,9 @@ kg_mlkem3329_basemul_acc2_avx2:
 
 
 ; ---------------------------------------------------------------------------
-; kg_mlkem3329_basemul_acc3_avx2: base multiply-accumulate r = a_0*b_0 + ... + a_2*b_2 blockwise, NTT domain
+; kg_mlkem3329_basemul_acc3_avx2: base multiply-accumulate r = a_0*b_0 + a_1*b_1 + a_2*b_2 blockwise, NTT domain
 ;
-;   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 3 polynomials
+;   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 3 polynomials
 ;   ensures:  every r[i] in [-2192, 2678] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -2847,7 +2849,7 @@ kg_mlkem3329_basemul_acc3_avx2:
 ; ---------------------------------------------------------------------------
 ; kg_mlkem3329_basemul_acc4_avx2: base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
 ;
-;   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 4 polynomials
+;   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 4 polynomials
 ;   ensures:  every r[i] in [-2368, 3016] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -7381,9 +7383,9 @@ kg_mlkem3329_basemul_sse:
 
 
 ; ---------------------------------------------------------------------------
-; kg_mlkem3329_basemul_acc2_sse: base multiply-accumulate r = a_0*b_0 + ... + a_1*b_1 blockwise, NTT domain
+; kg_mlkem3329_basemul_acc2_sse: base multiply-accumulate r = a_0*b_0 + a_1*b_1 blockwise, NTT domain
 ;
-;   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 2 polynomials
+;   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 2 polynomials
 ;   ensures:  every r[i] in [-2016, 2340] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -8616,9 +8618,9 @@ kg_mlkem3329_basemul_acc2_sse:
 
 
 ; ---------------------------------------------------------------------------
-; kg_mlkem3329_basemul_acc3_sse: base multiply-accumulate r = a_0*b_0 + ... + a_2*b_2 blockwise, NTT domain
+; kg_mlkem3329_basemul_acc3_sse: base multiply-accumulate r = a_0*b_0 + a_1*b_1 + a_2*b_2 blockwise, NTT domain
 ;
-;   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 3 polynomials
+;   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 3 polynomials
 ;   ensures:  every r[i] in [-2192, 2678] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -10333,7 +10335,7 @@ kg_mlkem3329_basemul_acc3_sse:
 ; ---------------------------------------------------------------------------
 ; kg_mlkem3329_basemul_acc4_sse: base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
 ;
-;   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 4 polynomials
+;   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 4 polynomials
 ;   ensures:  every r[i] in [-2368, 3016] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b

@@ -99,8 +99,8 @@ void kg_mlkem3329_ntt_forward_avx2(int16_t a[256]);
 void kg_mlkem3329_basemul_avx2(int16_t r[256], const int16_t a[256], const int16_t b[256]);
 
 
-/* base multiply-accumulate r = a_0*b_0 + ... + a_1*b_1 blockwise, NTT domain
- *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 2 polynomials
+/* base multiply-accumulate r = a_0*b_0 + a_1*b_1 blockwise, NTT domain
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 2 polynomials
  *   ensures:  every r[i] in [-2016, 2340] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -112,8 +112,8 @@ void kg_mlkem3329_basemul_avx2(int16_t r[256], const int16_t a[256], const int16
 void kg_mlkem3329_basemul_acc2_avx2(int16_t r[256], const int16_t a[512], const int16_t b[512]);
 
 
-/* base multiply-accumulate r = a_0*b_0 + ... + a_2*b_2 blockwise, NTT domain
- *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 3 polynomials
+/* base multiply-accumulate r = a_0*b_0 + a_1*b_1 + a_2*b_2 blockwise, NTT domain
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 3 polynomials
  *   ensures:  every r[i] in [-2192, 2678] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -126,7 +126,7 @@ void kg_mlkem3329_basemul_acc3_avx2(int16_t r[256], const int16_t a[768], const 
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
- *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 4 polynomials
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 4 polynomials
  *   ensures:  every r[i] in [-2368, 3016] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -197,8 +197,8 @@ void kg_mlkem3329_ntt_forward_sse(int16_t a[256]);
 void kg_mlkem3329_basemul_sse(int16_t r[256], const int16_t a[256], const int16_t b[256]);
 
 
-/* base multiply-accumulate r = a_0*b_0 + ... + a_1*b_1 blockwise, NTT domain
- *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 2 polynomials
+/* base multiply-accumulate r = a_0*b_0 + a_1*b_1 blockwise, NTT domain
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 2 polynomials
  *   ensures:  every r[i] in [-2016, 2340] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -210,8 +210,8 @@ void kg_mlkem3329_basemul_sse(int16_t r[256], const int16_t a[256], const int16_
 void kg_mlkem3329_basemul_acc2_sse(int16_t r[256], const int16_t a[512], const int16_t b[512]);
 
 
-/* base multiply-accumulate r = a_0*b_0 + ... + a_2*b_2 blockwise, NTT domain
- *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 3 polynomials
+/* base multiply-accumulate r = a_0*b_0 + a_1*b_1 + a_2*b_2 blockwise, NTT domain
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 3 polynomials
  *   ensures:  every r[i] in [-2192, 2678] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -224,7 +224,7 @@ void kg_mlkem3329_basemul_acc3_sse(int16_t r[256], const int16_t a[768], const i
 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
- *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 4 polynomials
+ *   requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 4 polynomials
  *   ensures:  every r[i] in [-2368, 3016] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b

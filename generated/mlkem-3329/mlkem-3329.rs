@@ -89,10 +89,10 @@ unsafe extern "C" {
     /// ```
     pub fn kg_mlkem3329_basemul_avx2(r: *mut i16, a: *const i16, b: *const i16);
 
-    /// base multiply-accumulate r = a_0*b_0 + ... + a_1*b_1 blockwise, NTT domain
+    /// base multiply-accumulate r = a_0*b_0 + a_1*b_1 blockwise, NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 2 polynomials
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 2 polynomials
     /// ensures:  every r[i] in [-2016, 2340] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -103,10 +103,10 @@ unsafe extern "C" {
     /// ```
     pub fn kg_mlkem3329_basemul_acc2_avx2(r: *mut i16, a: *const i16, b: *const i16);
 
-    /// base multiply-accumulate r = a_0*b_0 + ... + a_2*b_2 blockwise, NTT domain
+    /// base multiply-accumulate r = a_0*b_0 + a_1*b_1 + a_2*b_2 blockwise, NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 3 polynomials
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 3 polynomials
     /// ensures:  every r[i] in [-2192, 2678] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -120,7 +120,7 @@ unsafe extern "C" {
     /// base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 4 polynomials
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 4 polynomials
     /// ensures:  every r[i] in [-2368, 3016] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -196,10 +196,10 @@ unsafe extern "C" {
     /// ```
     pub fn kg_mlkem3329_basemul_sse(r: *mut i16, a: *const i16, b: *const i16);
 
-    /// base multiply-accumulate r = a_0*b_0 + ... + a_1*b_1 blockwise, NTT domain
+    /// base multiply-accumulate r = a_0*b_0 + a_1*b_1 blockwise, NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 2 polynomials
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 2 polynomials
     /// ensures:  every r[i] in [-2016, 2340] (proven); r_j = sum over i < 2 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -210,10 +210,10 @@ unsafe extern "C" {
     /// ```
     pub fn kg_mlkem3329_basemul_acc2_sse(r: *mut i16, a: *const i16, b: *const i16);
 
-    /// base multiply-accumulate r = a_0*b_0 + ... + a_2*b_2 blockwise, NTT domain
+    /// base multiply-accumulate r = a_0*b_0 + a_1*b_1 + a_2*b_2 blockwise, NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 3 polynomials
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 3 polynomials
     /// ensures:  every r[i] in [-2192, 2678] (proven); r_j = sum over i < 3 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
@@ -227,7 +227,7 @@ unsafe extern "C" {
     /// base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout each of the 4 polynomials
+    /// requires: every a[i], b[i] in [0, 3328] (the forward NTT's output), in its layout, in each of the 4 polynomials
     /// ensures:  every r[i] in [-2368, 3016] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-16 mod (x^2 - zeta_j, 3329),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b

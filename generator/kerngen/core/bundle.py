@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..target.isa import cpuinfo_name
 from .contract import Contract
+from .params import names_manifest
 from .proof import MapProof
 
 if TYPE_CHECKING:
@@ -120,6 +121,14 @@ class Bundle:
             if f.kind == kind and symbol in (None, f.symbol) and isa in (None, f.isa):
                 return f
         raise KeyError(kind)
+
+
+def manifest_params(bundles: tuple[Bundle, ...]) -> dict[str, Any]:
+    """The parameters as the manifest states them: the family's, then the ABIs
+    of the bundles (one per ABI) and their symbols' visibility."""
+    first = bundles[0]
+    return {**first.params_manifest, "abi": names_manifest(tuple(b.target.platform.name for b in bundles)),
+            "visibility": first.target.visibility}
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,7 @@ from importlib.resources import files
 import jinja2
 
 from .. import LICENSE, __version__
-from ..core.bundle import Bundle, CDefine, CTable, Function
-from ..core.params import names_manifest
+from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
 from .abi import GPR_NAMES
 from .dispatch import dispatch
 from .frame import Frame, frame_of, registers_used
@@ -165,9 +164,7 @@ def render(bundles: Bundle | Sequence[Bundle], command: str) -> dict[str, str]:
     bundles = (bundles,) if isinstance(bundles, Bundle) else tuple(bundles)
     _same_functions(bundles)
     primary = bundles[0]
-    target = primary.target
-    params = {**primary.params_manifest, "abi": names_manifest(tuple(b.target.platform.name for b in bundles)),
-              "visibility": target.visibility}
+    params = manifest_params(bundles)
     params_lines = [f"{k} = {json.dumps(v)}" for k, v in params.items()]
     common = {"version": __version__, "license": LICENSE, "command": command, "name": primary.name,
               "family": params["family"]}

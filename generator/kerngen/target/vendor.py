@@ -21,7 +21,7 @@ from typing import Any
 import jinja2
 
 from .. import LICENSE, __version__
-from ..core.bundle import Bundle, CDefine, CTable, Function
+from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
 from .dispatch import dispatch
 from .target import PLATFORMS
 
@@ -212,6 +212,9 @@ def _ntt_context(bundle: Bundle, variants: list[dict]) -> dict | None:
         "align": max(a.preferred_align or a.align for a in first["ntt_forward"].kernel.args),
         "reducers": [{"symbol": f.symbol, "bound": f.manifest()["output"]["bound"]}
                      for f in variants[0]["functions"] if f.kind == "reduce"],
+        "accumulators": [{"symbol": f.symbol, "k": f.fact("k"), "bound": f.manifest()["output"]["bound"]}
+                         for f in variants[0]["functions"] if f.kind == "basemul_acc"],
+        "order": layout.get("order", "fastest"),
         "forward_in": fwd["input"]["bound"],
         "forward_out": fwd["output"]["bound"],
         "basemul_out": mul["output"]["bound"],
@@ -341,7 +344,7 @@ def context(bundles: Bundle | Sequence[Bundle], files: Mapping[str, str], comman
         "crate": _crate(name),
         "crate_ident": _crate(name).replace("-", "_"),
         "title": bundle.title,
-        "params": [{"key": k, "value": json.dumps(v)} for k, v in bundle.params_manifest.items()],
+        "params": [{"key": k, "value": json.dumps(v)} for k, v in manifest_params(bundles).items()],
         "objects": objects,
         "abi_choices": "|".join(PLATFORMS),
         "visibility": bundle.target.visibility,

@@ -128,6 +128,11 @@ def _arg(p: NttParams, t: Target, name: str, role: str, polys: int = 1) -> ArgSp
     return ArgSpec(name, role, f"int{t.lane_bits}_t", t.lane_bytes, p.n * polys, t.lane_bytes, t.isa.vector_bits // 8)
 
 
+def _sum_text(k: int) -> str:
+    terms = [f"a_{i}*b_{i}" for i in range(k)]
+    return " + ".join(terms) if k <= 3 else f"{terms[0]} + ... + {terms[-1]}"
+
+
 # what the manifest says of an output range (None: only its proven bound)
 _REPRESENTATION = {"lazy": None, "centred": "centred", "canonical": "canonical"}
 
@@ -195,7 +200,8 @@ def build(p: NttParams) -> Bundle:
     r_bits = f"2^{p.width}"
     params_manifest = {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
                        "isa": names_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
-                       "reducer": p.reducer, "reducer_used": red.kind, "order": p.order, "prefix": p.prefix}
+                       "reducer": p.reducer, "reducer_used": red.kind, "order": p.order,
+                       "basemul_acc": list(p.basemul_acc), "output": dict(p.output), "prefix": p.prefix}
     notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {p.q}",
              f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {mul.qinv}; inverse scale constant = "
              f"{math.inverse_scale(mul.r)}")
@@ -261,7 +267,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     representation = _REPRESENTATION[outputs["basemul"]]
     for k in (1, *p.basemul_acc):
         kind = "basemul" if k == 1 else f"basemul_acc{k}"
-        per = "" if k == 1 else f" each of the {k} polynomials"
+        per = "" if k == 1 else f", in each of the {k} polynomials"
         bm_contract = Contract(
             (ArgContract(_arg(p, t, "r", "out"), None,
                          Values(None, scale=pow(mul.r, -1, q), layout="ntt_forward output", representation=representation)),
@@ -284,7 +290,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
         facts = (("aliasing", "r may be the same array as a or b"), ("output_range", outputs["basemul"]))
         fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,
                             f"base multiplication r = a*b blockwise mod (x^{d} - zeta_j), NTT domain" if k == 1 else
-                            f"base multiply-accumulate r = a_0*b_0 + ... + a_{k - 1}*b_{k - 1} blockwise, NTT domain",
+                            f"base multiply-accumulate r = {_sum_text(k)} blockwise, NTT domain",
                             head, facts if k == 1 else (("k", k), *facts),
                             proof=map_proof(bc, (("a", "b"),), blocks=lay, copies=k)))
 
