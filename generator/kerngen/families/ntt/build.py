@@ -278,7 +278,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
               f" (proven); r_j = sum over i < {k} of a_i_j*b_i_j*2^-{bits} mod (x^{d} - zeta_j, {q}),"),
              *(() if k == 1 else ((f"          a_i = a[{n}*i .. {n}*i+{n - 1}], b_i likewise",),)),
              (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
-        def make(finish: Reducer | None) -> Compiled:  # noqa: F811 (one per kernel, used at once)
+        def make(finish: Reducer | None) -> Compiled:
             b = kernel_builder(layout)
             build_basemul(b, ar, barrett, reduce_inputs, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude,
                           finish, k)

@@ -310,11 +310,11 @@ class _Moves:
     elem_bits: int
 
     def steps(self, swaps_only: bool) -> list[tuple[Swap | Interleave, int]]:
-        out: list[tuple[Swap | Interleave, int]] = [
-            (Swap(l, s), 0) for l in range(self.lane_index_bits) for s in range(self.slot_bits)]
+        """Every move, with its price: the instructions its recipe takes."""
+        out: list[Swap | Interleave] = [Swap(l, s) for l in range(self.lane_index_bits) for s in range(self.slot_bits)]
         if self.half_bits and not swaps_only:
-            out += [(Interleave(s), 0) for s in range(self.slot_bits)]
-        return [(st, len(recipe(st, self.elem_bits))) for st, _ in out]
+            out += [Interleave(s) for s in range(self.slot_bits)]
+        return [(st, len(recipe(st, self.elem_bits))) for st in out]
 
     def apply(self, st: Swap | Interleave, a: tuple[int, ...]) -> tuple[int, ...]:
         x = list(a)
