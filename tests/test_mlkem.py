@@ -8,6 +8,7 @@ called through ctypes on the assembled bundle, as a C caller would."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import random
 import shutil
@@ -15,8 +16,17 @@ import shutil
 import numpy as np
 import pytest
 
+from kerngen.core.contract import ArgContract, Bound, Contract, Values
+from kerngen.core.errors import VerifyError
+from kerngen.families import load
+from kerngen.families.ntt.build import _arg, design
+from kerngen.families.ntt.kernels import build_basemul, kernel_builder
+from kerngen.families.ntt.reducers import reducers
 from kerngen.harness import driver
 from kerngen.harness.driver import cpu_flags
+from kerngen.ir.instr import Imm
+from kerngen.passes.lemmas import LemmaError, prove_pair_montgomery
+from kerngen.passes.pipeline import compile_kernel
 
 from conftest import REPO, kerngen
 
@@ -231,18 +241,11 @@ def test_order_option_and_what_the_manifest_and_header_say(tmp_path):
 
 def _pair_kernel(copies: int, in_abs: int):
     """The mlkem-3329 AVX2 base multiplication of `copies` products, as a builder, and a compile of it."""
-    from kerngen.core.contract import ArgContract, Bound, Contract, Values
-    from kerngen.families import load as load_params
-    from kerngen.families.ntt.build import _arg, design
-    from kerngen.families.ntt.kernels import build_basemul, kernel_builder
-    from kerngen.families.ntt.reducers import reducers
-    from kerngen.passes.pipeline import compile_kernel
-
-    p = load_params(REPO / "params" / "mlkem-3329.toml")
+    p = load(REPO / "params" / "mlkem-3329.toml")
     t = p.targets[0]
     ar = design(p, t)
     b = kernel_builder(ar.layout)
-    build_basemul(b, ar, reducers(Q, 16)["barrett"], False, "t_zetas", in_abs, None, copies)
+    build_basemul(b, ar, reducers(Q, 16)["barrett"], "t_zetas", in_abs, None, copies)
 
     def compile_with(builder, claim: int = in_abs):
         contract = Contract((ArgContract(_arg(p, t, "r", "out"), None, Values(None)),
@@ -260,12 +263,6 @@ def _pair_steps(b) -> list[int]:
 def test_the_pair_reduction_is_verified_and_its_faults_refused():
     """The kernel as built verifies (a bilinear map, bounds proven); each fault
     in its reduction's structure is refused by the verifier, naming it."""
-    import dataclasses
-
-    from kerngen.core.errors import VerifyError
-    from kerngen.ir.instr import Imm
-    from kerngen.passes.lemmas import LemmaError, prove_pair_montgomery
-
     b, compile_with = _pair_kernel(1, Q - 1)
     good = compile_with(b)
     assert good.proof.forms and good.proof.products_checked >= 16
@@ -296,8 +293,6 @@ def test_the_pair_reduction_is_verified_and_its_faults_refused():
 def test_the_pair_reduction_refuses_sums_that_could_overflow():
     """Four products built for inputs below q, claimed for inputs up to 2^14:
     the 32-bit sums or the reduced result could overflow, and the verifier says so."""
-    from kerngen.core.errors import VerifyError
-
     b, compile_with = _pair_kernel(4, Q - 1)
     compile_with(b)
     with pytest.raises(VerifyError, match="pair reduction that can"):

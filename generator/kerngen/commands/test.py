@@ -41,9 +41,7 @@ def bundle_library(p: Any, workdir: Path) -> tuple[Bundle, Path]:
     """Build, render and assemble one parameter set for this machine (System V,
     ELF, whichever ABIs it names); returns (bundle, shared object)."""
     bundle = family_of(p).build(native(p))
-    out = workdir / p.name
-    write(render(bundle, f"kerngen emit {p.source}"), out)
-    return bundle, driver.assemble_shared(out / f"{p.name}.asm", workdir)
+    return bundle, driver.bundle_library(bundle, f"kerngen emit {p.source}", workdir / p.name, workdir)
 
 
 def test_params(p: Any, seed: int, say: Say) -> Outcome:

@@ -30,14 +30,18 @@ from typing import TYPE_CHECKING
 
 # one class for the whole tool, so the CLI maps harness failures to exit code 2
 from ..core.errors import HarnessError
+from ..target.files import write
 from ..target.formats import ELF64  # the harness loads kernels on this (Linux) machine
+from ..target.render import render
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..core.bundle import Bundle
+
 __all__ = [
     "HARNESS_DIR", "AbiCapabilities", "Arg", "BenchResult", "Case", "CaseResult", "HarnessError",
-    "abi_capabilities", "assemble_shared", "tool", "build_batch", "build_bench", "build_runner", "build_shared_c", "cpu_flags",
+    "abi_capabilities", "assemble_shared", "bundle_library", "tool", "build_batch", "build_bench", "build_runner", "build_shared_c", "cpu_flags",
     "element_bytes", "manifest_arg", "run_batch", "run_bench", "run_runner", "write_vectors",
 ]
 
@@ -290,6 +294,13 @@ def assemble_shared(asm_path: Path, workdir: Path) -> Path:
         return so
 
     return cached(Path(workdir) / f"{asm_path.stem}-{digest(text)}.so", make)
+
+
+def bundle_library(bundle: Bundle, command: str, directory: Path, workdir: Path) -> Path:
+    """A bundle built for this machine (System V, ELF) rendered into `directory`
+    (its banners naming `command`) and assembled into a shared object."""
+    write(render(bundle, command), directory)
+    return assemble_shared(Path(directory) / bundle.target.platform.asm_file(bundle.name), workdir)
 
 
 def build_shared_c(source: str, stem: str, flags: Sequence[str], workdir: Path, what: str,

@@ -76,6 +76,16 @@ class Proof:
 
 
 @dataclass(frozen=True)
+class _Def:
+    """The instruction that made a value, as the checks of tagged groups read it."""
+
+    generic: str | None
+    elem: int | None
+    imm: int | None
+    sources: tuple  # of Value
+
+
+@dataclass(frozen=True)
 class Value:
     vid: int
     lanes: tuple[Interval, ...]
@@ -113,8 +123,7 @@ class _Machine:
         self.model_lanes = kernel.target.isa.vector_bits // self.bits
         self.tables = {t.label: t for t in kernel.tables}
         self.ids = count(1)
-        self.defs: dict[int, tuple[str | None, list[Value]]] = {}  # value -> (operation, operands)
-        self.made: dict[int, tuple[str | None, int | None, int | None]] = {}  # value -> (operation, width, immediate)
+        self.defs: dict[int, _Def] = {}  # value -> the instruction that made it
         self.regs: dict[tuple[str, int], Value] = {}
         self.stack: dict[int, Value] = {}
         self.memory: dict[int, list[tuple[Interval, int, Form | None] | None]] = {}
@@ -361,8 +370,7 @@ def _evaluate(mc: _Machine, ins: Instr, index: int, s, sources: list[Value], imm
     deps = mc.lanes_deps(s, sources, imm, lanes, elementwise)
     form = None if group is not None else mc.form_of(ins, sources)
     made = mc.new(intervals, deps, form)
-    mc.defs[made.vid] = (s.generic, list(sources))
-    mc.made[made.vid] = (s.generic, s.elem, imm)
+    mc.defs[made.vid] = _Def(s.generic, s.elem, imm, tuple(sources))
     return made
 
 
@@ -448,7 +456,8 @@ class _Group:
                 bad("pairs a constant w with a w' that is not w*q^-1 mod 2^bits")
             form = x.form
         else:
-            op, operands = mc.defs.get(wq.vid, (None, []))
+            made = mc.defs.get(wq.vid)
+            op, operands = (made.generic, made.sources) if made else (None, ())
             mates = [v for v in operands if v.vid != w.vid]
             if op != "mullo" or len(mates) != 1 or lanes(mates[0]) is None or \
                     any((c - qinv) % (1 << bits) for c in lanes(mates[0])):
@@ -470,11 +479,12 @@ class _Group:
             mc.fail(index, ins, f"ends a pair reduction that {why}")
 
         def made(v: Value, generic: str, width: int, imm: int | None = None) -> list[Value]:
-            got = mc.made.get(v.vid)
-            if got is None or got[0] != generic or (got[1] or bits) != width or (imm is not None and got[2] != imm):
+            got = mc.defs.get(v.vid)
+            if got is None or got.generic != generic or (got.elem or bits) != width or \
+                    (imm is not None and got.imm != imm):
                 bad(f"does not compute {generic} on {width}-bit units{'' if imm is None else f' by {imm}'} "
                     f"where it should (found {got})")
-            return mc.defs[v.vid][1]
+            return list(got.sources)
 
         def constant(vs: list[Value], want: int) -> Value:
             others = [v for v in vs if v.constant is None or set(v.constant[:active]) != {wrap(want, bits)}]
@@ -494,9 +504,9 @@ class _Group:
             bad("does not take both halves from the same two sums")
 
         def terms(x: Value) -> list[tuple[Value, Value]]:
-            got = mc.made.get(x.vid)
-            if got is not None and got[0] == "madd":
-                return [tuple(mc.defs[x.vid][1])]
+            got = mc.defs.get(x.vid)
+            if got is not None and got.generic == "madd":
+                return [got.sources]
             return [term for src in made(x, "add", 2 * bits) for term in terms(src)]
 
         limit = 1 << (2 * bits - 1)

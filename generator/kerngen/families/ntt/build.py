@@ -222,15 +222,15 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
 
     outputs = dict(p.output)
     barrett = available["barrett"]
-    # per output range: the final reductions to try, cheapest first (none: the bounds may already suffice)
-    finishers = {"lazy": (None,), "centred": (None, barrett), "canonical": (freezer(q, bits),)}
+    # per output range: the final reductions to try, cheapest first (none: the bounds may already
+    # suffice; a lazy output is reduced only when it must be, e.g. to meet the inverse's input)
+    finishers = {"lazy": (None, barrett), "centred": (None, barrett), "canonical": (freezer(q, bits),)}
     ranges = {"lazy": None, "centred": Bound(-(q - 1), q - 1), "canonical": Bound(0, q - 1)}
 
-    def first_fitting(kernel: str, make, arg: str, fits=lambda out: True, fallback=()) -> Compiled:
-        """The first build (by `make(finish)`) whose proven output has the range
-        asked for and `fits`; `fallback` finishes are tried after the range's own."""
+    def first_fitting(kernel: str, make, arg: str, fits=lambda out: True) -> Compiled:
+        """The first build (by `make(finish)`) whose proven output has the range asked for and `fits`."""
         want = ranges[outputs[kernel]]
-        for finish in finishers[outputs[kernel]] + fallback:
+        for finish in finishers[outputs[kernel]]:
             c = make(finish)
             out = c.contract.arg(arg).ensures.bound
             if (want is None or want.lo <= out.lo and out.hi <= want.hi) and fits(out):
@@ -262,7 +262,6 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
 
     fwd_out = fc.contract.arg("a").ensures.bound
     inv_in = inverse_input(bits)
-    reduce_inputs = d * mul.bound(fwd_out.magnitude, fwd_out.magnitude) > ar.lane_max
     bm_in = Values(fwd_out, layout="ntt_forward output")
     representation = _REPRESENTATION[outputs["basemul"]]
     for k in (1, *p.basemul_acc):
@@ -280,13 +279,11 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
              (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
         def make(finish: Reducer | None) -> Compiled:
             b = kernel_builder(layout)
-            build_basemul(b, ar, barrett, reduce_inputs, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude,
-                          finish, k)
+            build_basemul(b, ar, barrett, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude, finish, k)
             return _compile(b, f"{p.prefix}_{kind}_{isa}", bm_contract, p, t)
 
         # reduced at the end only if the output could exceed the range asked for, or the inverse's input
-        bc = first_fitting("basemul", make, "r", lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi,
-                           fallback=(barrett,))
+        bc = first_fitting("basemul", make, "r", lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi)
         facts = (("aliasing", "r may be the same array as a or b"), ("output_range", outputs["basemul"]))
         fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,
                             f"base multiplication r = a*b blockwise mod (x^{d} - zeta_j), NTT domain" if k == 1 else

@@ -21,8 +21,6 @@ from ...core.bundle import BenchItem, Bundle, Check, Comparison, Function
 from ...core.family import Calls, Runner, native
 from ...harness import driver
 from ...harness.driver import Arg, Case, manifest_arg
-from ...target.files import write
-from ...target.render import render
 from .baseline import FLAGS, build as build_baseline, constants_sympy
 from .build import build
 from .params import ORDERS, OUTPUTS
@@ -342,15 +340,9 @@ def _twins(p, workdir: Path) -> dict[str, tuple[str, Path]]:
     out = {}
     for label, change in changes.items():
         twin = dataclasses.replace(native(p), prefix=f"{p.prefix}_{label}", **change)
-        out[label] = (twin.prefix, driver.assemble_shared(_write(twin, workdir / f"{p.name}-{label}"), workdir))
+        out[label] = (twin.prefix, driver.bundle_library(build(twin), f"kerngen emit {p.source} (twin)",
+                                                         workdir / f"{p.name}-{label}", workdir))
     return out
-
-
-def _write(p, directory: Path) -> Path:
-    """The bundle of `p` written to `directory`; its .asm file."""
-    bundle = build(p)
-    write(render(bundle, f"kerngen emit {p.source} (twin)"), directory)
-    return directory / bundle.target.platform.asm_file(p.name)
 
 
 def _calls_library(bundle: Bundle, acc: Function, library: Path, workdir: Path) -> Path:

@@ -21,10 +21,8 @@ from typing import Callable
 
 from ...core.bundle import Bundle, Function
 from ...core.errors import KerngenError, ParamError
-from ...harness.driver import Arg, Case, assemble_shared, run_bench
+from ...harness.driver import Arg, Case, bundle_library, run_bench
 from ...target.figures import mca_throughput, static_figures
-from ...target.files import write
-from ...target.render import render
 from .build import DIRECTIONS, build, schedules
 from .layout import NttLayout, layer_pairs, register_key
 from .params import POLICIES, NttParams
@@ -81,9 +79,8 @@ def time_variants(variants: list[Variant], workdir: Path, batches: int, say: Say
     p0 = variants[0].params
     rng = random.Random(7)
     for k, v in enumerate(variants):
-        out = workdir / v.label / v.params.name
-        write(render(v.bundle, f"kerngen emit {v.params.source}"), out)
-        libs.append(assemble_shared(out / f"{v.params.name}.asm", workdir))
+        libs.append(bundle_library(v.bundle, f"kerngen emit {v.params.source}", workdir / v.label / v.params.name,
+                                   workdir))
     data = {}
     for d in DIRECTIONS:
         lo, hi = variants[0].function(d).contract.manifest_input()["bound"]

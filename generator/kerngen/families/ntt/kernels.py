@@ -145,20 +145,23 @@ def _butterfly(b: Builder, ar: Arithmetic, layer: int, x: VReg, y: VReg, wm: Mem
     return total, diff
 
 
-def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, reduce_inputs: bool, table_label: str,
-                  in_abs: int, finish: Reducer | None = None, copies: int = 1) -> None:
+def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str, in_abs: int,
+                  finish: Reducer | None = None, copies: int = 1) -> None:
     """r = sum over i < copies of a_i*b_i/R blockwise mod (x^d - zeta_j): args
     (r, a, b), a and b `copies` arrays of n one after the other, r may alias
-    any of them. `in_abs` bounds |a[i]| and |b[i]|; a running sum is reduced
-    before a term that could take it out of the lane (large q, large blocks,
-    many copies); the wrapped terms of all copies are summed before their one
-    multiplication by the block's zeta; `finish` reduces every output."""
+    any of them. `in_abs` bounds |a[i]| and |b[i]|; inputs are reduced first
+    where the bounds say a product's sums could leave the lane, and a running
+    sum is reduced before a term that could take it out of the lane (large q,
+    large blocks, many copies); the wrapped terms of all copies are summed
+    before their one multiplication by the block's zeta; `finish` reduces
+    every output."""
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
     q, d = math.q, layout.d
     table = TwiddleTable(b, table_label, bits)
     qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
     qinv = broadcast_const(b, mul.qinv, bits)
+    reduce_inputs = d * mul.bound(in_abs, in_abs) > ar.lane_max
     x_abs = barrett.reduced_bound(in_abs) if reduce_inputs else in_abs
     term = mul.bound(x_abs, x_abs)
     order = layout.vector_indices(layout.output_order)

@@ -37,14 +37,13 @@ Lane movements are simulated with the instructions that make them
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...ir.instr import VECTOR_BITS
 from ...target.target import Target
+from .arrangements import Moves
 from .params import ORDERS
-from .shuffles import Interleave, Swap, recipe, simulate_step
+from .shuffles import Interleave, Swap, simulate_step
 
 
 def vector_lanes(n: int, d: int, target: Target) -> int:
@@ -231,7 +230,7 @@ def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayo
     register_bits = VECTOR_BITS // 2 if lanes * target.lane_bits <= VECTOR_BITS // 2 else VECTOR_BITS
     layout = NttLayout(n, layers, lanes, target.lane_bits, register_bits, tuple(forward), tuple(inverse), ())
     fastest = _simulate_order(layout, forward)
-    moves = _Moves(lane_index_bits, group_bits, half_bits if lane_index_bits >= half_bits else 0, target.lane_bits)
+    moves = Moves(lane_index_bits, group_bits, half_bits if lane_index_bits >= half_bits else 0, target.lane_bits)
     arrangement = _bit_arrangement(fastest)
     goal = _goal_arrangement(order, log_n, d_bits)
     if goal is None:
@@ -240,9 +239,7 @@ def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayo
     if goal[held:] != arrangement[held:]:
         raise ValueError(f"the {order} order moves coefficients between the final pass's groups of "
                          f"{1 << group_bits} registers ({lanes} lanes each, n = {n})")
-    there = moves.cheapest(arrangement[:held], lambda a: a == goal[:held])
-    back = moves.cheapest(goal[:held], lambda a: a == arrangement[:held])
-    if there and steps:
+    if goal != arrangement and steps:
         # the final pass's lane moves after its last butterflies, and the inverse's before its
         # first, are replaced with the cheapest that reach the same arrangements from the order's
         fwd, inv = forward[-1].steps, inverse[0].steps
@@ -253,9 +250,9 @@ def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayo
         after = moves.run(inv[:first], arrangement[:held])
         forward[-1] = Pass(groups, fwd[:last] + moves.cheapest(before, lambda a: a == goal[:held]))
         inverse[0] = Pass(groups, moves.cheapest(goal[:held], lambda a: a == after) + inv[first:])
-    elif there:  # the layers needed no lane moves: a pass of its own
-        forward.append(Pass(groups, there))
-        inverse.insert(0, Pass(groups, back))
+    elif goal != arrangement:  # the layers needed no lane moves: a pass of its own
+        forward.append(Pass(groups, moves.cheapest(arrangement[:held], lambda a: a == goal[:held])))
+        inverse.insert(0, Pass(groups, moves.cheapest(goal[:held], lambda a: a == arrangement[:held])))
     layout = NttLayout(n, layers, lanes, target.lane_bits, register_bits, tuple(forward), tuple(inverse), ())
     out = _simulate_order(layout, forward)
     if _bit_arrangement(out) != goal:
@@ -296,66 +293,6 @@ def _goal_arrangement(order: str, log_n: int, d_bits: int) -> tuple[int, ...] | 
     if order == "natural":
         return tuple(range(d_bits)) + tuple(range(log_n - 1, d_bits - 1, -1))
     raise ValueError(f"unknown order {order!r}; orders: {', '.join(ORDERS)}")
-
-
-@dataclass(frozen=True)
-class _Moves:
-    """The lane moves of the final pass as permutations of the index bits its
-    registers hold: positions 0..lane_bits-1 are lane bits, the next
-    slot_bits the register's index in its group."""
-
-    lane_index_bits: int
-    slot_bits: int
-    half_bits: int  # lane bits an Interleave rotates (0: none fits)
-    elem_bits: int
-
-    def steps(self, swaps_only: bool) -> list[tuple[Swap | Interleave, int]]:
-        """Every move, with its price: the instructions its recipe takes."""
-        out: list[Swap | Interleave] = [Swap(l, s) for l in range(self.lane_index_bits) for s in range(self.slot_bits)]
-        if self.half_bits and not swaps_only:
-            out += [Interleave(s) for s in range(self.slot_bits)]
-        return [(st, len(recipe(st, self.elem_bits))) for st in out]
-
-    def apply(self, st: Swap | Interleave, a: tuple[int, ...]) -> tuple[int, ...]:
-        x = list(a)
-        L = self.lane_index_bits
-        if isinstance(st, Swap):
-            x[st.lane_bit], x[L + st.slot_bit] = x[L + st.slot_bit], x[st.lane_bit]
-        else:
-            top = self.half_bits - 1
-            x[0], x[1:top + 1], x[L + st.slot_bit] = a[L + st.slot_bit], a[0:top], a[top]
-        return tuple(x)
-
-    def run(self, steps, a: tuple[int, ...]) -> tuple[int, ...]:
-        """The arrangement after the lane moves among `steps` (butterflies move nothing)."""
-        for st in steps:
-            if not isinstance(st, Butterflies):
-                a = self.apply(st, a)
-        return a
-
-    def cheapest(self, start: tuple[int, ...], done: Callable[[tuple[int, ...]], bool],
-                 swaps_only: bool = False) -> tuple[Swap | Interleave, ...]:
-        return _cheapest(self, start, done, swaps_only)
-
-
-def _cheapest(moves: _Moves, start: tuple[int, ...], done, swaps_only: bool) -> tuple[Swap | Interleave, ...]:
-    """The fewest instructions that take arrangement `start` to one `done`
-    accepts (Dijkstra over arrangements; ties broken by fewer steps)."""
-    steps = moves.steps(swaps_only)
-    seen = {start: 0}
-    queue: list = [(0, 0, start, ())]
-    while queue:
-        cost, count, a, path = heapq.heappop(queue)
-        if done(a):
-            return path
-        if seen.get(a, cost) < cost:
-            continue
-        for st, c in steps:
-            b = moves.apply(st, a)
-            if cost + c < seen.get(b, cost + c + 1):
-                seen[b] = cost + c
-                heapq.heappush(queue, (cost + c, count + 1, b, path + (st,)))
-    raise ValueError("layout plan: no lane moves reach the order asked for")
 
 
 def _interleaved(steps: tuple[Step, ...], lane_index_bits: int, half_bits: int) -> tuple[Step, ...]:
