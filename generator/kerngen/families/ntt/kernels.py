@@ -165,7 +165,7 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
     x_abs = barrett.reduced_bound(in_abs) if reduce_inputs else in_abs
     term = mul.bound(x_abs, x_abs)
     order = layout.vector_indices(layout.output_order)
-    if pairs_in_lanes(layout):
+    if layout.pairs_in_lanes:
         _pair_basemul(b, ar, barrett, in_abs, table, qv, finish, copies, order)
         table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}): R and zeta*R in each block's two lanes")
         return
@@ -219,13 +219,6 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
             _store(b, _vector(layout, v), r)
     if table.rows:
         table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}) for base multiplication")
-
-
-def pairs_in_lanes(layout: NttLayout) -> bool:
-    """Blocks of degree 1 whose two coefficients sit side by side in the NTT
-    domain (the standard and natural orders): the pair base multiplication."""
-    o = layout.output_order
-    return layout.d == 2 and all(o[k] % 2 == 0 and o[k + 1] == o[k] + 1 for k in range(0, len(o), 2))
 
 
 def _pair_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, in_abs: int, table: TwiddleTable, qv: VReg,

@@ -37,6 +37,7 @@ Lane movements are simulated with the instructions that make them
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ...ir.instr import VECTOR_BITS
@@ -97,6 +98,13 @@ class NttLayout:
     @property
     def d(self) -> int:
         return self.n >> self.layers
+
+    @property
+    def pairs_in_lanes(self) -> bool:
+        """Blocks of degree 1 whose two coefficients sit side by side in the NTT
+        domain (the standard and natural orders): the pair base multiplication."""
+        o = self.output_order
+        return self.d == 2 and all(o[k] % 2 == 0 and o[k + 1] == o[k] + 1 for k in range(0, len(o), 2))
 
     @property
     def vectors(self) -> int:
@@ -259,14 +267,14 @@ def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayo
         raise AssertionError(f"layout plan: the {order} order's moves leave another order")
     if _walk(layout, inverse, out)[1] != tuple(range(n)):
         raise AssertionError("layout plan: the inverse does not return the natural order")
+    layout = NttLayout(n, layers, lanes, target.lane_bits, register_bits, tuple(forward), tuple(inverse), out, order)
+    if layout.pairs_in_lanes:  # base multiplication works on the pairs where they are
+        return layout
     block = moves.cheapest(goal[:held], lambda a: all(a.index(c) >= lane_index_bits for c in range(d_bits)),
                            swaps_only=True)
-    after = goal[:held]
-    for st in block:
-        after = moves.apply(st, after)
+    after = moves.run(block, goal[:held])
     used = tuple(sorted({st.slot_bit for st in block} | {after.index(c) - lane_index_bits for c in range(d_bits)}))
-    return NttLayout(n, layers, lanes, target.lane_bits, register_bits, tuple(forward), tuple(inverse), out,
-                     order, block, used)
+    return dataclasses.replace(layout, block_steps=block, block_slot_bits=used)
 
 
 def _bit_arrangement(order: tuple[int, ...]) -> tuple[int, ...]:
