@@ -65,20 +65,22 @@ def mutate(b, operator: str, rng: random.Random, q: int) -> str | None:
         tables[label] = dataclasses.replace(t, values=tuple(values))
         return f"{label}[{k}] {delta:+d}"
     if operator == "pair":  # a twiddle and its companion, changed consistently: linear, but the wrong twiddle
-        products = [idx for idx in _groups(instrs, "montgomery").values()
-                    if isinstance(instrs[idx[0]].operands[2], Mem) and isinstance(instrs[idx[1]].operands[2], Mem)]
+        def table_operands(idx: list[int]) -> list[Mem]:  # w' is read first, then w (any lane width)
+            return [op for i in idx for op in instrs[i].operands if isinstance(op, Mem) and
+                    isinstance(op.base, TableBase) and op.base.label in tables]
+
+        products = [table_operands(idx) for idx in _groups(instrs, "montgomery").values()]
+        products = [mems for mems in products if len(mems) >= 2]
         if not products:
             return None
-        lo, hi = (instrs[i] for i in rng.choice(products)[:2])
-        wq_mem, w_mem = lo.operands[2], hi.operands[2]
-        if not isinstance(w_mem.base, TableBase) or not isinstance(wq_mem.base, TableBase):
-            return None
+        wq_mem, w_mem = rng.choice(products)[:2]
         tw, tq = tables[w_mem.base.label], tables[wq_mem.base.label]
+        bits = 8 * tw.elem_bytes
         lane = rng.randrange(w_mem.size // tw.elem_bytes)
         kw, kq = w_mem.offset // tw.elem_bytes + lane, wq_mem.offset // tq.elem_bytes + lane
         w = tw.values[kw] + 1
-        wq = (w * pow(q, -1, 1 << 16)) % (1 << 16)
-        wq -= (1 << 16) if wq >= 1 << 15 else 0
+        wq = (w * pow(q, -1, 1 << bits)) % (1 << bits)
+        wq -= (1 << bits) if wq >= 1 << (bits - 1) else 0
         vw, vq = list(tw.values), list(tq.values)
         vw[kw] = w
         if tw.label == tq.label:

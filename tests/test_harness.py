@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -220,24 +221,66 @@ def _negacyclic_sympy(a: list[int], b: list[int], q: int) -> list[int]:
     return coeffs + [0] * (n - len(coeffs))
 
 
-@pytest.mark.parametrize(("n", "q", "layers"),
-                         [(256, 3329, 7), (256, 7681, 8), (256, 3457, 6), (256, 3329, 5)],
-                         ids=["kyber-d2", "d1", "d4", "d8"])
-def test_baseline_round_trip_against_sympy(workdir: Path, n: int, q: int, layers: int) -> None:
-    lib = baseline.build(baseline.constants_sympy(n, q, layers), workdir)
+BASELINE_CASES = [
+    # (n, q, layers, width): the block degree d = n >> layers is 1, 2, 4 or 8
+    pytest.param(256, 3329, 7, 16, id="kyber-d2"),
+    pytest.param(256, 7681, 8, 16, id="d1"),
+    pytest.param(256, 3457, 6, 16, id="d4"),
+    pytest.param(256, 3329, 5, 16, id="d8"),
+    pytest.param(256, 8380417, 8, 32, id="dilithium-d1-w32"),
+    pytest.param(512, 1073479681, 8, 32, id="q30-d2-w32"),
+    pytest.param(256, 8380417, 6, 32, id="dilithium-d4-w32"),
+    # the largest prime below 2^30 with a 64th root of unity: the 32-bit
+    # file's limit, Barrett passes in the forward and the fullest basemul sums
+    pytest.param(256, 1073741441, 5, 32, id="q-max-d8-w32"),
+]
+
+
+def test_dilithium_constants_match_the_reference_derivation() -> None:
+    p = baseline.constants_sympy(256, 8380417, 8, width=32)
+    assert p.zetas[1:4] == (25847, -2608894, -518909)  # zeta = 1753, R = 2^32
+    assert p.final_scale == 41978
+    header = baseline.header(p)
+    assert "#define KG_QINV (58728449)" in header
+    assert "static const int32_t kg_zetas[256]" in header and "harness/baseline_ntt32.c" in header
+
+
+def test_baseline_limits_follow_the_width() -> None:
+    with pytest.raises(ValueError, match="odd and below 2\\^14"):
+        baseline.constants_sympy(256, 8380417, 8)
+    with pytest.raises(ValueError, match="odd and below 2\\^30"):
+        baseline.constants_sympy(256, 2147483137, 8, width=32)  # prime, 2^9 | q - 1, q > 2^30
+    with pytest.raises(ValueError, match="16 and 32-bit lanes, not 64"):
+        baseline.constants_sympy(256, 3329, 7, width=64)
+
+
+def _baseline_caller(workdir: Path, n: int, q: int, layers: int,
+                     width: int) -> Callable[[str, list[tuple[int, ...]], str], list[int]]:
+    """Calls into the C baseline built for these parameters, on `width`-bit lanes."""
+    consts = baseline.constants_sympy(n, q, layers, width)
+    assert consts.width == width
+    lib = baseline.build(consts, workdir)
+    size = width // 8
+
+    def call(symbol: str, inputs: list[tuple[int, ...]], case: str) -> list[int]:
+        if len(inputs) == 1:
+            args: tuple[Arg, ...] = (Arg("inout", size, n, 32, inputs[0]),)
+        else:
+            args = (Arg("out", size, n, 32),) + tuple(Arg("in", size, n, 32, d) for d in inputs)
+        [res] = harness.run_runner(lib, [Case(case, symbol, args)], workdir=workdir)
+        assert res.ok, (res.status, res.reason)
+        return res.outputs[0]
+
+    return call
+
+
+@pytest.mark.parametrize(("n", "q", "layers", "width"), BASELINE_CASES)
+def test_baseline_round_trip_against_sympy(workdir: Path, n: int, q: int, layers: int, width: int) -> None:
+    call = _baseline_caller(workdir, n, q, layers, width)
     rng = random.Random(n * q + layers)
     a = [rng.randint(-(q - 1), q - 1) for _ in range(n)]
     b = [rng.randint(-(q - 1), q - 1) for _ in range(n)]
     a[0], b[-1] = q - 1, -(q - 1)
-
-    def call(symbol: str, inputs: list[tuple[int, ...]], case: str) -> list[int]:
-        if len(inputs) == 1:
-            args: tuple[Arg, ...] = (Arg("inout", 2, n, 32, inputs[0]),)
-        else:
-            args = (Arg("out", 2, n, 32),) + tuple(Arg("in", 2, n, 32, d) for d in inputs)
-        [res] = harness.run_runner(lib, [Case(case, symbol, args)], workdir=workdir)
-        assert res.ok, (res.status, res.reason)
-        return res.outputs[0]
 
     fa = call("kg_baseline_ntt_forward", [tuple(a)], "fa")
     fb = call("kg_baseline_ntt_forward", [tuple(b)], "fb")
@@ -246,6 +289,45 @@ def test_baseline_round_trip_against_sympy(workdir: Path, n: int, q: int, layers
     back = call("kg_baseline_ntt_inverse", [tuple(prod)], "inv")
     assert all(abs(v) < q for v in back)
     assert [v % q for v in back] == _negacyclic_sympy(a, b, q)
+
+
+@pytest.mark.parametrize(("n", "q", "layers", "width"), BASELINE_CASES)
+def test_baseline_basemul_takes_any_lane_value(workdir: Path, n: int, q: int, layers: int, width: int) -> None:
+    """Block j of basemul's output is a * b * R^-1 mod (x^d - zeta_j) for any
+    inputs of the lane type, the extremes included."""
+    call = _baseline_caller(workdir, n, q, layers, width)
+    consts = baseline.constants_sympy(n, q, layers, width)
+    lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    rng = random.Random(q + width)
+    a = [rng.choice((lo, hi, rng.randint(lo, hi))) for _ in range(n)]
+    b = [rng.choice((lo, hi, rng.randint(lo, hi))) for _ in range(n)]
+    prod = call("kg_baseline_basemul", [tuple(a), tuple(b)], "mul-extremes")
+    assert all(abs(v) <= (q + 1) // 2 for v in prod)
+    d, r_inv = n >> layers, pow(1 << width, -1, q)
+    for j, zeta_r in enumerate(consts.zetas_block):
+        zeta = zeta_r * r_inv % q
+        want = [0] * d
+        for i in range(d):
+            for k in range(d):
+                term = a[j * d + i] * b[j * d + k]
+                want[(i + k) % d] += term * zeta if i + k >= d else term
+        assert [v % q for v in prod[j * d:(j + 1) * d]] == [w * r_inv % q for w in want], j
+
+
+@pytest.mark.parametrize(("n", "q", "layers", "width"), BASELINE_CASES)
+def test_baseline_inverse_takes_its_whole_input_range(workdir: Path, n: int, q: int, layers: int,
+                                                      width: int) -> None:
+    """forward(inverse(y)) = R y mod q for y up to the inverse's input limit:
+    |y| <= q on 16-bit lanes, |y| < 2^30 on 32-bit lanes."""
+    call = _baseline_caller(workdir, n, q, layers, width)
+    top = q if width == 16 else (1 << 30) - 1
+    rng = random.Random(q - width)
+    y = [rng.choice((-top, top, rng.randint(-top, top))) for _ in range(n)]
+    back = call("kg_baseline_ntt_inverse", [tuple(y)], "inv-range")
+    assert all(abs(v) < q for v in back)
+    again = call("kg_baseline_ntt_forward", [tuple(back)], "fwd-of-inv")
+    r = (1 << width) % q
+    assert [v % q for v in again] == [v * r % q for v in y]
 
 
 def test_missing_nasm_says_how_to_install(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

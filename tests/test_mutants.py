@@ -52,3 +52,21 @@ def test_no_wrong_mutant_survives_the_pair_base_multiplication(tmp_path):
     verdicts = Counter(o.verdict for o in outcomes)
     assert verdicts["wrong"] == 0, [o for o in outcomes if o.verdict == "wrong"]
     assert verdicts["rejected"] + verdicts["caught"] >= 10, verdicts
+
+
+@needs_tools
+def test_no_wrong_mutant_survives_32_bit_lanes(tmp_path):
+    """The same operators on dilithium-8380417's kernels (32-bit lanes: even/odd
+    widening products, no reduction in either NTT), on AVX2 and SSE."""
+    p = load(REPO / "params/dilithium-8380417.toml")
+    original = tmp_path / "original"
+    write(render(build(p), "original"), original)
+    outcomes = []
+    for kind in ("ntt_forward", "ntt_inverse", "basemul"):
+        for operator in OPERATORS:
+            for isa, seed in (("avx2", 6), ("sse", 7)):
+                outcomes.append(run_mutant(p, f"kg_dilithium8380417_{kind}_{isa}", operator, seed, tmp_path,
+                                           original))
+    verdicts = Counter(o.verdict for o in outcomes)
+    assert verdicts["wrong"] == 0, [o for o in outcomes if o.verdict == "wrong"]
+    assert verdicts["rejected"] + verdicts["caught"] >= 20, verdicts

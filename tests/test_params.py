@@ -17,7 +17,11 @@ GOOD = {"name": "t", "family": "ntt", "n": 256, "q": 3329, "width": 16, "isa": "
     ({"q": 7}, "q", "divisible"),          # q-1 = 6: one layer only, blocks far too large
     ({"colour": 3}, "colour", "unknown key"),
     ({"n": "256"}, "n", "must be"),
-    ({"width": 32}, "width", "16"),
+    ({"width": 64}, "width", "one of 16, 32"),
+    ({"width": "32"}, "width", "integer"),
+    ({"width": 32, "q": 2147483777}, "q", "below 2^31"),  # prime, 2^7 | q - 1
+    ({"width": 32, "q": 65537}, "q", "at least 2^20"),
+    ({"width": 32, "q": 8380417, "layers": 9}, "layers", "between 5 and 8"),
     ({"isa": "neon"}, "isa", "avx2"),
     ({"reduction": "lazy"}, "reduction", "one of"),
     ({"layers": 9}, "layers", "between 5 and 7"),

@@ -4,6 +4,7 @@ to two-operand SSE forms, the required-ISA pass, lemma proofs by width."""
 from __future__ import annotations
 
 import dataclasses
+import random
 import shutil
 
 import pytest
@@ -15,13 +16,13 @@ from kerngen.families import load
 from kerngen.families.ntt.build import build as ntt_build
 from kerngen.families.ntt.kernels import build_reduce, kernel_builder
 from kerngen.families.ntt.layout import plan
-from kerngen.families.ntt.reducers import barrett_idiom, reducers
+from kerngen.families.ntt.reducers import barrett_idiom, freeze_idiom, reducers
 from kerngen.families.gf2m.build import build as gf2m_build
 from kerngen.harness import driver
 from kerngen.ir.instr import ArgBase, ArgSpec, Builder, Imm, Mem
 from kerngen.ir.lanes import SPLIT, move_lanes
 from kerngen.ir.ops import OPS, by_width, spec
-from kerngen.passes.lemmas import LemmaError, ScalarIdiom, prove
+from kerngen.passes.lemmas import LemmaError, QuotientLemma, ScalarIdiom, SmtLemma, prove
 from kerngen.passes.pipeline import compile_kernel
 from kerngen.target.files import write
 from kerngen.target.printer import body_text
@@ -168,6 +169,27 @@ def test_the_smt_proof_agrees_with_the_exhaustive_one():
     for idiom, box in ((barrett_idiom(3329, 16), (-32768, 32767)), (reducers(7681, 16)["special"].idiom, (-9000, 12345))):
         exhaustive, smt = prove(idiom, "exhaustive"), prove(idiom, "smt")
         assert smt.range_for(*box) == exhaustive.range_for(*box)
+
+
+def test_quotient_ranges_agree_with_running_every_input_and_with_the_solver():
+    """Barrett and freeze (x - q*t(x), t non-decreasing; then q added where
+    negative) get their ranges from the runs of equal t: the same as running
+    all 2^16 inputs, and as the SMT optimiser's on 32-bit lanes."""
+    rng = random.Random(4)
+    for q in (3329, 7681, 12289, 257):
+        for idiom in (barrett_idiom(q, 16), freeze_idiom(q, 16)):
+            exhaustive, quotient = prove(idiom, "exhaustive"), prove(idiom, "smt")
+            assert isinstance(quotient, QuotientLemma)
+            for _ in range(20):
+                lo = rng.randint(-32768, 32767)
+                box = (lo, rng.randint(lo, 32767))
+                assert quotient.range_for(*box) == exhaustive.range_for(*box), (q, idiom.kind, box)
+    for q in (8380417, 1073479681):
+        for idiom in (barrett_idiom(q, 32), freeze_idiom(q, 32)):
+            quotient = prove(idiom)
+            assert isinstance(quotient, QuotientLemma)
+            box = (-(1 << 31) // 3, (1 << 31) // 2)
+            assert quotient.range_for(*box) == SmtLemma(quotient.idiom).range_for(*box)
 
 
 def test_the_smt_proof_refuses_a_wrong_idiom():

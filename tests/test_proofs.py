@@ -68,6 +68,33 @@ def test_montgomery_products_are_checked_and_maps_proven():
         verify_kernel(broken, {0: (-3328, 3328)}, 3329)
 
 
+def test_32_bit_montgomery_products_are_checked_lane_by_lane():
+    """Dilithium's NTT: even/odd widening products, every lane followed back to
+    hi(x*w) - hi(lo(x*w')*q); a wrong w, w' or odd-lane w, or odd lanes blended
+    from the wrong product, is refused."""
+    bundle = build(load(REPO / "params/dilithium-8380417.toml"))
+    fwd = bundle.function("ntt_forward")
+    q, top = 8380417, 8380416
+    proof = verify_kernel(fwd.kernel, {0: (-top, top)}, q)
+    assert proof.products_checked == 8 * 16 and proof.forms[0] == frozenset({(0,)})
+    assert bundle.function("basemul").manifest()["proof"]["locality"] == "block"
+    table = next(t for t in fwd.kernel.tables if t.label.endswith("forward_twiddles_avx2"))
+    rows = len(table.values) // 8
+    for row in (0, 1, 2, rows - 1):
+        values = list(table.values)
+        values[8 * row + 2] += 1  # an even lane: every row is read there
+        broken = dataclasses.replace(fwd.kernel, tables=tuple(dataclasses.replace(t, values=tuple(values))
+                                                               if t is table else t for t in fwd.kernel.tables))
+        with pytest.raises(VerifyError, match="Montgomery product that pairs a constant w with a w'"):
+            verify_kernel(broken, {0: (-top, top)}, q)
+    blend = next(i for i, ins in enumerate(fwd.kernel.body) if ins.op == "vpblendd")
+    ins = fwd.kernel.body[blend]
+    swapped = dataclasses.replace(ins, operands=ins.operands[:3] + (Imm(0x55),))
+    broken = dataclasses.replace(fwd.kernel, body=fwd.kernel.body[:blend] + (swapped,) + fwd.kernel.body[blend + 1:])
+    with pytest.raises(VerifyError, match="not hi\\(x\\*w\\)"):
+        verify_kernel(broken, {0: (-top, top)}, q)
+
+
 @needs_tools
 def test_an_edited_bundle_is_found_even_with_its_hash_updated(tmp_path):
     """One twiddle lane changed (w only: basis vectors alone cannot see it) and

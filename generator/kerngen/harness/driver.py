@@ -547,7 +547,10 @@ def cpu_flags() -> set[str]:
     except OSError:
         return set()
     line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
-    return set(line.split(":", 1)[-1].split())
+    return {_CPUINFO_ALIASES.get(f, f) for f in line.split(":", 1)[-1].split()}
+
+
+_CPUINFO_ALIASES = {"pni": "sse3"}  # /proc/cpuinfo's names that differ from the extensions' own
 
 
 def abi_capabilities(workdir: Path) -> AbiCapabilities:

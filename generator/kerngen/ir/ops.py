@@ -156,6 +156,11 @@ def _pshufd(n, srcs, imm, u):
     return tuple((0, k - k % 4 + (imm >> (2 * (k % 4)) & 3)) for k in range(n))
 
 
+def _odd_duplicated(n, srcs, imm, u):
+    """Each odd unit copied over its even neighbour (vmovshdup)."""
+    return tuple((0, k | 1) for k in range(n))
+
+
 def _pshuflw(n, srcs, imm, u):
     """16-bit units: the low four of each 128-bit half permuted by the immediate, the high four kept."""
     return tuple((0, k - k % 8 + (imm >> (2 * (k % 8)) & 3)) if k % 8 < 4 else (0, k) for k in range(n))
@@ -239,6 +244,9 @@ class Op:
     arith: Arith | None = None
     move: Move | None = None
     commutative: bool = False
+    # products of the low `elem/2`-bit halves of each `elem`-bit unit: the unit's low half is their
+    # mullo, its high half their `widen` ("mulhi" signed, "mulhu" unsigned), in lanes of elem/2 bits
+    widen: str | None = None
     halves: bool = False  # the 256-bit form works on each 128-bit half alone (so it splits into two xmm forms)
 
     @property
@@ -300,13 +308,13 @@ _CROSSING = {"vperm2i128", "vpermq", "vextracti128", "vinserti128", "vpbroadcast
 
 
 def _row(name, sig, cls, vex, legacy, needs, *, tied=None, elem=None, generic=None, arith=None, move=None,
-         commutative=False):
+         commutative=False, widen=None):
     s = _sig(sig)
     if tied is None:  # a legacy three-operand form keeps its destination as first source
         tied = legacy is not None and len(s) >= 3 and s[1].kind == "v" and "w" in s[0].access and s[0].kind == "v"
     halves = vex is not None and name not in _CROSSING and any(slot.kind in ("v", "vm") for slot in s) and \
         all(slot.kind != "g" and slot.kind != "gm" for slot in s)
-    _ROWS.append(Op(name, s, cls, vex, legacy, tied, needs, elem, generic, arith, move, commutative, halves))
+    _ROWS.append(Op(name, s, cls, vex, legacy, tied, needs, elem, generic, arith, move, commutative, widen, halves))
 
 
 # moves between registers and memory (sizes: the memory operand's)
@@ -347,9 +355,12 @@ _row("vpmulhrsw", _VEX3, "mul", "vpmulhrsw", "pmulhrsw", _needs("SSSE3", "AVX"),
      arith=MULHRS, commutative=True)
 _row("vpmulld", _VEX3, "mul", "vpmulld", "pmulld", _needs("SSE4.1", "AVX"), elem=32, generic="mullo",
      arith=MULLO, commutative=True)
-# 32 x 32 -> 64-bit products of the even elements: no element-wise semantics at one width
-_row("vpmuldq", _VEX3, "mul", "vpmuldq", "pmuldq", _needs("SSE4.1", "AVX"), elem=64, commutative=True)
-_row("vpmuludq", _VEX3, "mul", "vpmuludq", "pmuludq", _needs("SSE2", "AVX"), elem=64, commutative=True)
+# 32 x 32 -> 64-bit products of the even elements: no element-wise semantics at one width, but
+# lane semantics on 32-bit lanes (`widen`: the even lane gets the low half, the odd lane the high half)
+_row("vpmuldq", _VEX3, "mul", "vpmuldq", "pmuldq", _needs("SSE4.1", "AVX"), elem=64, commutative=True,
+     widen="mulhi")
+_row("vpmuludq", _VEX3, "mul", "vpmuludq", "pmuludq", _needs("SSE2", "AVX"), elem=64, commutative=True,
+     widen="mulhu")
 # 32-bit sums of the two 16 x 16 -> 32-bit products in each 32-bit unit: no element-wise semantics at one
 # width (the verifier follows it only inside a tagged pair reduction)
 _row("vpmaddwd", _VEX3, "mul", "vpmaddwd", "pmaddwd", _needs("SSE2", "AVX"), elem=32, generic="madd")
@@ -382,6 +393,8 @@ _row("vperm2i128", _VEX3I, "shuffle", "vperm2i128", None, _needs(None, "AVX2"), 
 _row("vpermq", "w:v,r:vm,r:i", "shuffle", "vpermq", None, _needs(None, "AVX2"), elem=64, move=Move(64, _permq))
 _row("vpshufd", "w:v,r:vm,r:i", "shuffle", "vpshufd", "pshufd", _needs("SSE2", "AVX"), elem=32,
      move=Move(32, _pshufd))
+_row("vmovshdup", "w:v,r:vm", "shuffle", "vmovshdup", "movshdup", _needs("SSE3", "AVX", **_MOVE), elem=32,
+     generic="duplicate_odd", move=Move(32, _odd_duplicated))
 _row("vpshufb", _VEX3, "shuffle", "vpshufb", "pshufb", _needs("SSSE3", "AVX"))
 _row("vpshuflw", "w:v,r:vm,r:i", "shuffle", "vpshuflw", "pshuflw", _needs("SSE2", "AVX"), elem=16,
      generic="shuffle_low", move=Move(16, _pshuflw))
@@ -439,6 +452,11 @@ def by_width(generic: str, bits: int) -> str:
     if found is None:
         raise KeyError(f"no instruction does {generic} on {bits}-bit elements")
     return found
+
+
+def has(generic: str, bits: int) -> bool:
+    """Whether some instruction does `generic` on `bits`-bit elements."""
+    return (generic, bits) in _BY_WIDTH or (generic, 0) in _BY_WIDTH
 
 
 def generic_name(name: str) -> str:

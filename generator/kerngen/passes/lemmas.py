@@ -22,6 +22,7 @@ import numpy as np
 from ..ir.ops import Arith, by_width, spec, unsigned, wrap
 
 EXHAUSTIVE_BITS = 16  # widest lanes whose every input is run
+SMT_TIMEOUT_MS = 30_000  # an idiom the solver cannot settle in this time is not proven (refused)
 
 
 class LemmaError(Exception):
@@ -97,10 +98,10 @@ class ExhaustiveLemma(Lemma):
         return found
 
 
-@dataclass(frozen=True, eq=False)
-class SmtLemma(Lemma):
+class _OfIdiom:
+    """A lemma about one idiom: its kind and modulus are the idiom's."""
+
     idiom: ScalarIdiom
-    _ranges: dict = field(default_factory=dict, repr=False)
 
     @property
     def kind(self) -> str:
@@ -109,6 +110,104 @@ class SmtLemma(Lemma):
     @property
     def q(self) -> int:
         return self.idiom.q
+
+
+@dataclass(frozen=True, eq=False)
+class QuotientLemma(_OfIdiom, Lemma):
+    """y = x - q*t(x) exactly, with t non-decreasing in x (both proven, see
+    `_quotient_lemma`), and with `fix` then q added where y is negative. On
+    each run of inputs sharing one t = T, y = x - q*T climbs by one per input,
+    so its values there are exactly [a_T - q*T, b_T - q*T] for the run's ends
+    a_T, b_T: the exact range over any inputs is found from the runs alone
+    (a few thousand for a 32-bit lane and q near 2^20), found by bisection."""
+
+    idiom: ScalarIdiom
+    quotient: ScalarIdiom  # the steps computing t from x
+    fix: bool
+    _ranges: dict = field(default_factory=dict, repr=False)
+
+    def range_for(self, lo: int, hi: int) -> tuple[int, int]:
+        found = self._ranges.get((lo, hi))
+        if found is None:
+            half = 1 << (self.idiom.bits - 1)
+            lo, hi = max(lo, -half), min(hi, half - 1)
+            t = lambda xs: self.quotient.run(np.asarray(xs, dtype=np.int64))
+            t_lo, t_hi = int(t([lo])[0]), int(t([hi])[0])
+            ts = np.arange(t_lo, t_hi + 1, dtype=np.int64)
+            # a_T: the first input with t(x) >= T (t is non-decreasing), by bisection for all T at once
+            left, right = np.full(ts.shape, lo, dtype=np.int64), np.full(ts.shape, hi + 1, dtype=np.int64)
+            while np.any(left < right):
+                mid = (left + right) >> 1
+                below = t(np.minimum(mid, hi)) < ts
+                below &= mid <= hi
+                left, right = np.where(below & (left < right), mid + 1, left), np.where(~below & (left < right), mid, right)
+            starts = left
+            ends = np.append(starts[1:] - 1, hi)
+            keep = starts <= ends  # values of T that some input takes
+            r_lo, r_hi = (starts - self.q * ts)[keep], (ends - self.q * ts)[keep]
+            if not self.fix:
+                found = (int(r_lo.min()), int(r_hi.max()))
+            else:  # runs below zero move up by q; a run across zero gives 0 .. and .. q - 1
+                neg, pos = r_hi < 0, r_lo >= 0
+                across = ~neg & ~pos
+                lows = np.concatenate([r_lo[pos], r_lo[neg] + self.q, np.zeros(int(across.sum()), dtype=np.int64)])
+                highs = np.concatenate([r_hi[pos], r_hi[neg] + self.q, np.maximum(r_hi[across], self.q - 1)])
+                found = (int(lows.min()), int(highs.max()))
+            self._ranges[(lo, hi)] = found
+        return found
+
+
+def _quotient_lemma(idiom: ScalarIdiom, z3, x) -> QuotientLemma | None:
+    """The idiom as y = x - q*t(x) (Barrett), optionally followed by q added
+    where y is negative (freeze), when that is its shape: the subtraction is
+    exact (the solver shows x - t*q does not wrap) and t is non-decreasing
+    (each step computing it is an arithmetic shift, an addition of a constant
+    or a multiplication, low or high half, by a positive one, none of which
+    wraps over the whole lane by interval arithmetic). None otherwise."""
+    bits, q, steps = idiom.bits, idiom.q, idiom.steps
+    fix = len(steps) >= 3 and [s[0] for s in steps[-3:]] == ["sra", "and", "add"]
+    core = steps[:-3] if fix else steps
+    if len(core) < 3 or core[-1][:3] != ("sub", core[-1][1], "x") or core[-2][0] != "mullo" or \
+            core[-1][3] != core[-2][1] or q not in core[-2][2:]:
+        return None
+    r = core[-1][1]
+    if fix:
+        (_, s, a, k), (_, m, b, c), (_, _, d, e) = steps[-3:]
+        if a != r or k != bits - 1 or {b, c} != {s, q} or {d, e} != {r, m}:
+            return None
+    t_name = next(v for v in core[-2][2:] if v != q)
+    quotient = core[:-2]
+    if not quotient or quotient[-1][1] != t_name:
+        return None
+    half = 1 << (bits - 1)
+    span = {"x": (-half, half - 1)}
+    for op, dst, a, b in quotient:
+        if a not in span or not isinstance(b, int):
+            return None
+        lo, hi = span[a]
+        if op == "sra":
+            lo, hi = lo >> b, hi >> b
+        elif op == "add":
+            lo, hi = lo + b, hi + b
+        elif op == "mullo" and b > 0:
+            lo, hi = lo * b, hi * b
+        elif op == "mulhi" and b > 0:
+            lo, hi = (lo * b) >> bits, (hi * b) >> bits
+        else:
+            return None
+        if lo < -half or hi > half - 1:
+            return None
+        span[dst] = (lo, hi)
+    prefix = ScalarIdiom(idiom.kind, q, core, bits)
+    if fix and not _congruent_by_structure(prefix, z3, x):  # y before the fix is x - t*q exactly too
+        return None
+    return QuotientLemma(idiom, ScalarIdiom(idiom.kind, q, quotient, bits), fix)
+
+
+@dataclass(frozen=True, eq=False)
+class SmtLemma(_OfIdiom, Lemma):
+    idiom: ScalarIdiom
+    _ranges: dict = field(default_factory=dict, repr=False)
 
     def range_for(self, lo: int, hi: int) -> tuple[int, int]:
         found = self._ranges.get((lo, hi))
@@ -121,21 +220,38 @@ class SmtLemma(Lemma):
             ends = []
             for goal in ("minimize", "maximize"):
                 opt = z3.Optimize()
+                opt.set("timeout", SMT_TIMEOUT_MS)
                 opt.add(x >= lo, x <= hi)
                 v = z3.BV2Int(y + (1 << (bits - 1)))  # signed value, shifted to be non-negative
                 getattr(opt, goal)(v)
-                if opt.check() != z3.sat:
+                verdict = opt.check()
+                if verdict == z3.unknown:
+                    raise LemmaError(f"{self.kind} mod {self.q}: output range not found within "
+                                     f"{SMT_TIMEOUT_MS // 1000} s")
+                if verdict != z3.sat:
                     raise LemmaError(f"{self.kind} mod {self.q}: no input in [{lo}, {hi}]")
                 ends.append(opt.model().eval(v).as_long() - (1 << (bits - 1)))
             found = self._ranges[(lo, hi)] = (ends[0], ends[1])
         return found
 
 
-@lru_cache(maxsize=None)
 def prove(idiom: ScalarIdiom, method: str | None = None) -> Lemma:
     """Prove the idiom congruent to its input for every input; refuse it
     otherwise. `method` defaults by width: "exhaustive" up to 16 bits,
-    "smt" above."""
+    "smt" above. The same steps under other names are the same lemma (the
+    verifier names what it rebuilds from instructions its own way): each is
+    proven once."""
+    names = {"x": "x"}
+    steps = []
+    for k, (op, dst, a, b) in enumerate(idiom.steps):
+        steps.append((op, f"v{k}", names.get(a, a) if isinstance(a, str) else a,
+                      names.get(b, b) if isinstance(b, str) else b))
+        names[dst] = f"v{k}"
+    return _prove(ScalarIdiom(idiom.kind, idiom.q, tuple(steps), idiom.bits), method)
+
+
+@lru_cache(maxsize=None)
+def _prove(idiom: ScalarIdiom, method: str | None) -> Lemma:
     method = method or ("exhaustive" if idiom.bits <= EXHAUSTIVE_BITS else "smt")
     if method == "exhaustive":
         half = 1 << (idiom.bits - 1)
@@ -151,15 +267,58 @@ def prove(idiom: ScalarIdiom, method: str | None = None) -> Lemma:
     bits = idiom.bits
     x = z3.BitVec("x", bits)
     y = idiom.symbolic(z3, x)
+    if _congruent_by_structure(idiom, z3, x):
+        return _quotient_lemma(idiom, z3, x) or SmtLemma(idiom)
     diff = z3.SignExt(1, y) - z3.SignExt(1, x)  # one bit wider: the difference cannot wrap
     solver = z3.Solver()
+    solver.set("timeout", SMT_TIMEOUT_MS)
     solver.add(z3.SRem(diff, z3.BitVecVal(idiom.q, bits + 1)) != 0)
-    if solver.check() != z3.unsat:
+    verdict = solver.check()
+    if verdict == z3.unknown:
+        raise LemmaError(f"{idiom.kind} mod {idiom.q}: congruence not proven within {SMT_TIMEOUT_MS // 1000} s")
+    if verdict != z3.unsat:
         m = solver.model()
         xi = wrap(m.eval(x).as_long(), bits)
         raise LemmaError(f"{idiom.kind} mod {idiom.q}: output {wrap(m.eval(y).as_long(), bits)} for input {xi} "
                          f"is not congruent")
     return SmtLemma(idiom)
+
+
+def _congruent_by_structure(idiom: ScalarIdiom, z3, x) -> bool:
+    """Congruence from the idiom's shape, where it has one: y built from x by
+    adding and subtracting multiples of q (mullo(t, q); and(sign mask, q),
+    which is 0 or q). Followed in wide arithmetic, where nothing wraps, y is x
+    plus multiples of q; the solver proves the lane's y equals that wide value
+    (cheap, where a remainder by q needs a divider circuit: Barrett, freeze).
+    False when the shape is another (special forms) or y can differ."""
+    bits, q = idiom.bits, idiom.q
+    wide = lambda v: z3.SignExt(bits, v)
+    env, masks = {"x": x}, set()
+    exact = {"x": wide(x)}  # values congruent to x, or multiples of q, as wide expressions
+    multiple: set[str] = set()
+    for op, dst, a, b in idiom.steps:
+        va = env[a] if isinstance(a, str) else z3.BitVecVal(a, bits)
+        immediate = spec(by_width(op, bits)).slots[2].kind == "i"
+        vb = env[b] if isinstance(b, str) else (b if immediate else z3.BitVecVal(b, bits))
+        env[dst] = _arith(op, bits).smt(z3, va, vb, bits)
+        if op == "mullo" and q in (a, b):
+            multiple.add(dst)
+            exact[dst] = wide(vb if a == q else va) * z3.BitVecVal(q, 2 * bits)
+        elif op == "sra" and b == bits - 1:
+            masks.add(dst)  # 0 or -1
+        elif op == "and" and q in (a, b) and (a in masks or b in masks):
+            multiple.add(dst)  # 0 or q
+            exact[dst] = wide(env[dst])
+        elif op in ("add", "sub") and a in exact and b in exact and (a in multiple) + (b in multiple) == 1 \
+                and (op == "add" or b in multiple):
+            exact[dst] = exact[a] + exact[b] if op == "add" else exact[a] - exact[b]
+    last = idiom.steps[-1][1]
+    if last not in exact or last in multiple:
+        return False
+    solver = z3.Solver()
+    solver.set("timeout", SMT_TIMEOUT_MS)
+    solver.add(exact[last] != wide(env[last]))
+    return solver.check() == z3.unsat
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,7 @@ class Proof:
 class _Def:
     """The instruction that made a value, as the checks of tagged groups read it."""
 
+    op: str
     generic: str | None
     elem: int | None
     imm: int | None
@@ -354,7 +355,7 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
 
 def _evaluate(mc: _Machine, ins: Instr, index: int, s, sources: list[Value], imm, lanes: int, group) -> Value:
     """One instruction outside the copy case: intervals, dependences and form."""
-    in_lemma = group is not None and group.kind != PRODUCT
+    in_lemma = group is not None  # a tagged group's results are established at its end
     elementwise = s.arith is not None and s.elem in (None, mc.bits)
     if elementwise:
         operands = list(sources) + ([Value(0, ((imm, imm),) * lanes, (0,) * lanes, frozenset({()}))]
@@ -363,14 +364,14 @@ def _evaluate(mc: _Machine, ins: Instr, index: int, s, sources: list[Value], imm
     elif s.move is not None:
         moved = move_lanes(s, [list(src.lanes) for src in sources], imm, mc.bits, lanes, ZERO)
         intervals = [mc.top if v is SPLIT else v for v in moved] if moved is not None else [mc.top] * lanes
-    elif mc.gf2 or (s.arith is not None and s.elem != mc.bits) or (group is not None and group.kind == PAIR):
-        intervals = [mc.top] * lanes  # inside a pair reduction: what it makes is established at its end
+    elif mc.gf2 or (s.arith is not None and s.elem != mc.bits) or (group is not None and group.kind in (PRODUCT, PAIR)):
+        intervals = [mc.top] * lanes  # inside a product or pair reduction: established at its end
     else:
         mc.fail(index, ins, "has no lane semantics in the instruction table")
     deps = mc.lanes_deps(s, sources, imm, lanes, elementwise)
     form = None if group is not None else mc.form_of(ins, sources)
     made = mc.new(intervals, deps, form)
-    mc.defs[made.vid] = _Def(s.generic, s.elem, imm, tuple(sources))
+    mc.defs[made.vid] = _Def(ins.op, s.generic, s.elem, imm, tuple(sources))
     return made
 
 
@@ -422,49 +423,70 @@ class _Group:
         return Value(result.vid, tuple(lanes), self.input.deps[:n], self.input.form)
 
     def check_product(self, mc: _Machine, index: int, ins: Instr, result: Value) -> Value:
-        """t = mullo(x, w'); h = mulhi(x, w); u = mulhi(t, q); r = h - u, with
-        w' = w*q^-1 mod 2^bits: then r*2^bits = x*w - t*q exactly (the
-        Montgomery lemma), so r is congruent to x*w/2^bits mod q."""
+        """Every lane r of the result must be hi(x*w) - hi(lo(x*w')*q) of one
+        lane x, w, w' of values made outside the product, followed back lane
+        by lane through its instructions (element-wise ones, the widening
+        products of even lanes and the lane moves between them), with q
+        itself as the modulus and w' = w*q^-1 mod 2^bits: for a constant w
+        lane by lane from the tables, for a variable w as the product the
+        kernel computed. Then the SMT-proven Montgomery lemma makes r
+        congruent to x*w/2^bits mod q; its interval follows from x's and w's."""
         def bad(why: str):
             mc.fail(index, ins, f"ends a Montgomery product that {why}")
 
-        ops = [(spec(step.op).generic, sources, made) for step, _, sources, made in self.steps
-               if spec(step.op).cls != "move"]
-        if [g for g, _, _ in ops] != ["mullo", "mulhi", "mulhi", "sub"]:
-            bad("is not mullo, mulhi, mulhi, sub")
-        (_, lo_srcs, t), (_, hi_srcs, h), (_, q_srcs, u), (_, (h2, u2), r) = ops
-        shared = {v.vid for v in lo_srcs} & {v.vid for v in hi_srcs}
-        if len(shared) != 1 or r.vid != result.vid:
-            bad("does not multiply one x in both products")
-        x = next(v for v in lo_srcs if v.vid in shared)
-        wq = next(v for v in lo_srcs if v.vid not in shared)
-        w = next(v for v in hi_srcs if v.vid not in shared)
-        qv = next((v for v in q_srcs if v.vid != t.vid), None)
-        if t.vid not in {v.vid for v in q_srcs} or h2.vid != h.vid or u2.vid != u.vid or qv is None:
-            bad("does not follow its values through its four steps")
         q, bits = mc.v.modulus, mc.bits
-        active = ins.operands[0].bits // bits  # the lanes the product computes
-
-        def lanes(v: Value):
-            return None if v.constant is None else v.constant[:active]
-
-        if lanes(qv) is None or set(lanes(qv)) != {q}:
-            bad(f"does not reduce by q = {q}")
         qinv = pow(q, -1, 1 << bits)
-        if lanes(w) is not None:
-            if lanes(wq) is None or any((a - b * qinv) % (1 << bits) for a, b in zip(lanes(wq), lanes(w))):
-                bad("pairs a constant w with a w' that is not w*q^-1 mod 2^bits")
-            form = x.form
-        else:
-            made = mc.defs.get(wq.vid)
-            op, operands = (made.generic, made.sources) if made else (None, ())
-            mates = [v for v in operands if v.vid != w.vid]
-            if op != "mullo" or len(mates) != 1 or lanes(mates[0]) is None or \
-                    any((c - qinv) % (1 << bits) for c in lanes(mates[0])):
-                bad("pairs a variable w with a w' not computed as mullo(w, q^-1)")
-            form = _product(x.form, w.form)
+        inside = {made.vid for _, _, sources, made in self.steps if made.vid not in {v.vid for v in sources}}  # not copies
+        active = ins.operands[0].bits // bits  # the lanes the product computes
+        half = 1 << (bits - 1)
+        u_lo, u_hi = (-half * q) >> bits, ((half - 1) * q) >> bits  # hi(t*q) for any t
+        lanes, deps, form = list(result.lanes), list(result.deps), frozenset()
+        for lane in range(active):
+            term = _lane_term(mc, result, lane, inside, bad)
+            if term[0] != "sub" or term[1][0] != "mulhi" or term[2][0] != "mulhi":
+                bad(f"computes lane {lane} as {_show(term)}, not hi(x*w) - hi(lo(x*w')*q)")
+            (_, a, b), (_, c, d) = term[1], term[2]
+            low, qv = (c, d) if c[0] == "mullo" else (d, c)
+            factors = _factors(low)
+            if low[0] != "mullo" or qv[0] != "leaf" or a[0] != "leaf" or b[0] != "leaf" or factors is None:
+                bad(f"computes lane {lane} as {_show(term)}, not hi(x*w) - hi(lo(x*w')*q)")
+            if _leaf_constant(qv) != wrap(q, bits):
+                bad(f"does not reduce by q = {q}")
+            if len(factors) == 3:  # lo(lo(x*w)*q^-1): the product itself times q^-1
+                rest = list(factors)
+                for t in (a, b):
+                    if t not in rest:
+                        bad("does not multiply the same x and w in both products")
+                    rest.remove(t)
+                if (_leaf_constant(rest[0]) or 0) % (1 << bits) != qinv:
+                    bad("multiplies lo(x*w) by something other than q^-1")
+                x, w = (b, a) if _leaf_constant(b) is None else (a, b)
+            else:
+                shared = [t for t in (a, b) if t in factors]
+                if len(factors) != 2 or len(shared) != 1 or a == b:
+                    bad("does not multiply one x in both products")
+                x = shared[0]
+                w = b if a == x else a
+                wq = factors[1] if factors[0] == x else factors[0]
+                if _leaf_constant(w) is not None:
+                    if _leaf_constant(wq) is None or (_leaf_constant(wq) - _leaf_constant(w) * qinv) % (1 << bits):
+                        bad("pairs a constant w with a w' that is not w*q^-1 mod 2^bits")
+                else:
+                    made = mc.defs.get(wq[1].vid)
+                    mates = [v for v in made.sources if v.vid != w[1].vid] if made else []
+                    if made is None or made.generic != "mullo" or wq[2] != w[2] or len(mates) != 1 or \
+                            mates[0].constant is None or (mates[0].constant[w[2]] - qinv) % (1 << bits):
+                        bad("pairs a variable w with a w' not computed as mullo(w, q^-1)")
+            form = _union(form, x[1].form if _leaf_constant(w) is not None else _product(x[1].form, w[1].form))
+            (x_lo, x_hi), (w_lo, w_hi) = x[1].lanes[x[2]], w[1].lanes[w[2]]
+            corners = [i * j for i in (x_lo, x_hi) for j in (w_lo, w_hi)]
+            r_lo, r_hi = (min(corners) >> bits) - u_hi, (max(corners) >> bits) - u_lo
+            if r_lo < mc.lo or r_hi > mc.hi:
+                bad(f"can leave int{bits} in lane {lane}: [{r_lo}, {r_hi}]")
+            lanes[lane] = (r_lo, r_hi)
+            deps[lane] = x[1].deps[x[2]] | w[1].deps[w[2]]
         prove_montgomery(q, bits)
-        return Value(result.vid, result.lanes, result.deps, form)
+        return Value(result.vid, tuple(lanes), tuple(deps), form)
 
     def check_pair(self, mc: _Machine, index: int, ins: Instr, result: Value) -> Value:
         """r = hi - mulhi(mullo(lo, q^-1), q), where lo and hi interleave the
@@ -537,3 +559,53 @@ class _Group:
         except LemmaError as e:
             raise VerifyError(f"{mc.kernel.symbol}: {e}") from None
         return Value(result.vid, tuple(lanes), tuple(deps), form)
+
+
+def _lane_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad) -> tuple:
+    """Lane `lane` of v as a term over lanes of values made outside a group
+    (`inside`: the values it made): ("leaf", value, lane), or (generic
+    operation, term, term) through element-wise instructions and widening
+    products, following lane moves to the lane they take."""
+    if v.vid not in inside:
+        return ("leaf", v, lane)
+    d = mc.defs[v.vid]
+    s = spec(d.op)
+    if s.widen is not None:  # a product of the low lanes of wider units: low half, high half
+        per = s.elem // mc.bits
+        first, part = lane - lane % per, lane % per
+        if per != 2:
+            bad(f"widens {s.elem // 2}-bit lanes where the lanes are {mc.bits} bits")
+        a, b = d.sources
+        return (s.widen if part else "mullo", _lane_term(mc, a, first, inside, bad),
+                _lane_term(mc, b, first, inside, bad))
+    if s.arith is not None and s.elem in (None, mc.bits) and d.imm is None:
+        a, b = d.sources
+        return (d.generic, _lane_term(mc, a, lane, inside, bad), _lane_term(mc, b, lane, inside, bad))
+    if s.move is not None:
+        labels = [[(i, k) for k in range(len(src.lanes))] for i, src in enumerate(d.sources)]
+        got = move_lanes(s, labels, d.imm, mc.bits, len(v.lanes), None)
+        if got is not None and got[lane] is not None and got[lane] is not SPLIT:
+            i, k = got[lane]
+            return _lane_term(mc, d.sources[i], k, inside, bad)
+    bad(f"has a `{d.op}` that cannot be followed lane by lane")
+
+
+def _factors(term: tuple) -> list[tuple] | None:
+    """The leaves a low product multiplies (mod 2^bits the grouping does not matter)."""
+    if term[0] == "leaf":
+        return [term]
+    if term[0] != "mullo":
+        return None
+    parts = [_factors(t) for t in term[1:]]
+    return None if None in parts else parts[0] + parts[1]
+
+
+def _leaf_constant(term: tuple) -> int | None:
+    _, v, lane = term
+    return None if v.constant is None else v.constant[lane]
+
+
+def _show(term: tuple) -> str:
+    if term[0] == "leaf":
+        return f"v{term[1].vid}[{term[2]}]"
+    return f"{term[0]}({_show(term[1])}, {_show(term[2])})"

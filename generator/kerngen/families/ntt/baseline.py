@@ -2,8 +2,13 @@
 computed with SymPy alone (independent of the family's own maths), the
 `kg_params.h` they are compiled in with, and its build (`-O3 -march=native`).
 
-The C (`harness/baseline_ntt16.c`) keeps 16-bit signed Montgomery
-arithmetic with lazy int16 sums, as a compiler sees a straightforward NTT.
+One C file per lane width, as a compiler sees a straightforward NTT:
+`harness/baseline_ntt16.c` keeps 16-bit signed Montgomery arithmetic (R =
+2^16) with lazy int16 sums, for odd q < 2^14; `harness/baseline_ntt32.c`
+keeps 32-bit signed Montgomery arithmetic (R = 2^32, int64 products) with
+lazy int32 sums, for odd q < 2^30. `LANES` holds what differs between the
+two (C type, file, R, the limit on q); everything else here is one code path
+with the width as a value, and width 16 is the default.
 """
 
 from __future__ import annotations
@@ -15,17 +20,47 @@ from pathlib import Path
 from ...harness import driver
 
 FLAGS = ("-O3", "-std=c11", "-Wall")
-R = 1 << 16
+
+
+@dataclass(frozen=True)
+class Lane:
+    """The facts of one lane width the baseline depends on: the C element
+    type, the harness C file, R (the Montgomery radix, 2^width), the C file's
+    limit on q (q < 2^q_bits), the base of its Barrett shift (shift =
+    barrett_base + bitlen(q) keeps v * a inside twice the width), and how the
+    tables of kg_params.h are laid out (column width, entries per row)."""
+
+    ctype: str
+    source: str
+    r: int
+    q_bits: int
+    barrett_base: int
+    digits: int
+    per_row: int
+
+
+LANES = {
+    16: Lane("int16_t", "baseline_ntt16.c", 1 << 16, 14, 14, 6, 10),
+    32: Lane("int32_t", "baseline_ntt32.c", 1 << 32, 30, 30, 11, 8),
+}
+
+
+def lane_of(width: int) -> Lane:
+    """The facts of `width`-bit lanes; ValueError for a width without a baseline."""
+    if width not in LANES:
+        raise ValueError(f"the plain-C baseline has {' and '.join(map(str, LANES))}-bit lanes, not {width}")
+    return LANES[width]
 
 
 @dataclass(frozen=True)
 class BaselineConstants:
     """Constants of the C baseline.
 
-    Twiddles are in Montgomery form (times R = 2^16) and centred:
-    ``zetas[i] = R zeta^brv_L(i)`` (2^L entries), ``zetas_inv`` the 2^L - 1
-    twiddles of the inverse in the order it reads them, ``zetas_block[j] =
-    R zeta^(2 brv_L(j) + 1)`` (2^L entries), ``final_scale = R^2 / 2^L``.
+    Twiddles are in Montgomery form (times R = 2^width: 2^16 or 2^32) and
+    centred: ``zetas[i] = R zeta^brv_L(i)`` (2^L entries), ``zetas_inv`` the
+    2^L - 1 twiddles of the inverse in the order it reads them,
+    ``zetas_block[j] = R zeta^(2 brv_L(j) + 1)`` (2^L entries), ``final_scale
+    = R^2 / 2^L``. ``width`` (16 or 32) picks the C file and its limits.
     """
 
     n: int
@@ -35,15 +70,20 @@ class BaselineConstants:
     zetas_inv: tuple[int, ...]
     zetas_block: tuple[int, ...]
     final_scale: int
+    width: int = 16
 
     def __post_init__(self) -> None:
         for name in ("zetas", "zetas_inv", "zetas_block"):
             object.__setattr__(self, name, tuple(int(v) for v in getattr(self, name)))
         n, q, L = self.n, self.q, self.layers
+        try:
+            bits = lane_of(self.width).q_bits
+        except ValueError as e:
+            raise ValueError(f"BaselineConstants.width: {e}") from None
         if n < 2 or n & (n - 1):
             raise ValueError(f"BaselineConstants.n must be a power of two, got {n}")
-        if not (2 < q < 1 << 14 and q % 2):
-            raise ValueError(f"BaselineConstants.q must be odd and below 2^14, got {q}")
+        if not (2 < q < 1 << bits and q % 2):
+            raise ValueError(f"BaselineConstants.q must be odd and below 2^{bits}, got {q}")
         if L < 1 or n >> L not in (1, 2, 4, 8) or (n >> L) << L != n:
             raise ValueError(f"BaselineConstants.layers: n >> layers must be 1, 2, 4 or 8 "
                              f"(n={n}, layers={L})")
@@ -61,36 +101,42 @@ class BaselineConstants:
     def d(self) -> int:
         return self.n >> self.layers
 
+    @property
+    def lane(self) -> Lane:
+        return LANES[self.width]
 
-def _c_table(name: str, values: Sequence[int], comment: str) -> str:
-    rows = [", ".join(f"{v:6d}" for v in values[i:i + 10]) for i in range(0, len(values), 10)]
+
+def _c_table(name: str, values: Sequence[int], comment: str, ln: Lane) -> str:
+    k = ln.per_row
+    rows = [", ".join(f"{v:{ln.digits}d}" for v in values[i:i + k]) for i in range(0, len(values), k)]
     body = ",\n    ".join(rows)
-    return f"/* {comment} */\nstatic const int16_t {name}[{len(values)}] = {{\n    {body},\n}};\n"
+    return f"/* {comment} */\nstatic const {ln.ctype} {name}[{len(values)}] = {{\n    {body},\n}};\n"
 
 
 def header(p: BaselineConstants) -> str:
-    """Text of ``kg_params.h``."""
-    qinv = pow(p.q, -1, R)
-    qinv_s16 = qinv - R if qinv >= R // 2 else qinv
-    shift = 14 + p.q.bit_length()
+    """Text of ``kg_params.h`` for the C file of ``p.width``."""
+    ln, w = p.lane, p.width
+    qinv = pow(p.q, -1, ln.r)
+    qinv_signed = qinv - ln.r if qinv >= ln.r // 2 else qinv
+    shift = ln.barrett_base + p.q.bit_length()
     barrett_v = ((1 << shift) + p.q // 2) // p.q
     return (
-        "/* kg_params.h: constants of the plain C NTT baseline (harness/baseline_ntt16.c).\n"
-        f" * n={p.n} q={p.q} layers={p.layers} d={p.d}; R = 2^16; values centred mod q. */\n"
+        f"/* kg_params.h: constants of the plain C NTT baseline (harness/{ln.source}).\n"
+        f" * n={p.n} q={p.q} layers={p.layers} d={p.d}; R = 2^{w}; values centred mod q. */\n"
         "#ifndef KG_PARAMS_H\n#define KG_PARAMS_H\n\n#include <stdint.h>\n\n"
         f"#define KG_N {p.n}\n"
         f"#define KG_Q {p.q}\n"
-        f"#define KG_QINV ({qinv_s16}) /* q^-1 mod 2^16, as int16 */\n"
+        f"#define KG_QINV ({qinv_signed}) /* q^-1 mod 2^{w}, as int{w} */\n"
         f"#define KG_LAYERS {p.layers}\n"
         f"#define KG_D {p.d}\n"
         f"#define KG_BARRETT_SHIFT {shift}\n"
         f"#define KG_BARRETT_V {barrett_v} /* round(2^KG_BARRETT_SHIFT / q) */\n"
         f"#define KG_F ({p.final_scale}) /* R^2 / 2^L mod q */\n\n"
-        + _c_table("kg_zetas", p.zetas, "R zeta^brv(i), forward, index i")
+        + _c_table("kg_zetas", p.zetas, "R zeta^brv(i), forward, index i", ln)
         + "\n"
-        + _c_table("kg_zetas_inv", p.zetas_inv, "R (-zeta^-brv(k)), inverse, in reading order")
+        + _c_table("kg_zetas_inv", p.zetas_inv, "R (-zeta^-brv(k)), inverse, in reading order", ln)
         + "\n"
-        + _c_table("kg_zetas_block", p.zetas_block, "R zeta^(2 brv(j) + 1), block j of basemul")
+        + _c_table("kg_zetas_block", p.zetas_block, "R zeta^(2 brv(j) + 1), block j of basemul", ln)
         + "\n#endif\n"
     )
 
@@ -104,19 +150,22 @@ def _centre(x: int, q: int) -> int:
     return x - q if x > q // 2 else x
 
 
-def constants_sympy(n: int, q: int, layers: int) -> BaselineConstants:
-    """The constants computed with SymPy alone: zeta is the smallest primitive
-    2^(layers+1)-th root of unity mod q (17 for q = 3329)."""
+def constants_sympy(n: int, q: int, layers: int, width: int = 16) -> BaselineConstants:
+    """The constants for `width`-bit lanes (R = 2^width) computed with SymPy
+    alone: zeta is the smallest primitive 2^(layers+1)-th root of unity mod q
+    (17 for q = 3329, 1753 for q = 8380417). ValueError if the baseline
+    cannot take these parameters."""
     from sympy import isprime
     from sympy.ntheory import n_order, primitive_root
 
+    big_r = lane_of(width).r
     m = 1 << (layers + 1)
     if not isprime(q) or (q - 1) % m:
         raise ValueError(f"q={q} has no primitive {m}-th root of unity")
     g = primitive_root(q)
     zeta = min(pow(g, k * (q - 1) // m, q) for k in range(1, m, 2))
     assert n_order(zeta, q) == m
-    r = R % q
+    r = big_r % q
     L = layers
 
     def mont(e: int) -> int:
@@ -131,10 +180,11 @@ def constants_sympy(n: int, q: int, layers: int) -> BaselineConstants:
     block = [mont(2 * _brv(j, L) + 1) for j in range(1 << L)]
     final = _centre(r * r * pow(1 << L, -1, q), q)
     return BaselineConstants(n=n, q=q, layers=L, zetas=tuple(zetas), zetas_inv=tuple(inv),
-                             zetas_block=tuple(block), final_scale=final)
+                             zetas_block=tuple(block), final_scale=final, width=width)
 
 
 def build(c: BaselineConstants, workdir: Path, march: str = "native") -> Path:
-    """The baseline compiled for `c` and the CPU level `march` into a shared object (cached)."""
-    return driver.build_shared_c("baseline_ntt16.c", "kg-baseline", (*FLAGS, f"-march={march}"), workdir,
+    """The baseline for `c` (the C file of its width) compiled for the CPU
+    level `march` into a shared object (cached)."""
+    return driver.build_shared_c(c.lane.source, "kg-baseline", (*FLAGS, f"-march={march}"), workdir,
                                  "building the C baseline", headers={"kg_params.h": header(c)})

@@ -56,14 +56,14 @@ def block_layout(math: NttMath, output_order: tuple[int, ...], order: str) -> Bl
     return BlockLayout(d, math.final_zetas, tuple(tuple(p) for p in positions), order)
 
 
-def inverse_input(bits: int) -> Bound:
-    top = inverse_input_top(bits)
+def inverse_input(bits: int, q: int) -> Bound:
+    top = inverse_input_top(bits, q)
     return Bound(-top, top)
 
 
 def input_bound(math: NttMath, direction: str, bits: int) -> int:
     """Largest |input| the forward or inverse NTT accepts (its contract)."""
-    return math.q - 1 if direction == "forward" else inverse_input(bits).hi
+    return math.q - 1 if direction == "forward" else inverse_input(bits, math.q).hi
 
 
 def _schedules(ar: Arithmetic, p: NttParams) -> dict[str, ReductionSchedule]:
@@ -261,7 +261,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     fns.append(forward)
 
     fwd_out = fc.contract.arg("a").ensures.bound
-    inv_in = inverse_input(bits)
+    inv_in = inverse_input(bits, q)
     bm_in = Values(fwd_out, layout="ntt_forward output")
     representation = _REPRESENTATION[outputs["basemul"]]
     for k in (1, *p.basemul_acc):

@@ -18,7 +18,7 @@ touches a byte outside its arrays.
 from __future__ import annotations
 
 from ...ir.instr import ArgBase, Builder, IdiomTag, Imm, Mem, TableBase, VReg
-from ...ir.ops import by_width, sized_load, sized_store, spec
+from ...ir.ops import by_width, has, sized_load, sized_store, spec
 from ...passes.verify import PAIR
 from .layout import Butterflies, NttLayout, block_units, pairs, register_key, unit_pairs
 from .reducers import Reducer, broadcast_const, emit_idiom
@@ -109,10 +109,9 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                         if register_key(idx[s]) in due:
                             regs[s] = _reduce(b, regs[s], ar.reducer, f"before layer {st.layer}")
                     scaled = st.layer == first_layer
-                    consts = [mul.constant(c) for c in math.twiddles(st.layer, st.bit, idx[lo], inverse,
-                                                                      scale if scaled else 1)]
-                    wm, wqm = table.vector([c.w for c in consts]), table.vector([c.w_qinv for c in consts])
-                    regs[lo], regs[hi] = _butterfly(b, ar, st.layer, regs[lo], regs[hi], wm, wqm, qv, inverse,
+                    factor = mul.operands(math.twiddles(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1),
+                                          table.vector)
+                    regs[lo], regs[hi] = _butterfly(b, ar, st.layer, regs[lo], regs[hi], factor, qv, inverse,
                                                     scale if scaled else None)
             if sched.at_end and pass_no == len(passes) - 1:
                 regs = [_reduce(b, r, ar.reducer, "eager, after the last layer") for r in regs]
@@ -127,7 +126,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
     table.finish(f"{sched.direction} NTT twiddles (w, w*q^-1 mod 2^{bits}) in consumption order")
 
 
-def _butterfly(b: Builder, ar: Arithmetic, layer: int, x: VReg, y: VReg, wm: Mem, wqm: Mem, qv: VReg,
+def _butterfly(b: Builder, ar: Arithmetic, layer: int, x: VReg, y: VReg, factor: tuple[Mem, ...], qv: VReg,
                inverse: bool, scale: int | None) -> tuple[VReg, VReg]:
     """Cooley–Tukey (x + w*y, x - w*y) or Gentleman–Sande (x + y, w*(x - y)),
     the products by a twiddle from the table; the inverse's first layer also
@@ -135,13 +134,12 @@ def _butterfly(b: Builder, ar: Arithmetic, layer: int, x: VReg, y: VReg, wm: Mem
     mul, bits = ar.mul, ar.layout.lane_bits
     add, sub = by_width("add", bits), by_width("sub", bits)
     if not inverse:
-        m = mul.multiply(b, y, wm, wqm, qv)
+        m = mul.multiply(b, y, factor, qv)
         return b.op(add, x, m, comment=f"layer {layer}"), b.op(sub, x, m)
     total = b.op(add, x, y, comment=f"layer {layer}")
-    diff = mul.multiply(b, b.op(sub, x, y), wm, wqm, qv)
+    diff = mul.multiply(b, b.op(sub, x, y), factor, qv)
     if scale is not None:
-        c = mul.constant(scale)
-        total = mul.multiply(b, total, broadcast_const(b, c.w, bits), broadcast_const(b, c.w_qinv, bits), qv)
+        total = mul.multiply(b, total, mul.operands([scale], lambda row: broadcast_const(b, row[0], bits)), qv)
     return total, diff
 
 
@@ -160,12 +158,11 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
     q, d = math.q, layout.d
     table = TwiddleTable(b, table_label, bits)
     qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
-    qinv = broadcast_const(b, mul.qinv, bits)
     reduce_inputs = d * mul.bound(in_abs, in_abs) > ar.lane_max
     x_abs = barrett.reduced_bound(in_abs) if reduce_inputs else in_abs
     term = mul.bound(x_abs, x_abs)
     order = layout.vector_indices(layout.output_order)
-    if layout.pairs_in_lanes:
+    if layout.pairs_in_lanes and has("madd", 2 * bits):  # 32-bit sums of pairs of products
         _pair_basemul(b, ar, barrett, in_abs, table, qv, finish, copies, order)
         table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}): R and zeta*R in each block's two lanes")
         return
@@ -188,11 +185,11 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
                     idx[lo], idx[hi] = layout.move(st, idx[lo], idx[hi])
             groups = _same_blocks(idx, d)
             for _, at in groups:
-                c_qinv = [b.op(by_width("mullo", bits), rb[i], qinv) for i in at]
+                factors = [mul.variable(b, rb[i]) for i in at]
                 terms: dict[tuple[bool, int], list[tuple[VReg, int]]] = {}
                 for i in range(d):
                     for j in range(d):
-                        prod = mul.multiply(b, ra[at[i]], rb[at[j]], c_qinv[j], qv)
+                        prod = mul.multiply(b, ra[at[i]], factors[j], qv)
                         terms.setdefault((i + j >= d, (i + j) % d), []).append((prod, term))
                 for (wraps, k), ts in terms.items():
                     sums = wrap if wraps else low
@@ -204,10 +201,10 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
             for k in range(d):
                 total = low[at[0], k]
                 if (at[0], k) in wrap:  # blocks of degree 1 wrap nothing and need no zeta table
-                    zw, zq = table.vector([z.w for z in zc]), table.vector([z.w_qinv for z in zc])
                     z_abs = max(abs(z.w) for z in zc)
                     w_sum, w_abs = wrap[at[0], k]
-                    total = acc.sum([total, (mul.multiply(b, w_sum, zw, zq, qv), mul.bound(w_abs, z_abs))])
+                    zetas = mul.operands([math.final_zetas[blk] for blk in blocks], table.vector)
+                    total = acc.sum([total, (mul.multiply(b, w_sum, zetas, qv), mul.bound(w_abs, z_abs))])
                 r = total[0]
                 if finish is not None:
                     r = _reduce(b, r, finish, "the output range asked for")
@@ -254,8 +251,7 @@ def _pair_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, in_abs: int, tab
     qinv = broadcast_const(b, mul.qinv, bits)
     for v in range(layout.vectors):
         blocks = [i // 2 for i in order[v][::2]]
-        consts = [c for blk in blocks for c in (ones, mul.constant(math.final_zetas[blk]))]
-        wm, wq = table.vector([c.w for c in consts]), table.vector([c.w_qinv for c in consts])
+        factor = mul.operands([c for blk in blocks for c in (1, math.final_zetas[blk])], table.vector)
         group = b.new_group()
         sums: list[VReg | None] = [None, None]
         for copy in range(copies):
@@ -265,7 +261,7 @@ def _pair_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, in_abs: int, tab
                 x = _reduce(b, x, barrett, "keep the 32-bit sums in range")
             if reduce_b:
                 y = _reduce(b, y, barrett, "keep the 32-bit sums in range")
-            zeta_y = mul.multiply(b, y, wm, wq, qv)
+            zeta_y = mul.multiply(b, y, factor, qv)
             swapped = b.op("vpshufhw", b.op("vpshuflw", y, Imm(0xB1)), Imm(0xB1))
             for k, other in enumerate((zeta_y, swapped)):
                 tag = IdiomTag(group, PAIR, "start" if copy == 0 and k == 0 else "body", 1)

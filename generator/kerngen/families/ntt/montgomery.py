@@ -1,11 +1,15 @@
 """Signed Montgomery multiplication, the NTT family's multiplication strategy.
 
-For lanes that have a signed high-half product (16-bit lanes: R = 2^16), a
-product by a constant c stored as the pair w = c*R mod q (centred) and
-w' = w*q^-1 mod R is four instructions, with no reduction afterwards:
+A product by a constant c stored as the pair w = c*R mod q (centred) and
+w' = w*q^-1 mod R (R = 2^bits) needs no reduction afterwards:
 
-    t = mullo(x, w');  r = mulhi(x, w) - mulhi(t, q)  =  x*c mod q, |r| <= |x|*|w|/R + (q+1)/2
+    t = lo(x*w');  r = hi(x*w) - hi(t*q)  =  x*c/R mod q, |r| <= |x|*|w|/R + (q+1)/2
 
+Where the lanes have high-half multiplications (16-bit lanes) that is four
+instructions. 32-bit lanes have none: a widening product of the even lanes
+(vpmuldq) gives lo and hi of one 64-bit product, so the even and odd lanes
+are multiplied apart (the odd lanes of x moved down, the odd lanes' w and w'
+stored moved down), and the odd results blended back over the even ones.
 The strategy gives its stored constants, its instruction sequence, its
 bound and its lemma (`prove`); the NTT kernels and schedules ask it and
 nothing else about multiplication.
@@ -15,10 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.instr import Builder, IdiomTag, Mem, VReg
-from ...ir.ops import by_width, wrap
+from collections.abc import Callable, Sequence
+
+from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
+from ...ir.ops import by_width, has, wrap
 from ...passes.lemmas import MontgomeryLemma, prove_montgomery
 from .maths import centred
+from .reducers import broadcast_const
 
 
 @dataclass(frozen=True)
@@ -50,20 +57,64 @@ class Montgomery:
         w = centred(c * self.r, self.q)
         return MontgomeryConstant(c % self.q, w, wrap(w * self.qinv, self.bits))
 
-    def multiply(self, b: Builder, x: VReg, w: Mem | VReg, w_qinv: Mem | VReg, q: Mem | VReg) -> VReg:
-        """x*c*R^-1 mod q for c given as (w, w'); a variable w works the same
-        way (x*w*R^-1), with w' = mullo(w, q^-1) computed first. The four
-        instructions are tagged as one product, which the verifier checks
+    @property
+    def even_odd(self) -> bool:
+        """Products of even lanes only (no lane-wise high half at this width)."""
+        return not has("mulhi", self.bits)
+
+    def operands(self, values: Sequence[int], vector: Callable[[list[int]], Mem]) -> tuple[Mem, ...]:
+        """The memory operands `multiply` takes for constants `values` (one per
+        lane), each row made by `vector`: w and w', and for even/odd products
+        also the odd lanes' w moved down to the even ones (the same row when
+        neighbours are equal)."""
+        consts = [self.constant(v) for v in values]
+        rows = [[c.w for c in consts], [c.w_qinv for c in consts]]
+        if self.even_odd:
+            rows.append(_odd_down(rows[0]))
+        return tuple(vector(r) for r in rows)
+
+    def variable(self, b: Builder, w: VReg) -> tuple[VReg, ...]:
+        """A variable w as `multiply`'s factor: with w' = mullo(w, q^-1) where
+        products are lane-wise; alone for even/odd products, which take t
+        from the product x*w itself."""
+        if self.even_odd:
+            return (w,)
+        return w, b.op(by_width("mullo", self.bits), w, broadcast_const(b, self.qinv, self.bits))
+
+    def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg) -> VReg:
+        """x*c*R^-1 mod q for c given by `operands`, or x*w*R^-1 for a variable
+        w given by `variable`.
+        The instructions are tagged as one product, which the verifier checks
         (same x, q itself, w' consistent with w) before relying on the lemma."""
         group = b.new_group()
+        roles = iter(("start",) + ("body",) * 16)
 
-        def tag(role: str) -> IdiomTag:
-            return IdiomTag(group, "montgomery", role, 1)
+        def op(name: str, *sources) -> VReg:
+            return b.op(name, *sources, idiom=IdiomTag(group, "montgomery", next(roles), 1))
 
-        t = b.op(by_width("mullo", self.bits), x, w_qinv, idiom=tag("start"))
-        hi = b.op(by_width("mulhi", self.bits), x, w, idiom=tag("body"))
-        tq = b.op(by_width("mulhi", self.bits), t, q, idiom=tag("body"))
-        return b.op(by_width("sub", self.bits), hi, tq, idiom=tag("end"))
+        if not self.even_odd:
+            w, wq = factor
+            t = op(by_width("mullo", self.bits), x, wq)
+            hi = op(by_width("mulhi", self.bits), x, w)
+            return b.op(by_width("sub", self.bits), hi, b.op(by_width("mulhi", self.bits), t, q,
+                                                            idiom=IdiomTag(group, "montgomery", "body", 1)),
+                        idiom=IdiomTag(group, "montgomery", "end", 1))
+        odd_down, widen, sub = by_width("duplicate_odd", self.bits), "vpmuldq", by_width("sub", self.bits)
+        x_odd = op(odd_down, x)
+        halves = []
+        if len(factor) == 1:  # a variable w: t = lo(lo(x*w) * q^-1) from the product itself
+            w = factor[0]
+            qinv = broadcast_const(b, self.qinv, self.bits)
+            for xs, ws in ((x, w), (x_odd, op(odd_down, w))):
+                p = op(widen, xs, ws)
+                halves.append(op(sub, p, op(widen, op(widen, p, qinv), q)))
+        else:  # t = lo(x*w') lane-wise: one multiplication for all lanes where two widening ones would do
+            w, wq, w_odd = factor
+            t = op(by_width("mullo", self.bits), x, wq)
+            for xs, ws, ts in ((x, w, t), (x_odd, w_odd, op(odd_down, t))):
+                halves.append(op(sub, op(widen, xs, ws), op(widen, ts, q)))  # hi(x*w) - hi(t*q), odd lanes
+        return b.op(by_width("blend", self.bits), op(odd_down, halves[0]), halves[1], Imm(ODD_LANES),
+                    idiom=IdiomTag(group, "montgomery", "end", 1))
 
     def bound(self, x_abs: int, w_abs: int) -> int:
         """Upper bound of |multiply(x, w)| for |x| <= x_abs, |w| <= w_abs."""
@@ -72,3 +123,11 @@ class Montgomery:
     def prove(self) -> MontgomeryLemma:
         """The lemma every butterfly and product relies on (the verifier checks ranges only)."""
         return prove_montgomery(self.q, self.bits)
+
+
+ODD_LANES = 0xAA  # blend selector: the odd lanes from the second source
+
+
+def _odd_down(lanes: list[int]) -> list[int]:
+    """Each odd lane's value in its even neighbour too (where a widening product reads it)."""
+    return [lanes[k | 1] if (k | 1) < len(lanes) else lanes[k] for k in range(len(lanes))]

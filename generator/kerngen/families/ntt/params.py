@@ -15,10 +15,12 @@ from .maths import max_layers
 POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
 ORDERS = ("fastest", "standard", "natural")  # of the NTT domain (layout.plan)
-WIDTHS = (16,)
+WIDTHS = (16, 32)
+MIN_Q = {16: 3, 32: 1 << 20}  # the smallest q per lane width (32 bits: where the reductions' proofs stay quick)
 ISAS = (AVX2.name, SSE.name)
 MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
 KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "order", "basemul_acc", "output"}
+NARROW_LANES = 16  # lanes this wide take inverse inputs in half the signed range (inverse_input_top)
 ACC_COUNTS = range(2, 9)  # basemul_acc: sums of 2 to 8 products
 OUTPUTS = ("lazy", "centred", "canonical")  # what a kernel promises of its output: proven bound, (-q, q), [0, q)
 OUTPUT_KERNELS = ("forward", "basemul", "inverse")  # the kernels `output` chooses for (basemul: also basemul_acc)
@@ -63,7 +65,8 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     if isinstance(width, bool) or not isinstance(width, int):
         raise ParamError(src, "width", f"must be an integer, got {width!r}")
     if width not in WIDTHS:
-        raise ParamError(src, "width", f"must be {WIDTHS[0]} (only {WIDTHS[0]}-bit lanes are implemented), got {width}")
+        raise ParamError(src, "width", f"must be one of {', '.join(map(str, WIDTHS))} (the lane widths implemented), "
+                                       f"got {width}")
     isas = choose_isas(src, table, overrides, ISAS, "ntt")
     n = require(src, table, "n", int, "a power of two")
     if n < 2 or n > 4096 or n & (n - 1):
@@ -74,6 +77,10 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     if q >= 1 << (width - 1):
         raise ParamError(src, "q", f"must be below 2^{width - 1} = {1 << (width - 1)} for {width}-bit signed lanes, "
                                    f"got {q}")
+    if q < MIN_Q[width]:
+        raise ParamError(src, "q", f"must be at least 2^{MIN_Q[width].bit_length() - 1} for {width}-bit lanes, got "
+                                   f"{q}: below that the SMT proofs of the {width}-bit reductions' ranges take the "
+                                   f"solver too long; q < 2^15 fits 16-bit lanes (twice as many per register)")
     top = max_layers(n, q)
     min_layers = max(1, (n.bit_length() - 1) - MAX_BLOCK_BITS)
     if top < min_layers:
@@ -112,7 +119,7 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     if len(set(acc)) != len(acc):
         raise ParamError(src, "basemul_acc", f"names a k twice: {acc!r}")
     outputs = _outputs(src, table)
-    inverse_top = inverse_input_top(width)
+    inverse_top = inverse_input_top(width, q)
     if dict(outputs)["basemul"] != OUTPUTS[0] and q - 1 > inverse_top:
         raise ParamError(src, "output", f"basemul = {dict(outputs)['basemul']!r} needs q - 1 <= {inverse_top}: the "
                                         f"inverse NTT takes inputs in [-{inverse_top}, {inverse_top}], and q = {q} "
@@ -123,10 +130,16 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
                      c.targets(isas, width), c.abis)
 
 
-def inverse_input_top(width: int) -> int:
-    """The inverse NTT adds pairs before its first multiplication (which carries
-    the scaling), so its inputs may use half the signed range: |a[i]| at most this."""
-    return (1 << (width - 2)) - 1
+def inverse_input_top(width: int, q: int) -> int:
+    """|a[i]| at most this into the inverse NTT. The inverse adds pairs before
+    its first multiplication (which carries the scaling), so its inputs may
+    use half the signed range: the contract on 16-bit lanes, where base
+    multiplication's outputs need that room. Wider lanes take (-q, q), what
+    base multiplication gives there, so the sums of the layers have the rest
+    of the lane to grow in and the bound analysis may need no reduction at
+    all (Dilithium: 256*q < 2^31)."""
+    half = (1 << (width - 2)) - 1
+    return half if width <= NARROW_LANES else min(q - 1, half)
 
 
 def _outputs(src: str, table: dict) -> tuple[tuple[str, str], ...]:

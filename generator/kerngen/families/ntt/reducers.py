@@ -13,12 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
-from ...ir.ops import by_width, spec
-from ...passes.lemmas import LemmaError, ScalarIdiom, prove
+from ...ir.ops import by_width, has, spec
+from ...passes.lemmas import EXHAUSTIVE_BITS, LemmaError, ScalarIdiom, prove
 
 _CONST_PREFIX = {16: "pw", 32: "pd", 64: "pq"}
 CONST_BYTES = 32  # a broadcast constant fills the widest register
+SMT_CANDIDATES = 3  # special forms proven where proofs are SMT's (each may take the solver seconds)
 
 
 def const_label(value: int, bits: int) -> str:
@@ -52,7 +55,11 @@ def barrett_idiom(q: int, bits: int) -> ScalarIdiom:
     """Centred Barrett: t = round(x*v / 2^(bits+s)) as (mulhi(x, v) + 2^(s-1)) >> s,
     then x - t*q, about [-(q-1)/2, (q-1)/2] (the lemma gives the exact range).
     Rounding by add and shift keeps the idiom at two multiplications: the NTTs
-    are bound by the multiplier ports, not by the simple-integer ones."""
+    are bound by the multiplier ports, not by the simple-integer ones. Lanes
+    without a high-half multiplication (32 bits) take the quotient from low
+    products instead (`shifted_barrett_idiom`)."""
+    if not has("mulhi", bits):
+        return shifted_barrett_idiom(q, bits)
     c = barrett_constant(q, bits)
     return ScalarIdiom("barrett", q, (
         ("mulhi", "t", "x", c.v),
@@ -61,6 +68,34 @@ def barrett_idiom(q: int, bits: int) -> ScalarIdiom:
         ("mullo", "t", "t", q),
         ("sub", "r", "x", "t"),
     ), bits)
+
+
+@lru_cache(maxsize=None)
+def shifted_barrett_idiom(q: int, bits: int) -> ScalarIdiom:
+    """Barrett from low products: t = round((x >> a) * v / 2^c) with v =
+    round(2^(a+c) / q) small enough that (x >> a) * v stays in the lane,
+    then x - t*q. Of the shifts a, c that allow it, the one whose quotient
+    errs least over the lane's extremes (v = 1 is a rounding shift alone:
+    8380417 = 2^23 - 2^13 + 1 gives t = round(x / 2^23))."""
+    top = (1 << (bits - 1)) - 1
+    best = None
+    for a in range(bits - 1):
+        for c in range(1, bits - 1):
+            v = round((1 << (a + c)) / q)
+            if v < 1 or (top >> a) * v > top - (1 << (c - 1)):
+                continue
+            steps = ((("sra", "s", "x", a),) if a else ()) + ((("mullo", "s", "s" if a else "x", v),) if v != 1 else ())
+            src = "s" if steps else "x"
+            idiom = ScalarIdiom("barrett", q, steps + (
+                ("add", "t", src, 1 << (c - 1)),
+                ("sra", "t", "t", c),
+                ("mullo", "t", "t", q),
+                ("sub", "r", "x", "t"),
+            ), bits)
+            worst = _sample_worst(idiom)
+            if best is None or (worst, len(idiom.steps)) < best[0]:
+                best = ((worst, len(idiom.steps)), idiom)
+    return best[1]
 
 
 def freeze_idiom(q: int, bits: int) -> ScalarIdiom:
@@ -136,6 +171,11 @@ class Reducer:
     def describe(self) -> str:
         """The reduction in words, from the idiom's own steps."""
         if self.kind == "barrett":
+            if not has("mulhi", self.idiom.bits):
+                shift = next(c for op, dst, _, c in self.idiom.steps if op == "sra" and dst == "t")
+                return f"centred Barrett with the quotient from low products: t = round(x*v / 2^{shift})" \
+                    if any(op == "mullo" and dst == "s" for op, dst, *_ in self.idiom.steps) else \
+                    f"centred rounding shift: t = round(x / 2^{shift}), x - t*q"
             return "centred Barrett, two multiplications"
         if self.kind == "freeze":
             return "centred Barrett, then q added where negative"
@@ -156,9 +196,9 @@ def reducers(q: int, bits: int) -> dict[str, Reducer]:
     a real reduction (output below 2^(bits-2) in absolute value for every input)."""
     found = {"barrett": _reducer("barrett", barrett_idiom(q, bits))}
     best = None
-    for idiom in special_form_candidates(q, bits):
-        if not _passes_sample(idiom):
-            continue  # cheap screen; only survivors get the full proof
+    # a cheap screen; only survivors get the full proof (where proofs are SMT's, the first few: fewest terms)
+    survivors = [i for i in special_form_candidates(q, bits) if _passes_sample(i)]
+    for idiom in survivors[:None if bits <= EXHAUSTIVE_BITS else SMT_CANDIDATES]:
         try:
             r = _reducer("special", idiom)
         except LemmaError:
@@ -180,6 +220,10 @@ def _sample(bits: int) -> tuple[int, ...]:
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     near = {sign * (1 << k) + d for k in range(bits - 1) for sign in (1, -1) for d in (-1, 0, 1)}
     return tuple(sorted(x for x in {lo, hi, -1, 0, 1} | near if lo <= x <= hi))
+
+
+def _sample_worst(idiom: ScalarIdiom) -> int:
+    return int(np.abs(idiom.run(np.array(_sample(idiom.bits), dtype=np.int64))).max())
 
 
 def _passes_sample(idiom: ScalarIdiom) -> bool:
