@@ -2,13 +2,11 @@
 computed with SymPy alone (independent of the family's own maths), the
 `kg_params.h` they are compiled in with, and its build (`-O3 -march=native`).
 
-One C file per lane width, as a compiler sees a straightforward NTT:
-`harness/baseline_ntt16.c` keeps 16-bit signed Montgomery arithmetic (R =
-2^16) with lazy int16 sums, for odd q < 2^14; `harness/baseline_ntt32.c`
-keeps 32-bit signed Montgomery arithmetic (R = 2^32, int64 products) with
-lazy int32 sums, for odd q < 2^30. `LANES` holds what differs between the
-two (C type, file, R, the limit on q); everything else here is one code path
-with the width as a value, and width 16 is the default.
+One C file, `harness/baseline_ntt.c`, as a compiler sees a straightforward
+NTT: signed Montgomery arithmetic (R = 2^W) with lazy sums in the lane and
+products twice as wide, for odd q < 2^(W-2). The lane width is a value:
+`LANES` holds what differs between widths (the C types, R, the limit on q,
+the tables' layout), and `kg_params.h` hands the types to the C file.
 """
 
 from __future__ import annotations
@@ -25,13 +23,13 @@ FLAGS = ("-O3", "-std=c11", "-Wall")
 @dataclass(frozen=True)
 class Lane:
     """The facts of one lane width the baseline depends on: the C element
-    type, the harness C file, R (the Montgomery radix, 2^width), the C file's
-    limit on q (q < 2^q_bits), the base of its Barrett shift (shift =
-    barrett_base + bitlen(q) keeps v * a inside twice the width), and how the
-    tables of kg_params.h are laid out (column width, entries per row)."""
+    type, the type of its products, R (the Montgomery radix, 2^width), the
+    limit on q (q < 2^q_bits), the base of the Barrett shift (shift =
+    barrett_base + bitlen(q) keeps v * a inside the product type), and how
+    the tables of kg_params.h are laid out (column width, entries per row)."""
 
     ctype: str
-    source: str
+    wide: str
     r: int
     q_bits: int
     barrett_base: int
@@ -39,9 +37,10 @@ class Lane:
     per_row: int
 
 
+SOURCE = "baseline_ntt.c"
 LANES = {
-    16: Lane("int16_t", "baseline_ntt16.c", 1 << 16, 14, 14, 6, 10),
-    32: Lane("int32_t", "baseline_ntt32.c", 1 << 32, 30, 30, 11, 8),
+    16: Lane("int16_t", "int32_t", 1 << 16, 14, 14, 6, 10),
+    32: Lane("int32_t", "int64_t", 1 << 32, 30, 30, 11, 8),
 }
 
 
@@ -121,9 +120,15 @@ def header(p: BaselineConstants) -> str:
     shift = ln.barrett_base + p.q.bit_length()
     barrett_v = ((1 << shift) + p.q // 2) // p.q
     return (
-        f"/* kg_params.h: constants of the plain C NTT baseline (harness/{ln.source}).\n"
+        f"/* kg_params.h: constants of the plain C NTT baseline (harness/{SOURCE}).\n"
         f" * n={p.n} q={p.q} layers={p.layers} d={p.d}; R = 2^{w}; values centred mod q. */\n"
         "#ifndef KG_PARAMS_H\n#define KG_PARAMS_H\n\n#include <stdint.h>\n\n"
+        f"typedef {ln.ctype} kg_lane;\n"
+        f"typedef u{ln.ctype} kg_ulane;\n"
+        f"typedef {ln.wide} kg_wide;\n"
+        f"#define KG_LANE_BITS {w}\n"
+        f"#define KG_LANE_MAX {(1 << (w - 1)) - 1}\n"
+        f"#define KG_Q_BITS {ln.q_bits}\n"
         f"#define KG_N {p.n}\n"
         f"#define KG_Q {p.q}\n"
         f"#define KG_QINV ({qinv_signed}) /* q^-1 mod 2^{w}, as int{w} */\n"
@@ -186,5 +191,5 @@ def constants_sympy(n: int, q: int, layers: int, width: int = 16) -> BaselineCon
 def build(c: BaselineConstants, workdir: Path, march: str = "native") -> Path:
     """The baseline for `c` (the C file of its width) compiled for the CPU
     level `march` into a shared object (cached)."""
-    return driver.build_shared_c(c.lane.source, "kg-baseline", (*FLAGS, f"-march={march}"), workdir,
+    return driver.build_shared_c(SOURCE, "kg-baseline", (*FLAGS, f"-march={march}"), workdir,
                                  "building the C baseline", headers={"kg_params.h": header(c)})
