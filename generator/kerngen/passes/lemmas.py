@@ -56,6 +56,10 @@ class ScalarIdiom:
 
     def symbolic(self, z3, x):
         """The output as a z3 bit-vector expression of input x."""
+        return self.symbolic_values(z3, x)[self.steps[-1][1]]
+
+    def symbolic_values(self, z3, x) -> dict:
+        """Every named value (x and each step's) as a z3 bit-vector expression of input x."""
         env = {"x": x}
         for op, dst, a, b in self.steps:
             immediate = spec(by_width(op, self.bits)).slots[2].kind == "i"  # shift counts stay integers
@@ -63,7 +67,7 @@ class ScalarIdiom:
             va = z3.BitVecVal(va, self.bits) if isinstance(va, int) else va
             vb = z3.BitVecVal(vb, self.bits) if isinstance(vb, int) and not immediate else vb
             env[dst] = _arith(op, self.bits).smt(z3, va, vb, self.bits)
-        return env[self.steps[-1][1]]
+        return env
 
 
 def _val(env, s):
@@ -157,7 +161,7 @@ class QuotientLemma(_OfIdiom, Lemma):
         return found
 
 
-def _quotient_lemma(idiom: ScalarIdiom, z3, x) -> QuotientLemma | None:
+def _quotient_lemma(idiom: ScalarIdiom) -> QuotientLemma | None:
     """The idiom as y = x - q*t(x) (Barrett), optionally followed by q added
     where y is negative (freeze), when that is its shape: the subtraction is
     exact (the solver shows x - t*q does not wrap) and t is non-decreasing
@@ -198,9 +202,8 @@ def _quotient_lemma(idiom: ScalarIdiom, z3, x) -> QuotientLemma | None:
         if lo < -half or hi > half - 1:
             return None
         span[dst] = (lo, hi)
-    prefix = ScalarIdiom(idiom.kind, q, core, bits)
-    if fix and not _congruent_by_structure(prefix, z3, x):  # y before the fix is x - t*q exactly too
-        return None
+    # y before the fix is x - t*q exactly too: the structural proof (made before this is asked) shows
+    # the result is that plus 0 or q, and adding q to a negative lane value cannot wrap
     return QuotientLemma(idiom, ScalarIdiom(idiom.kind, q, quotient, bits), fix)
 
 
@@ -268,7 +271,7 @@ def _prove(idiom: ScalarIdiom, method: str | None) -> Lemma:
     x = z3.BitVec("x", bits)
     y = idiom.symbolic(z3, x)
     if _congruent_by_structure(idiom, z3, x):
-        return _quotient_lemma(idiom, z3, x) or SmtLemma(idiom)
+        return _quotient_lemma(idiom) or SmtLemma(idiom)
     diff = z3.SignExt(1, y) - z3.SignExt(1, x)  # one bit wider: the difference cannot wrap
     solver = z3.Solver()
     solver.set("timeout", SMT_TIMEOUT_MS)
@@ -293,17 +296,13 @@ def _congruent_by_structure(idiom: ScalarIdiom, z3, x) -> bool:
     False when the shape is another (special forms) or y can differ."""
     bits, q = idiom.bits, idiom.q
     wide = lambda v: z3.SignExt(bits, v)
-    env, masks = {"x": x}, set()
+    env, masks = idiom.symbolic_values(z3, x), set()
     exact = {"x": wide(x)}  # values congruent to x, or multiples of q, as wide expressions
     multiple: set[str] = set()
     for op, dst, a, b in idiom.steps:
-        va = env[a] if isinstance(a, str) else z3.BitVecVal(a, bits)
-        immediate = spec(by_width(op, bits)).slots[2].kind == "i"
-        vb = env[b] if isinstance(b, str) else (b if immediate else z3.BitVecVal(b, bits))
-        env[dst] = _arith(op, bits).smt(z3, va, vb, bits)
         if op == "mullo" and q in (a, b):
             multiple.add(dst)
-            exact[dst] = wide(vb if a == q else va) * z3.BitVecVal(q, 2 * bits)
+            exact[dst] = wide(env[b if a == q else a]) * z3.BitVecVal(q, 2 * bits)
         elif op == "sra" and b == bits - 1:
             masks.add(dst)  # 0 or -1
         elif op == "and" and q in (a, b) and (a in masks or b in masks):

@@ -8,8 +8,9 @@ w' = w*q^-1 mod R (R = 2^bits) needs no reduction afterwards:
 Where the lanes have high-half multiplications (16-bit lanes) that is four
 instructions. 32-bit lanes have none: a widening product of the even lanes
 (vpmuldq) gives lo and hi of one 64-bit product, so the even and odd lanes
-are multiplied apart (the odd lanes of x moved down, the odd lanes' w and w'
-stored moved down), and the odd results blended back over the even ones.
+are multiplied apart (the odd lanes of x and of t = lo(x*w') moved down, the
+odd lanes' w stored moved down), and the odd results blended back over the
+even ones.
 The strategy gives its stored constants, its instruction sequence, its
 bound and its lemma (`prove`); the NTT kernels and schedules ask it and
 nothing else about multiplication.
@@ -87,20 +88,17 @@ class Montgomery:
         The instructions are tagged as one product, which the verifier checks
         (same x, q itself, w' consistent with w) before relying on the lemma."""
         group = b.new_group()
-        roles = iter(("start",) + ("body",) * 16)
 
-        def op(name: str, *sources) -> VReg:
-            return b.op(name, *sources, idiom=IdiomTag(group, "montgomery", next(roles), 1))
+        def op(name: str, *sources, role: str = "body") -> VReg:
+            return b.op(name, *sources, idiom=IdiomTag(group, "montgomery", role, 1))
 
         if not self.even_odd:
             w, wq = factor
-            t = op(by_width("mullo", self.bits), x, wq)
+            t = op(by_width("mullo", self.bits), x, wq, role="start")
             hi = op(by_width("mulhi", self.bits), x, w)
-            return b.op(by_width("sub", self.bits), hi, b.op(by_width("mulhi", self.bits), t, q,
-                                                            idiom=IdiomTag(group, "montgomery", "body", 1)),
-                        idiom=IdiomTag(group, "montgomery", "end", 1))
+            return op(by_width("sub", self.bits), hi, op(by_width("mulhi", self.bits), t, q), role="end")
         odd_down, widen, sub = by_width("duplicate_odd", self.bits), "vpmuldq", by_width("sub", self.bits)
-        x_odd = op(odd_down, x)
+        x_odd = op(odd_down, x, role="start")
         halves = []
         if len(factor) == 1:  # a variable w: t = lo(lo(x*w) * q^-1) from the product itself
             w = factor[0]
@@ -113,8 +111,7 @@ class Montgomery:
             t = op(by_width("mullo", self.bits), x, wq)
             for xs, ws, ts in ((x, w, t), (x_odd, w_odd, op(odd_down, t))):
                 halves.append(op(sub, op(widen, xs, ws), op(widen, ts, q)))  # hi(x*w) - hi(t*q), odd lanes
-        return b.op(by_width("blend", self.bits), op(odd_down, halves[0]), halves[1], Imm(ODD_LANES),
-                    idiom=IdiomTag(group, "montgomery", "end", 1))
+        return op(by_width("blend", self.bits), op(odd_down, halves[0]), halves[1], Imm(ODD_LANES), role="end")
 
     def bound(self, x_abs: int, w_abs: int) -> int:
         """Upper bound of |multiply(x, w)| for |x| <= x_abs, |w| <= w_abs."""

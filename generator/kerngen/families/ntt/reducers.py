@@ -84,9 +84,14 @@ def shifted_barrett_idiom(q: int, bits: int) -> ScalarIdiom:
             v = round((1 << (a + c)) / q)
             if v < 1 or (top >> a) * v > top - (1 << (c - 1)):
                 continue
-            steps = ((("sra", "s", "x", a),) if a else ()) + ((("mullo", "s", "s" if a else "x", v),) if v != 1 else ())
-            src = "s" if steps else "x"
-            idiom = ScalarIdiom("barrett", q, steps + (
+            steps, src = [], "x"
+            if a:
+                steps.append(("sra", "s", src, a))
+                src = "s"
+            if v != 1:
+                steps.append(("mullo", "s", src, v))
+                src = "s"
+            idiom = ScalarIdiom("barrett", q, tuple(steps) + (
                 ("add", "t", src, 1 << (c - 1)),
                 ("sra", "t", "t", c),
                 ("mullo", "t", "t", q),
