@@ -52,11 +52,22 @@ def _groups(instrs: list[Instr], kind: str | None = None) -> dict[int, list[int]
     return out
 
 
+def _own(b, label: str) -> str:
+    """The table `label` under a name of the mutant's own (constants are shared
+    between kernels by name: a changed copy must not meet the others)."""
+    own = f"{label}_mutant"
+    b.tables[own] = dataclasses.replace(b.tables.pop(label), label=own)
+    b.instrs[:] = [dataclasses.replace(ins, operands=tuple(
+        dataclasses.replace(op, base=TableBase(own)) if isinstance(op, Mem) and isinstance(op.base, TableBase)
+        and op.base.label == label else op for op in ins.operands)) for ins in b.instrs]
+    return own
+
+
 def mutate(b, operator: str, rng: random.Random, q: int) -> str | None:
     """Change the builder in place; say what was changed (None: nothing to change)."""
     instrs, tables = b.instrs, b.tables
     if operator == "table":
-        label = rng.choice(sorted(tables))
+        label = _own(b, rng.choice(sorted(tables)))
         t = tables[label]
         k = rng.randrange(len(t.values))
         delta = rng.choice((-1, 1))
@@ -74,7 +85,10 @@ def mutate(b, operator: str, rng: random.Random, q: int) -> str | None:
         if not products:
             return None
         wq_mem, w_mem = rng.choice(products)[:2]
-        tw, tq = tables[w_mem.base.label], tables[wq_mem.base.label]
+        _own(b, w_mem.base.label)
+        if wq_mem.base.label != w_mem.base.label:
+            _own(b, wq_mem.base.label)
+        tw, tq = tables[w_mem.base.label + "_mutant"], tables[wq_mem.base.label + "_mutant"]
         bits = 8 * tw.elem_bytes
         lane = rng.randrange(w_mem.size // tw.elem_bytes)
         kw, kq = w_mem.offset // tw.elem_bytes + lane, wq_mem.offset // tq.elem_bytes + lane
@@ -126,6 +140,7 @@ def mutate(b, operator: str, rng: random.Random, q: int) -> str | None:
         label = next((lab for lab, t in tables.items() if set(t.values) == {q}), None)
         if label is None:
             return None
+        label = _own(b, label)
         t = tables[label]
         tables[label] = dataclasses.replace(t, values=(q + 2,) * len(t.values))
         return f"{label}: q -> q + 2"
@@ -141,11 +156,11 @@ def run_mutant(p, symbol: str, operator: str, seed: int, work: Path, original) -
     said: list[str] = []
     compile_ = ntt_build._compile
 
-    def mutated(b, sym, contract, params, target):
+    def mutated(b, sym, contract, params, target, *how, **more):
         if sym == symbol:  # every build of it (base multiplication may be built twice), the same way
             what = mutate(b, operator, random.Random(seed), params.q)
             said.append(what or "")
-        return compile_(b, sym, contract, params, target)
+        return compile_(b, sym, contract, params, target, *how, **more)
 
     ntt_build._compile = mutated
     try:

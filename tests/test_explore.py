@@ -30,11 +30,14 @@ def kyber_r1(tmp_path_factory):
 
 
 def test_rows_cover_every_policy_and_both_reductions(kyber_r1):
+    """Montgomery with Barrett and the special form, and Shoup (7681 < 2^14) with Harvey's reductions."""
     rows, _, _ = kyber_r1
-    assert {(r["policy"], r["reduction"]) for r in rows} == {(p, k) for p in POLICIES for k in ("barrett", "special")}
+    assert {(r["mul"], r["policy"], r["reduction"]) for r in rows} == \
+        {("montgomery", p, k) for p in POLICIES for k in ("barrett", "special")} | \
+        {("shoup", p, "harvey") for p in POLICIES}
     for r in rows:
-        for key in ("policy", "reduction", "reductions", "instructions", "ticks", "max_bound", "multiplications",
-                    "mca_rthroughput"):
+        for key in ("mul", "policy", "reduction", "reductions", "instructions", "ticks", "max_bound",
+                    "multiplications", "mca_rthroughput"):
             assert key in r, key
         assert r["reductions"] == r["reductions_forward"] + r["reductions_inverse"]
         assert r["ticks"] > 0 and r["instructions"] > 0
@@ -43,14 +46,15 @@ def test_rows_cover_every_policy_and_both_reductions(kyber_r1):
 
 def test_index_never_beats_layer_and_bounds_stay_in_int16(kyber_r1):
     rows, _, _ = kyber_r1
-    by = {(r["policy"], r["reduction"]): r for r in rows}
-    for kind in ("barrett", "special"):
+    by = {(r["mul"], r["policy"], r["reduction"]): r for r in rows}
+    for mul, kind in (("montgomery", "barrett"), ("montgomery", "special"), ("shoup", "harvey")):
         for d in ("forward", "inverse"):
-            assert by["index", kind][f"reductions_{d}"] <= by["layer", kind][f"reductions_{d}"]
+            assert by[mul, "index", kind][f"reductions_{d}"] <= by[mul, "layer", kind][f"reductions_{d}"]
             if "minimal" in POLICIES:
-                assert by["minimal", kind][f"reductions_{d}"] <= by["index", kind][f"reductions_{d}"]
-    for r in rows:
-        assert all(b <= INT16_MAX for d in ("forward", "inverse") for b in r["max_bound"][d])
+                assert by[mul, "minimal", kind][f"reductions_{d}"] <= by[mul, "index", kind][f"reductions_{d}"]
+    for r in rows:  # |value| in int16, or value in uint16
+        top = INT16_MAX if r["mul"] == "montgomery" else 2 * INT16_MAX + 1
+        assert all(b <= top for d in ("forward", "inverse") for b in r["max_bound"][d])
 
 
 def test_png_is_written(kyber_r1):
@@ -78,8 +82,8 @@ def test_table_names_every_row(kyber_r1):
     text = format_table(rows)
     for r in rows:
         assert f"{r['reductions_forward']}+{r['reductions_inverse']}" in text
-    assert "special" in text and "worst |value| after each layer" in text
-    assert text.splitlines()[1].split()[:3] == ["policy", "reduction", "reductions"]
+    assert "special" in text and "harvey" in text and "worst |value| (montgomery) or value (shoup)" in text
+    assert text.splitlines()[1].split()[:4] == ["mul", "policy", "reduction", "reductions"]
 
 
 def test_heatmap_marks_exactly_the_reduced_registers():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections import Counter
 
@@ -55,10 +56,12 @@ def test_no_wrong_mutant_survives_the_pair_base_multiplication(tmp_path):
 
 
 @needs_tools
-def test_no_wrong_mutant_survives_32_bit_lanes(tmp_path):
+@pytest.mark.parametrize("mul", ["montgomery", "shoup"])
+def test_no_wrong_mutant_survives_32_bit_lanes(tmp_path, mul):
     """The same operators on dilithium-8380417's kernels (32-bit lanes: even/odd
-    widening products, no reduction in either NTT), on AVX2 and SSE."""
-    p = load(REPO / "params/dilithium-8380417.toml")
+    widening products, no reduction in either NTT), on AVX2 and SSE, with
+    signed Montgomery and with Shoup's products on unsigned lanes."""
+    p = dataclasses.replace(load(REPO / "params/dilithium-8380417.toml"), mul=mul)
     original = tmp_path / "original"
     write(render(build(p), "original"), original)
     outcomes = []

@@ -8,10 +8,9 @@ from kerngen.commands.test import test_params as run_kerngen_test
 from kerngen.core.errors import VerifyError
 from kerngen.core.params import Overrides
 from kerngen.families import from_mapping, load
-from kerngen.families.ntt.build import build
+from kerngen.families.ntt.build import build, input_bound
 from kerngen.families.ntt.kernels import build_ntt, kernel_builder
 from kerngen.families.ntt.layout import block_units, plan, unit_pairs
-from kerngen.families.ntt.params import inverse_input_top
 from kerngen.families.ntt.reducers import reducers
 from kerngen.families.ntt.schedule import schedule
 from kerngen.passes.pipeline import compile_kernel
@@ -47,32 +46,39 @@ def _usable(n: int, q: int) -> bool:
         return False
 
 
+MULS = st.sampled_from(["auto", "montgomery", "shoup"])
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([2, 8, 16, 32, 64, 128, 256]), st.integers(min_value=3, max_value=32767),
-       st.sampled_from(["eager", "layer", "index", "minimal"]), st.sampled_from(["auto", "barrett"]))
-def test_random_primes_emit_verify_and_pass(n, seed, policy, reducer):
-    q = sympy.nextprime(seed % 32000)
-    while q >= 32768 or not _usable(n, q):
-        q = sympy.nextprime(q) if q < 32000 else 257
-    p = from_mapping({"name": f"r{n}-{q}", "family": "ntt", "n": n, "q": q, "reduction": policy,
-                      "reducer": reducer, "isa": ["avx2", "sse"]}, "random")
+       st.sampled_from(["eager", "layer", "index", "minimal"]), st.sampled_from(["auto", "barrett"]), MULS)
+def test_random_primes_emit_verify_and_pass(n, seed, policy, reducer, mul):
+    """16-bit lanes: a prime, a policy, a reduction and a multiplication
+    strategy drawn (Shoup: q below 2^14, Harvey's reductions)."""
+    top = 1 << 14 if mul == "shoup" else 1 << 15
+    q = sympy.nextprime(seed % (top - 768))
+    while q >= top or not _usable(n, q):
+        q = sympy.nextprime(q) if q < top - 768 else 257
+    p = from_mapping({"name": f"r{n}-{q}", "family": "ntt", "n": n, "q": q, "reduction": policy, "mul": mul,
+                      "reducer": "auto" if mul == "shoup" else reducer, "isa": ["avx2", "sse"]}, "random")
     outcome = run_kerngen_test(p, seed=seed, say=lambda s: None)
     assert outcome.failed == 0, outcome.failures
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([16, 64, 256, 512]), st.integers(min_value=1 << 20, max_value=(1 << 31) - 1),
-       st.sampled_from(["index", "minimal", "eager"]), st.sampled_from(["fastest", "standard"]))
-def test_random_32_bit_primes_emit_verify_and_pass(n, seed, policy, order):
-    """32-bit lanes: a prime drawn from [2^20, 2^31) with 2n | q - 1, both ISAs,
-    a policy and an order drawn with it; every kernel verified (SMT lemmas for
-    the reductions and the 32-bit Montgomery product) and passing against SymPy."""
-    step = 2 * n
-    q = seed // step * step + 1
-    while not sympy.isprime(q) or q >= 1 << 31:
-        q = q + step if q + step < 1 << 31 else (1 << 20) // step * step + step + 1
+       st.sampled_from(["index", "minimal", "eager"]), st.sampled_from(["fastest", "standard"]), MULS)
+def test_random_32_bit_primes_emit_verify_and_pass(n, seed, policy, order, mul):
+    """32-bit lanes: a prime drawn from [2^20, 2^31) (2^30 for Shoup) with
+    2n | q - 1, both ISAs, a policy, an order and a multiplication strategy
+    drawn with it; every kernel verified (SMT lemmas for the reductions, the
+    32-bit Montgomery and Shoup products) and passing against SymPy."""
+    step, top = 2 * n, 1 << (30 if mul == "shoup" else 31)
+    q = seed % top // step * step + 1
+    while not sympy.isprime(q) or q >= top or q < 1 << 20:
+        q = q + step if q + step < top else (1 << 20) // step * step + step + 1
     p = from_mapping({"name": f"w{n}-{q}", "family": "ntt", "n": n, "q": q, "width": 32, "reduction": policy,
-                      "order": order, "isa": ["avx2", "sse"]}, "random")
+                      "order": order, "mul": mul, "isa": ["avx2", "sse"]}, "random")
     outcome = run_kerngen_test(p, seed=seed, say=lambda s: None)
     assert outcome.failed == 0, outcome.failures
 
@@ -103,8 +109,10 @@ def test_reduction_counts_are_ordered(path):
     """eager >= layer >= index >= minimal, for every reduction kind and both directions."""
     p = load(path)
     base = build(p).design
-    for direction, bound in (("forward", p.q - 1), ("inverse", inverse_input_top(p.width, p.q))):
-        for red in reducers(p.q, p.width).values():
+    signed = base.mul.signed
+    for direction in ("forward", "inverse"):
+        bound = input_bound(base.math, direction, p.width, signed)
+        for red in reducers(p.q, p.width).values() if signed else [base.reducer]:
             ar = dataclasses.replace(base, reducer=red)
             counts = [schedule(ar, pol, direction, bound).count for pol in ("eager", "layer", "index", "minimal")]
             assert counts == sorted(counts, reverse=True), (p.name, direction, red.kind, counts)
@@ -118,24 +126,28 @@ def test_every_policy_passes_on_shipped_sets(path, policy):
     assert outcome.failed == 0, outcome.failures
 
 
-def test_verifier_refuses_a_schedule_without_its_reductions():
-    """newhope-12289 needs reductions in its forward NTT; drop them and the verifier must say where."""
-    p = load(REPO / "params/newhope-12289.toml")
+@pytest.mark.parametrize("name, mul", [("newhope-12289", "montgomery"), ("nfl-1073479681", "shoup")])
+def test_verifier_refuses_a_schedule_without_its_reductions(name, mul):
+    """Both need reductions in their forward NTT (Barrett on signed lanes,
+    Harvey's on unsigned ones); drop them and the verifier must say where."""
+    p = dataclasses.replace(load(REPO / f"params/{name}.toml"), mul=mul)
     bundle = build(p)
-    ar = dataclasses.replace(bundle.design, reducer=reducers(p.q, 16)["barrett"])
+    ar = bundle.design if mul == "shoup" else dataclasses.replace(bundle.design, reducer=reducers(p.q, 16)["barrett"])
     good = schedule(ar, "index", "forward", p.q - 1)
     assert good.count > 0
     bad = dataclasses.replace(good, before=tuple((layer, frozenset()) for layer, _ in good.before))
     contract = bundle.function("ntt_forward").contract
+    lanes = (-(p.q - 1), p.q - 1) if mul == "montgomery" else (0, p.q - 1)
     b = kernel_builder(ar.layout)
     build_ntt(b, ar, bad, "t_twiddles")
     kernel = compile_kernel(b, "t_forward", contract, p.target).kernel  # allocated, not verified
-    with pytest.raises(VerifyError, match=r"instruction \d+ `vp(add|sub)w .*` can overflow in lane \d+: result in \[-?\d+, -?\d+\]"):
-        verify_kernel(kernel, {0: (-(p.q - 1), p.q - 1)}, p.q)
+    with pytest.raises(VerifyError, match=r"instruction \d+ `vp(add|sub)[wd] .*` can overflow in lane \d+: "
+                                          r"result in \[-?\d+, -?\d+\] leaves u?int"):
+        verify_kernel(kernel, {0: lanes}, p.q, signed=mul == "montgomery")
     # the same instructions with the reductions kept are accepted
     b = kernel_builder(ar.layout)
     build_ntt(b, ar, good, "t_twiddles")
-    compiled = compile_kernel(b, "t_forward", contract, p.target, modulus=p.q)
+    compiled = compile_kernel(b, "t_forward", contract, p.target, modulus=p.q, signed=mul == "montgomery")
     assert compiled.proof.idioms_checked == good.count
 
 

@@ -23,6 +23,11 @@ GOOD = {"name": "t", "family": "ntt", "n": 256, "q": 3329, "width": 16, "isa": "
     ({"width": 32, "q": 65537}, "q", "at least 2^20"),
     ({"width": 32, "q": 8380417, "layers": 9}, "layers", "between 5 and 8"),
     ({"isa": "neon"}, "isa", "avx2"),
+    ({"mul": "karatsuba"}, "mul", "one of auto, montgomery, shoup"),
+    ({"mul": "shoup", "q": 40961, "n": 256}, "q", "below 2^15"),  # too large for the lane at all
+    ({"mul": "shoup", "q": 17921}, "mul", "q < 2^14"),  # prime, 2^9 | q - 1, but 4q leaves uint16
+    ({"mul": "shoup", "width": 32, "q": 1073872897}, "mul", "q < 2^30"),  # 4q leaves uint32
+    ({"mul": "shoup", "reducer": "special"}, "reducer", "leave reducer at auto"),
     ({"reduction": "lazy"}, "reduction", "one of"),
     ({"layers": 9}, "layers", "between 5 and 7"),
     ({"layers": 4}, "layers", "at least 5 so that base blocks have degree at most 8"),

@@ -14,6 +14,8 @@
 ;   reduction = "index"
 ;   reducer = "auto"
 ;   reducer_used = "barrett"
+;   mul = "auto"
+;   mul_used = "montgomery"
 ;   order = "fastest"
 ;   basemul_acc = []
 ;   output = {"forward": "lazy", "basemul": "lazy", "inverse": "lazy"}
@@ -325,12 +327,20 @@ kg_ctru3457_ntt_inverse_twiddles_sse:
     dw 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422
 
 align 32
+pw_1:
+    dw 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+
+align 32
 pw_12929:
     dw 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929
 
 align 32
 pw_1580:
     dw 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580
+
+align 32
+pw_18:
+    dw 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18
 
 align 32
 pw_19412:
@@ -2358,6 +2368,474 @@ kg_ctru3457_freeze_avx2:
     vpsraw       ymm1, ymm0, 15
     vpand        ymm1, ymm1, [rel pw_3457]
     vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 480], ymm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_ctru3457_mulmod_shoup_avx2: r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+;
+;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
+;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+;   cpu: AVX, AVX2 (check CPUID before calling)
+;   clobbers: ymm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_ctru3457_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_mulmod_shoup_avx2.end - kg_ctru3457_mulmod_shoup_avx2)
+align 32
+kg_ctru3457_mulmod_shoup_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
+    vmovdqu      ymm1, [rsi]
+    vmovdqu      ymm2, [rdx]
+    vmovdqu      ymm3, [rcx]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi], ymm1
+    vmovdqu      ymm1, [rsi + 32]
+    vmovdqu      ymm2, [rdx + 32]
+    vmovdqu      ymm3, [rcx + 32]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 32], ymm1
+    vmovdqu      ymm1, [rsi + 64]
+    vmovdqu      ymm2, [rdx + 64]
+    vmovdqu      ymm3, [rcx + 64]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 64], ymm1
+    vmovdqu      ymm1, [rsi + 96]
+    vmovdqu      ymm2, [rdx + 96]
+    vmovdqu      ymm3, [rcx + 96]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 96], ymm1
+    vmovdqu      ymm1, [rsi + 128]
+    vmovdqu      ymm2, [rdx + 128]
+    vmovdqu      ymm3, [rcx + 128]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 128], ymm1
+    vmovdqu      ymm1, [rsi + 160]
+    vmovdqu      ymm2, [rdx + 160]
+    vmovdqu      ymm3, [rcx + 160]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 160], ymm1
+    vmovdqu      ymm1, [rsi + 192]
+    vmovdqu      ymm2, [rdx + 192]
+    vmovdqu      ymm3, [rcx + 192]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 192], ymm1
+    vmovdqu      ymm1, [rsi + 224]
+    vmovdqu      ymm2, [rdx + 224]
+    vmovdqu      ymm3, [rcx + 224]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 224], ymm1
+    vmovdqu      ymm1, [rsi + 256]
+    vmovdqu      ymm2, [rdx + 256]
+    vmovdqu      ymm3, [rcx + 256]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 256], ymm1
+    vmovdqu      ymm1, [rsi + 288]
+    vmovdqu      ymm2, [rdx + 288]
+    vmovdqu      ymm3, [rcx + 288]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 288], ymm1
+    vmovdqu      ymm1, [rsi + 320]
+    vmovdqu      ymm2, [rdx + 320]
+    vmovdqu      ymm3, [rcx + 320]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 320], ymm1
+    vmovdqu      ymm1, [rsi + 352]
+    vmovdqu      ymm2, [rdx + 352]
+    vmovdqu      ymm3, [rcx + 352]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 352], ymm1
+    vmovdqu      ymm1, [rsi + 384]
+    vmovdqu      ymm2, [rdx + 384]
+    vmovdqu      ymm3, [rcx + 384]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 384], ymm1
+    vmovdqu      ymm1, [rsi + 416]
+    vmovdqu      ymm2, [rdx + 416]
+    vmovdqu      ymm3, [rcx + 416]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 416], ymm1
+    vmovdqu      ymm1, [rsi + 448]
+    vmovdqu      ymm2, [rdx + 448]
+    vmovdqu      ymm3, [rcx + 448]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 448], ymm1
+    vmovdqu      ymm1, [rsi + 480]
+    vmovdqu      ymm2, [rdx + 480]
+    vmovdqu      ymm3, [rcx + 480]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm0, ymm3, ymm0
+    vpsubw       ymm0, ymm1, ymm0
+    vpsubw       ymm1, ymm0, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 480], ymm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_ctru3457_muladd_shoup_avx2: r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+;
+;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
+;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+;   cpu: AVX, AVX2 (check CPUID before calling)
+;   clobbers: ymm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_ctru3457_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_muladd_shoup_avx2.end - kg_ctru3457_muladd_shoup_avx2)
+align 32
+kg_ctru3457_muladd_shoup_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
+    vmovdqu      ymm1, [rsi]
+    vmovdqu      ymm2, [rdx]
+    vmovdqu      ymm3, [rcx]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi], ymm1
+    vmovdqu      ymm1, [rsi + 32]
+    vmovdqu      ymm2, [rdx + 32]
+    vmovdqu      ymm3, [rcx + 32]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 32]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 32], ymm1
+    vmovdqu      ymm1, [rsi + 64]
+    vmovdqu      ymm2, [rdx + 64]
+    vmovdqu      ymm3, [rcx + 64]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 64]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 64], ymm1
+    vmovdqu      ymm1, [rsi + 96]
+    vmovdqu      ymm2, [rdx + 96]
+    vmovdqu      ymm3, [rcx + 96]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 96]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 96], ymm1
+    vmovdqu      ymm1, [rsi + 128]
+    vmovdqu      ymm2, [rdx + 128]
+    vmovdqu      ymm3, [rcx + 128]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 128]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 128], ymm1
+    vmovdqu      ymm1, [rsi + 160]
+    vmovdqu      ymm2, [rdx + 160]
+    vmovdqu      ymm3, [rcx + 160]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 160]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 160], ymm1
+    vmovdqu      ymm1, [rsi + 192]
+    vmovdqu      ymm2, [rdx + 192]
+    vmovdqu      ymm3, [rcx + 192]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 192]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 192], ymm1
+    vmovdqu      ymm1, [rsi + 224]
+    vmovdqu      ymm2, [rdx + 224]
+    vmovdqu      ymm3, [rcx + 224]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 224]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 224], ymm1
+    vmovdqu      ymm1, [rsi + 256]
+    vmovdqu      ymm2, [rdx + 256]
+    vmovdqu      ymm3, [rcx + 256]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 256]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 256], ymm1
+    vmovdqu      ymm1, [rsi + 288]
+    vmovdqu      ymm2, [rdx + 288]
+    vmovdqu      ymm3, [rcx + 288]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 288]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 288], ymm1
+    vmovdqu      ymm1, [rsi + 320]
+    vmovdqu      ymm2, [rdx + 320]
+    vmovdqu      ymm3, [rcx + 320]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 320]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 320], ymm1
+    vmovdqu      ymm1, [rsi + 352]
+    vmovdqu      ymm2, [rdx + 352]
+    vmovdqu      ymm3, [rcx + 352]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 352]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 352], ymm1
+    vmovdqu      ymm1, [rsi + 384]
+    vmovdqu      ymm2, [rdx + 384]
+    vmovdqu      ymm3, [rcx + 384]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 384]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 384], ymm1
+    vmovdqu      ymm1, [rsi + 416]
+    vmovdqu      ymm2, [rdx + 416]
+    vmovdqu      ymm3, [rcx + 416]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 416]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 416], ymm1
+    vmovdqu      ymm1, [rsi + 448]
+    vmovdqu      ymm2, [rdx + 448]
+    vmovdqu      ymm3, [rcx + 448]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 448]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_18]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 448], ymm1
+    vmovdqu      ymm1, [rsi + 480]
+    vmovdqu      ymm2, [rdx + 480]
+    vmovdqu      ymm3, [rcx + 480]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm0, ymm3, ymm0
+    vpsubw       ymm0, ymm1, ymm0
+    vmovdqu      ymm1, [r8 + 480]
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      ymm1, [rel pw_3457]                 ; freeze: to [0, q)
+    vpmulhuw     ymm2, ymm0, [rel pw_18]
+    vpmullw      ymm0, ymm0, [rel pw_1]
+    vpmullw      ymm1, ymm2, ymm1
+    vpsubw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, [rel pw_3457]           ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
     ret
@@ -7459,6 +7937,984 @@ kg_ctru3457_freeze_sse:
     paddw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
     movdqu       [rdi + 496], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_ctru3457_mulmod_shoup_sse: r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+;
+;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
+;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   clobbers: xmm{0-6}, flags
+; ---------------------------------------------------------------------------
+global kg_ctru3457_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_ctru3457_mulmod_shoup_sse.end - kg_ctru3457_mulmod_shoup_sse)
+align 32
+kg_ctru3457_mulmod_shoup_sse:
+    endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
+    movdqu       xmm1, [rsi]
+    movdqu       xmm2, [rsi + 16]
+    movdqu       xmm3, [rdx]
+    movdqu       xmm4, [rdx + 16]
+    movdqu       xmm5, [rcx]
+    movdqu       xmm6, [rcx + 16]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi], xmm1
+    movdqu       [rdi + 16], xmm2
+    movdqu       xmm1, [rsi + 32]
+    movdqu       xmm2, [rsi + 48]
+    movdqu       xmm3, [rdx + 32]
+    movdqu       xmm4, [rdx + 48]
+    movdqu       xmm5, [rcx + 32]
+    movdqu       xmm6, [rcx + 48]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 32], xmm1
+    movdqu       [rdi + 48], xmm2
+    movdqu       xmm1, [rsi + 64]
+    movdqu       xmm2, [rsi + 80]
+    movdqu       xmm3, [rdx + 64]
+    movdqu       xmm4, [rdx + 80]
+    movdqu       xmm5, [rcx + 64]
+    movdqu       xmm6, [rcx + 80]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 64], xmm1
+    movdqu       [rdi + 80], xmm2
+    movdqu       xmm1, [rsi + 96]
+    movdqu       xmm2, [rsi + 112]
+    movdqu       xmm3, [rdx + 96]
+    movdqu       xmm4, [rdx + 112]
+    movdqu       xmm5, [rcx + 96]
+    movdqu       xmm6, [rcx + 112]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 96], xmm1
+    movdqu       [rdi + 112], xmm2
+    movdqu       xmm1, [rsi + 128]
+    movdqu       xmm2, [rsi + 144]
+    movdqu       xmm3, [rdx + 128]
+    movdqu       xmm4, [rdx + 144]
+    movdqu       xmm5, [rcx + 128]
+    movdqu       xmm6, [rcx + 144]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 128], xmm1
+    movdqu       [rdi + 144], xmm2
+    movdqu       xmm1, [rsi + 160]
+    movdqu       xmm2, [rsi + 176]
+    movdqu       xmm3, [rdx + 160]
+    movdqu       xmm4, [rdx + 176]
+    movdqu       xmm5, [rcx + 160]
+    movdqu       xmm6, [rcx + 176]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 160], xmm1
+    movdqu       [rdi + 176], xmm2
+    movdqu       xmm1, [rsi + 192]
+    movdqu       xmm2, [rsi + 208]
+    movdqu       xmm3, [rdx + 192]
+    movdqu       xmm4, [rdx + 208]
+    movdqu       xmm5, [rcx + 192]
+    movdqu       xmm6, [rcx + 208]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 192], xmm1
+    movdqu       [rdi + 208], xmm2
+    movdqu       xmm1, [rsi + 224]
+    movdqu       xmm2, [rsi + 240]
+    movdqu       xmm3, [rdx + 224]
+    movdqu       xmm4, [rdx + 240]
+    movdqu       xmm5, [rcx + 224]
+    movdqu       xmm6, [rcx + 240]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 224], xmm1
+    movdqu       [rdi + 240], xmm2
+    movdqu       xmm1, [rsi + 256]
+    movdqu       xmm2, [rsi + 272]
+    movdqu       xmm3, [rdx + 256]
+    movdqu       xmm4, [rdx + 272]
+    movdqu       xmm5, [rcx + 256]
+    movdqu       xmm6, [rcx + 272]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 256], xmm1
+    movdqu       [rdi + 272], xmm2
+    movdqu       xmm1, [rsi + 288]
+    movdqu       xmm2, [rsi + 304]
+    movdqu       xmm3, [rdx + 288]
+    movdqu       xmm4, [rdx + 304]
+    movdqu       xmm5, [rcx + 288]
+    movdqu       xmm6, [rcx + 304]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 288], xmm1
+    movdqu       [rdi + 304], xmm2
+    movdqu       xmm1, [rsi + 320]
+    movdqu       xmm2, [rsi + 336]
+    movdqu       xmm3, [rdx + 320]
+    movdqu       xmm4, [rdx + 336]
+    movdqu       xmm5, [rcx + 320]
+    movdqu       xmm6, [rcx + 336]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 320], xmm1
+    movdqu       [rdi + 336], xmm2
+    movdqu       xmm1, [rsi + 352]
+    movdqu       xmm2, [rsi + 368]
+    movdqu       xmm3, [rdx + 352]
+    movdqu       xmm4, [rdx + 368]
+    movdqu       xmm5, [rcx + 352]
+    movdqu       xmm6, [rcx + 368]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 352], xmm1
+    movdqu       [rdi + 368], xmm2
+    movdqu       xmm1, [rsi + 384]
+    movdqu       xmm2, [rsi + 400]
+    movdqu       xmm3, [rdx + 384]
+    movdqu       xmm4, [rdx + 400]
+    movdqu       xmm5, [rcx + 384]
+    movdqu       xmm6, [rcx + 400]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 384], xmm1
+    movdqu       [rdi + 400], xmm2
+    movdqu       xmm1, [rsi + 416]
+    movdqu       xmm2, [rsi + 432]
+    movdqu       xmm3, [rdx + 416]
+    movdqu       xmm4, [rdx + 432]
+    movdqu       xmm5, [rcx + 416]
+    movdqu       xmm6, [rcx + 432]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 416], xmm1
+    movdqu       [rdi + 432], xmm2
+    movdqu       xmm1, [rsi + 448]
+    movdqu       xmm2, [rsi + 464]
+    movdqu       xmm3, [rdx + 448]
+    movdqu       xmm4, [rdx + 464]
+    movdqu       xmm5, [rcx + 448]
+    movdqu       xmm6, [rcx + 464]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 448], xmm1
+    movdqu       [rdi + 464], xmm2
+    movdqu       xmm1, [rsi + 480]
+    movdqu       xmm2, [rsi + 496]
+    movdqu       xmm3, [rdx + 480]
+    movdqu       xmm4, [rdx + 496]
+    movdqu       xmm5, [rcx + 480]
+    movdqu       xmm6, [rcx + 496]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubw        xmm0, [rel pw_3457]
+    movdqa       xmm3, xmm2
+    psubw        xmm3, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm0
+    pminuw       xmm2, xmm3
+    movdqu       [rdi + 480], xmm1
+    movdqu       [rdi + 496], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_ctru3457_muladd_shoup_sse: r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+;
+;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
+;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   clobbers: xmm{0-6}, flags
+; ---------------------------------------------------------------------------
+global kg_ctru3457_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_ctru3457_muladd_shoup_sse.end - kg_ctru3457_muladd_shoup_sse)
+align 32
+kg_ctru3457_muladd_shoup_sse:
+    endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm0, [rel pw_3457]                 ; q = 3457
+    movdqu       xmm1, [rsi]
+    movdqu       xmm2, [rsi + 16]
+    movdqu       xmm3, [rdx]
+    movdqu       xmm4, [rdx + 16]
+    movdqu       xmm5, [rcx]
+    movdqu       xmm6, [rcx + 16]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8]
+    movdqu       xmm4, [r8 + 16]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi], xmm1
+    movdqu       [rdi + 16], xmm2
+    movdqu       xmm1, [rsi + 32]
+    movdqu       xmm2, [rsi + 48]
+    movdqu       xmm3, [rdx + 32]
+    movdqu       xmm4, [rdx + 48]
+    movdqu       xmm5, [rcx + 32]
+    movdqu       xmm6, [rcx + 48]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 32]
+    movdqu       xmm4, [r8 + 48]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 32], xmm1
+    movdqu       [rdi + 48], xmm2
+    movdqu       xmm1, [rsi + 64]
+    movdqu       xmm2, [rsi + 80]
+    movdqu       xmm3, [rdx + 64]
+    movdqu       xmm4, [rdx + 80]
+    movdqu       xmm5, [rcx + 64]
+    movdqu       xmm6, [rcx + 80]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 64]
+    movdqu       xmm4, [r8 + 80]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 64], xmm1
+    movdqu       [rdi + 80], xmm2
+    movdqu       xmm1, [rsi + 96]
+    movdqu       xmm2, [rsi + 112]
+    movdqu       xmm3, [rdx + 96]
+    movdqu       xmm4, [rdx + 112]
+    movdqu       xmm5, [rcx + 96]
+    movdqu       xmm6, [rcx + 112]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 96]
+    movdqu       xmm4, [r8 + 112]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 96], xmm1
+    movdqu       [rdi + 112], xmm2
+    movdqu       xmm1, [rsi + 128]
+    movdqu       xmm2, [rsi + 144]
+    movdqu       xmm3, [rdx + 128]
+    movdqu       xmm4, [rdx + 144]
+    movdqu       xmm5, [rcx + 128]
+    movdqu       xmm6, [rcx + 144]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 128]
+    movdqu       xmm4, [r8 + 144]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 128], xmm1
+    movdqu       [rdi + 144], xmm2
+    movdqu       xmm1, [rsi + 160]
+    movdqu       xmm2, [rsi + 176]
+    movdqu       xmm3, [rdx + 160]
+    movdqu       xmm4, [rdx + 176]
+    movdqu       xmm5, [rcx + 160]
+    movdqu       xmm6, [rcx + 176]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 160]
+    movdqu       xmm4, [r8 + 176]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 160], xmm1
+    movdqu       [rdi + 176], xmm2
+    movdqu       xmm1, [rsi + 192]
+    movdqu       xmm2, [rsi + 208]
+    movdqu       xmm3, [rdx + 192]
+    movdqu       xmm4, [rdx + 208]
+    movdqu       xmm5, [rcx + 192]
+    movdqu       xmm6, [rcx + 208]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 192]
+    movdqu       xmm4, [r8 + 208]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 192], xmm1
+    movdqu       [rdi + 208], xmm2
+    movdqu       xmm1, [rsi + 224]
+    movdqu       xmm2, [rsi + 240]
+    movdqu       xmm3, [rdx + 224]
+    movdqu       xmm4, [rdx + 240]
+    movdqu       xmm5, [rcx + 224]
+    movdqu       xmm6, [rcx + 240]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 224]
+    movdqu       xmm4, [r8 + 240]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 224], xmm1
+    movdqu       [rdi + 240], xmm2
+    movdqu       xmm1, [rsi + 256]
+    movdqu       xmm2, [rsi + 272]
+    movdqu       xmm3, [rdx + 256]
+    movdqu       xmm4, [rdx + 272]
+    movdqu       xmm5, [rcx + 256]
+    movdqu       xmm6, [rcx + 272]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 256]
+    movdqu       xmm4, [r8 + 272]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 256], xmm1
+    movdqu       [rdi + 272], xmm2
+    movdqu       xmm1, [rsi + 288]
+    movdqu       xmm2, [rsi + 304]
+    movdqu       xmm3, [rdx + 288]
+    movdqu       xmm4, [rdx + 304]
+    movdqu       xmm5, [rcx + 288]
+    movdqu       xmm6, [rcx + 304]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 288]
+    movdqu       xmm4, [r8 + 304]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 288], xmm1
+    movdqu       [rdi + 304], xmm2
+    movdqu       xmm1, [rsi + 320]
+    movdqu       xmm2, [rsi + 336]
+    movdqu       xmm3, [rdx + 320]
+    movdqu       xmm4, [rdx + 336]
+    movdqu       xmm5, [rcx + 320]
+    movdqu       xmm6, [rcx + 336]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 320]
+    movdqu       xmm4, [r8 + 336]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 320], xmm1
+    movdqu       [rdi + 336], xmm2
+    movdqu       xmm1, [rsi + 352]
+    movdqu       xmm2, [rsi + 368]
+    movdqu       xmm3, [rdx + 352]
+    movdqu       xmm4, [rdx + 368]
+    movdqu       xmm5, [rcx + 352]
+    movdqu       xmm6, [rcx + 368]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 352]
+    movdqu       xmm4, [r8 + 368]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 352], xmm1
+    movdqu       [rdi + 368], xmm2
+    movdqu       xmm1, [rsi + 384]
+    movdqu       xmm2, [rsi + 400]
+    movdqu       xmm3, [rdx + 384]
+    movdqu       xmm4, [rdx + 400]
+    movdqu       xmm5, [rcx + 384]
+    movdqu       xmm6, [rcx + 400]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 384]
+    movdqu       xmm4, [r8 + 400]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 384], xmm1
+    movdqu       [rdi + 400], xmm2
+    movdqu       xmm1, [rsi + 416]
+    movdqu       xmm2, [rsi + 432]
+    movdqu       xmm3, [rdx + 416]
+    movdqu       xmm4, [rdx + 432]
+    movdqu       xmm5, [rcx + 416]
+    movdqu       xmm6, [rcx + 432]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 416]
+    movdqu       xmm4, [r8 + 432]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 416], xmm1
+    movdqu       [rdi + 432], xmm2
+    movdqu       xmm1, [rsi + 448]
+    movdqu       xmm2, [rsi + 464]
+    movdqu       xmm3, [rdx + 448]
+    movdqu       xmm4, [rdx + 464]
+    movdqu       xmm5, [rcx + 448]
+    movdqu       xmm6, [rcx + 464]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 448]
+    movdqu       xmm4, [r8 + 464]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_18]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_3457]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 448], xmm1
+    movdqu       [rdi + 464], xmm2
+    movdqu       xmm1, [rsi + 480]
+    movdqu       xmm2, [rsi + 496]
+    movdqu       xmm3, [rdx + 480]
+    movdqu       xmm4, [rdx + 496]
+    movdqu       xmm5, [rcx + 480]
+    movdqu       xmm6, [rcx + 496]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm0, [r8 + 480]
+    movdqu       xmm3, [r8 + 496]
+    paddw        xmm1, xmm0
+    paddw        xmm2, xmm3
+    movdqu       xmm0, [rel pw_3457]                 ; freeze: to [0, q)
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_18]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rel pw_18 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubw        xmm0, [rel pw_3457]
+    movdqa       xmm3, xmm2
+    psubw        xmm3, [rel pw_3457 + 16]
+    pminuw       xmm1, xmm0
+    pminuw       xmm2, xmm3
+    movdqu       [rdi + 480], xmm1
+    movdqu       [rdi + 496], xmm2
     ret
 .end:
 

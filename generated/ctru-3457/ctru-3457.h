@@ -132,6 +132,31 @@ void kg_ctru3457_reduce_special_avx2(int16_t a[256]);
 void kg_ctru3457_freeze_avx2(int16_t a[256]);
 
 
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
+ *   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   r: 256 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ */
+void kg_ctru3457_mulmod_shoup_avx2(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
+ *   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   r: 256 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ */
+void kg_ctru3457_muladd_shoup_avx2(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+
+
 /* forward negacyclic NTT of a[256] in place (6 layers, blocks of degree 4)
  *   requires: every a[i] in [-3456, 3456]
  *   ensures:  every a[i] in [-14652, 14652] (proven), block j at kg_ctru3457_ntt_positions[j] (manifest: layout),
@@ -191,6 +216,31 @@ void kg_ctru3457_reduce_special_sse(int16_t a[256]);
 void kg_ctru3457_freeze_sse(int16_t a[256]);
 
 
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
+ *   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   r: 256 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_ctru3457_mulmod_shoup_sse(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
+ *   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   r: 256 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_ctru3457_muladd_shoup_sse(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+
+
 /* Dispatch: ctru-3457_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
@@ -207,6 +257,8 @@ void kg_ctru3457_ntt_inverse(int16_t a[256]);
 void kg_ctru3457_reduce_barrett(int16_t a[256]);
 void kg_ctru3457_reduce_special(int16_t a[256]);
 void kg_ctru3457_freeze(int16_t a[256]);
+void kg_ctru3457_mulmod_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
+void kg_ctru3457_muladd_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
 
 
 #ifdef __cplusplus

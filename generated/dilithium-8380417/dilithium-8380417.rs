@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Regenerate with: kerngen emit params/dilithium-8380417.toml
 //
-// dilithium-8380417: negacyclic NTT kernels over Z_8380417[x]/(x^256+1), 32-bit lanes, avx2, sse
+// dilithium-8380417: negacyclic NTT kernels over Z_8380417[x]/(x^256+1), 32-bit unsigned lanes, avx2, sse
 // Rust declarations of dilithium-8380417.h: its constants and the prototypes of the kernels in
 // dilithium-8380417.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
@@ -76,130 +76,164 @@ unsafe extern "C" {
     /// forward negacyclic NTT of a\[256\] in place (8 layers, blocks of degree 1)
     ///
     /// ```text
-    /// requires: every a[i] in [-8380416, 8380416]
-    /// ensures:  every a[i] in [-42035255, 42035255] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
+    /// requires: every a[i] in [0, 8380416]
+    /// ensures:  every a[i] in [0, 142467088] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
     ///           a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
-    /// a: 256 x i32, inout, 4-byte aligned (32-byte alignment is fastest)
+    /// a: 256 x u32, inout, 4-byte aligned (32-byte alignment is fastest)
     /// ```
-    pub fn kg_dilithium8380417_ntt_forward_avx2(a: *mut i32);
+    pub fn kg_dilithium8380417_ntt_forward_avx2(a: *mut u32);
 
     /// base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [-4601612, 4601612] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
+    /// requires: every a[i], b[i] in [0, 142467088] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [0, 8380416] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
-    /// r: 256 x i32, out, 4-byte aligned (32-byte alignment is fastest)
-    /// a: 256 x i32, in, 4-byte aligned (32-byte alignment is fastest)
-    /// b: 256 x i32, in, 4-byte aligned (32-byte alignment is fastest)
+    /// r: 256 x u32, out, 4-byte aligned (32-byte alignment is fastest)
+    /// a: 256 x u32, in, 4-byte aligned (32-byte alignment is fastest)
+    /// b: 256 x u32, in, 4-byte aligned (32-byte alignment is fastest)
     /// ```
-    pub fn kg_dilithium8380417_basemul_avx2(r: *mut i32, a: *const i32, b: *const i32);
+    pub fn kg_dilithium8380417_basemul_avx2(r: *mut u32, a: *const u32, b: *const u32);
 
     /// inverse negacyclic NTT of a\[256\] in place, natural order out
     ///
     /// ```text
-    /// requires: every a[i] in [-8380416, 8380416] (base multiplication's output is), in the forward NTT's layout
-    /// ensures:  every a[i] in [-537483048, 537483048] (proven), natural order,
+    /// requires: every a[i] in [0, 16760833] (base multiplication's output is), in the forward NTT's layout
+    /// ensures:  every a[i] in [0, 1081065600] (proven), natural order,
     ///           a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
-    /// a: 256 x i32, inout, 4-byte aligned (32-byte alignment is fastest)
+    /// a: 256 x u32, inout, 4-byte aligned (32-byte alignment is fastest)
     /// ```
-    pub fn kg_dilithium8380417_ntt_inverse_avx2(a: *mut i32);
+    pub fn kg_dilithium8380417_ntt_inverse_avx2(a: *mut u32);
 
-    /// reduce a\[256\] in place mod 8380417 (centred Barrett with the quotient from low products: t = round(x*v / 2^22))
+    /// reduce a\[256\] in place mod 8380417 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
     ///
     /// ```text
-    /// requires: any int32 a[i]
-    /// ensures:  every a[i] in [-6275328, 6276351] (proven over all 2^32 inputs), congruent to the input mod 8380417
+    /// requires: any uint32 a[i]
+    /// ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
-    /// a: 256 x i32, inout, 4-byte aligned (32-byte alignment is fastest)
+    /// a: 256 x u32, inout, 4-byte aligned (32-byte alignment is fastest)
     /// ```
-    pub fn kg_dilithium8380417_reduce_barrett_avx2(a: *mut i32);
+    pub fn kg_dilithium8380417_reduce_shoup_avx2(a: *mut u32);
 
-    /// reduce a\[256\] in place mod 8380417 (shifts, masks and adds: x = h*2^23 + l, x = l - h + (h << 13) mod q)
+    /// a\[256\] in place to canonical form in \[0, 8380417) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 8380417) unsigned)
     ///
     /// ```text
-    /// requires: any int32 a[i]
-    /// ensures:  every a[i] in [-2096896, 10477312] (proven over all 2^32 inputs), congruent to the input mod 8380417
-    /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
-    /// a: 256 x i32, inout, 4-byte aligned (32-byte alignment is fastest)
-    /// ```
-    pub fn kg_dilithium8380417_reduce_special_avx2(a: *mut i32);
-
-    /// a\[256\] in place to canonical form in \[0, 8380417) (centred Barrett, then q added where negative)
-    ///
-    /// ```text
-    /// requires: any int32 a[i]
+    /// requires: any uint32 a[i]
     /// ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
-    /// a: 256 x i32, inout, 4-byte aligned (32-byte alignment is fastest)
+    /// a: 256 x u32, inout, 4-byte aligned (32-byte alignment is fastest)
     /// ```
-    pub fn kg_dilithium8380417_freeze_avx2(a: *mut i32);
+    pub fn kg_dilithium8380417_freeze_avx2(a: *mut u32);
+
+    /// r\[i\] = a\[i\]*w\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
+    /// ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+    /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
+    /// r: 256 x u32, out, 4-byte aligned (32-byte alignment is fastest)
+    /// a: 256 x u32, in, 4-byte aligned (32-byte alignment is fastest)
+    /// w: 256 x u32, in, 4-byte aligned (32-byte alignment is fastest)
+    /// wp: 256 x u32, in, 4-byte aligned (32-byte alignment is fastest)
+    /// ```
+    pub fn kg_dilithium8380417_mulmod_shoup_avx2(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32);
+
+    /// r\[i\] = a\[i\]*w\[i\] + b\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
+    /// ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+    /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
+    /// r: 256 x u32, out, 4-byte aligned (32-byte alignment is fastest)
+    /// a: 256 x u32, in, 4-byte aligned (32-byte alignment is fastest)
+    /// w: 256 x u32, in, 4-byte aligned (32-byte alignment is fastest)
+    /// wp: 256 x u32, in, 4-byte aligned (32-byte alignment is fastest)
+    /// b: 256 x u32, in, 4-byte aligned (32-byte alignment is fastest)
+    /// ```
+    pub fn kg_dilithium8380417_muladd_shoup_avx2(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32, b: *const u32);
 
     /// forward negacyclic NTT of a\[256\] in place (8 layers, blocks of degree 1)
     ///
     /// ```text
-    /// requires: every a[i] in [-8380416, 8380416]
-    /// ensures:  every a[i] in [-42035255, 42035255] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
+    /// requires: every a[i] in [0, 8380416]
+    /// ensures:  every a[i] in [0, 142467088] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
     ///           a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
     /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
-    /// a: 256 x i32, inout, 4-byte aligned (16-byte alignment is fastest)
+    /// a: 256 x u32, inout, 4-byte aligned (16-byte alignment is fastest)
     /// ```
-    pub fn kg_dilithium8380417_ntt_forward_sse(a: *mut i32);
+    pub fn kg_dilithium8380417_ntt_forward_sse(a: *mut u32);
 
     /// base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [-4601612, 4601612] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
+    /// requires: every a[i], b[i] in [0, 142467088] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [0, 8380416] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
-    /// r: 256 x i32, out, 4-byte aligned (16-byte alignment is fastest)
-    /// a: 256 x i32, in, 4-byte aligned (16-byte alignment is fastest)
-    /// b: 256 x i32, in, 4-byte aligned (16-byte alignment is fastest)
+    /// r: 256 x u32, out, 4-byte aligned (16-byte alignment is fastest)
+    /// a: 256 x u32, in, 4-byte aligned (16-byte alignment is fastest)
+    /// b: 256 x u32, in, 4-byte aligned (16-byte alignment is fastest)
     /// ```
-    pub fn kg_dilithium8380417_basemul_sse(r: *mut i32, a: *const i32, b: *const i32);
+    pub fn kg_dilithium8380417_basemul_sse(r: *mut u32, a: *const u32, b: *const u32);
 
     /// inverse negacyclic NTT of a\[256\] in place, natural order out
     ///
     /// ```text
-    /// requires: every a[i] in [-8380416, 8380416] (base multiplication's output is), in the forward NTT's layout
-    /// ensures:  every a[i] in [-537483048, 537483048] (proven), natural order,
+    /// requires: every a[i] in [0, 16760833] (base multiplication's output is), in the forward NTT's layout
+    /// ensures:  every a[i] in [0, 1081065600] (proven), natural order,
     ///           a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
     /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
-    /// a: 256 x i32, inout, 4-byte aligned (16-byte alignment is fastest)
+    /// a: 256 x u32, inout, 4-byte aligned (16-byte alignment is fastest)
     /// ```
-    pub fn kg_dilithium8380417_ntt_inverse_sse(a: *mut i32);
+    pub fn kg_dilithium8380417_ntt_inverse_sse(a: *mut u32);
 
-    /// reduce a\[256\] in place mod 8380417 (centred Barrett with the quotient from low products: t = round(x*v / 2^22))
+    /// reduce a\[256\] in place mod 8380417 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
     ///
     /// ```text
-    /// requires: any int32 a[i]
-    /// ensures:  every a[i] in [-6275328, 6276351] (proven over all 2^32 inputs), congruent to the input mod 8380417
-    /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
-    /// a: 256 x i32, inout, 4-byte aligned (16-byte alignment is fastest)
+    /// requires: any uint32 a[i]
+    /// ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
+    /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
+    /// a: 256 x u32, inout, 4-byte aligned (16-byte alignment is fastest)
     /// ```
-    pub fn kg_dilithium8380417_reduce_barrett_sse(a: *mut i32);
+    pub fn kg_dilithium8380417_reduce_shoup_sse(a: *mut u32);
 
-    /// reduce a\[256\] in place mod 8380417 (shifts, masks and adds: x = h*2^23 + l, x = l - h + (h << 13) mod q)
+    /// a\[256\] in place to canonical form in \[0, 8380417) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 8380417) unsigned)
     ///
     /// ```text
-    /// requires: any int32 a[i]
-    /// ensures:  every a[i] in [-2096896, 10477312] (proven over all 2^32 inputs), congruent to the input mod 8380417
-    /// cpu: SSE2 (is_x86_feature_detected!: "sse2")
-    /// a: 256 x i32, inout, 4-byte aligned (16-byte alignment is fastest)
-    /// ```
-    pub fn kg_dilithium8380417_reduce_special_sse(a: *mut i32);
-
-    /// a\[256\] in place to canonical form in \[0, 8380417) (centred Barrett, then q added where negative)
-    ///
-    /// ```text
-    /// requires: any int32 a[i]
+    /// requires: any uint32 a[i]
     /// ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
-    /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
-    /// a: 256 x i32, inout, 4-byte aligned (16-byte alignment is fastest)
+    /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
+    /// a: 256 x u32, inout, 4-byte aligned (16-byte alignment is fastest)
     /// ```
-    pub fn kg_dilithium8380417_freeze_sse(a: *mut i32);
+    pub fn kg_dilithium8380417_freeze_sse(a: *mut u32);
+
+    /// r\[i\] = a\[i\]*w\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
+    /// ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+    /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
+    /// r: 256 x u32, out, 4-byte aligned (16-byte alignment is fastest)
+    /// a: 256 x u32, in, 4-byte aligned (16-byte alignment is fastest)
+    /// w: 256 x u32, in, 4-byte aligned (16-byte alignment is fastest)
+    /// wp: 256 x u32, in, 4-byte aligned (16-byte alignment is fastest)
+    /// ```
+    pub fn kg_dilithium8380417_mulmod_shoup_sse(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32);
+
+    /// r\[i\] = a\[i\]*w\[i\] + b\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
+    /// ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+    /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
+    /// r: 256 x u32, out, 4-byte aligned (16-byte alignment is fastest)
+    /// a: 256 x u32, in, 4-byte aligned (16-byte alignment is fastest)
+    /// w: 256 x u32, in, 4-byte aligned (16-byte alignment is fastest)
+    /// wp: 256 x u32, in, 4-byte aligned (16-byte alignment is fastest)
+    /// b: 256 x u32, in, 4-byte aligned (16-byte alignment is fastest)
+    /// ```
+    pub fn kg_dilithium8380417_muladd_shoup_sse(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32, b: *const u32);
 }

@@ -117,7 +117,7 @@ static int kg_dilithium8380417_need(void)
     return c;
 }
 
-void kg_dilithium8380417_ntt_forward(int32_t a[256])
+void kg_dilithium8380417_ntt_forward(uint32_t a[256])
 {
     switch (kg_dilithium8380417_need()) {
     case 0: kg_dilithium8380417_ntt_forward_avx2(a); return;
@@ -125,7 +125,7 @@ void kg_dilithium8380417_ntt_forward(int32_t a[256])
     }
 }
 
-void kg_dilithium8380417_basemul(int32_t r[256], const int32_t a[256], const int32_t b[256])
+void kg_dilithium8380417_basemul(uint32_t r[256], const uint32_t a[256], const uint32_t b[256])
 {
     switch (kg_dilithium8380417_need()) {
     case 0: kg_dilithium8380417_basemul_avx2(r, a, b); return;
@@ -133,7 +133,7 @@ void kg_dilithium8380417_basemul(int32_t r[256], const int32_t a[256], const int
     }
 }
 
-void kg_dilithium8380417_ntt_inverse(int32_t a[256])
+void kg_dilithium8380417_ntt_inverse(uint32_t a[256])
 {
     switch (kg_dilithium8380417_need()) {
     case 0: kg_dilithium8380417_ntt_inverse_avx2(a); return;
@@ -141,26 +141,34 @@ void kg_dilithium8380417_ntt_inverse(int32_t a[256])
     }
 }
 
-void kg_dilithium8380417_reduce_barrett(int32_t a[256])
+void kg_dilithium8380417_reduce_shoup(uint32_t a[256])
 {
     switch (kg_dilithium8380417_need()) {
-    case 0: kg_dilithium8380417_reduce_barrett_avx2(a); return;
-    default: kg_dilithium8380417_reduce_barrett_sse(a); return;
+    case 0: kg_dilithium8380417_reduce_shoup_avx2(a); return;
+    default: kg_dilithium8380417_reduce_shoup_sse(a); return;
     }
 }
 
-void kg_dilithium8380417_reduce_special(int32_t a[256])
-{
-    switch (kg_dilithium8380417_need()) {
-    case 0: kg_dilithium8380417_reduce_special_avx2(a); return;
-    default: kg_dilithium8380417_reduce_special_sse(a); return;
-    }
-}
-
-void kg_dilithium8380417_freeze(int32_t a[256])
+void kg_dilithium8380417_freeze(uint32_t a[256])
 {
     switch (kg_dilithium8380417_need()) {
     case 0: kg_dilithium8380417_freeze_avx2(a); return;
     default: kg_dilithium8380417_freeze_sse(a); return;
+    }
+}
+
+void kg_dilithium8380417_mulmod_shoup(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256])
+{
+    switch (kg_dilithium8380417_need()) {
+    case 0: kg_dilithium8380417_mulmod_shoup_avx2(r, a, w, wp); return;
+    default: kg_dilithium8380417_mulmod_shoup_sse(r, a, w, wp); return;
+    }
+}
+
+void kg_dilithium8380417_muladd_shoup(uint32_t r[256], const uint32_t a[256], const uint32_t w[256], const uint32_t wp[256], const uint32_t b[256])
+{
+    switch (kg_dilithium8380417_need()) {
+    case 0: kg_dilithium8380417_muladd_shoup_avx2(r, a, w, wp, b); return;
+    default: kg_dilithium8380417_muladd_shoup_sse(r, a, w, wp, b); return;
     }
 }

@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  * Regenerate with: kerngen emit params/falcon-12289.toml
  *
- * falcon-12289: negacyclic NTT kernels over Z_12289[x]/(x^512+1), 16-bit lanes, avx2, sse
+ * falcon-12289: negacyclic NTT kernels over Z_12289[x]/(x^512+1), 16-bit unsigned lanes, avx2, sse
  * Link with the object of your platform:
  *   falcon-12289.asm: nasm -f elf64, System V AMD64 ABI
  * The kernels are constant-time straight-line code: no branch and no address depends on data.
@@ -118,103 +118,153 @@ extern "C" {
 
 
 /* forward negacyclic NTT of a[512] in place (9 layers, blocks of degree 1)
- *   requires: every a[i] in [-12288, 12288]
- *   ensures:  every a[i] in [-14941, 14941] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
+ *   requires: every a[i] in [0, 12288]
+ *   ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 512 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t, inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_falcon12289_ntt_forward_avx2(int16_t a[512]);
+void kg_falcon12289_ntt_forward_avx2(uint16_t a[512]);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
- *   requires: every a[i], b[i] in [-14941, 14941] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [-9551, 9551] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+ *   requires: every a[i], b[i] in [0, 24577] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [0, 12288] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   r: 512 x int16_t, out, 2-byte aligned (32-byte alignment is fastest)
- *   a: 512 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
- *   b: 512 x int16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   r: 512 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_falcon12289_basemul_avx2(int16_t r[512], const int16_t a[512], const int16_t b[512]);
+void kg_falcon12289_basemul_avx2(uint16_t r[512], const uint16_t a[512], const uint16_t b[512]);
 
 
 /* inverse negacyclic NTT of a[512] in place, natural order out
- *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
- *   ensures:  every a[i] in [-32026, 32026] (proven), natural order,
+ *   requires: every a[i] in [0, 24577] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [0, 49154] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 512 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t, inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_falcon12289_ntt_inverse_avx2(int16_t a[512]);
+void kg_falcon12289_ntt_inverse_avx2(uint16_t a[512]);
 
 
-/* reduce a[512] in place mod 12289 (centred Barrett, two multiplications)
- *   requires: any int16 a[i]
- *   ensures:  every a[i] in [-6145, 6145] (proven over all 2^16 inputs), congruent to the input mod 12289
+/* reduce a[512] in place mod 12289 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
+ *   requires: any uint16 a[i]
+ *   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 512 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t, inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_falcon12289_reduce_barrett_avx2(int16_t a[512]);
+void kg_falcon12289_reduce_shoup_avx2(uint16_t a[512]);
 
 
-/* a[512] in place to canonical form in [0, 12289) (centred Barrett, then q added where negative)
- *   requires: any int16 a[i]
+/* a[512] in place to canonical form in [0, 12289) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 12289) unsigned)
+ *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
- *   a: 512 x int16_t, inout, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t, inout, 2-byte aligned (32-byte alignment is fastest)
  */
-void kg_falcon12289_freeze_avx2(int16_t a[512]);
+void kg_falcon12289_freeze_avx2(uint16_t a[512]);
+
+
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
+ *   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   r: 512 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ */
+void kg_falcon12289_mulmod_shoup_avx2(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512]);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
+ *   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   r: 512 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 512 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ */
+void kg_falcon12289_muladd_shoup_avx2(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512], const uint16_t b[512]);
 
 
 /* forward negacyclic NTT of a[512] in place (9 layers, blocks of degree 1)
- *   requires: every a[i] in [-12288, 12288]
- *   ensures:  every a[i] in [-14941, 14941] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
+ *   requires: every a[i] in [0, 12288]
+ *   ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
- *   cpu: SSE2 (check CPUID before calling)
- *   a: 512 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   a: 512 x uint16_t, inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_falcon12289_ntt_forward_sse(int16_t a[512]);
+void kg_falcon12289_ntt_forward_sse(uint16_t a[512]);
 
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
- *   requires: every a[i], b[i] in [-14941, 14941] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [-9551, 9551] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+ *   requires: every a[i], b[i] in [0, 24577] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [0, 12288] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
- *   r: 512 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)
- *   a: 512 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
- *   b: 512 x int16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   r: 512 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_falcon12289_basemul_sse(int16_t r[512], const int16_t a[512], const int16_t b[512]);
+void kg_falcon12289_basemul_sse(uint16_t r[512], const uint16_t a[512], const uint16_t b[512]);
 
 
 /* inverse negacyclic NTT of a[512] in place, natural order out
- *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
- *   ensures:  every a[i] in [-32026, 32026] (proven), natural order,
+ *   requires: every a[i] in [0, 24577] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [0, 49154] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
- *   a: 512 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint16_t, inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_falcon12289_ntt_inverse_sse(int16_t a[512]);
+void kg_falcon12289_ntt_inverse_sse(uint16_t a[512]);
 
 
-/* reduce a[512] in place mod 12289 (centred Barrett, two multiplications)
- *   requires: any int16 a[i]
- *   ensures:  every a[i] in [-6145, 6145] (proven over all 2^16 inputs), congruent to the input mod 12289
+/* reduce a[512] in place mod 12289 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
+ *   requires: any uint16 a[i]
+ *   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
  *   cpu: SSE2 (check CPUID before calling)
- *   a: 512 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint16_t, inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_falcon12289_reduce_barrett_sse(int16_t a[512]);
+void kg_falcon12289_reduce_shoup_sse(uint16_t a[512]);
 
 
-/* a[512] in place to canonical form in [0, 12289) (centred Barrett, then q added where negative)
- *   requires: any int16 a[i]
+/* a[512] in place to canonical form in [0, 12289) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 12289) unsigned)
+ *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
- *   cpu: SSE2 (check CPUID before calling)
- *   a: 512 x int16_t, inout, 2-byte aligned (16-byte alignment is fastest)
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   a: 512 x uint16_t, inout, 2-byte aligned (16-byte alignment is fastest)
  */
-void kg_falcon12289_freeze_sse(int16_t a[512]);
+void kg_falcon12289_freeze_sse(uint16_t a[512]);
+
+
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
+ *   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   r: 512 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_falcon12289_mulmod_shoup_sse(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512]);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
+ *   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   r: 512 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 512 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_falcon12289_muladd_shoup_sse(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512], const uint16_t b[512]);
 
 
 /* Dispatch: falcon-12289_dispatch.c (optional; compile and link it to use these).
@@ -227,11 +277,13 @@ void kg_falcon12289_freeze_sse(int16_t a[512]);
  */
 const char *kg_falcon12289_isa(void);
 int kg_falcon12289_use_isa(const char *isa);
-void kg_falcon12289_ntt_forward(int16_t a[512]);
-void kg_falcon12289_basemul(int16_t r[512], const int16_t a[512], const int16_t b[512]);
-void kg_falcon12289_ntt_inverse(int16_t a[512]);
-void kg_falcon12289_reduce_barrett(int16_t a[512]);
-void kg_falcon12289_freeze(int16_t a[512]);
+void kg_falcon12289_ntt_forward(uint16_t a[512]);
+void kg_falcon12289_basemul(uint16_t r[512], const uint16_t a[512], const uint16_t b[512]);
+void kg_falcon12289_ntt_inverse(uint16_t a[512]);
+void kg_falcon12289_reduce_shoup(uint16_t a[512]);
+void kg_falcon12289_freeze(uint16_t a[512]);
+void kg_falcon12289_mulmod_shoup(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512]);
+void kg_falcon12289_muladd_shoup(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512], const uint16_t b[512]);
 
 
 #ifdef __cplusplus

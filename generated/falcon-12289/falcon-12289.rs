@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Regenerate with: kerngen emit params/falcon-12289.toml
 //
-// falcon-12289: negacyclic NTT kernels over Z_12289[x]/(x^512+1), 16-bit lanes, avx2, sse
+// falcon-12289: negacyclic NTT kernels over Z_12289[x]/(x^512+1), 16-bit unsigned lanes, avx2, sse
 // Rust declarations of falcon-12289.h: its constants and the prototypes of the kernels in
 // falcon-12289.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
@@ -108,110 +108,164 @@ unsafe extern "C" {
     /// forward negacyclic NTT of a\[512\] in place (9 layers, blocks of degree 1)
     ///
     /// ```text
-    /// requires: every a[i] in [-12288, 12288]
-    /// ensures:  every a[i] in [-14941, 14941] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
+    /// requires: every a[i] in [0, 12288]
+    /// ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
     ///           a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
-    /// a: 512 x i16, inout, 2-byte aligned (32-byte alignment is fastest)
+    /// a: 512 x u16, inout, 2-byte aligned (32-byte alignment is fastest)
     /// ```
-    pub fn kg_falcon12289_ntt_forward_avx2(a: *mut i16);
+    pub fn kg_falcon12289_ntt_forward_avx2(a: *mut u16);
 
     /// base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [-14941, 14941] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [-9551, 9551] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+    /// requires: every a[i], b[i] in [0, 24577] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [0, 12288] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
-    /// r: 512 x i16, out, 2-byte aligned (32-byte alignment is fastest)
-    /// a: 512 x i16, in, 2-byte aligned (32-byte alignment is fastest)
-    /// b: 512 x i16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// r: 512 x u16, out, 2-byte aligned (32-byte alignment is fastest)
+    /// a: 512 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// b: 512 x u16, in, 2-byte aligned (32-byte alignment is fastest)
     /// ```
-    pub fn kg_falcon12289_basemul_avx2(r: *mut i16, a: *const i16, b: *const i16);
+    pub fn kg_falcon12289_basemul_avx2(r: *mut u16, a: *const u16, b: *const u16);
 
     /// inverse negacyclic NTT of a\[512\] in place, natural order out
     ///
     /// ```text
-    /// requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
-    /// ensures:  every a[i] in [-32026, 32026] (proven), natural order,
+    /// requires: every a[i] in [0, 24577] (base multiplication's output is), in the forward NTT's layout
+    /// ensures:  every a[i] in [0, 49154] (proven), natural order,
     ///           a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
-    /// a: 512 x i16, inout, 2-byte aligned (32-byte alignment is fastest)
+    /// a: 512 x u16, inout, 2-byte aligned (32-byte alignment is fastest)
     /// ```
-    pub fn kg_falcon12289_ntt_inverse_avx2(a: *mut i16);
+    pub fn kg_falcon12289_ntt_inverse_avx2(a: *mut u16);
 
-    /// reduce a\[512\] in place mod 12289 (centred Barrett, two multiplications)
+    /// reduce a\[512\] in place mod 12289 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
     ///
     /// ```text
-    /// requires: any int16 a[i]
-    /// ensures:  every a[i] in [-6145, 6145] (proven over all 2^16 inputs), congruent to the input mod 12289
+    /// requires: any uint16 a[i]
+    /// ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
-    /// a: 512 x i16, inout, 2-byte aligned (32-byte alignment is fastest)
+    /// a: 512 x u16, inout, 2-byte aligned (32-byte alignment is fastest)
     /// ```
-    pub fn kg_falcon12289_reduce_barrett_avx2(a: *mut i16);
+    pub fn kg_falcon12289_reduce_shoup_avx2(a: *mut u16);
 
-    /// a\[512\] in place to canonical form in \[0, 12289) (centred Barrett, then q added where negative)
+    /// a\[512\] in place to canonical form in \[0, 12289) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 12289) unsigned)
     ///
     /// ```text
-    /// requires: any int16 a[i]
+    /// requires: any uint16 a[i]
     /// ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
-    /// a: 512 x i16, inout, 2-byte aligned (32-byte alignment is fastest)
+    /// a: 512 x u16, inout, 2-byte aligned (32-byte alignment is fastest)
     /// ```
-    pub fn kg_falcon12289_freeze_avx2(a: *mut i16);
+    pub fn kg_falcon12289_freeze_avx2(a: *mut u16);
+
+    /// r\[i\] = a\[i\]*w\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
+    /// ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+    /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
+    /// r: 512 x u16, out, 2-byte aligned (32-byte alignment is fastest)
+    /// a: 512 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// w: 512 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// wp: 512 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// ```
+    pub fn kg_falcon12289_mulmod_shoup_avx2(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16);
+
+    /// r\[i\] = a\[i\]*w\[i\] + b\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
+    /// ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+    /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
+    /// r: 512 x u16, out, 2-byte aligned (32-byte alignment is fastest)
+    /// a: 512 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// w: 512 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// wp: 512 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// b: 512 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// ```
+    pub fn kg_falcon12289_muladd_shoup_avx2(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
 
     /// forward negacyclic NTT of a\[512\] in place (9 layers, blocks of degree 1)
     ///
     /// ```text
-    /// requires: every a[i] in [-12288, 12288]
-    /// ensures:  every a[i] in [-14941, 14941] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
+    /// requires: every a[i] in [0, 12288]
+    /// ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
     ///           a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
-    /// cpu: SSE2 (is_x86_feature_detected!: "sse2")
-    /// a: 512 x i16, inout, 2-byte aligned (16-byte alignment is fastest)
+    /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
+    /// a: 512 x u16, inout, 2-byte aligned (16-byte alignment is fastest)
     /// ```
-    pub fn kg_falcon12289_ntt_forward_sse(a: *mut i16);
+    pub fn kg_falcon12289_ntt_forward_sse(a: *mut u16);
 
     /// base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
     ///
     /// ```text
-    /// requires: every a[i], b[i] in [-14941, 14941] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [-9551, 9551] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+    /// requires: every a[i], b[i] in [0, 24577] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [0, 12288] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2 (is_x86_feature_detected!: "sse2")
-    /// r: 512 x i16, out, 2-byte aligned (16-byte alignment is fastest)
-    /// a: 512 x i16, in, 2-byte aligned (16-byte alignment is fastest)
-    /// b: 512 x i16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// r: 512 x u16, out, 2-byte aligned (16-byte alignment is fastest)
+    /// a: 512 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// b: 512 x u16, in, 2-byte aligned (16-byte alignment is fastest)
     /// ```
-    pub fn kg_falcon12289_basemul_sse(r: *mut i16, a: *const i16, b: *const i16);
+    pub fn kg_falcon12289_basemul_sse(r: *mut u16, a: *const u16, b: *const u16);
 
     /// inverse negacyclic NTT of a\[512\] in place, natural order out
     ///
     /// ```text
-    /// requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
-    /// ensures:  every a[i] in [-32026, 32026] (proven), natural order,
+    /// requires: every a[i] in [0, 24577] (base multiplication's output is), in the forward NTT's layout
+    /// ensures:  every a[i] in [0, 49154] (proven), natural order,
     ///           a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
     /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
-    /// a: 512 x i16, inout, 2-byte aligned (16-byte alignment is fastest)
+    /// a: 512 x u16, inout, 2-byte aligned (16-byte alignment is fastest)
     /// ```
-    pub fn kg_falcon12289_ntt_inverse_sse(a: *mut i16);
+    pub fn kg_falcon12289_ntt_inverse_sse(a: *mut u16);
 
-    /// reduce a\[512\] in place mod 12289 (centred Barrett, two multiplications)
+    /// reduce a\[512\] in place mod 12289 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
     ///
     /// ```text
-    /// requires: any int16 a[i]
-    /// ensures:  every a[i] in [-6145, 6145] (proven over all 2^16 inputs), congruent to the input mod 12289
+    /// requires: any uint16 a[i]
+    /// ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
     /// cpu: SSE2 (is_x86_feature_detected!: "sse2")
-    /// a: 512 x i16, inout, 2-byte aligned (16-byte alignment is fastest)
+    /// a: 512 x u16, inout, 2-byte aligned (16-byte alignment is fastest)
     /// ```
-    pub fn kg_falcon12289_reduce_barrett_sse(a: *mut i16);
+    pub fn kg_falcon12289_reduce_shoup_sse(a: *mut u16);
 
-    /// a\[512\] in place to canonical form in \[0, 12289) (centred Barrett, then q added where negative)
+    /// a\[512\] in place to canonical form in \[0, 12289) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 12289) unsigned)
     ///
     /// ```text
-    /// requires: any int16 a[i]
+    /// requires: any uint16 a[i]
     /// ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
-    /// cpu: SSE2 (is_x86_feature_detected!: "sse2")
-    /// a: 512 x i16, inout, 2-byte aligned (16-byte alignment is fastest)
+    /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
+    /// a: 512 x u16, inout, 2-byte aligned (16-byte alignment is fastest)
     /// ```
-    pub fn kg_falcon12289_freeze_sse(a: *mut i16);
+    pub fn kg_falcon12289_freeze_sse(a: *mut u16);
+
+    /// r\[i\] = a\[i\]*w\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
+    /// ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+    /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
+    /// r: 512 x u16, out, 2-byte aligned (16-byte alignment is fastest)
+    /// a: 512 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// w: 512 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// wp: 512 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// ```
+    pub fn kg_falcon12289_mulmod_shoup_sse(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16);
+
+    /// r\[i\] = a\[i\]*w\[i\] + b\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
+    /// ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+    /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
+    /// r: 512 x u16, out, 2-byte aligned (16-byte alignment is fastest)
+    /// a: 512 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// w: 512 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// wp: 512 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// b: 512 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// ```
+    pub fn kg_falcon12289_muladd_shoup_sse(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
 }

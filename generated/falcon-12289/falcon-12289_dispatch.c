@@ -117,7 +117,7 @@ static int kg_falcon12289_need(void)
     return c;
 }
 
-void kg_falcon12289_ntt_forward(int16_t a[512])
+void kg_falcon12289_ntt_forward(uint16_t a[512])
 {
     switch (kg_falcon12289_need()) {
     case 0: kg_falcon12289_ntt_forward_avx2(a); return;
@@ -125,7 +125,7 @@ void kg_falcon12289_ntt_forward(int16_t a[512])
     }
 }
 
-void kg_falcon12289_basemul(int16_t r[512], const int16_t a[512], const int16_t b[512])
+void kg_falcon12289_basemul(uint16_t r[512], const uint16_t a[512], const uint16_t b[512])
 {
     switch (kg_falcon12289_need()) {
     case 0: kg_falcon12289_basemul_avx2(r, a, b); return;
@@ -133,7 +133,7 @@ void kg_falcon12289_basemul(int16_t r[512], const int16_t a[512], const int16_t 
     }
 }
 
-void kg_falcon12289_ntt_inverse(int16_t a[512])
+void kg_falcon12289_ntt_inverse(uint16_t a[512])
 {
     switch (kg_falcon12289_need()) {
     case 0: kg_falcon12289_ntt_inverse_avx2(a); return;
@@ -141,18 +141,34 @@ void kg_falcon12289_ntt_inverse(int16_t a[512])
     }
 }
 
-void kg_falcon12289_reduce_barrett(int16_t a[512])
+void kg_falcon12289_reduce_shoup(uint16_t a[512])
 {
     switch (kg_falcon12289_need()) {
-    case 0: kg_falcon12289_reduce_barrett_avx2(a); return;
-    default: kg_falcon12289_reduce_barrett_sse(a); return;
+    case 0: kg_falcon12289_reduce_shoup_avx2(a); return;
+    default: kg_falcon12289_reduce_shoup_sse(a); return;
     }
 }
 
-void kg_falcon12289_freeze(int16_t a[512])
+void kg_falcon12289_freeze(uint16_t a[512])
 {
     switch (kg_falcon12289_need()) {
     case 0: kg_falcon12289_freeze_avx2(a); return;
     default: kg_falcon12289_freeze_sse(a); return;
+    }
+}
+
+void kg_falcon12289_mulmod_shoup(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512])
+{
+    switch (kg_falcon12289_need()) {
+    case 0: kg_falcon12289_mulmod_shoup_avx2(r, a, w, wp); return;
+    default: kg_falcon12289_mulmod_shoup_sse(r, a, w, wp); return;
+    }
+}
+
+void kg_falcon12289_muladd_shoup(uint16_t r[512], const uint16_t a[512], const uint16_t w[512], const uint16_t wp[512], const uint16_t b[512])
+{
+    switch (kg_falcon12289_need()) {
+    case 0: kg_falcon12289_muladd_shoup_avx2(r, a, w, wp, b); return;
+    default: kg_falcon12289_muladd_shoup_sse(r, a, w, wp, b); return;
     }
 }

@@ -136,6 +136,31 @@ void kg_kyber3329_reduce_special_avx2(int16_t a[256]);
 void kg_kyber3329_freeze_avx2(int16_t a[256]);
 
 
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
+ *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   r: 256 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ */
+void kg_kyber3329_mulmod_shoup_avx2(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
+ *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   r: 256 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 256 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ */
+void kg_kyber3329_muladd_shoup_avx2(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+
+
 /* forward negacyclic NTT of a[256] in place (7 layers, blocks of degree 2)
  *   requires: every a[i] in [-3328, 3328]
  *   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
@@ -195,6 +220,31 @@ void kg_kyber3329_reduce_special_sse(int16_t a[256]);
 void kg_kyber3329_freeze_sse(int16_t a[256]);
 
 
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
+ *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   r: 256 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyber3329_mulmod_shoup_sse(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
+ *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   r: 256 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 256 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_kyber3329_muladd_shoup_sse(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
+
+
 /* Dispatch: kyber-3329_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
@@ -211,6 +261,8 @@ void kg_kyber3329_ntt_inverse(int16_t a[256]);
 void kg_kyber3329_reduce_barrett(int16_t a[256]);
 void kg_kyber3329_reduce_special(int16_t a[256]);
 void kg_kyber3329_freeze(int16_t a[256]);
+void kg_kyber3329_mulmod_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256]);
+void kg_kyber3329_muladd_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256]);
 
 
 #ifdef __cplusplus

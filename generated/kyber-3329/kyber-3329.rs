@@ -130,6 +130,33 @@ unsafe extern "C" {
     /// ```
     pub fn kg_kyber3329_freeze_avx2(a: *mut i16);
 
+    /// r\[i\] = a\[i\]*w\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
+    /// ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+    /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
+    /// r: 256 x u16, out, 2-byte aligned (32-byte alignment is fastest)
+    /// a: 256 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// w: 256 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// wp: 256 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// ```
+    pub fn kg_kyber3329_mulmod_shoup_avx2(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16);
+
+    /// r\[i\] = a\[i\]*w\[i\] + b\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
+    /// ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+    /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
+    /// r: 256 x u16, out, 2-byte aligned (32-byte alignment is fastest)
+    /// a: 256 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// w: 256 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// wp: 256 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// b: 256 x u16, in, 2-byte aligned (32-byte alignment is fastest)
+    /// ```
+    pub fn kg_kyber3329_muladd_shoup_avx2(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
+
     /// forward negacyclic NTT of a\[256\] in place (7 layers, blocks of degree 2)
     ///
     /// ```text
@@ -194,4 +221,31 @@ unsafe extern "C" {
     /// a: 256 x i16, inout, 2-byte aligned (16-byte alignment is fastest)
     /// ```
     pub fn kg_kyber3329_freeze_sse(a: *mut i16);
+
+    /// r\[i\] = a\[i\]*w\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
+    /// ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+    /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
+    /// r: 256 x u16, out, 2-byte aligned (16-byte alignment is fastest)
+    /// a: 256 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// w: 256 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// wp: 256 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// ```
+    pub fn kg_kyber3329_mulmod_shoup_sse(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16);
+
+    /// r\[i\] = a\[i\]*w\[i\] + b\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
+    /// ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+    /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
+    /// r: 256 x u16, out, 2-byte aligned (16-byte alignment is fastest)
+    /// a: 256 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// w: 256 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// wp: 256 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// b: 256 x u16, in, 2-byte aligned (16-byte alignment is fastest)
+    /// ```
+    pub fn kg_kyber3329_muladd_shoup_sse(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
 }

@@ -164,3 +164,19 @@ void kg_kyber3329_freeze(int16_t a[256])
     default: kg_kyber3329_freeze_sse(a); return;
     }
 }
+
+void kg_kyber3329_mulmod_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256])
+{
+    switch (kg_kyber3329_need()) {
+    case 0: kg_kyber3329_mulmod_shoup_avx2(r, a, w, wp); return;
+    default: kg_kyber3329_mulmod_shoup_sse(r, a, w, wp); return;
+    }
+}
+
+void kg_kyber3329_muladd_shoup(uint16_t r[256], const uint16_t a[256], const uint16_t w[256], const uint16_t wp[256], const uint16_t b[256])
+{
+    switch (kg_kyber3329_need()) {
+    case 0: kg_kyber3329_muladd_shoup_avx2(r, a, w, wp, b); return;
+    default: kg_kyber3329_muladd_shoup_sse(r, a, w, wp, b); return;
+    }
+}

@@ -14,6 +14,8 @@
 ;   reduction = "index"
 ;   reducer = "auto"
 ;   reducer_used = "barrett"
+;   mul = "auto"
+;   mul_used = "montgomery"
 ;   order = "fastest"
 ;   basemul_acc = []
 ;   output = {"forward": "lazy", "basemul": "lazy", "inverse": "lazy"}
@@ -139,6 +141,10 @@ kg_tiny257_ntt_inverse_twiddles_sse:
     dw 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320, 16320
     dw 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16
     dw -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080
+
+align 32
+pw_1:
+    dw 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
 
 align 32
 pw_1020:
@@ -610,6 +616,150 @@ kg_tiny257_freeze_avx2:
     vpsraw       ymm1, ymm0, 15
     vpand        ymm1, ymm1, [rel pw_257]
     vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 96], ymm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_tiny257_mulmod_shoup_avx2: r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+;
+;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
+;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+;   cpu: AVX, AVX2 (check CPUID before calling)
+;   clobbers: ymm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_tiny257_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_tiny257_mulmod_shoup_avx2.end - kg_tiny257_mulmod_shoup_avx2)
+align 32
+kg_tiny257_mulmod_shoup_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm0, [rel pw_257]                  ; q = 257
+    vmovdqu      ymm1, [rsi]
+    vmovdqu      ymm2, [rdx]
+    vmovdqu      ymm3, [rcx]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi], ymm1
+    vmovdqu      ymm1, [rsi + 32]
+    vmovdqu      ymm2, [rdx + 32]
+    vmovdqu      ymm3, [rcx + 32]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 32], ymm1
+    vmovdqu      ymm1, [rsi + 64]
+    vmovdqu      ymm2, [rdx + 64]
+    vmovdqu      ymm3, [rcx + 64]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 64], ymm1
+    vmovdqu      ymm1, [rsi + 96]
+    vmovdqu      ymm2, [rdx + 96]
+    vmovdqu      ymm3, [rcx + 96]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm0, ymm3, ymm0
+    vpsubw       ymm0, ymm1, ymm0
+    vpsubw       ymm1, ymm0, [rel pw_257]            ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
+    vmovdqu      [rdi + 96], ymm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_tiny257_muladd_shoup_avx2: r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+;
+;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
+;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+;   cpu: AVX, AVX2 (check CPUID before calling)
+;   clobbers: ymm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_tiny257_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_tiny257_muladd_shoup_avx2.end - kg_tiny257_muladd_shoup_avx2)
+align 32
+kg_tiny257_muladd_shoup_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      ymm0, [rel pw_257]                  ; q = 257
+    vmovdqu      ymm1, [rsi]
+    vmovdqu      ymm2, [rdx]
+    vmovdqu      ymm3, [rcx]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_257]                  ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_255]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi], ymm1
+    vmovdqu      ymm1, [rsi + 32]
+    vmovdqu      ymm2, [rdx + 32]
+    vmovdqu      ymm3, [rcx + 32]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 32]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_257]                  ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_255]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 32], ymm1
+    vmovdqu      ymm1, [rsi + 64]
+    vmovdqu      ymm2, [rdx + 64]
+    vmovdqu      ymm3, [rcx + 64]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [r8 + 64]
+    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rel pw_257]                  ; freeze: to [0, q)
+    vpmulhuw     ymm3, ymm1, [rel pw_255]
+    vpmullw      ymm1, ymm1, [rel pw_1]
+    vpmullw      ymm2, ymm3, ymm2
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vmovdqu      [rdi + 64], ymm1
+    vmovdqu      ymm1, [rsi + 96]
+    vmovdqu      ymm2, [rdx + 96]
+    vmovdqu      ymm3, [rcx + 96]
+    vpmulhuw     ymm3, ymm1, ymm3
+    vpmullw      ymm1, ymm1, ymm2
+    vpmullw      ymm0, ymm3, ymm0
+    vpsubw       ymm0, ymm1, ymm0
+    vmovdqu      ymm1, [r8 + 96]
+    vpaddw       ymm0, ymm0, ymm1
+    vmovdqu      ymm1, [rel pw_257]                  ; freeze: to [0, q)
+    vpmulhuw     ymm2, ymm0, [rel pw_255]
+    vpmullw      ymm0, ymm0, [rel pw_1]
+    vpmullw      ymm1, ymm2, ymm1
+    vpsubw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, [rel pw_257]            ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
     ret
@@ -1534,6 +1684,276 @@ kg_tiny257_freeze_sse:
     paddw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
     movdqu       [rdi + 112], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_tiny257_mulmod_shoup_sse: r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+;
+;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
+;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   clobbers: xmm{0-6}, flags
+; ---------------------------------------------------------------------------
+global kg_tiny257_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_tiny257_mulmod_shoup_sse.end - kg_tiny257_mulmod_shoup_sse)
+align 32
+kg_tiny257_mulmod_shoup_sse:
+    endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm0, [rel pw_257]                  ; q = 257
+    movdqu       xmm1, [rsi]
+    movdqu       xmm2, [rsi + 16]
+    movdqu       xmm3, [rdx]
+    movdqu       xmm4, [rdx + 16]
+    movdqu       xmm5, [rcx]
+    movdqu       xmm6, [rcx + 16]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_257]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_257 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi], xmm1
+    movdqu       [rdi + 16], xmm2
+    movdqu       xmm1, [rsi + 32]
+    movdqu       xmm2, [rsi + 48]
+    movdqu       xmm3, [rdx + 32]
+    movdqu       xmm4, [rdx + 48]
+    movdqu       xmm5, [rcx + 32]
+    movdqu       xmm6, [rcx + 48]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_257]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_257 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 32], xmm1
+    movdqu       [rdi + 48], xmm2
+    movdqu       xmm1, [rsi + 64]
+    movdqu       xmm2, [rsi + 80]
+    movdqu       xmm3, [rdx + 64]
+    movdqu       xmm4, [rdx + 80]
+    movdqu       xmm5, [rcx + 64]
+    movdqu       xmm6, [rcx + 80]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_257]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_257 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 64], xmm1
+    movdqu       [rdi + 80], xmm2
+    movdqu       xmm1, [rsi + 96]
+    movdqu       xmm2, [rsi + 112]
+    movdqu       xmm3, [rdx + 96]
+    movdqu       xmm4, [rdx + 112]
+    movdqu       xmm5, [rcx + 96]
+    movdqu       xmm6, [rcx + 112]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubw        xmm0, [rel pw_257]
+    movdqa       xmm3, xmm2
+    psubw        xmm3, [rel pw_257 + 16]
+    pminuw       xmm1, xmm0
+    pminuw       xmm2, xmm3
+    movdqu       [rdi + 96], xmm1
+    movdqu       [rdi + 112], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_tiny257_muladd_shoup_sse: r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+;
+;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
+;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   clobbers: xmm{0-6}, flags
+; ---------------------------------------------------------------------------
+global kg_tiny257_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_tiny257_muladd_shoup_sse.end - kg_tiny257_muladd_shoup_sse)
+align 32
+kg_tiny257_muladd_shoup_sse:
+    endbr64                                          ; an indirect-branch target under CET
+    movdqu       xmm0, [rel pw_257]                  ; q = 257
+    movdqu       xmm1, [rsi]
+    movdqu       xmm2, [rsi + 16]
+    movdqu       xmm3, [rdx]
+    movdqu       xmm4, [rdx + 16]
+    movdqu       xmm5, [rcx]
+    movdqu       xmm6, [rcx + 16]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8]
+    movdqu       xmm4, [r8 + 16]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_257]                  ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_255]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_255 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_257]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_257 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi], xmm1
+    movdqu       [rdi + 16], xmm2
+    movdqu       xmm1, [rsi + 32]
+    movdqu       xmm2, [rsi + 48]
+    movdqu       xmm3, [rdx + 32]
+    movdqu       xmm4, [rdx + 48]
+    movdqu       xmm5, [rcx + 32]
+    movdqu       xmm6, [rcx + 48]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 32]
+    movdqu       xmm4, [r8 + 48]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_257]                  ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_255]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_255 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_257]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_257 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 32], xmm1
+    movdqu       [rdi + 48], xmm2
+    movdqu       xmm1, [rsi + 64]
+    movdqu       xmm2, [rsi + 80]
+    movdqu       xmm3, [rdx + 64]
+    movdqu       xmm4, [rdx + 80]
+    movdqu       xmm5, [rcx + 64]
+    movdqu       xmm6, [rcx + 80]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm3, [r8 + 64]
+    movdqu       xmm4, [r8 + 80]
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    movdqu       xmm3, [rel pw_257]                  ; freeze: to [0, q)
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rel pw_255]
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel pw_255 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm4, xmm3
+    pmullw       xmm5, xmm3
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_257]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_257 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
+    movdqu       [rdi + 64], xmm1
+    movdqu       [rdi + 80], xmm2
+    movdqu       xmm1, [rsi + 96]
+    movdqu       xmm2, [rsi + 112]
+    movdqu       xmm3, [rdx + 96]
+    movdqu       xmm4, [rdx + 112]
+    movdqu       xmm5, [rcx + 96]
+    movdqu       xmm6, [rcx + 112]
+    pmulhuw      xmm5, xmm1
+    pmulhuw      xmm6, xmm2
+    pmullw       xmm1, xmm3
+    pmullw       xmm2, xmm4
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqu       xmm0, [r8 + 96]
+    movdqu       xmm3, [r8 + 112]
+    paddw        xmm1, xmm0
+    paddw        xmm2, xmm3
+    movdqu       xmm0, [rel pw_257]                  ; freeze: to [0, q)
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_255]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rel pw_255 + 16]
+    pmullw       xmm1, [rel pw_1]
+    pmullw       xmm2, [rel pw_1 + 16]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubw        xmm0, [rel pw_257]
+    movdqa       xmm3, xmm2
+    psubw        xmm3, [rel pw_257 + 16]
+    pminuw       xmm1, xmm0
+    pminuw       xmm2, xmm3
+    movdqu       [rdi + 96], xmm1
+    movdqu       [rdi + 112], xmm2
     ret
 .end:
 

@@ -120,6 +120,31 @@ void kg_tiny257_reduce_special_avx2(int16_t a[64]);
 void kg_tiny257_freeze_avx2(int16_t a[64]);
 
 
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
+ *   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   r: 64 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ */
+void kg_tiny257_mulmod_shoup_avx2(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64]);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
+ *   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   r: 64 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
+ *   a: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   w: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   wp: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ *   b: 64 x uint16_t, in, 2-byte aligned (32-byte alignment is fastest)
+ */
+void kg_tiny257_muladd_shoup_avx2(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64], const uint16_t b[64]);
+
+
 /* forward negacyclic NTT of a[64] in place (6 layers, blocks of degree 1)
  *   requires: every a[i] in [-256, 256]
  *   ensures:  every a[i] in [-1033, 1033] (proven), block j at kg_tiny257_ntt_positions[j] (manifest: layout),
@@ -179,6 +204,31 @@ void kg_tiny257_reduce_special_sse(int16_t a[64]);
 void kg_tiny257_freeze_sse(int16_t a[64]);
 
 
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
+ *   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   r: 64 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_tiny257_mulmod_shoup_sse(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64]);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
+ *   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   r: 64 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)
+ *   a: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   w: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   wp: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ *   b: 64 x uint16_t, in, 2-byte aligned (16-byte alignment is fastest)
+ */
+void kg_tiny257_muladd_shoup_sse(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64], const uint16_t b[64]);
+
+
 /* Dispatch: tiny-257_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
@@ -195,6 +245,8 @@ void kg_tiny257_ntt_inverse(int16_t a[64]);
 void kg_tiny257_reduce_barrett(int16_t a[64]);
 void kg_tiny257_reduce_special(int16_t a[64]);
 void kg_tiny257_freeze(int16_t a[64]);
+void kg_tiny257_mulmod_shoup(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64]);
+void kg_tiny257_muladd_shoup(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64], const uint16_t b[64]);
 
 
 #ifdef __cplusplus

@@ -164,3 +164,19 @@ void kg_tiny257_freeze(int16_t a[64])
     default: kg_tiny257_freeze_sse(a); return;
     }
 }
+
+void kg_tiny257_mulmod_shoup(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64])
+{
+    switch (kg_tiny257_need()) {
+    case 0: kg_tiny257_mulmod_shoup_avx2(r, a, w, wp); return;
+    default: kg_tiny257_mulmod_shoup_sse(r, a, w, wp); return;
+    }
+}
+
+void kg_tiny257_muladd_shoup(uint16_t r[64], const uint16_t a[64], const uint16_t w[64], const uint16_t wp[64], const uint16_t b[64])
+{
+    switch (kg_tiny257_need()) {
+    case 0: kg_tiny257_muladd_shoup_avx2(r, a, w, wp, b); return;
+    default: kg_tiny257_muladd_shoup_sse(r, a, w, wp, b); return;
+    }
+}

@@ -107,6 +107,11 @@ class Contract:
             raise ValueError(f"the arguments' {side} differ; the manifest states one")
         return found.pop()
 
+    @property
+    def inputs_shared(self) -> bool:
+        """Whether every input argument requires the same (the manifest then states it once)."""
+        return len({a.requires for a in self.args if a.requires is not None}) == 1
+
     def manifest_input(self) -> dict:
         return self._shared("requires").manifest()
 

@@ -494,7 +494,7 @@ def run_batch(lib: Path, symbol: str, args: Sequence[dict], dtype: str, inputs: 
     import numpy as np
 
     width = element_bytes(dtype)
-    kind = np.dtype(f"<i{width}") if width < 8 else np.dtype("<u8")
+    kind = np.dtype(f"<{'u' if dtype.startswith('u') or width == 8 else 'i'}{width}")
     records = len(next(iter(inputs.values())))
     words = [f"{a['role']}:{width}:{a['count']}:{a['align']}" for a in args]
     batch = build_batch(Path(workdir))

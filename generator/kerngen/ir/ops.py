@@ -49,6 +49,16 @@ def unsigned(x, bits: int):
     return x & ((1 << bits) - 1)
 
 
+def min_unsigned(a, b, bits: int):
+    """The smaller of a and b read as unsigned `bits`-bit integers; ints and numpy arrays."""
+    ua, ub = unsigned(a, bits), unsigned(b, bits)
+    if hasattr(ua, "shape") or hasattr(ub, "shape"):
+        import numpy as np
+
+        return np.minimum(ua, ub)
+    return min(ua, ub)
+
+
 @dataclass(frozen=True)
 class Arith:
     """Element-wise semantics on signed `bits`-bit elements.
@@ -93,6 +103,8 @@ AND = Arith(lambda a, b, w: a & b, lambda z3, a, b, w: a & b)
 ANDN = Arith(lambda a, b, w: ~a & b, lambda z3, a, b, w: ~a & b)
 OR = Arith(lambda a, b, w: a | b, lambda z3, a, b, w: a | b)
 XOR = Arith(lambda a, b, w: a ^ b, lambda z3, a, b, w: a ^ b)
+# unsigned minimum: with x - c wrapping below zero, min(x, x - c) is x - c exactly where x >= c
+MINU = Arith(lambda a, b, w: min_unsigned(a, b, w), lambda z3, a, b, w: z3.If(z3.ULE(a, b), a, b))
 CMPGT = Arith(lambda a, b, w: (a > b) * -1, lambda z3, a, b, w: z3.If(a > b, z3.BitVecVal(-1, w), z3.BitVecVal(0, w)))
 
 
@@ -364,6 +376,10 @@ _row("vpmuludq", _VEX3, "mul", "vpmuludq", "pmuludq", _needs("SSE2", "AVX"), ele
 # 32-bit sums of the two 16 x 16 -> 32-bit products in each 32-bit unit: no element-wise semantics at one
 # width (the verifier follows it only inside a tagged pair reduction)
 _row("vpmaddwd", _VEX3, "mul", "vpmaddwd", "pmaddwd", _needs("SSE2", "AVX"), elem=32, generic="madd")
+_row("vpminuw", _VEX3, "alu", "vpminuw", "pminuw", _needs("SSE4.1", "AVX"), elem=16, generic="minu", arith=MINU,
+     commutative=True)
+_row("vpminud", _VEX3, "alu", "vpminud", "pminud", _needs("SSE4.1", "AVX"), elem=32, generic="minu", arith=MINU,
+     commutative=True)
 _row("vpand", _VEX3, "alu", "vpand", "pand", _needs("SSE2", "AVX"), generic="and", arith=AND, commutative=True)
 _row("vpandn", _VEX3, "alu", "vpandn", "pandn", _needs("SSE2", "AVX"), generic="andn", arith=ANDN)
 _row("vpor", _VEX3, "alu", "vpor", "por", _needs("SSE2", "AVX"), generic="or", arith=OR, commutative=True)

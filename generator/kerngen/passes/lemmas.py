@@ -40,12 +40,26 @@ def _arith(name: str, bits: int) -> Arith:
 class ScalarIdiom:
     """An idiom in lane form: steps (op, dst, src1, src2) over names, ops by
     their width-neutral names ("add", "mulhi", "sra", ...); 'x' is the input,
-    constants are ints, the last step's dst is the output."""
+    constants are ints, the last step's dst is the output. `signed`: the
+    lanes' values are read as signed integers (else unsigned: the input and
+    output ranges are in [0, 2^bits))."""
 
     kind: str
     q: int
     steps: tuple[tuple[str, str, str | int, str | int], ...]
     bits: int
+    signed: bool = True
+
+    @property
+    def lane(self) -> tuple[int, int]:
+        """The lane's values, least and greatest."""
+        if self.signed:
+            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        return 0, (1 << self.bits) - 1
+
+    def read(self, y):
+        """A lane's bits as the integer the idiom's values mean."""
+        return wrap(y, self.bits) if self.signed else unsigned(y, self.bits)
 
     def run(self, x):
         """The output for input x: an int, or a numpy array of inputs at once."""
@@ -89,15 +103,15 @@ class Lemma:
 class ExhaustiveLemma(Lemma):
     kind: str
     q: int
-    bits: int
-    outputs: np.ndarray  # output for input x at index x + 2^(bits-1)
+    lane: tuple[int, int]  # the inputs, least and greatest
+    outputs: np.ndarray  # output for input x at index x - lane[0]
     _ranges: dict = field(default_factory=dict, repr=False)
 
     def range_for(self, lo: int, hi: int) -> tuple[int, int]:
         found = self._ranges.get((lo, hi))
         if found is None:
-            half = 1 << (self.bits - 1)
-            chunk = self.outputs[max(lo, -half) + half:min(hi, half - 1) + half + 1]  # a lane holds no more
+            least, most = self.lane
+            chunk = self.outputs[max(lo, least) - least:min(hi, most) - least + 1]  # a lane holds no more
             found = self._ranges[(lo, hi)] = (int(chunk.min()), int(chunk.max()))
         return found
 
@@ -208,6 +222,39 @@ def _quotient_lemma(idiom: ScalarIdiom) -> QuotientLemma | None:
 
 
 @dataclass(frozen=True, eq=False)
+class ConditionalSubtractionLemma(_OfIdiom, Lemma):
+    """y = x - c where x >= c, else x, on unsigned lanes, for every x (proven),
+    c a multiple of q: the exact range over [lo, hi] follows from that form."""
+
+    idiom: ScalarIdiom
+    c: int
+
+    def range_for(self, lo: int, hi: int) -> tuple[int, int]:
+        lo, hi = max(lo, 0), min(hi, self.idiom.lane[1])
+        if hi < self.c:
+            return lo, hi
+        if lo >= self.c:
+            return lo - self.c, hi - self.c
+        return 0, max(self.c - 1, hi - self.c)
+
+
+def _conditional_subtraction(idiom: ScalarIdiom, z3, x, y) -> ConditionalSubtractionLemma | None:
+    """The idiom as minu(x, x - c) with c a multiple of q, when that is its
+    shape and the solver proves it equal to its closed form for every x."""
+    steps = idiom.steps
+    if idiom.signed or len(steps) != 2 or steps[0][0] != "sub" or steps[0][2] != "x" or \
+            not isinstance(steps[0][3], int) or steps[1][0] != "minu" or set(steps[1][2:]) != {"x", steps[0][1]}:
+        return None
+    c = steps[0][3]
+    if c <= 0 or c % idiom.q:
+        return None
+    solver = z3.Solver()
+    solver.set("timeout", SMT_TIMEOUT_MS)
+    solver.add(y != z3.If(z3.UGE(x, c), x - c, x))
+    return ConditionalSubtractionLemma(idiom, c) if solver.check() == z3.unsat else None
+
+
+@dataclass(frozen=True, eq=False)
 class SmtLemma(_OfIdiom, Lemma):
     idiom: ScalarIdiom
     _ranges: dict = field(default_factory=dict, repr=False)
@@ -217,15 +264,15 @@ class SmtLemma(_OfIdiom, Lemma):
         if found is None:
             import z3
 
-            bits = self.idiom.bits
+            bits, least = self.idiom.bits, self.idiom.lane[0]
             x = z3.BitVec("x", bits)
             y = self.idiom.symbolic(z3, x)
             ends = []
             for goal in ("minimize", "maximize"):
                 opt = z3.Optimize()
                 opt.set("timeout", SMT_TIMEOUT_MS)
-                opt.add(x >= lo, x <= hi)
-                v = z3.BV2Int(y + (1 << (bits - 1)))  # signed value, shifted to be non-negative
+                opt.add(x >= lo, x <= hi) if self.idiom.signed else opt.add(z3.UGE(x, lo), z3.ULE(x, hi))
+                v = z3.BV2Int(y - least)  # the value, shifted to be non-negative
                 getattr(opt, goal)(v)
                 verdict = opt.check()
                 if verdict == z3.unknown:
@@ -233,7 +280,7 @@ class SmtLemma(_OfIdiom, Lemma):
                                      f"{SMT_TIMEOUT_MS // 1000} s")
                 if verdict != z3.sat:
                     raise LemmaError(f"{self.kind} mod {self.q}: no input in [{lo}, {hi}]")
-                ends.append(opt.model().eval(v).as_long() - (1 << (bits - 1)))
+                ends.append(opt.model().eval(v).as_long() + least)
             found = self._ranges[(lo, hi)] = (ends[0], ends[1])
         return found
 
@@ -250,29 +297,33 @@ def prove(idiom: ScalarIdiom, method: str | None = None) -> Lemma:
         steps.append((op, f"v{k}", names.get(a, a) if isinstance(a, str) else a,
                       names.get(b, b) if isinstance(b, str) else b))
         names[dst] = f"v{k}"
-    return _prove(ScalarIdiom(idiom.kind, idiom.q, tuple(steps), idiom.bits), method)
+    return _prove(ScalarIdiom(idiom.kind, idiom.q, tuple(steps), idiom.bits, idiom.signed), method)
 
 
 @lru_cache(maxsize=None)
 def _prove(idiom: ScalarIdiom, method: str | None) -> Lemma:
     method = method or ("exhaustive" if idiom.bits <= EXHAUSTIVE_BITS else "smt")
     if method == "exhaustive":
-        half = 1 << (idiom.bits - 1)
-        x = np.arange(-half, half, dtype=np.int64)
-        y = idiom.run(x)
+        least, most = idiom.lane
+        x = np.arange(least, most + 1, dtype=np.int64)
+        y = idiom.read(idiom.run(x))
         bad = np.nonzero((y - x) % idiom.q)[0]
         if bad.size:
             i = int(bad[0])
             raise LemmaError(f"{idiom.kind} mod {idiom.q}: output {int(y[i])} for input {int(x[i])} is not congruent")
-        return ExhaustiveLemma(idiom.kind, idiom.q, idiom.bits, y)
+        return ExhaustiveLemma(idiom.kind, idiom.q, idiom.lane, y)
     import z3
 
     bits = idiom.bits
     x = z3.BitVec("x", bits)
     y = idiom.symbolic(z3, x)
-    if _congruent_by_structure(idiom, z3, x):
+    if idiom.signed and _congruent_by_structure(idiom, z3, x):
         return _quotient_lemma(idiom) or SmtLemma(idiom)
-    diff = z3.SignExt(1, y) - z3.SignExt(1, x)  # one bit wider: the difference cannot wrap
+    closed = _conditional_subtraction(idiom, z3, x, y)
+    if closed is not None:
+        return closed
+    extend = z3.SignExt if idiom.signed else z3.ZeroExt
+    diff = extend(1, y) - extend(1, x)  # one bit wider: the difference cannot wrap
     solver = z3.Solver()
     solver.set("timeout", SMT_TIMEOUT_MS)
     solver.add(z3.SRem(diff, z3.BitVecVal(idiom.q, bits + 1)) != 0)
@@ -281,8 +332,8 @@ def _prove(idiom: ScalarIdiom, method: str | None) -> Lemma:
         raise LemmaError(f"{idiom.kind} mod {idiom.q}: congruence not proven within {SMT_TIMEOUT_MS // 1000} s")
     if verdict != z3.unsat:
         m = solver.model()
-        xi = wrap(m.eval(x).as_long(), bits)
-        raise LemmaError(f"{idiom.kind} mod {idiom.q}: output {wrap(m.eval(y).as_long(), bits)} for input {xi} "
+        xi = idiom.read(m.eval(x).as_long())
+        raise LemmaError(f"{idiom.kind} mod {idiom.q}: output {idiom.read(m.eval(y).as_long())} for input {xi} "
                          f"is not congruent")
     return SmtLemma(idiom)
 
@@ -328,9 +379,11 @@ class MontgomeryLemma:
       (2) the subtraction of the high halves never wraps.
     Writing a*b = H1*2^bits + L and t*q = H2*2^bits + L (same L by (1))
     gives r * 2^bits = a*b - t*q exactly (by (2)), hence r = a*b*2^-bits mod
-    q: the Montgomery product, with a variable or a constant b. Both facts
-    are proven by an SMT solver over all input pairs (too many to run), once
-    per q. The range of r is not part of the lemma: the verifier derives it."""
+    q: the Montgomery product, with a variable or a constant b. Proven once
+    per q for all input pairs (too many to run): (1) in the ring of integers
+    mod 2^bits, where t*q = a*b*(q^-1*q), from q^-1*q = 1 mod 2^bits; (2) by
+    the extremes of both high halves over the whole lane. The range of r is
+    not part of the lemma: the verifier derives it."""
 
     q: int
     qinv: int
@@ -340,23 +393,15 @@ class MontgomeryLemma:
 @lru_cache(maxsize=None)
 def prove_montgomery(q: int, bits: int, qinv: int | None = None) -> MontgomeryLemma:
     """`qinv` defaults to q^-1 mod 2^bits; passing another value lets tests watch a false lemma fail."""
-    import z3
-
     qinv = wrap(pow(q, -1, 1 << bits), bits) if qinv is None else qinv
-    a, b = z3.BitVec("a", bits), z3.BitVec("b", bits)
-    t = a * (b * z3.BitVecVal(qinv % (1 << bits), bits))  # two low-half multiplications
-    qv = z3.BitVecVal(q, bits)
-    wide = lambda v: z3.SignExt(bits, v)
-    prod, tq = wide(a) * wide(b), wide(t) * z3.BitVecVal(q, 2 * bits)
-    diff = wide(z3.Extract(2 * bits - 1, bits, prod)) - wide(z3.Extract(2 * bits - 1, bits, tq))
-    top = (1 << (bits - 1)) - 1
-    for what, counter in (("low halves differ", t * qv != a * b),
-                          ("high-half subtraction wraps", z3.Or(diff > top, diff < -top - 1))):
-        solver = z3.Solver()
-        solver.add(counter)
-        if solver.check() != z3.unsat:
-            m = solver.model()
-            raise LemmaError(f"Montgomery product mod {q}: {what} for a = {m[a]}, b = {m[b]}")
+    if qinv * q % (1 << bits) != 1:  # then a = b = 1 gives t*q = q^-1*q, not a*b = 1, in the low half
+        raise LemmaError(f"Montgomery product mod {q}: low halves differ for a = 1, b = 1")
+    half = 1 << (bits - 1)
+    products = (-half * (half - 1), half * half)  # a*b over signed lanes, least and greatest
+    high = [p >> bits for p in products]
+    tq = [(-half * q) >> bits, ((half - 1) * q) >> bits]  # hi(t*q) over every t
+    if high[0] - tq[1] < -half or high[1] - tq[0] > half - 1:
+        raise LemmaError(f"Montgomery product mod {q}: high-half subtraction wraps (q too large for {bits} bits)")
     return MontgomeryLemma(q, qinv, bits)
 
 
@@ -377,3 +422,46 @@ def prove_pair_montgomery(q: int, bits: int, qinv: int | None = None) -> None:
     if len(bad):
         raise LemmaError(f"pair Montgomery reduction mod {q}: t*q and X differ in their low halves for "
                          f"lo(X) = {int(lo[bad[0]])}")
+
+
+@dataclass(frozen=True)
+class ShoupLemma:
+    """Shoup's product on unsigned `bits`-bit lanes (W = bits): for every
+    x < 2^W and every w in [0, q) with w' = floor(w*2^W/q), the quotient
+    Q = floor(x*w'/2^W) (a high-half product) leaves
+
+        r = x*w - Q*q  with  0 <= r  and  r*2^W < q*(2^W + x),
+
+    so r < 2q, and as 2q <= 2^W the lanes' low products give r exactly:
+    r = lo(x*w) - lo(Q*q) mod 2^W. Hence r = x*w mod q with r <= q - 1 +
+    ceil(q*x/2^W) (`range_for`). Proven by an SMT solver over the integers,
+    once per q, for every x, w and w' so related (the verifier checks that
+    the kernel's w' is related so)."""
+
+    q: int
+    bits: int
+
+    def range_for(self, lo: int, hi: int) -> tuple[int, int]:
+        """Least and greatest r for x in [lo, hi]."""
+        return 0, self.q - 1 - (-self.q * hi >> self.bits)
+
+
+@lru_cache(maxsize=None)
+def prove_shoup(q: int, bits: int) -> ShoupLemma:
+    import z3
+
+    r_ = 1 << bits
+    if 2 * q > r_:
+        raise LemmaError(f"Shoup product mod {q}: 2q > 2^{bits}, the low products cannot hold r")
+    x, w, wp, quotient = z3.Ints("x w wp Q")
+    solver = z3.Solver()
+    solver.set("timeout", SMT_TIMEOUT_MS)
+    solver.add(0 <= x, x < r_, 0 <= w, w < q, wp * q <= w * r_, w * r_ < wp * q + q,
+               quotient * r_ <= x * wp, x * wp < quotient * r_ + r_)
+    r = x * w - quotient * q
+    solver.add(z3.Or(r < 0, r * r_ >= q * (r_ + x)))
+    verdict = solver.check()
+    if verdict != z3.unsat:
+        why = "not proven within the time limit" if verdict == z3.unknown else f"fails for {solver.model()}"
+        raise LemmaError(f"Shoup product mod {q} on {bits}-bit lanes: {why}")
+    return ShoupLemma(q, bits)

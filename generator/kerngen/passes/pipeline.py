@@ -78,7 +78,8 @@ def _required_isa(u: Unit) -> None:
 
 def _verify(u: Unit) -> None:
     if u.verification is not None:
-        u.proof = verify_kernel(u.kernel, u.verification.inputs, u.verification.modulus)
+        v = u.verification
+        u.proof = verify_kernel(u.kernel, v.inputs, v.modulus, v.signed, v.shoup_pairs)
 
 
 PASSES = (
@@ -99,15 +100,18 @@ class Compiled:
 
 
 def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Target, modulus: int | None = None,
-                   gf2: bool = False, callee_saved: bool = False) -> Compiled:
+                   gf2: bool = False, callee_saved: bool = False, signed: bool = True,
+                   shoup_pairs: tuple[tuple[int, int], ...] = ()) -> Compiled:
     """Run the passes. With a `modulus` (lanes mod q), the verifier proves the
     kernel for every input its contract requires and fills in what it
     ensures; with `gf2` (bit-vector lanes, nothing to overflow) it derives the
-    forms and dependences only, and the contract's ensures must be given."""
+    forms and dependences only, and the contract's ensures must be given.
+    `signed`: how the lanes' values are read (the contract's bounds too);
+    `shoup_pairs`: (w, w') arguments the contract relates (Shoup's products)."""
     verification = None
     if modulus is not None or gf2:
         verification = Verification({i: (b.lo, b.hi) for i, b in contract.inputs().items()} if modulus else {},
-                                    modulus)
+                                    modulus, signed, shoup_pairs)
     u = Unit(symbol, contract.specs, target, builder, list(builder.instrs), callee_saved, verification)
     for name, run in PASSES:
         try:

@@ -35,25 +35,30 @@ from itertools import count
 from ..core.errors import VerifyError
 from ..ir.instr import ArgBase, Imm, Instr, Kernel, Mem, PhysReg, StackBase, TableBase
 from ..ir.lanes import SPLIT, move_lanes
-from ..ir.ops import Arith, generic_name, spec, wrap
+from ..ir.ops import Arith, generic_name, spec, unsigned, wrap
 from ..target.printer import instr_text
-from .lemmas import LemmaError, ScalarIdiom, prove, prove_montgomery, prove_pair_montgomery
+from .lemmas import LemmaError, ScalarIdiom, prove, prove_montgomery, prove_pair_montgomery, prove_shoup
 
 Interval = tuple[int, int]
 Form = frozenset  # of sorted tuples of argument indices; None: not a sum of such products
 ZERO: Interval = (0, 0)
 PRODUCT = "montgomery"  # the tag kind of a Montgomery product group
 PAIR = "pair_montgomery"  # ... of a pair reduction: sums of vpmaddwd products, reduced from their halves
+SHOUP = "shoup"  # ... of a Shoup product: lo(x*w) - lo(hi(x*w')*q) on unsigned lanes
 
 
 @dataclass(frozen=True)
 class Verification:
     """What a kernel is proven against: the interval of every input element
     (by argument index) and, for lanes mod q, the modulus; modulus None means
-    GF(2) lanes (no overflow to prove, forms only)."""
+    GF(2) lanes (no overflow to prove, forms only). `signed`: how lane
+    values are read (int32 or uint32 intervals). `shoup_pairs`: (w, w')
+    argument pairs whose elements the contract relates by w' = floor(w*2^bits/q)."""
 
     inputs: dict[int, tuple[int, int]]
     modulus: int | None
+    signed: bool = True
+    shoup_pairs: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,7 +124,10 @@ class _Machine:
         self.gf2 = v.modulus is None
         self.bits = kernel.target.lane_bits
         self.lane_bytes = self.bits // 8
-        self.lo, self.hi = -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        self.signed = v.signed
+        self.lo, self.hi = ((-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else
+                            (0, (1 << self.bits) - 1))
+        self.lane_type = f"{'' if self.signed else 'u'}int{self.bits}"
         self.top: Interval = (self.lo, self.hi)
         self.model_lanes = kernel.target.isa.vector_bits // self.bits
         self.tables = {t.label: t for t in kernel.tables}
@@ -141,6 +149,10 @@ class _Machine:
                 self.memory[i] = [(iv, 1 << (at + k), frozenset({(i,)})) for k in range(a.count)]
             at += a.count
         self.bases = tuple(bases)
+
+    def read(self, x: int) -> int:
+        """A lane's bits as the integer they mean here."""
+        return wrap(x, self.bits) if self.signed else unsigned(x, self.bits)
 
     def new(self, lanes, deps, form) -> Value:
         return Value(next(self.ids), tuple(lanes), tuple(deps), form)
@@ -168,9 +180,11 @@ class _Machine:
                 return self.new([self.top] * n, [0] * n, frozenset({()}))
             first = op.offset // t.elem_bytes
             vals = t.values[first:first + n]
-            lanes = [(wrap(x, self.bits),) * 2 for x in vals]
-            # zeros are the zero polynomial: inserting an element into them adds no constant term
-            return self.new(lanes, [0] * n, frozenset({()}) if any(vals) else frozenset())
+            lanes = [(self.read(x),) * 2 for x in vals]
+            # zeros are the zero polynomial: inserting an element into them adds no constant term; so are
+            # multiples of q in lanes mod q (Harvey's butterflies add them to stay above zero)
+            zero = not any(vals) if self.gf2 else all(lo % self.v.modulus == 0 for lo, _ in lanes)
+            return self.new(lanes, [0] * n, frozenset() if zero else frozenset({()}))
         if isinstance(op.base, StackBase):
             return self.stack[op.offset]
         elems = self.memory[op.base.index]
@@ -220,9 +234,9 @@ class _Machine:
                     continue
                 if a.checked and not wraps:
                     self.fail(index, ins, f"can overflow in lane {lane}: result in [{lo}, {hi}] leaves "
-                                          f"int{self.bits}")
+                                          f"{self.lane_type}")
             if all(x[0] == x[1] for x in boxes) and not (a.corners and a.checked):
-                v = a.exact(boxes[0][0], boxes[1][0], self.bits)
+                v = self.read(a.exact(boxes[0][0], boxes[1][0], self.bits))
                 out.append((v, v))
             else:
                 out.append(self.top)
@@ -283,12 +297,14 @@ class _Machine:
         return out
 
 
-def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: int | None) -> Proof:
+def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: int | None, signed: bool = True,
+                  shoup_pairs: tuple[tuple[int, int], ...] = ()) -> Proof:
     """Run the kernel on abstract values covering every input in its contract
-    (`inputs`: argument index -> interval of every element); every reduction
-    idiom must be congruent mod `modulus`, every Montgomery product consistent.
-    With modulus None the lanes are GF(2) bit vectors."""
-    mc = _Machine(kernel, Verification(inputs, modulus))
+    (`inputs`: argument index -> interval of every element, signed or
+    unsigned as `signed` says); every reduction idiom must be congruent mod
+    `modulus`, every Montgomery and Shoup product consistent. With modulus
+    None the lanes are GF(2) bit vectors."""
+    mc = _Machine(kernel, Verification(inputs, modulus, signed, shoup_pairs))
     groups: dict[int, _Group] = {}
     checked = products = 0
     for index, ins in enumerate(kernel.body):
@@ -335,6 +351,9 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
                 elif group.kind == PAIR:
                     result = group.check_pair(mc, index, ins, result)
                     products += 1
+                elif group.kind == SHOUP:
+                    result = group.check_shoup(mc, index, ins, result)
+                    products += 1
                 else:
                     result = group.apply_lemma(mc, index, ins, result)
                     checked += 1
@@ -364,7 +383,8 @@ def _evaluate(mc: _Machine, ins: Instr, index: int, s, sources: list[Value], imm
     elif s.move is not None:
         moved = move_lanes(s, [list(src.lanes) for src in sources], imm, mc.bits, lanes, ZERO)
         intervals = [mc.top if v is SPLIT else v for v in moved] if moved is not None else [mc.top] * lanes
-    elif mc.gf2 or (s.arith is not None and s.elem != mc.bits) or (group is not None and group.kind in (PRODUCT, PAIR)):
+    elif mc.gf2 or (s.arith is not None and s.elem != mc.bits) or \
+            (group is not None and group.kind in (PRODUCT, PAIR, SHOUP)):
         intervals = [mc.top] * lanes  # inside a product or pair reduction: established at its end
     else:
         mc.fail(index, ins, "has no lane semantics in the instruction table")
@@ -413,7 +433,7 @@ class _Group:
             names[made.vid] = name
         if names.get(result.vid) != steps[-1][1]:
             mc.fail(index, ins, f"ends a {self.kind} idiom whose result is not its last step's")
-        idiom = ScalarIdiom(self.kind, mc.v.modulus, tuple(steps), mc.bits)
+        idiom = ScalarIdiom(self.kind, mc.v.modulus, tuple(steps), mc.bits, mc.signed)
         try:
             lemma = prove(idiom)
         except LemmaError as e:
@@ -435,6 +455,8 @@ class _Group:
             mc.fail(index, ins, f"ends a Montgomery product that {why}")
 
         q, bits = mc.v.modulus, mc.bits
+        if not mc.signed:
+            bad(f"runs on {mc.lane_type} lanes (it is signed)")
         qinv = pow(q, -1, 1 << bits)
         inside = {made.vid for _, _, sources, made in self.steps if made.vid not in {v.vid for v in sources}}  # not copies
         active = ins.operands[0].bits // bits  # the lanes the product computes
@@ -500,6 +522,9 @@ class _Group:
         def bad(why: str):
             mc.fail(index, ins, f"ends a pair reduction that {why}")
 
+        if not mc.signed:
+            bad(f"runs on {mc.lane_type} lanes (it is signed)")
+
         def made(v: Value, generic: str, width: int, imm: int | None = None) -> list[Value]:
             got = mc.defs.get(v.vid)
             if got is None or got.generic != generic or (got.elem or bits) != width or \
@@ -560,6 +585,87 @@ class _Group:
             raise VerifyError(f"{mc.kernel.symbol}: {e}") from None
         return Value(result.vid, tuple(lanes), tuple(deps), form)
 
+    def check_shoup(self, mc: _Machine, index: int, ins: Instr, result: Value) -> Value:
+        """Every lane r of the result must be lo(x*w) - lo(hi(x*w')*q) of one
+        lane x, w, w' of values made outside the product (followed back lane
+        by lane as for Montgomery; the high half hi(x*w') unsigned), on
+        unsigned lanes, with q itself and w' = floor(w*2^bits/q): for a
+        constant w in [0, q) lane by lane from the tables, for a variable w
+        the element of an argument the contract pairs with the same element
+        of w''s argument, both as loaded. Then Shoup's lemma makes r = x*w
+        mod q, in [0, q - 1 + ceil(q*x/2^bits)]."""
+        def bad(why: str):
+            mc.fail(index, ins, f"ends a Shoup product that {why}")
+
+        q, bits = mc.v.modulus, mc.bits
+        if mc.signed:
+            bad(f"runs on {mc.lane_type} lanes (it needs unsigned ones)")
+        lemma = prove_shoup(q, bits)
+        inside = {made.vid for _, _, sources, made in self.steps if made.vid not in {v.vid for v in sources}}
+        lanes, deps, form = list(result.lanes), list(result.deps), frozenset()
+        shape = "not lo(x*w) - lo(hi(x*w')*q)"
+        for lane in range(ins.operands[0].bits // bits):
+            term = _lane_term(mc, result, lane, inside, bad)
+            if term[0] != "sub" or term[1][0] != "mullo" or term[2][0] != "mullo":
+                bad(f"computes lane {lane} as {_show(term)}, {shape}")
+            (_, a, b), (_, c, d) = term[1], term[2]
+            high, qv = (c, d) if c[0] == "mulhu" else (d, c)
+            if high[0] != "mulhu" or qv[0] != "leaf" or a[0] != "leaf" or b[0] != "leaf":
+                bad(f"computes lane {lane} as {_show(term)}, {shape}")
+            if _leaf_constant(qv) != q:
+                bad(f"does not reduce by q = {q}")
+            shared = [t for t in high[1:] if t in (a, b)]
+            if len(shared) != 1 or high[1][0] != "leaf" or high[2][0] != "leaf" or a == b:
+                bad(f"does not multiply one x in both products (lane {lane}: {_show(term)})")
+            x = shared[0]
+            w, wp = (b if a == x else a), (high[2] if high[1] == x else high[1])
+            wc = _lane_constant(w)
+            if wc is not None:  # from a table, or the zeros a short load leaves in the upper lanes
+                wpc = _lane_constant(wp)
+                if not 0 <= wc < q or wpc != (wc << bits) // q:
+                    bad(f"pairs w = {wc} with w' = {wpc}, not floor(w*2^{bits}/q) for w in [0, q)")
+            elif not _shoup_pair(mc, w, wp):
+                bad("pairs a variable w with a w' that is not its element of an argument the contract pairs with w's")
+            (x_lo, x_hi), (w_lo, w_hi) = x[1].lanes[x[2]], w[1].lanes[w[2]]
+            if w_lo < 0 or w_hi >= q:
+                bad(f"takes w in [{w_lo}, {w_hi}] in lane {lane}, not in [0, q)")
+            if wc != 0:  # (a zero w adds nothing)
+                form = _union(form, x[1].form if wc is not None else _product(x[1].form, w[1].form))
+            lanes[lane] = lemma.range_for(x_lo, x_hi)
+            deps[lane] = x[1].deps[x[2]] | w[1].deps[w[2]] | wp[1].deps[wp[2]]
+        return Value(result.vid, tuple(lanes), tuple(deps), form)
+
+
+def _shoup_pair(mc: _Machine, w: tuple, wp: tuple) -> bool:
+    """Lanes w and w' are elements k of arguments i and j that the contract
+    pairs, each moved unchanged from its argument (so the contract's relation holds)."""
+    found = [_input_element(mc, v, lane) for _, v, lane in (w, wp)]
+    if None in found:
+        return False
+    (i, k), (j, m) = found
+    return (i, j) in mc.v.shoup_pairs and k == m
+
+
+def _input_element(mc: _Machine, v: Value, lane: int) -> tuple[int, int] | None:
+    """(argument, element) whose value lane `lane` of v holds unchanged: followed
+    through loads and lane moves to memory; None where anything else made it."""
+    made = mc.defs.get(v.vid)
+    if made is None:  # read from memory: one element of an argument, as its form and dependence say
+        dep = v.deps[lane]
+        arg = next((i for i in range(len(mc.bases)) if v.form == frozenset({(i,)})), None)
+        if arg is None or not dep or dep & (dep - 1) or dep.bit_length() - 1 < mc.bases[arg]:
+            return None
+        return arg, dep.bit_length() - 1 - mc.bases[arg]
+    s = spec(made.op)
+    if s.move is None:
+        return None
+    labels = [[(i, k) for k in range(len(src.lanes))] for i, src in enumerate(made.sources)]
+    got = move_lanes(s, labels, made.imm, mc.bits, len(v.lanes), None)
+    if got is None or got[lane] is None or got[lane] is SPLIT:
+        return None
+    i, k = got[lane]
+    return _input_element(mc, made.sources[i], k)
+
 
 def _lane_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad) -> tuple:
     """Lane `lane` of v as a term over lanes of values made outside a group
@@ -598,6 +704,13 @@ def _factors(term: tuple) -> list[tuple] | None:
         return None
     parts = [_factors(t) for t in term[1:]]
     return None if None in parts else parts[0] + parts[1]
+
+
+def _lane_constant(term: tuple) -> int | None:
+    """A leaf lane's value where it is exact and depends on no input (a table's, or a zeroed lane)."""
+    _, v, lane = term
+    (lo, hi), dep = v.lanes[lane], v.deps[lane]
+    return lo if lo == hi and not dep else None
 
 
 def _leaf_constant(term: tuple) -> int | None:

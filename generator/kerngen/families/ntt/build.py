@@ -14,16 +14,18 @@ from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
 from ...core.errors import ParamError, VerifyError
 from ...core.params import names_manifest
 from ...core.proof import MapProof, monomials
-from ...ir.instr import ArgSpec
+from ...ir.instr import ArgBase, ArgSpec, Mem
+from ...ir.ops import spec
 from ...passes.pipeline import Compiled, compile_kernel
 from ...target.target import Target
-from .kernels import build_basemul, build_ntt, build_reduce, kernel_builder
+from .kernels import build_basemul, build_mulmod_shoup, build_ntt, build_reduce, kernel_builder
 from .layout import plan
 from .maths import NttMath
 from .montgomery import Montgomery
-from .params import NttParams, inverse_input_top
+from .params import MULS, NttParams, inverse_input_top, shoup_fits
 from .reducers import Reducer, freezer, reducers
 from .schedule import Arithmetic, ReductionSchedule, ScheduleError, schedule
+from .shoup import HarveyReducer, Shoup, ShoupReduction, UnsignedFreeze
 
 DIRECTIONS = ("forward", "inverse")
 ORDER_TEXT = {
@@ -56,18 +58,47 @@ def block_layout(math: NttMath, output_order: tuple[int, ...], order: str) -> Bl
     return BlockLayout(d, math.final_zetas, tuple(tuple(p) for p in positions), order)
 
 
-def inverse_input(bits: int, q: int) -> Bound:
+def inverse_input(bits: int, q: int, signed: bool = True) -> Bound:
+    """What the inverse NTT accepts: signed lanes as `inverse_input_top`
+    says; unsigned (Shoup) lanes [0, 2q), what Shoup's products leave."""
+    if not signed:
+        return Bound(0, 2 * q - 1)
     top = inverse_input_top(bits, q)
     return Bound(-top, top)
 
 
-def input_bound(math: NttMath, direction: str, bits: int) -> int:
-    """Largest |input| the forward or inverse NTT accepts (its contract)."""
-    return math.q - 1 if direction == "forward" else inverse_input(bits, math.q).hi
+def forward_input(q: int, signed: bool = True) -> Bound:
+    return Bound(-(q - 1) if signed else 0, q - 1)
+
+
+def input_bound(math: NttMath, direction: str, bits: int, signed: bool = True) -> int:
+    """Largest |input| (signed lanes) or input (unsigned) the forward or inverse NTT accepts (its contract)."""
+    return (forward_input(math.q, signed) if direction == "forward" else inverse_input(bits, math.q, signed)).hi
 
 
 def _schedules(ar: Arithmetic, p: NttParams) -> dict[str, ReductionSchedule]:
-    return {d: schedule(ar, p.policy, d, input_bound(ar.math, d, p.width)) for d in DIRECTIONS}
+    return {d: schedule(ar, p.policy, d, input_bound(ar.math, d, p.width, ar.mul.signed)) for d in DIRECTIONS}
+
+
+def butterfly_cost(ar: Arithmetic, direction: str) -> int:
+    """One butterfly of the strategy as the builder emits it, counted: every
+    instruction once, every multiplication twice (the NTTs are bound by the
+    multiplier ports)."""
+    bits, size = ar.layout.lane_bits, ar.layout.vector_bytes
+    b = kernel_builder(ar.layout)
+    x, y, q = (b.op("load", Mem(ArgBase(0), size * k, size)) for k in range(3))
+    factor = ar.mul.operands([1] * (size * 8 // bits), lambda row: Mem(ArgBase(0), 0, size))
+    start = len(b.instrs)
+    ar.mul.butterfly(b, x, y, factor, q, direction == "inverse", None, 2 * ar.math.q, "")
+    return sum(2 if spec(ins.op).cls == "mul" else 1 for ins in b.instrs[start:])
+
+
+def strategy_cost(ar: Arithmetic, p: NttParams) -> int:
+    """Both NTTs' butterflies and scheduled reductions by the cost model (`butterfly_cost`)."""
+    r = ar.reducer
+    butterflies = ar.math.layers * ar.layout.vectors // 2
+    return sum(butterflies * butterfly_cost(ar, d) + s.count * (r.instructions + 2 * r.multiplications)
+               for d, s in _schedules(ar, p).items())
 
 
 def choose_reducer(p: NttParams, math: NttMath, mul: Montgomery, layout, available: dict[str, Reducer]) -> Reducer:
@@ -120,12 +151,12 @@ def largest_feasible_q(p: NttParams, layout, kinds: list[str]) -> int | None:
     return None
 
 
-def _arg(p: NttParams, t: Target, name: str, role: str, polys: int = 1) -> ArgSpec:
-    """An array of `polys` polynomials of n coefficients. Arrays are moved
+def _arg(p: NttParams, t: Target, name: str, role: str, polys: int = 1, unsigned: bool = False) -> ArgSpec:
+    """An array of `polys` polynomials of n coefficients, signed or `unsigned`. Arrays are moved
     with unaligned vector moves, so any element-aligned array works;
     register-aligned ones are fastest (no vector access then crosses a page:
     measured up to 9% on an NTT, 1% for other offsets)."""
-    return ArgSpec(name, role, f"int{t.lane_bits}_t", t.lane_bytes, p.n * polys, t.lane_bytes, t.isa.vector_bits // 8)
+    return ArgSpec(name, role, f"{'u' if unsigned else ''}int{t.lane_bits}_t", t.lane_bytes, p.n * polys, t.lane_bytes, t.isa.vector_bits // 8)
 
 
 def _sum_text(k: int) -> str:
@@ -137,8 +168,9 @@ def _sum_text(k: int) -> str:
 _REPRESENTATION = {"lazy": None, "centred": "centred", "canonical": "canonical"}
 
 
-def _compile(b, symbol: str, contract: Contract, p: NttParams, t: Target) -> Compiled:
-    return compile_kernel(b, symbol, contract, t, modulus=p.q)
+def _compile(b, symbol: str, contract: Contract, p: NttParams, t: Target, signed: bool = True,
+             shoup_pairs: tuple[tuple[int, int], ...] = ()) -> Compiled:
+    return compile_kernel(b, symbol, contract, t, modulus=p.q, signed=signed, shoup_pairs=shoup_pairs)
 
 
 def map_proof(c: Compiled, expect: tuple[tuple[str, ...], ...], blocks: BlockLayout | None = None,
@@ -155,7 +187,9 @@ def map_proof(c: Compiled, expect: tuple[tuple[str, ...], ...], blocks: BlockLay
         raise VerifyError(f"{k.symbol}: the verifier finds the map {found} mod q, not {expect}")
     deps = proof.deps[out]
     if element:
-        bad = next((p for p, d in enumerate(deps) if d != 1 << (proof.bases[out] + p)), None)
+        ins = [i for i, a in enumerate(k.args) if a.role != "out"]
+        own = [sum(1 << (proof.bases[i] + p) for i in ins) for p in range(len(deps))]
+        bad = next((p for p, d in enumerate(deps) if not d or d & ~own[p]), None)
         if bad is not None:
             raise VerifyError(f"{k.symbol}: output element {bad} depends on other input elements")
     if blocks is not None:
@@ -172,17 +206,46 @@ def map_proof(c: Compiled, expect: tuple[tuple[str, ...], ...], blocks: BlockLay
 def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     """What the kernels for `target` (default: the first ISA's) are derived
     from: maths, layout, multiplication and the reducer the schedules use.
+    The multiplication strategy is the one named, or for "auto" the cheaper
+    by the cost model (`strategy_cost`) of those that fit q; Montgomery on a tie.
     Raises ParamError when no schedule keeps the lanes in range (validation
     calls it, so a valid set always emits)."""
     math = NttMath(p.n, p.q, p.layers)
-    mul = Montgomery(p.q, p.width)
     t = target or p.target
     try:
         layout = plan(p.n, p.layers, t, p.order)
     except ValueError as e:
         raise ParamError(p.source, "order", f"{p.order!r} is out of reach on {t.isa.name}: {e}; choose "
                                             "another order or leave that ISA out") from None
-    return Arithmetic(math, layout, mul, choose_reducer(p, math, mul, layout, reducers(p.q, p.width)))
+    kinds = [p.mul] if p.mul != "auto" else [k for k in MULS[1:] if k != "shoup" or shoup_fits(p.width, p.q)]
+    options, failure = [], None
+    for kind in kinds:
+        if kind == "shoup":
+            ar = Arithmetic(math, layout, Shoup(p.q, p.width), HarveyReducer(p.q, p.width))
+        else:
+            mul = Montgomery(p.q, p.width)
+            try:
+                ar = Arithmetic(math, layout, mul, choose_reducer(p, math, mul, layout, reducers(p.q, p.width)))
+            except ParamError as e:
+                failure = e
+                continue
+        try:
+            options.append((strategy_cost(ar, p) if len(kinds) > 1 else 0, kind != "montgomery", ar))
+        except ScheduleError as e:
+            failure = failure or ParamError(p.source, "q", f"q = {p.q} is too large for n = {p.n} with {kind} "
+                                                           f"multiplication: {e}")
+    if not options:
+        raise failure
+    return min(options, key=lambda o: o[:2])[2]
+
+
+def montgomery_basemul(p: NttParams, ar: Arithmetic) -> Arithmetic:
+    """What base multiplication is built with: products of two variables
+    need Montgomery's (Shoup's needs w' precomputed for a constant), so a
+    Shoup bundle multiplies there on signed lanes, its inputs below 2^(W-1)."""
+    if ar.mul.signed:
+        return ar
+    return Arithmetic(ar.math, ar.layout, Montgomery(p.q, p.width), reducers(p.q, p.width)["barrett"])
 
 
 def build(p: NttParams) -> Bundle:
@@ -190,6 +253,7 @@ def build(p: NttParams) -> Bundle:
     ar = design(p)
     math, mul, red = ar.math, ar.mul, ar.reducer
     mul.prove()
+    bm_mul = montgomery_basemul(p, ar).mul
     lay = block_layout(math, ar.layout.output_order, p.order)
     fns = []
     for t in p.targets:
@@ -200,12 +264,16 @@ def build(p: NttParams) -> Bundle:
     r_bits = f"2^{p.width}"
     params_manifest = {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
                        "isa": names_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
-                       "reducer": p.reducer, "reducer_used": red.kind, "order": p.order,
+                       "reducer": p.reducer, "reducer_used": red.kind, "mul": p.mul, "mul_used": mul.name,
+                       "order": p.order,
                        "basemul_acc": list(p.basemul_acc), "output": dict(p.output), "prefix": p.prefix}
     notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {p.q}",
-             f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {mul.qinv}; inverse scale constant = "
+             *(() if mul.signed else (f"Shoup multiplication on unsigned lanes: w' = floor(w*{r_bits}/q), values "
+                                      f"kept lazily below 4q (Harvey); base multiplication is Montgomery's",)),
+             f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {bm_mul.qinv}; inverse scale constant = "
              f"{math.inverse_scale(mul.r)}")
-    title = f"negacyclic NTT kernels over Z_{p.q}[x]/(x^{p.n}+1), {p.width}-bit lanes, {', '.join(p.isas)}"
+    lanes = "unsigned " if not mul.signed else ""
+    title = f"negacyclic NTT kernels over Z_{p.q}[x]/(x^{p.n}+1), {p.width}-bit {lanes}lanes, {', '.join(p.isas)}"
     return Bundle(p.name, p, p.target, title, params_manifest, tuple(fns), notes,
                   header_constants(p, lay, fns), design=ar)
 
@@ -213,7 +281,7 @@ def build(p: NttParams) -> Bundle:
 def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[Function]:
     """Forward NTT, base multiplication, inverse NTT, reductions and freeze for one ISA."""
     math, layout, mul = ar.math, ar.layout, ar.mul
-    bits, isa = p.width, t.isa.name
+    bits, isa, signed = p.width, t.isa.name, mul.signed
     available = reducers(p.q, bits)
     q, n, d, r_bits = p.q, p.n, math.d, f"2^{bits}"
     head = (("n", n), ("q", q))
@@ -224,53 +292,63 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     barrett = available["barrett"]
     # per output range: the final reductions to try, cheapest first (none: the bounds may already
     # suffice; a lazy output is reduced only when it must be, e.g. to meet the inverse's input)
-    finishers = {"lazy": (None, barrett), "centred": (None, barrett), "canonical": (freezer(q, bits),)}
+    signed_finishers = {"lazy": (None, barrett), "centred": (None, barrett), "canonical": (freezer(q, bits),)}
+    unsigned_freeze = UnsignedFreeze(q, bits)
+    finishers = signed_finishers if signed else {"lazy": (None, ar.reducer),
+                                                 "centred": (None, ar.reducer, unsigned_freeze),
+                                                 "canonical": (unsigned_freeze,)}
     ranges = {"lazy": None, "centred": Bound(-(q - 1), q - 1), "canonical": Bound(0, q - 1)}
+    lane_top = (1 << (bits - 1)) - 1  # base multiplication's signed lanes (Shoup bundles too)
 
-    def first_fitting(kernel: str, make, arg: str, fits=lambda out: True) -> Compiled:
+    def first_fitting(output: str, make, arg: str, fits=lambda out: True, tries=finishers) -> Compiled:
         """The first build (by `make(finish)`) whose proven output has the range asked for and `fits`."""
-        want = ranges[outputs[kernel]]
-        for finish in finishers[outputs[kernel]]:
+        want = ranges[output]
+        for finish in tries[output]:
             c = make(finish)
             out = c.contract.arg(arg).ensures.bound
             if (want is None or want.lo <= out.lo and out.hi <= want.hi) and fits(out):
                 return c
-        raise AssertionError(f"{c.kernel.symbol}: no final reduction gives the {outputs[kernel]} output ({out})")
+        raise VerifyError(f"{c.kernel.symbol}: no final reduction gives the {output} output (proven {out})")
 
-    def ntt(direction: str, contract: Contract, summary: str) -> tuple[Function, Compiled]:
+    def ntt(direction: str, contract: Contract, summary: str, fits=lambda out: True) -> tuple[Function, Compiled]:
         s = schedule(ar, p.policy, direction, contract.arg("a").requires.bound.hi)
 
-        def make(finish: Reducer | None) -> Compiled:
+        def make(finish) -> Compiled:
             b = kernel_builder(layout)
             build_ntt(b, ar, s, f"{p.prefix}_ntt_{direction}_twiddles_{isa}", finish)
-            return _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p, t)
+            return _compile(b, f"{p.prefix}_ntt_{direction}_{isa}", contract, p, t, signed)
 
-        c = first_fitting(direction, make, "a")
+        c = first_fitting(outputs[direction], make, "a", fits)
         return Function(c.kernel, f"ntt_{direction}", c.contract, summary, head,
                         (("reduction", s.manifest()), ("output_range", outputs[direction])),
                         s.describe(), s, map_proof(c, (("a",),))), c
 
-    fwd_in = Bound(-(q - 1), q - 1)
+    fwd_in = forward_input(q, signed)
     forward, fc = ntt("forward", Contract(
-        (ArgContract(_arg(p, t, "a", "inout"), Values(fwd_in, representation="signed"),
+        (ArgContract(_arg(p, t, "a", "inout", unsigned=not signed),
+                     Values(fwd_in, representation="signed" if signed else "unsigned"),
                      Values(None, scale=1, layout=lay, representation=_REPRESENTATION[outputs["forward"]])),),
         (("requires: every a[i] in ", a_req),
          ("ensures:  every a[i] in ", a_ens, f" (proven), block j at {p.prefix}_ntt_positions[j] (manifest: layout),"),
          (f"          a[pos_j[k]] = (a mod (x^{d} - zeta_j))_k mod {q} (scale 1)",))),
-        f"forward negacyclic NTT of a[{n}] in place ({p.layers} layers, blocks of degree {d})")
+        f"forward negacyclic NTT of a[{n}] in place ({p.layers} layers, blocks of degree {d})",
+        fits=lambda out: signed or out.hi <= lane_top)  # Shoup bundles: below 2^(W-1), base multiplication's input
     fns.append(forward)
 
     fwd_out = fc.contract.arg("a").ensures.bound
-    inv_in = inverse_input(bits, q)
+    inv_in = inverse_input(bits, q, signed)
     bm_in = Values(fwd_out, layout="ntt_forward output")
-    representation = _REPRESENTATION[outputs["basemul"]]
+    bm_ar = montgomery_basemul(p, ar)
+    bm_output = outputs["basemul"] if signed else "canonical"  # the unsigned inverse takes no negative value
+    representation = _REPRESENTATION[bm_output]
     for k in (1, *p.basemul_acc):
         kind = "basemul" if k == 1 else f"basemul_acc{k}"
         per = "" if k == 1 else f", in each of the {k} polynomials"
         bm_contract = Contract(
-            (ArgContract(_arg(p, t, "r", "out"), None,
+            (ArgContract(_arg(p, t, "r", "out", unsigned=not signed), None,
                          Values(None, scale=pow(mul.r, -1, q), layout="ntt_forward output", representation=representation)),
-             ArgContract(_arg(p, t, "a", "in", k), bm_in), ArgContract(_arg(p, t, "b", "in", k), bm_in)),
+             ArgContract(_arg(p, t, "a", "in", k, not signed), bm_in),
+             ArgContract(_arg(p, t, "b", "in", k, not signed), bm_in)),
             (("requires: every a[i], b[i] in ", a_req, f" (the forward NTT's output), in its layout{per}"),
              ("ensures:  every r[i] in ", BoundOf("r", "ensures"),
               f" (proven); r_j = a_j*b_j*2^-{bits} mod (x^{d} - zeta_j, {q})" if k == 1 else
@@ -279,12 +357,13 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
              (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
         def make(finish: Reducer | None) -> Compiled:
             b = kernel_builder(layout)
-            build_basemul(b, ar, barrett, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude, finish, k)
-            return _compile(b, f"{p.prefix}_{kind}_{isa}", bm_contract, p, t)
+            build_basemul(b, bm_ar, barrett, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude, finish, k)
+            return _compile(b, f"{p.prefix}_{kind}_{isa}", bm_contract, p, t)  # signed lanes: Montgomery's
 
         # reduced at the end only if the output could exceed the range asked for, or the inverse's input
-        bc = first_fitting("basemul", make, "r", lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi)
-        facts = (("aliasing", "r may be the same array as a or b"), ("output_range", outputs["basemul"]))
+        bc = first_fitting(bm_output, make, "r", lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi,
+                           signed_finishers)
+        facts = (("aliasing", "r may be the same array as a or b"), ("output_range", bm_output))
         fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,
                             f"base multiplication r = a*b blockwise mod (x^{d} - zeta_j), NTT domain" if k == 1 else
                             f"base multiply-accumulate r = {_sum_text(k)} blockwise, NTT domain",
@@ -292,7 +371,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
                             proof=map_proof(bc, (("a", "b"),), blocks=lay, copies=k)))
 
     inverse, _ = ntt("inverse", Contract(
-        (ArgContract(_arg(p, t, "a", "inout"), Values(inv_in, layout="ntt_forward output"),
+        (ArgContract(_arg(p, t, "a", "inout", unsigned=not signed), Values(inv_in, layout="ntt_forward output"),
                      Values(None, scale=mul.r % q, layout="natural", representation=_REPRESENTATION[outputs["inverse"]])),),
         (("requires: every a[i] in ", a_req, " (base multiplication's output is), in the forward NTT's layout"),
          ("ensures:  every a[i] in ", a_ens, " (proven), natural order,"),
@@ -300,18 +379,21 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
         f"inverse negacyclic NTT of a[{n}] in place, natural order out")
     fns.append(inverse)
 
-    lane = Bound(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
-    for kind, r in [*available.items(), ("freeze", freezer(q, bits))]:
+    lane = Bound(-(1 << (bits - 1)), lane_top) if signed else Bound(0, (1 << bits) - 1)
+    lane_type = f"{'' if signed else 'u'}int{bits}"
+    standalone = ([*available.items(), ("freeze", freezer(q, bits))] if signed else
+                  [("shoup", ShoupReduction(q, bits)), ("freeze", unsigned_freeze.choose(lane.hi))])
+    for kind, r in standalone:
         b = kernel_builder(layout)
         build_reduce(b, layout, r)
         canonical = kind == "freeze"
         rc = _compile(b, f"{p.prefix}_{'freeze' if canonical else 'reduce_' + kind}_{isa}", Contract(
-            (ArgContract(_arg(p, t, "a", "inout"), Values(lane),
+            (ArgContract(_arg(p, t, "a", "inout", unsigned=not signed), Values(lane),
                          Values(None, representation="canonical" if canonical else None, scale=1, layout="natural")),),
-            ((f"requires: any int{bits} a[i]",),
+            ((f"requires: any {lane_type} a[i]",),
              ("ensures:  every a[i] in ", a_ens, f" (proven over all {r_bits} inputs), congruent to the input mod {q}"
               + (": the canonical representative" if canonical else "")))),
-            p, t)
+            p, t, signed)
         congruent = map_proof(rc, (("a",),), element=True)
         if canonical:
             fns.append(Function(rc.kernel, "freeze", rc.contract,
@@ -320,7 +402,44 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
         else:
             fns.append(Function(rc.kernel, "reduce", rc.contract, f"reduce a[{n}] in place mod {q} ({r.describe()})",
                                 head, (("reduction", kind),), proof=congruent))
+    fns += _shoup_kernels(p, t, layout, unsigned_freeze)
+    return fns
 
+
+SHOUP_KERNELS = {"mulmod_shoup": "r[i] = a[i]*w[i] mod q", "muladd_shoup": "r[i] = a[i]*w[i] + b[i] mod q"}
+
+
+def _shoup_kernels(p: NttParams, t: Target, layout, freeze: UnsignedFreeze) -> list[Function]:
+    """mulmod_shoup(r, a, w, wp) and muladd_shoup(r, a, w, wp, b) on unsigned
+    lanes, wp[i] = floor(w[i]*2^W/q) precomputed by the caller: any a[i],
+    w[i] and b[i] in [0, q), r[i] canonical; r may alias a or b."""
+    q, bits, n, isa = p.q, p.width, p.n, t.isa.name
+    top = (1 << bits) - 1
+    fns = []
+    for kind, what in SHOUP_KERNELS.items():
+        accumulate = kind == "muladd_shoup"
+        args = [ArgContract(_arg(p, t, "r", "out", unsigned=True), None,
+                            Values(None, representation="canonical", scale=1, layout="natural")),
+                ArgContract(_arg(p, t, "a", "in", unsigned=True), Values(Bound(0, top))),
+                ArgContract(_arg(p, t, "w", "in", unsigned=True), Values(Bound(0, q - 1))),
+                ArgContract(_arg(p, t, "wp", "in", unsigned=True),
+                            Values(Bound(0, top), representation=f"floor(w*2^{bits}/q)"))]
+        if accumulate:
+            args.append(ArgContract(_arg(p, t, "b", "in", unsigned=True), Values(Bound(0, q - 1))))
+        contract = Contract(tuple(args), (
+            (f"requires: any uint{bits} a[i]; w[i] in [0, {q - 1}] with wp[i] = floor(w[i]*2^{bits}/{q})"
+             + (f"; b[i] in [0, {q - 1}]" if accumulate else ""),),
+            ("ensures:  every r[i] in ", BoundOf("r", "ensures"), f" (proven), {what}; r may alias a"
+             + (" or b" if accumulate else ""),)))
+        b = kernel_builder(layout)
+        build_mulmod_shoup(b, layout, Shoup(q, bits), freeze, accumulate)
+        c = _compile(b, f"{p.prefix}_{kind}_{isa}", contract, p, t, signed=False, shoup_pairs=((2, 3),))
+        expect = (("a", "w"), ("b",)) if accumulate else (("a", "w"),)
+        fns.append(Function(c.kernel, kind, c.contract, f"{what} by Shoup's multiplication, element-wise",
+                            (("n", n), ("q", q)),
+                            (("aliasing", "r may be the same array as a" + (" or b" if accumulate else "")),
+                             ("shoup_pair", ("w", "wp"))),
+                            proof=map_proof(c, expect, element=True)))
     return fns
 
 

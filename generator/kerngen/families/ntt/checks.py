@@ -58,6 +58,25 @@ def edge_inputs(lo: int, hi: int, n: int, rng: random.Random, randoms: int) -> l
     return out
 
 
+def _read(fn: dict, vals) -> list[int]:
+    """A kernel's output elements as its element type means them (the harness reports them signed)."""
+    if not fn["dtype"].startswith("u"):
+        return list(vals)
+    mask = (1 << (8 * driver.element_bytes(fn["dtype"]))) - 1
+    return [int(v) & mask for v in vals]
+
+
+def _requires(fn: dict, name: str) -> list[int]:
+    """The bound argument `name` requires: the function's shared input bound, or its own."""
+    arg = next(a for a in fn["args"] if a["name"] == name)
+    return (arg.get("requires") or fn["input"])["bound"]
+
+
+def shoup_quotient(w: int, q: int, bits: int) -> int:
+    """w' = floor(w*2^bits/q), what Shoup's kernels take beside w."""
+    return (w << bits) // q
+
+
 def _in_bound(vals: list[int], bound: list[int]) -> str | None:
     for i, v in enumerate(vals):
         if not bound[0] <= v <= bound[1]:
@@ -76,7 +95,7 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
 
     def forward_judge(a: list[int]):
         def judge(outputs: dict[int, list[int]]) -> str | None:
-            got = outputs[0]
+            got = _read(fwd, outputs[0])
             bad = _in_bound(got, fwd["output"]["bound"])
             if bad:
                 return bad
@@ -94,7 +113,7 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
 
     def inverse_judge(y: list[int]):
         def judge(outputs: dict[int, list[int]]) -> str | None:
-            got = outputs[0]
+            got = _read(inv, outputs[0])
             bad = _in_bound(got, inv["output"]["bound"])
             if bad:
                 return bad
@@ -114,7 +133,7 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
         copies = fn.get("k", 1)
 
         def judge(outputs: dict[int, list[int]]) -> str | None:
-            got = outputs[0]
+            got = _read(fn, outputs[0])
             bad = _in_bound(got, fn["output"]["bound"])
             if bad:
                 return bad
@@ -137,7 +156,7 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
 
         def reduce_judge(x: list[int], red=red):
             def judge(outputs: dict[int, list[int]]) -> str | None:
-                got = outputs[0]
+                got = _read(red, outputs[0])
                 bad = _in_bound(got, red["output"]["bound"])
                 if bad:
                     return bad
@@ -153,6 +172,8 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
             out.append(Check(Case(f"{red['symbol']}-{name}-{x[0]}", red["symbol"], _args(red, x)), reduce_judge(x)))
 
     for fn in manifest["functions"]:
+        if fn["kind"] in SHOUP_KINDS:
+            out += _shoup_checks(fn, n, q, rng, randoms)
         if fn["kind"] not in ("basemul", "basemul_acc"):
             continue
         lo, hi = fn["input"]["bound"]
@@ -162,6 +183,42 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
             if k == 0:  # in place: r is the same array as a (its first polynomial)
                 out.append(Check(Case(f"{fn['symbol']}-inplace-{na}", fn["symbol"], _args(fn, a, b, alias={0: 1})),
                                  products_judge(fn, a, b)))
+    return out
+
+
+SHOUP_KINDS = ("mulmod_shoup", "muladd_shoup")
+
+
+def _shoup_checks(fn: dict, n: int, q: int, rng: random.Random, randoms: int) -> list[Check]:
+    """mulmod_shoup (r = a*w mod q) and muladd_shoup (r = a*w + b mod q):
+    inputs at the edges of each argument's contract and random, wp computed
+    from w; in place too (r the same array as a, and as b)."""
+    bits = 8 * driver.element_bytes(fn["dtype"])
+    accumulate = fn["kind"] == "muladd_shoup"
+    named = {a["name"]: edge_inputs(*_requires(fn, a["name"]), n, rng, randoms) for a in fn["args"]
+             if a["role"] == "in" and a["name"] != "wp"}
+    out = []
+    for k, (label, a) in enumerate(named["a"]):
+        w = named["w"][(k + 1) % len(named["w"])][1]  # another edge beside each of a's
+        b = named["b"][(k + 2) % len(named["b"])][1] if accumulate else [0] * n
+        data = (a, w, [shoup_quotient(x, q, bits) for x in w]) + ((b,) if accumulate else ())
+
+        def judge(outputs, a=a, w=w, b=b) -> str | None:
+            got = _read(fn, outputs[0])
+            bad = _in_bound(got, fn["output"]["bound"])
+            if bad:
+                return bad
+            wrong = next((i for i in range(n) if (got[i] - a[i] * w[i] - b[i]) % q), None)
+            return None if wrong is None else (f"element {wrong}: {got[wrong]}, want a*w{' + b' if accumulate else ''} "
+                                               f"= {(a[wrong] * w[wrong] + b[wrong]) % q} mod {q}")
+
+        out.append(Check(Case(f"{fn['symbol']}-{label}", fn["symbol"], _args(fn, *data)), judge))
+        if k == 0:
+            out.append(Check(Case(f"{fn['symbol']}-inplace-a-{label}", fn["symbol"], _args(fn, *data, alias={0: 1})),
+                             judge))
+            if accumulate:
+                out.append(Check(Case(f"{fn['symbol']}-inplace-b-{label}", fn["symbol"],
+                                      _args(fn, *data, alias={0: 4})), judge))
     return out
 
 
@@ -189,7 +246,7 @@ def round_trips(manifest: dict, run: Runner, seed: int, count: int = 2) -> list[
         if not r3[0].ok:
             results.append((name, f"inverse: {r3[0].status} {r3[0].reason}"))
             continue
-        got = [v % q for v in r3[0].outputs[0]]
+        got = [v % q for v in _read(inv, r3[0].outputs[0])]
         want = negacyclic_product(a, b, q)
         bad = next((i for i in range(n) if got[i] != want[i]), None)
         results.append((name, None if bad is None else f"coefficient {bad}: got {got[bad]}, want {want[bad]}"))
@@ -220,11 +277,27 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                 want = lagrange_images(layout, n, q)
             else:  # a reduction: congruent to its input, element by element
                 want = eye
-            got = calls.batch(fn, {0: eye})[0]
+            got = np.array([_read(fn, r) for r in calls.batch(fn, {0: eye})[0]], dtype=np.int64)
             bad = np.argwhere((got - scale * want) % q)
             out.append((f"{name} ({n} unit vectors)", None if not len(bad) else
                         f"basis vector {bad[0][0]}: element {bad[0][1]} is {got[tuple(bad[0])]}, "
                         f"want {scale * want[tuple(bad[0])] % q} mod {q}"))
+        elif proof.get("locality") == "element":  # products of elements: each monomial's coefficient, all at once
+            bits = 8 * driver.element_bytes(fn["dtype"])
+            ins = [i for i, a in enumerate(fn["args"]) if a["role"] != "out"]
+            names = [fn["args"][i]["name"] for i in ins]
+            data = {i: np.zeros((len(mono), n), dtype=np.int64) for i in ins}
+            for row, m in enumerate(mono):
+                for i, arg in zip(ins, names):
+                    data[i][row] = 1 if arg in m else 0
+                if "wp" in names:  # Shoup's w' follows w
+                    w = data[ins[names.index("w")]][row]
+                    data[ins[names.index("wp")]][row] = [shoup_quotient(int(x), q, bits) for x in w]
+            got = np.array([_read(fn, r) for r in calls.batch(fn, data)[0]], dtype=np.int64)
+            bad = np.argwhere((got - scale) % q)
+            out.append((f"{name} (each of {len(mono)} monomials on every element)", None if not len(bad) else
+                        f"monomial {mono[bad[0][0]]}: element {bad[0][1]} is {got[tuple(bad[0])]}, want {scale} "
+                        f"mod {q}"))
         elif mono == [["a", "b"]] and proof.get("locality") == "block":
             # x^k in every block of polynomial i of a, x^l in every block of polynomial j of b
             d, copies = layout["d"], fn.get("k", 1)
@@ -320,7 +393,7 @@ def bench_items(bundle: Bundle, library: Path, workdir: Path) -> list[BenchItem]
         # standalone reductions: each other form timed beside Barrett, in the same library and run
         reduces = {f.fact("reduction"): f.manifest() for f in bundle.functions if f.kind == "reduce" and f.isa == isa}
         for kind, fn in reduces.items():
-            if kind == "barrett":
+            if kind == "barrett" or "barrett" not in reduces:  # (unsigned lanes have Shoup's reduction alone)
                 continue
             lo, hi = fn["input"]["bound"]
             args = _args(fn, [rng.randint(lo, hi) for _ in range(p.n)], fastest=True)

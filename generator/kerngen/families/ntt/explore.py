@@ -1,5 +1,7 @@
-"""`kerngen explore`: every reduction policy with every reduction that applies
-to q, side by side — reductions inserted, static figures, llvm-mca throughput,
+"""`kerngen explore`: every multiplication strategy that fits q (Montgomery
+on signed lanes, Shoup with Harvey's lazy butterflies on unsigned ones),
+with every reduction policy and every reduction that applies to it, side by
+side — reductions inserted, static figures, llvm-mca throughput,
 ticks measured in one interleaved run, the worst bound per layer — and a PNG
 heatmap of the bound of every coefficient index through the layers.
 
@@ -25,7 +27,7 @@ from ...harness.driver import Arg, Case, bundle_library, run_bench
 from ...target.figures import mca_throughput, static_figures
 from .build import DIRECTIONS, build, schedules
 from .layout import NttLayout, layer_pairs, register_key
-from .params import POLICIES, NttParams
+from .params import MULS, POLICIES, NttParams, shoup_fits
 from .reducers import reducers
 from .schedule import ReductionSchedule
 
@@ -38,6 +40,7 @@ Say = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Variant:
+    mul: str
     policy: str
     reduction: str
     params: NttParams
@@ -45,7 +48,7 @@ class Variant:
 
     @property
     def label(self) -> str:
-        return f"{self.policy}-{self.reduction}"
+        return f"{self.mul}-{self.policy}-{self.reduction}"
 
     @property
     def schedules(self) -> dict[str, ReductionSchedule]:
@@ -55,21 +58,28 @@ class Variant:
         return self.bundle.function(f"ntt_{direction}")
 
 
-def lane_max(p: NttParams) -> int:
-    return (1 << (p.width - 1)) - 1
+def strategies(p: NttParams) -> dict[str, tuple[str, ...]]:
+    """The multiplication strategies that fit q, each with the reductions
+    its schedules can place (Shoup's lanes are unsigned: Harvey's only)."""
+    found = {"montgomery": tuple(reducers(p.q, p.width))}
+    if shoup_fits(p.width, p.q):
+        found["shoup"] = ("harvey",)
+    return found
 
 
 def build_variants(base: NttParams, say: Say) -> list[Variant]:
-    """Every (policy, reduction kind) for q, each built and verified."""
+    """Every (multiplication, policy, reduction kind) for q, each built and verified."""
     out = []
-    for policy in POLICIES:
-        for kind in reducers(base.q, base.width):
-            say(f"{base.name}: building and verifying policy {policy} with {kind} reduction")
-            p = dataclasses.replace(base, policy=policy, reducer=kind)
-            try:
-                out.append(Variant(policy, kind, p, build(p)))
-            except ParamError as e:  # no schedule keeps this q in the lanes with this combination
-                say(f"{base.name}: policy {policy} with {kind} reduction is not possible: {e.rule}")
+    for mul, kinds in strategies(base).items():
+        for policy in POLICIES:
+            for kind in kinds:
+                say(f"{base.name}: building and verifying {mul} multiplication, policy {policy} with {kind} "
+                    "reduction")
+                p = dataclasses.replace(base, policy=policy, mul=mul, reducer=kind if mul == MULS[1] else "auto")
+                try:
+                    out.append(Variant(mul, policy, kind, p, build(p)))
+                except ParamError as e:  # no schedule keeps this q in the lanes with this combination
+                    say(f"{base.name}: {mul}, policy {policy} with {kind} reduction is not possible: {e.rule}")
     return out
 
 
@@ -81,17 +91,17 @@ def time_variants(variants: list[Variant], workdir: Path, batches: int, say: Say
     for k, v in enumerate(variants):
         libs.append(bundle_library(v.bundle, f"kerngen emit {v.params.source}", workdir / v.label / v.params.name,
                                    workdir))
-    data = {}
-    for d in DIRECTIONS:
-        lo, hi = variants[0].function(d).contract.manifest_input()["bound"]
-        data[d] = tuple(rng.randint(lo, hi) for _ in range(p0.n))
+    data: dict[tuple, tuple[int, ...]] = {}  # one input per contract: the strategies' lanes differ
     for k, v in enumerate(variants):
         for d in DIRECTIONS:
             fn = v.function(d)
             [spec] = fn.kernel.args
+            bound = tuple(fn.contract.manifest_input()["bound"])
+            if (d, bound) not in data:
+                data[d, bound] = tuple(rng.randint(*bound) for _ in range(p0.n))
             cases.append(Case(f"{v.label}-{d}", fn.symbol,
-                              (Arg(spec.role, spec.elem_bytes, spec.count, spec.preferred_align or spec.align, data[d]),),
-                              lib=k))
+                              (Arg(spec.role, spec.elem_bytes, spec.count, spec.preferred_align or spec.align,
+                                   data[d, bound]),), lib=k))
     say(f"{p0.name}: timing {len(cases)} kernels ({batches} batches each, interleaved in one run)")
     results = run_bench(libs, cases, batches, workdir=workdir)
     keys = [(v.label, d) for v in variants for d in DIRECTIONS]
@@ -108,7 +118,7 @@ def rows_for(variants: list[Variant], ticks: dict[tuple[str, str], float] | None
     for v in variants:
         q = v.params.q
         row: dict = {"name": v.params.name, "n": v.params.n, "q": q, "width": v.params.width,
-                     "isa": v.params.isas[0], "policy": v.policy, "reduction": v.reduction}
+                     "isa": v.params.isas[0], "mul": v.mul, "policy": v.policy, "reduction": v.reduction}
         per: dict[str, dict] = {}
         for d in DIRECTIONS:
             fn, s = v.function(d), v.schedules[d]
@@ -177,7 +187,7 @@ def _num(v) -> str:
 
 
 def format_table(rows: list[dict]) -> str:
-    cols = [("policy", 9), ("reduction", 10), ("reductions", 11), ("fwd+inv", 9), ("instructions", 13),
+    cols = [("mul", 11), ("policy", 9), ("reduction", 10), ("reductions", 11), ("fwd+inv", 9), ("instructions", 13),
             ("multiplications", 16), ("mca_rthroughput", 16), ("ticks_forward", 14), ("ticks_inverse", 14),
             ("ticks_vs_fastest", 17)]
 
@@ -190,17 +200,20 @@ def format_table(rows: list[dict]) -> str:
 
     first = rows[0]
     top = (1 << (first["width"] - 1)) - 1
-    lines = [f"{first['name']}: n = {first['n']}, q = {first['q']}, int{first['width']} limit {top} "
-             f"= {top / first['q']:.2f} q, {first['isa']} kernels"]
+    lines = [f"{first['name']}: n = {first['n']}, q = {first['q']}, {first['isa']} kernels; lane limit int"
+             f"{first['width']} {top} = {top / first['q']:.2f} q (montgomery, |value|), uint{first['width']} "
+             f"{2 * top + 1} = {(2 * top + 1) / first['q']:.2f} q (shoup, value)"]
     lines.append("".join(f"{c:>{w}}" for c, w in cols))
     for r in rows:
         lines.append("".join(f"{cell(r, c):>{w}}" for c, w in cols))
     lines.append("")
-    lines.append("worst |value| after each layer, in execution order (in multiples of q):")
+    lines.append("worst |value| (montgomery) or value (shoup) after each layer, in execution order (in multiples "
+                 "of q):")
     for r in rows:
         for d in DIRECTIONS:
             bounds = " ".join(f"{b:5.2f}" for b in r["max_bound_over_q"][d])
-            lines.append(f"  {r['policy']:>8} {r['reduction']:<8} {d:<8} {bounds}   (max {max(r['max_bound'][d])})")
+            lines.append(f"  {r['mul']:>10} {r['policy']:>8} {r['reduction']:<8} {d:<8} {bounds}   "
+                         f"(max {max(r['max_bound'][d])})")
     lines.append("")
     lines.append("reductions: vector reductions inserted, forward+inverse; instructions, multiplications and "
                  f"mca_rthroughput (llvm-mca -mcpu={MCA_CPU}, block reciprocal throughput) are forward + inverse; "
@@ -247,7 +260,8 @@ def render_png(variants: list[Variant], path: Path) -> None:
     members = _register_members(variants[0].bundle.design.layout)
     group = max(1, n // MAX_PANEL_ROWS)
     rows = n // group
-    limit = lane_max(p) / q
+    top = max(v.bundle.design.mul.lane_max for v in variants)  # Shoup's unsigned lanes reach twice as far
+    limit = top / q
     cols = len(variants)
     fig, axes = plt.subplots(len(DIRECTIONS), cols, figsize=(max(9.0, 1.9 * cols + 1.6), 13.5), squeeze=False,
                              constrained_layout=True)
@@ -274,7 +288,7 @@ def render_png(variants: list[Variant], path: Path) -> None:
                                                edgecolor="#1f4fbf", linewidth=1.1))
                         start = None
             s = v.schedules[d]
-            ax.set_title(f"{v.policy} / {v.reduction}\n{d}: {s.count} reductions", fontsize=9)
+            ax.set_title(f"{v.mul}\n{v.policy} / {v.reduction}\n{d}: {s.count} reductions", fontsize=9)
             ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=90)
             ticks = list(range(0, rows, max(1, rows // 8)))
             ax.set_yticks(ticks, [str(t * group) for t in ticks], fontsize=7)
@@ -284,7 +298,8 @@ def render_png(variants: list[Variant], path: Path) -> None:
             if r == len(DIRECTIONS) - 1:
                 ax.set_xlabel("layer, execution order", fontsize=8)
     bar = fig.colorbar(image, ax=axes, shrink=0.6, pad=0.01)
-    bar.set_label(f"bound of |value| in multiples of q = {q} (top: int{p.width} limit {limit:.2f} q)", fontsize=9)
+    bar.set_label(f"bound of |value| (signed lanes) or value (unsigned) in multiples of q = {q} (top: lane limit "
+                  f"{limit:.2f} q)", fontsize=9)
     title = [f"{p.name} (n = {n}, q = {q}): bound of every coefficient index after each layer",
              "blue outline: reduced before the next layer"]
     if group > 1:

@@ -21,7 +21,7 @@ from ...ir.instr import ArgBase, Builder, IdiomTag, Imm, Mem, TableBase, VReg
 from ...ir.ops import by_width, has, sized_load, sized_store, spec
 from ...passes.verify import PAIR
 from .layout import Butterflies, NttLayout, block_units, pairs, register_key, unit_pairs
-from .reducers import Reducer, broadcast_const, emit_idiom
+from .reducers import Reducer, broadcast_const
 from .schedule import Arithmetic, ReductionSchedule
 from .shuffles import emit_step
 
@@ -74,8 +74,8 @@ def _store(b: Builder, m: Mem, x: VReg) -> None:
         b.emit(op, m, x)
 
 
-def _reduce(b: Builder, x: VReg, reducer: Reducer, why: str) -> VReg:
-    return emit_idiom(b, reducer.idiom, x, comment=f"{reducer.kind}: {why}" if why else reducer.kind)
+def _reduce(b: Builder, x: VReg, reducer, why: str) -> VReg:
+    return reducer.emit(b, x, f"{reducer.kind}: {why}" if why else reducer.kind)
 
 
 def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label: str,
@@ -104,43 +104,37 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                         regs[lo], regs[hi] = emit_step(b, regs[lo], regs[hi], st, bits)
                         idx[lo], idx[hi] = layout.move(st, idx[lo], idx[hi])
                         continue
-                    due = sched.reduced_before(st.layer)
-                    for s in (lo, hi):
+                    due, before = sched.reduced_before(st.layer), sched.bounds_before(st.layer)
+                    bounds = [max(before[i] for i in idx[s]) for s in (lo, hi)]
+                    for k, s in enumerate((lo, hi)):
                         if register_key(idx[s]) in due:
-                            regs[s] = _reduce(b, regs[s], ar.reducer, f"before layer {st.layer}")
+                            r = ar.reducer.choose(bounds[k])
+                            regs[s] = _reduce(b, regs[s], r, f"before layer {st.layer}")
+                            bounds[k] = r.reduced_bound(bounds[k])
                     scaled = st.layer == first_layer
                     factor = mul.operands(math.twiddles(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1),
                                           table.vector)
-                    regs[lo], regs[hi] = _butterfly(b, ar, st.layer, regs[lo], regs[hi], factor, qv, inverse,
-                                                    scale if scaled else None)
-            if sched.at_end and pass_no == len(passes) - 1:
-                regs = [_reduce(b, r, ar.reducer, "eager, after the last layer") for r in regs]
-            if finish is not None and pass_no == len(passes) - 1:
-                regs = [_reduce(b, r, finish, "the output range asked for") for r in regs]
+                    by_scale = mul.operands([scale], lambda row: broadcast_const(b, row[0], bits)) if scaled else None
+                    regs[lo], regs[hi] = mul.butterfly(b, regs[lo], regs[hi], factor, qv, inverse, by_scale,
+                                                       bounds[1], f"layer {st.layer}")
+            last = pass_no == len(passes) - 1
+            if last and (sched.at_end or finish is not None):
+                final = sched.per_index[-1]
+                for k, ix in enumerate(idx):
+                    bound = max(final[i] for i in ix)
+                    for reducer, why in ((ar.reducer if sched.at_end else None, "eager, after the last layer"),
+                                         (finish, "the output range asked for")):
+                        if reducer is not None:
+                            r = reducer.choose(bound)
+                            regs[k], bound = _reduce(b, regs[k], r, why), r.reduced_bound(bound)
             for v, r, ix in zip(group, regs, idx):
                 _store(b, _vector(layout, v), r)
                 memory[v] = ix
     expect = list(range(layout.n)) if inverse else list(layout.output_order)
     if [i for reg in memory for i in reg] != expect:
         raise AssertionError("NTT builder left coefficients where the layout does not say")
-    table.finish(f"{sched.direction} NTT twiddles (w, w*q^-1 mod 2^{bits}) in consumption order")
-
-
-def _butterfly(b: Builder, ar: Arithmetic, layer: int, x: VReg, y: VReg, factor: tuple[Mem, ...], qv: VReg,
-               inverse: bool, scale: int | None) -> tuple[VReg, VReg]:
-    """Cooley–Tukey (x + w*y, x - w*y) or Gentleman–Sande (x + y, w*(x - y)),
-    the products by a twiddle from the table; the inverse's first layer also
-    multiplies the sum by `scale`."""
-    mul, bits = ar.mul, ar.layout.lane_bits
-    add, sub = by_width("add", bits), by_width("sub", bits)
-    if not inverse:
-        m = mul.multiply(b, y, factor, qv)
-        return b.op(add, x, m, comment=f"layer {layer}"), b.op(sub, x, m)
-    total = b.op(add, x, y, comment=f"layer {layer}")
-    diff = mul.multiply(b, b.op(sub, x, y), factor, qv)
-    if scale is not None:
-        total = mul.multiply(b, total, mul.operands([scale], lambda row: broadcast_const(b, row[0], bits)), qv)
-    return total, diff
+    stored = "w, floor(w*2^W/q)" if not mul.signed else f"w, w*q^-1 mod 2^{bits}"
+    table.finish(f"{sched.direction} NTT twiddles ({stored}) in consumption order")
 
 
 def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str, in_abs: int,
@@ -310,6 +304,26 @@ class _Accumulator:
 
     def _reduced(self, x: VReg, bound: int) -> tuple[VReg, int]:
         return _reduce(self.b, x, self.reducer, "keep the sum inside the lane"), self.reducer.reduced_bound(bound)
+
+
+def build_mulmod_shoup(b: Builder, layout: NttLayout, shoup, freeze, accumulate: bool) -> None:
+    """r = a*w (+ b) mod q element-wise, args (r, a, w, wp[, b]): Shoup's
+    product of each vector by its own (w, wp), plus b, then `freeze` (chosen
+    for the sum's bound) to [0, q). Each vector is loaded before its own
+    result is stored, so r may alias a or b."""
+    bits, q, top = layout.lane_bits, shoup.q, (1 << layout.lane_bits) - 1
+    qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
+    product = shoup.bound(top)
+    early = accumulate and product + q - 1 > top  # the sum could leave the lane: reduce the product first
+    bound = (q - 1 if early else product) + (q - 1 if accumulate else 0)
+    for v in range(layout.vectors):
+        x, w, wp = (_load(b, _vector(layout, v, arg)) for arg in (1, 2, 3))
+        r = shoup.multiply(b, x, (w, wp), qv)
+        if early:
+            r = _reduce(b, r, freeze.choose(product), "below q before the sum")
+        if accumulate:
+            r = b.op(by_width("add", bits), r, _load(b, _vector(layout, v, 4)))
+        _store(b, _vector(layout, v), _reduce(b, r, freeze.choose(bound), "to [0, q)"))
 
 
 def build_reduce(b: Builder, layout: NttLayout, reducer: Reducer) -> None:

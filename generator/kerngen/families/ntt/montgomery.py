@@ -44,6 +44,11 @@ class Montgomery:
     bits: int  # lane width; R = 2^bits
 
     name = "montgomery"
+    signed = True  # lanes hold signed values
+
+    @property
+    def lane_max(self) -> int:
+        return (1 << (self.bits - 1)) - 1
 
     @property
     def r(self) -> int:
@@ -71,7 +76,7 @@ class Montgomery:
         consts = [self.constant(v) for v in values]
         rows = [[c.w for c in consts], [c.w_qinv for c in consts]]
         if self.even_odd:
-            rows.append(_odd_down(rows[0]))
+            rows.append(odd_down(rows[0]))
         return tuple(vector(r) for r in rows)
 
     def variable(self, b: Builder, w: VReg) -> tuple[VReg, ...]:
@@ -117,6 +122,33 @@ class Montgomery:
         """Upper bound of |multiply(x, w)| for |x| <= x_abs, |w| <= w_abs."""
         return -(-x_abs * w_abs // self.r) + (self.q + 1) // 2
 
+    def forward_bounds(self, x: int, y: int, w_abs: int, y_register: int) -> tuple[int, int] | None:
+        """|values| after Cooley–Tukey (x + w*y, x - w*y); None where a lane could overflow."""
+        m = self.bound(y, w_abs)
+        return None if x + m > self.lane_max else (x + m, x + m)
+
+    def inverse_bounds(self, x: int, y: int, w_abs: int, scale_abs: int | None,
+                       y_register: int) -> tuple[int, int] | None:
+        """|values| after Gentleman–Sande (x + y, w*(x - y)), the sum times the scale where asked."""
+        s = x + y
+        if s > self.lane_max:
+            return None
+        return (s if scale_abs is None else self.bound(s, scale_abs)), self.bound(s, w_abs)
+
+    def butterfly(self, b: Builder, x: VReg, y: VReg, factor: tuple[Mem, ...], q: VReg, inverse: bool,
+                  scale: tuple[Mem, ...] | None, y_register: int, comment: str) -> tuple[VReg, VReg]:
+        """Cooley–Tukey (x + w*y, x - w*y) or Gentleman–Sande (x + y, w*(x - y)),
+        the sum also multiplied by `scale` where given (the inverse's first layer)."""
+        add, sub = by_width("add", self.bits), by_width("sub", self.bits)
+        if not inverse:
+            m = self.multiply(b, y, factor, q)
+            return b.op(add, x, m, comment=comment), b.op(sub, x, m)
+        total = b.op(add, x, y, comment=comment)
+        diff = self.multiply(b, b.op(sub, x, y), factor, q)
+        if scale is not None:
+            total = self.multiply(b, total, scale, q)
+        return total, diff
+
     def prove(self) -> MontgomeryLemma:
         """The lemma every butterfly and product relies on (the verifier checks ranges only)."""
         return prove_montgomery(self.q, self.bits)
@@ -125,6 +157,6 @@ class Montgomery:
 ODD_LANES = 0xAA  # blend selector: the odd lanes from the second source
 
 
-def _odd_down(lanes: list[int]) -> list[int]:
+def odd_down(lanes: list[int]) -> list[int]:
     """Each odd lane's value in its even neighbour too (where a widening product reads it)."""
     return [lanes[k | 1] if (k | 1) < len(lanes) else lanes[k] for k in range(len(lanes))]

@@ -14,12 +14,13 @@ from .maths import max_layers
 
 POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
+MULS = ("auto", "montgomery", "shoup")  # multiplication strategies (auto: the cheaper by the cost model)
 ORDERS = ("fastest", "standard", "natural")  # of the NTT domain (layout.plan)
 WIDTHS = (16, 32)
 MIN_Q = {16: 3, 32: 1 << 20}  # the smallest q per lane width (32 bits: where the reductions' proofs stay quick)
 ISAS = (AVX2.name, SSE.name)
 MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
-KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "order", "basemul_acc", "output"}
+KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "mul", "order", "basemul_acc", "output"}
 NARROW_LANES = 16  # lanes this wide take inverse inputs in half the signed range (inverse_input_top)
 ACC_COUNTS = range(2, 9)  # basemul_acc: sums of 2 to 8 products
 OUTPUTS = ("lazy", "centred", "canonical")  # what a kernel promises of its output: proven bound, (-q, q), [0, q)
@@ -38,6 +39,7 @@ class NttParams:
     layers: int  # NTT layers L; block degree d = n >> L
     policy: str
     reducer: str  # "auto", "barrett" or "special"
+    mul: str  # "auto", "montgomery" or "shoup"
     order: str  # of the NTT domain: "fastest", "standard" or "natural" (layout.ORDERS)
     basemul_acc: tuple[int, ...]  # k of each r = sum of k base products kernel
     output: tuple[tuple[str, str], ...]  # (kernel, "lazy" | "centred" | "canonical") for OUTPUT_KERNELS
@@ -77,6 +79,12 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     if q >= 1 << (width - 1):
         raise ParamError(src, "q", f"must be below 2^{width - 1} = {1 << (width - 1)} for {width}-bit signed lanes, "
                                    f"got {q}")
+    mul = table.get("mul", MULS[0])
+    if mul not in MULS:
+        raise ParamError(src, "mul", f"must be one of {', '.join(MULS)}, got {mul!r}")
+    if mul == "shoup" and not shoup_fits(width, q):
+        raise ParamError(src, "mul", f"\"shoup\" needs q < 2^{width - 2} = {1 << (width - 2)} on {width}-bit lanes "
+                                     f"(Harvey's lazy values reach 4q), got q = {q}; use montgomery or auto")
     if q < MIN_Q[width]:
         raise ParamError(src, "q", f"must be at least 2^{MIN_Q[width].bit_length() - 1} for {width}-bit lanes, got "
                                    f"{q}: below that the SMT proofs of the {width}-bit reductions' ranges take the "
@@ -105,6 +113,9 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     red = overrides.reducer if overrides.reducer is not None else table.get("reducer", "auto")
     if red not in REDUCERS:
         raise ParamError(src, "reducer", f"must be one of {', '.join(REDUCERS)}, got {red!r}")
+    if mul == "shoup" and red != "auto":
+        raise ParamError(src, "reducer", f"{red!r} reduces signed lanes; with mul = \"shoup\" the lanes are unsigned "
+                                         "and the reductions Harvey's: leave reducer at auto")
     order = overrides.order if overrides.order is not None else table.get("order", ORDERS[0])
     if order not in ORDERS:
         raise ParamError(src, "order", f"must be one of {', '.join(ORDERS)}, got {order!r}"
@@ -125,9 +136,15 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
                                         f"inverse NTT takes inputs in [-{inverse_top}, {inverse_top}], and q = {q} "
                                         "puts base multiplication's outputs beyond them; use \"lazy\" (reduced "
                                         "only as far as the inverse needs)")
-    return NttParams(c.name, n, q, width, isas, layers, pol, red, order, tuple(acc), outputs,
+    return NttParams(c.name, n, q, width, isas, layers, pol, red, mul, order, tuple(acc), outputs,
                      c.prefix, src,
                      c.targets(isas, width), c.abis)
+
+
+def shoup_fits(width: int, q: int) -> bool:
+    """Whether Shoup's multiplication and Harvey's lazy butterflies can run:
+    their values reach 4q, which must fit the unsigned lane."""
+    return q < 1 << (width - 2)
 
 
 def inverse_input_top(width: int, q: int) -> int:

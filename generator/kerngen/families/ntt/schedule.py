@@ -22,6 +22,7 @@ from .layout import LayerPairs, NttLayout, layer_pairs, register_key
 from .maths import NttMath
 from .montgomery import Montgomery
 from .reducers import Reducer
+from .shoup import HarveyReducer, Shoup
 
 
 class ScheduleError(VerifyError):
@@ -51,6 +52,11 @@ class ReductionSchedule:
     def reduced_before(self, layer: int) -> frozenset[int]:
         return dict(self.before).get(layer, frozenset())
 
+    def bounds_before(self, layer: int) -> tuple[int, ...]:
+        """The bound of every index as `layer` starts, before its reductions."""
+        step = [l for l, _ in self.before].index(layer)
+        return self.per_index[step - 1] if step else (self.input_bound,) * len(self.per_index[0])
+
     @property
     def count(self) -> int:
         """Vector reductions inserted (one per register and occasion)."""
@@ -77,16 +83,17 @@ class ReductionSchedule:
 @dataclass(frozen=True)
 class Arithmetic:
     """What a schedule is computed for: the maths, the layout, the
-    multiplication strategy and the reduction."""
+    multiplication strategy (Montgomery on signed lanes, Shoup on unsigned
+    ones: bounds are of |value| or of value) and the reduction."""
 
     math: NttMath
     layout: NttLayout
-    mul: Montgomery
-    reducer: Reducer
+    mul: Montgomery | Shoup
+    reducer: Reducer | HarveyReducer
 
     @property
     def lane_max(self) -> int:
-        return (1 << (self.layout.lane_bits - 1)) - 1
+        return self.mul.lane_max
 
 
 def _twiddle_magnitudes(ar: Arithmetic, lp: LayerPairs, inverse: bool, factor: int) -> list[list[int]]:
@@ -159,17 +166,29 @@ def _layer(ar: Arithmetic, direction: str, step: int, lp: LayerPairs, state: _St
     first_inverse = direction == "inverse" and step == 0  # carries the inverse's scaling
     w = _twiddle_magnitudes(ar, lp, direction == "inverse", scale if first_inverse else 1)
     reduced: set[int] = set()
-    top, bound = ar.lane_max, ar.mul.bound
+    mul = ar.mul
+    scale_w = abs(mul.constant(scale).w) if first_inverse else None
+
+    def transfer(lo, hi, row) -> list[tuple[int, int]] | None:
+        """The pair's bounds after the butterflies, or None where a lane could overflow."""
+        y_register = max(b[i] for i in hi)
+        out = []
+        for x, y, wl in zip(lo, hi, row):
+            got = (mul.forward_bounds(b[x], b[y], wl, y_register) if direction == "forward" else
+                   mul.inverse_bounds(b[x], b[y], wl, scale_w, y_register))
+            if got is None:
+                return None
+            out.append(got)
+        return out
 
     def overflow(lo, hi, row) -> bool:
-        if direction == "forward":
-            return any(b[x] + bound(b[y], wl) > top for x, y, wl in zip(lo, hi, row))
-        return any(b[x] + b[y] > top for x, y in zip(lo, hi))
+        return transfer(lo, hi, row) is None
 
     def reduce_reg(reg) -> None:
         reduced.add(register_key(reg))
+        r = ar.reducer.choose(max(b[i] for i in reg))
         for i in reg:
-            b[i] = ar.reducer.reduced_bound(b[i])
+            b[i] = r.reduced_bound(b[i])
 
     if strategy == "eager":  # after every layer; before the first only where inputs could overflow (as `layer`)
         if step > 0 or any(overflow(lo, hi, row) for (lo, hi), row in zip(lp.pairs, w)):
@@ -196,16 +215,11 @@ def _layer(ar: Arithmetic, direction: str, step: int, lp: LayerPairs, state: _St
             reduce_reg(order[0])
             if strategy == "both" or overflow(lo, hi, row):
                 reduce_reg(order[1])
-    scale_w = abs(ar.mul.constant(scale).w)
     for (lo, hi), row in zip(lp.pairs, w):
-        if overflow(lo, hi, row):
+        got = transfer(lo, hi, row)
+        if got is None:
             return None
-        for x, y, wl in zip(lo, hi, row):
-            if direction == "forward":
-                m = bound(b[y], wl)
-                b[x] = b[y] = b[x] + m
-            else:
-                s_ = b[x] + b[y]
-                b[x], b[y] = (bound(s_, scale_w) if first_inverse else s_), bound(s_, wl)
+        for x, y, (bx, by) in zip(lo, hi, got):
+            b[x], b[y] = bx, by
     return _State(state.count + len(reduced), tuple(b), state.before + ((lp.layer, frozenset(reduced)),),
                   state.max_bound + (max(b),), state.per_index + (tuple(b),))

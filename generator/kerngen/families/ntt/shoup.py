@@ -1,0 +1,273 @@
+"""Shoup multiplication and Harvey's lazy butterflies, the NTT family's
+multiplication strategy on unsigned lanes.
+
+A product by a constant w in [0, q) stored with w' = floor(w*2^W/q)
+(W = the lane width) needs no reduction afterwards:
+
+    Q = hi(x*w');  r = lo(x*w) - lo(Q*q)  =  x*w mod q,  0 <= r < 2q  for any x < 2^W
+
+(`lemmas.prove_shoup`). Lanes with an unsigned high-half multiplication
+(16 bits: vpmulhuw) take Q in one instruction; 32-bit lanes take it from
+widening products of the even lanes (vpmuludq), the odd lanes moved down and
+the odd w' stored moved down, the odd high halves blended over the even ones.
+
+Values stay unsigned and lazily reduced (Harvey): the forward butterfly
+gives (x + t, x + c - t) for t = w*y reduced as above and c the multiple of q
+at or above t's bound, the inverse (x + y, w*(x + c - y)) for c at or above
+y's; the bound analysis adds a reduction only where a register could leave
+the lane: a conditional subtraction of 2q (minu(x, x - 2q): exact where
+x < 4q), or beyond 4q a Shoup product by 1 (`HarveyReducer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
+from ...ir.ops import by_width, has
+from ...passes.lemmas import ShoupLemma, ScalarIdiom, prove, prove_shoup
+from ...passes.verify import SHOUP
+from .montgomery import ODD_LANES, odd_down
+from .reducers import broadcast_const, emit_idiom
+
+
+@dataclass(frozen=True)
+class ShoupConstant:
+    """A constant as stored for multiplication: w = c mod q and w' = floor(w*2^W/q)."""
+
+    value: int
+    w: int
+    wp: int
+
+
+@dataclass(frozen=True)
+class Shoup:
+    q: int
+    bits: int  # lane width W
+
+    name = "shoup"
+    signed = False  # lanes hold unsigned values
+
+    @property
+    def r(self) -> int:
+        """The scale base multiplication leaves (its Montgomery radix 2^W), which the inverse NTT undoes."""
+        return 1 << self.bits
+
+    @property
+    def lane_max(self) -> int:
+        return (1 << self.bits) - 1
+
+    def constant(self, c: int) -> ShoupConstant:
+        w = c % self.q
+        return ShoupConstant(w, w, (w << self.bits) // self.q)
+
+    @property
+    def even_odd(self) -> bool:
+        """High halves from products of even lanes only (no lane-wise unsigned high half at this width)."""
+        return not has("mulhu", self.bits)
+
+    def operands(self, values: Sequence[int], vector: Callable[[list[int]], Mem]) -> tuple[Mem, ...]:
+        """The memory operands `multiply` takes for constants `values` (one per
+        lane), each row made by `vector`: w and w', and for even/odd products
+        also the odd lanes' w' moved down to the even ones."""
+        consts = [self.constant(v) for v in values]
+        rows = [[c.w for c in consts], [c.wp for c in consts]]
+        if self.even_odd:
+            rows.append(odd_down(rows[1]))
+        return tuple(vector(r) for r in rows)
+
+    def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg) -> VReg:
+        """x*w mod q in [0, 2q) for (w, w') given by `operands`, or as two
+        registers (variable w with its w'). Tagged as one Shoup product, which
+        the verifier checks before relying on the lemma."""
+        group = b.new_group()
+
+        def op(name: str, *sources, role: str = "body") -> VReg:
+            return b.op(name, *sources, idiom=IdiomTag(group, SHOUP, role, 1))
+
+        mullo = by_width("mullo", self.bits)
+        if not self.even_odd:
+            w, wp = factor
+            quotient = op(by_width("mulhu", self.bits), x, wp, role="start")
+        else:
+            widen, odd = "vpmuludq", by_width("duplicate_odd", self.bits)
+            w, wp = factor[:2]
+            x_odd = op(odd, x, role="start")
+            wp_odd = factor[2] if len(factor) == 3 else op(odd, wp)
+            quotient = op(by_width("blend", self.bits), op(odd, op(widen, x, wp)), op(widen, x_odd, wp_odd),
+                          Imm(ODD_LANES))
+        return op(by_width("sub", self.bits), op(mullo, x, w), op(mullo, quotient, q), role="end")
+
+    def bound(self, x_max: int, w_abs: int | None = None) -> int:
+        """Largest multiply(x, w) for 0 <= x <= x_max, any w (Shoup's lemma)."""
+        return self.prove().range_for(0, x_max)[1]
+
+    def offset(self, y_max: int) -> int:
+        """The multiple of q added before subtracting a value up to y_max, so nothing goes below zero."""
+        return -(-y_max // self.q) * self.q
+
+    def forward_bounds(self, x: int, y: int, w_abs: int, y_register: int) -> tuple[int, int] | None:
+        """Cooley–Tukey (x + t, x + c - t), t = w*y; None where a lane could overflow."""
+        t, c = self.bound(y), self.offset(self.bound(y_register))
+        return None if x + c > self.lane_max else (x + t, x + c)
+
+    def inverse_bounds(self, x: int, y: int, w_abs: int, scale_abs: int | None,
+                       y_register: int) -> tuple[int, int] | None:
+        """Gentleman–Sande (x + y, w*(x + c - y)), the sum times the scale where asked."""
+        c = self.offset(y_register)
+        if x + y > self.lane_max or x + c > self.lane_max:
+            return None
+        return (x + y if scale_abs is None else self.bound(x + y)), self.bound(x + c)
+
+    def butterfly(self, b: Builder, x: VReg, y: VReg, factor: tuple[Mem, ...], q: VReg, inverse: bool,
+                  scale: tuple[Mem, ...] | None, y_register: int, comment: str) -> tuple[VReg, VReg]:
+        add, sub = by_width("add", self.bits), by_width("sub", self.bits)
+        if not inverse:
+            t = self.multiply(b, y, factor, q)
+            c = self.offset(self.bound(y_register))
+            return b.op(add, x, t, comment=comment), b.op(sub, b.op(add, x, broadcast_const(b, c, self.bits)), t)
+        c = self.offset(y_register)
+        total = b.op(add, x, y, comment=comment)
+        diff = self.multiply(b, b.op(sub, b.op(add, x, broadcast_const(b, c, self.bits)), y), factor, q)
+        if scale is not None:
+            total = self.multiply(b, total, scale, q)
+        return total, diff
+
+    def prove(self) -> ShoupLemma:
+        return prove_shoup(self.q, self.bits)
+
+
+def conditional_subtraction(q: int, c: int, bits: int) -> ScalarIdiom:
+    """x - c where x >= c, else x, for c a multiple of q: the subtraction
+    wraps below zero exactly where x < c, and the unsigned minimum keeps x there."""
+    return ScalarIdiom("csub", q, (("sub", "d", "x", c), ("minu", "r", "x", "d")), bits, signed=False)
+
+
+@dataclass(frozen=True)
+class ConditionalSubtraction:
+    """A reduction of unsigned lanes by one conditional subtraction of c."""
+
+    q: int
+    c: int
+    bits: int
+
+    kind = "csub"
+    multiplications = 0
+    instructions = 2
+
+    @property
+    def idiom(self) -> ScalarIdiom:
+        return conditional_subtraction(self.q, self.c, self.bits)
+
+    def reduced_bound(self, bound: int) -> int:
+        return prove(self.idiom).range_for(0, bound)[1]
+
+    def emit(self, b: Builder, x: VReg, comment: str) -> VReg:
+        return emit_idiom(b, self.idiom, x, comment=comment)
+
+    def describe(self) -> str:
+        return f"conditional subtraction of {self.c // self.q}q: min(x, x - {self.c}) unsigned"
+
+
+@dataclass(frozen=True)
+class ShoupReduction:
+    """Any unsigned lane value to [0, 2q): Shoup's product by 1, x - hi(x*floor(2^W/q))*q."""
+
+    q: int
+    bits: int
+
+    kind = "shoup"
+
+    @property
+    def strategy(self) -> Shoup:
+        return Shoup(self.q, self.bits)
+
+    @property
+    def multiplications(self) -> int:
+        return 4 if self.strategy.even_odd else 2
+
+    @property
+    def instructions(self) -> int:
+        return 7 if self.strategy.even_odd else 3
+
+    def reduced_bound(self, bound: int) -> int:
+        return self.strategy.bound(bound)
+
+    def emit(self, b: Builder, x: VReg, comment: str) -> VReg:
+        s = self.strategy
+        one = s.operands([1], lambda row: broadcast_const(b, row[0], self.bits))
+        q = b.op("load", broadcast_const(b, self.q, self.bits), comment=comment)
+        return s.multiply(b, x, one, q)
+
+    def describe(self) -> str:
+        return "Shoup's product by 1: x - hi(x*floor(2^W/q))*q"
+
+
+@dataclass(frozen=True)
+class HarveyReducer:
+    """The reduction the Harvey schedules place: for a register whose lanes
+    stay below 4q, one conditional subtraction of 2q (two instructions, to
+    [0, 2q)); above that, Shoup's product by 1 (to [0, 2q) from anything)."""
+
+    q: int
+    bits: int
+
+    kind = "harvey"
+    multiplications = 0
+    instructions = 2  # the common case, for the cost model
+
+    def choose(self, register_bound: int) -> ConditionalSubtraction | ShoupReduction:
+        if register_bound < 4 * self.q:
+            return ConditionalSubtraction(self.q, 2 * self.q, self.bits)
+        return ShoupReduction(self.q, self.bits)
+
+    def reduced_bound(self, bound: int) -> int:
+        return self.choose(bound).reduced_bound(bound)
+
+    def describe(self) -> str:
+        return "Harvey: conditional subtraction of 2q below 4q, Shoup's product by 1 above"
+
+
+@dataclass(frozen=True)
+class ReductionChain:
+    """Reductions one after another, as one."""
+
+    kind: str
+    steps: tuple[ConditionalSubtraction | ShoupReduction, ...]
+
+    def reduced_bound(self, bound: int) -> int:
+        for r in self.steps:
+            bound = r.reduced_bound(bound)
+        return bound
+
+    def emit(self, b: Builder, x: VReg, comment: str) -> VReg:
+        for r in self.steps:
+            x = r.emit(b, x, comment)
+        return x
+
+    def describe(self) -> str:
+        return ", then ".join(r.describe() for r in self.steps)
+
+
+@dataclass(frozen=True)
+class UnsignedFreeze:
+    """Unsigned lanes to [0, q): for lanes that may reach 2q, Shoup's product
+    by 1 first; then conditional subtractions of multiples of q, each
+    halving the range, down to one of q."""
+
+    q: int
+    bits: int
+
+    kind = "freeze"
+
+    def choose(self, register_bound: int) -> ReductionChain:
+        steps: list[ConditionalSubtraction | ShoupReduction] = []
+        bound = register_bound
+        if bound >= 2 * self.q:
+            steps.append(ShoupReduction(self.q, self.bits))
+            bound = steps[-1].reduced_bound(bound)
+        while bound >= self.q:
+            steps.append(ConditionalSubtraction(self.q, self.q * -(-(bound + 1) // (2 * self.q)), self.bits))
+            bound = steps[-1].reduced_bound(bound)
+        return ReductionChain(self.kind, tuple(steps))
