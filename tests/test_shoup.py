@@ -138,4 +138,5 @@ def test_auto_takes_the_cheaper_strategy_by_the_cost_model():
 def test_shoup_products_bound_what_they_are_given():
     s = Shoup(3329, 16)
     assert s.bound(0) == 3328 and s.bound(3328) == 3328 + 170 and s.bound(65535) == 6657  # q - 1 + ceil(q*x/2^16)
-    assert s.offset(6657) == 6658 and s.offset(3329) == 3329
+    assert s.offset(True, 6657) == 6658 and s.offset(True, 3329) == 3329
+    assert s.offset(False, 3328) == 2 * 3329  # forward: above the product's bound q - 1 + ceil(q*x/2^16)

@@ -327,20 +327,12 @@ kg_ctru3457_ntt_inverse_twiddles_sse:
     dw 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422
 
 align 32
-pw_1:
-    dw 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
-
-align 32
 pw_12929:
     dw 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929
 
 align 32
 pw_1580:
     dw 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580
-
-align 32
-pw_18:
-    dw 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18
 
 align 32
 pw_19412:
@@ -357,6 +349,10 @@ pw_4095:
 align 32
 pw_512:
     dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
+
+align 32
+pw_6914:
+    dw 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914
 
 align 32
 pw_m19412:
@@ -2574,11 +2570,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
@@ -2591,11 +2584,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
@@ -2608,11 +2598,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
@@ -2625,11 +2612,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
@@ -2642,11 +2626,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
@@ -2659,11 +2640,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
@@ -2676,11 +2654,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
@@ -2693,11 +2668,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
@@ -2710,11 +2682,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
@@ -2727,11 +2696,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
@@ -2744,11 +2710,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
@@ -2761,11 +2724,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
@@ -2778,11 +2738,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
@@ -2795,11 +2752,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
@@ -2812,11 +2766,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_18]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
@@ -2829,11 +2780,8 @@ kg_ctru3457_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 480]
     vpaddw       ymm0, ymm0, ymm1
-    vmovdqu      ymm1, [rel pw_3457]                 ; freeze: to [0, q)
-    vpmulhuw     ymm2, ymm0, [rel pw_18]
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
-    vpsubw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, [rel pw_6914]           ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3457]           ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
@@ -8341,17 +8289,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8378,17 +8321,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 48]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8415,17 +8353,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 80]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8452,17 +8385,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8489,17 +8417,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 144]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8526,17 +8449,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 176]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8563,17 +8481,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 208]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8600,17 +8513,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 240]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8637,17 +8545,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 272]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8674,17 +8577,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 304]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8711,17 +8609,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 336]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8748,17 +8641,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 368]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8785,17 +8673,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 400]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8822,17 +8705,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 432]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8859,17 +8737,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 464]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_18]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6914]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3457]
     movdqa       xmm4, xmm2
@@ -8896,17 +8769,12 @@ kg_ctru3457_muladd_shoup_sse:
     movdqu       xmm3, [r8 + 496]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
-    movdqu       xmm0, [rel pw_3457]                 ; freeze: to [0, q)
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_18]
-    movdqa       xmm4, xmm2
-    pmulhuw      xmm4, [rel pw_18 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm3, xmm0
-    pmullw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubw        xmm0, [rel pw_6914]
+    movdqa       xmm3, xmm2
+    psubw        xmm3, [rel pw_6914 + 16]
+    pminuw       xmm1, xmm0
+    pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
     psubw        xmm0, [rel pw_3457]
     movdqa       xmm3, xmm2

@@ -5110,362 +5110,330 @@ kg_dilithium8380417_ntt_inverse_avx2:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_reduce_shoup_avx2.end - kg_dilithium8380417_reduce_shoup_avx2)
 align 32
 kg_dilithium8380417_reduce_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
-    vmovdqu      ymm1, [rel pd_8380417]              ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -5479,424 +5447,392 @@ kg_dilithium8380417_reduce_shoup_avx2:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_freeze_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_freeze_avx2.end - kg_dilithium8380417_freeze_avx2)
 align 32
 kg_dilithium8380417_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_512]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_512]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_8380417]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze
     vpminud      ymm0, ymm0, ymm1
@@ -6431,15 +6367,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
@@ -6457,15 +6386,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
@@ -6483,15 +6405,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
@@ -6509,15 +6424,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
@@ -6535,15 +6443,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
@@ -6561,15 +6462,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
@@ -6587,15 +6481,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
@@ -6613,15 +6500,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
@@ -6639,15 +6519,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
@@ -6665,15 +6538,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
@@ -6691,15 +6557,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
@@ -6717,15 +6576,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
@@ -6743,15 +6595,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
@@ -6769,15 +6614,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
@@ -6795,15 +6633,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
@@ -6821,15 +6652,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 480]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
@@ -6847,15 +6671,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 512]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
@@ -6873,15 +6690,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 544]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
@@ -6899,15 +6709,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 576]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
@@ -6925,15 +6728,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 608]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
@@ -6951,15 +6747,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 640]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
@@ -6977,15 +6766,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 672]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
@@ -7003,15 +6785,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 704]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
@@ -7029,15 +6804,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 736]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
@@ -7055,15 +6823,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 768]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
@@ -7081,15 +6842,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 800]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
@@ -7107,15 +6861,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 832]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
@@ -7133,15 +6880,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 864]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
@@ -7159,15 +6899,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 896]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
@@ -7185,15 +6918,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 928]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
@@ -7211,15 +6937,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 960]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_512]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_512]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
@@ -7237,15 +6956,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpsubd       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 992]
     vpaddd       ymm0, ymm0, ymm1
-    vmovdqu      ymm1, [rel pd_8380417]              ; freeze: to [0, q)
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_512]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_512]
-    vpblendd     ymm2, ymm3, ymm2, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
-    vpsubd       ymm0, ymm0, ymm1
+    vpsubd       ymm1, ymm0, [rel pd_16760834]       ; freeze: to [0, q)
+    vpminud      ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_8380417]        ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
@@ -17654,7 +17366,7 @@ kg_dilithium8380417_ntt_inverse_sse:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_reduce_shoup_sse.end - kg_dilithium8380417_reduce_shoup_sse)
 align 32
@@ -17662,738 +17374,706 @@ kg_dilithium8380417_reduce_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi], xmm0
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 32], xmm0
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 64], xmm0
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 96], xmm0
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 128], xmm0
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 160], xmm0
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 192], xmm0
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 224], xmm0
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 256], xmm0
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 288], xmm0
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 320], xmm0
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 352], xmm0
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 384], xmm0
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 416], xmm0
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 448], xmm0
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 480], xmm0
     movdqu       [rdi + 496], xmm1
     movdqu       xmm0, [rdi + 512]
     movdqu       xmm1, [rdi + 528]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 512], xmm0
     movdqu       [rdi + 528], xmm1
     movdqu       xmm0, [rdi + 544]
     movdqu       xmm1, [rdi + 560]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 544], xmm0
     movdqu       [rdi + 560], xmm1
     movdqu       xmm0, [rdi + 576]
     movdqu       xmm1, [rdi + 592]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 576], xmm0
     movdqu       [rdi + 592], xmm1
     movdqu       xmm0, [rdi + 608]
     movdqu       xmm1, [rdi + 624]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 608], xmm0
     movdqu       [rdi + 624], xmm1
     movdqu       xmm0, [rdi + 640]
     movdqu       xmm1, [rdi + 656]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 640], xmm0
     movdqu       [rdi + 656], xmm1
     movdqu       xmm0, [rdi + 672]
     movdqu       xmm1, [rdi + 688]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 672], xmm0
     movdqu       [rdi + 688], xmm1
     movdqu       xmm0, [rdi + 704]
     movdqu       xmm1, [rdi + 720]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 704], xmm0
     movdqu       [rdi + 720], xmm1
     movdqu       xmm0, [rdi + 736]
     movdqu       xmm1, [rdi + 752]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 736], xmm0
     movdqu       [rdi + 752], xmm1
     movdqu       xmm0, [rdi + 768]
     movdqu       xmm1, [rdi + 784]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 768], xmm0
     movdqu       [rdi + 784], xmm1
     movdqu       xmm0, [rdi + 800]
     movdqu       xmm1, [rdi + 816]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 800], xmm0
     movdqu       [rdi + 816], xmm1
     movdqu       xmm0, [rdi + 832]
     movdqu       xmm1, [rdi + 848]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 832], xmm0
     movdqu       [rdi + 848], xmm1
     movdqu       xmm0, [rdi + 864]
     movdqu       xmm1, [rdi + 880]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 864], xmm0
     movdqu       [rdi + 880], xmm1
     movdqu       xmm0, [rdi + 896]
     movdqu       xmm1, [rdi + 912]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 896], xmm0
     movdqu       [rdi + 912], xmm1
     movdqu       xmm0, [rdi + 928]
     movdqu       xmm1, [rdi + 944]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 928], xmm0
     movdqu       [rdi + 944], xmm1
     movdqu       xmm0, [rdi + 960]
     movdqu       xmm1, [rdi + 976]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 960], xmm0
     movdqu       [rdi + 976], xmm1
     movdqu       xmm0, [rdi + 992]
     movdqu       xmm1, [rdi + 1008]
-    movdqu       xmm2, [rel pd_8380417]              ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 992], xmm0
     movdqu       [rdi + 1008], xmm1
     ret
@@ -18406,7 +18086,7 @@ kg_dilithium8380417_reduce_shoup_sse:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_freeze_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_freeze_sse.end - kg_dilithium8380417_freeze_sse)
 align 32
@@ -18414,25 +18094,24 @@ kg_dilithium8380417_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18443,25 +18122,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18472,25 +18150,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18501,25 +18178,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18530,25 +18206,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18559,25 +18234,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18588,25 +18262,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18617,25 +18290,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18646,25 +18318,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18675,25 +18346,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18704,25 +18374,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18733,25 +18402,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18762,25 +18430,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18791,25 +18458,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18820,25 +18486,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18849,25 +18514,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18878,25 +18542,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 496], xmm1
     movdqu       xmm0, [rdi + 512]
     movdqu       xmm1, [rdi + 528]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18907,25 +18570,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 528], xmm1
     movdqu       xmm0, [rdi + 544]
     movdqu       xmm1, [rdi + 560]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18936,25 +18598,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 560], xmm1
     movdqu       xmm0, [rdi + 576]
     movdqu       xmm1, [rdi + 592]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18965,25 +18626,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 592], xmm1
     movdqu       xmm0, [rdi + 608]
     movdqu       xmm1, [rdi + 624]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -18994,25 +18654,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 624], xmm1
     movdqu       xmm0, [rdi + 640]
     movdqu       xmm1, [rdi + 656]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -19023,25 +18682,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 656], xmm1
     movdqu       xmm0, [rdi + 672]
     movdqu       xmm1, [rdi + 688]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -19052,25 +18710,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 688], xmm1
     movdqu       xmm0, [rdi + 704]
     movdqu       xmm1, [rdi + 720]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -19081,25 +18738,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 720], xmm1
     movdqu       xmm0, [rdi + 736]
     movdqu       xmm1, [rdi + 752]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -19110,25 +18766,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 752], xmm1
     movdqu       xmm0, [rdi + 768]
     movdqu       xmm1, [rdi + 784]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -19139,25 +18794,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 784], xmm1
     movdqu       xmm0, [rdi + 800]
     movdqu       xmm1, [rdi + 816]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -19168,25 +18822,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 816], xmm1
     movdqu       xmm0, [rdi + 832]
     movdqu       xmm1, [rdi + 848]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -19197,25 +18850,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 848], xmm1
     movdqu       xmm0, [rdi + 864]
     movdqu       xmm1, [rdi + 880]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -19226,25 +18878,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 880], xmm1
     movdqu       xmm0, [rdi + 896]
     movdqu       xmm1, [rdi + 912]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -19255,25 +18906,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 912], xmm1
     movdqu       xmm0, [rdi + 928]
     movdqu       xmm1, [rdi + 944]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -19284,25 +18934,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 944], xmm1
     movdqu       xmm0, [rdi + 960]
     movdqu       xmm1, [rdi + 976]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -19313,25 +18962,24 @@ kg_dilithium8380417_freeze_sse:
     movdqu       [rdi + 976], xmm1
     movdqu       xmm0, [rdi + 992]
     movdqu       xmm1, [rdi + 1008]
-    movdqu       xmm2, [rel pd_8380417]              ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_512]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_512 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
+    pmuludq      xmm2, [rel pd_512]
+    pmuludq      xmm3, [rel pd_512 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_8380417]
+    pmulld       xmm5, [rel pd_8380417 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_8380417]
     movdqa       xmm3, xmm1
@@ -20426,25 +20074,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -20481,25 +20116,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 48]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -20536,25 +20158,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 80]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -20591,25 +20200,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 112]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -20646,25 +20242,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 144]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -20701,25 +20284,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 176]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -20756,25 +20326,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 208]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -20811,25 +20368,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 240]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -20866,25 +20410,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 272]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -20921,25 +20452,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 304]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -20976,25 +20494,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 336]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21031,25 +20536,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 368]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21086,25 +20578,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 400]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21141,25 +20620,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 432]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21196,25 +20662,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 464]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21251,25 +20704,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 496]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21306,25 +20746,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 528]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21361,25 +20788,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 560]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21416,25 +20830,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 592]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21471,25 +20872,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 624]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21526,25 +20914,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 656]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21581,25 +20956,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 688]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21636,25 +20998,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 720]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21691,25 +21040,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 752]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21746,25 +21082,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 784]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21801,25 +21124,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 816]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21856,25 +21166,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 848]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21911,25 +21208,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 880]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -21966,25 +21250,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 912]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -22021,25 +21292,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 944]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -22076,25 +21334,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 976]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_512]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_512 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_512]
-    pmuludq      xmm5, [rel pd_512 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_16760834]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_8380417]
     movdqa       xmm4, xmm2
@@ -22131,25 +21376,12 @@ kg_dilithium8380417_muladd_shoup_sse:
     movdqu       xmm3, [r8 + 1008]
     paddd        xmm1, xmm0
     paddd        xmm2, xmm3
-    movdqu       xmm0, [rel pd_8380417]              ; freeze: to [0, q)
-    movshdup     xmm3, xmm1
-    movshdup     xmm4, xmm2
-    movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_512]
-    movdqa       xmm6, xmm2
-    pmuludq      xmm6, [rel pd_512 + 16]
-    movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_512]
-    pmuludq      xmm4, [rel pd_512 + 16]
-    pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
-    psubd        xmm1, xmm5
-    psubd        xmm2, xmm6
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubd        xmm0, [rel pd_16760834]
+    movdqa       xmm3, xmm2
+    psubd        xmm3, [rel pd_16760834 + 16]
+    pminud       xmm1, xmm0
+    pminud       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
     psubd        xmm0, [rel pd_8380417]
     movdqa       xmm3, xmm2

@@ -862,7 +862,7 @@ section .text
 ;   ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-10}, flags
+;   clobbers: ymm{0-9}, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 112 vector reductions
@@ -1492,10 +1492,9 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 416]
     vmovdqu      ymm7, [rdi + 448]
     vmovdqu      ymm8, [rdi + 480]
-    vmovdqu      ymm9, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm1, [rel pw_5]
+    vpmulhuw     ymm9, ymm1, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm9, ymm10, ymm9
+    vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm9
     vpmulhuw     ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1696]
     vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1664]
@@ -1504,10 +1503,9 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpaddw       ymm1, ymm1, [rel pw_24578]
     vpsubw       ymm1, ymm1, ymm5
-    vmovdqu      ymm5, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm2, [rel pw_5]
+    vpmulhuw     ymm5, ymm2, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm2, ymm2, [rel pw_1]
-    vpmullw      ymm5, ymm10, ymm5
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1696]
     vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1664]
@@ -1516,10 +1514,9 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpaddw       ymm2, ymm2, [rel pw_24578]
     vpsubw       ymm2, ymm2, ymm5
-    vmovdqu      ymm5, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm3, [rel pw_5]
+    vpmulhuw     ymm5, ymm3, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm3, ymm3, [rel pw_1]
-    vpmullw      ymm5, ymm10, ymm5
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1696]
     vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1664]
@@ -1528,10 +1525,9 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpaddw       ymm3, ymm3, [rel pw_24578]
     vpsubw       ymm3, ymm3, ymm5
-    vmovdqu      ymm5, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm4, [rel pw_5]
+    vpmulhuw     ymm5, ymm4, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm4, ymm4, [rel pw_1]
-    vpmullw      ymm5, ymm10, ymm5
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1696]
     vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1664]
@@ -1820,10 +1816,9 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 672]
     vmovdqu      ymm7, [rdi + 704]
     vmovdqu      ymm8, [rdi + 736]
-    vmovdqu      ymm9, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm1, [rel pw_5]
+    vpmulhuw     ymm9, ymm1, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm9, ymm10, ymm9
+    vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm9
     vpmulhuw     ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3168]
     vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3136]
@@ -1832,10 +1827,9 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpaddw       ymm1, ymm1, [rel pw_24578]
     vpsubw       ymm1, ymm1, ymm5
-    vmovdqu      ymm5, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm2, [rel pw_5]
+    vpmulhuw     ymm5, ymm2, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm2, ymm2, [rel pw_1]
-    vpmullw      ymm5, ymm10, ymm5
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3168]
     vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3136]
@@ -1844,10 +1838,9 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpaddw       ymm2, ymm2, [rel pw_24578]
     vpsubw       ymm2, ymm2, ymm5
-    vmovdqu      ymm5, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm3, [rel pw_5]
+    vpmulhuw     ymm5, ymm3, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm3, ymm3, [rel pw_1]
-    vpmullw      ymm5, ymm10, ymm5
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3168]
     vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3136]
@@ -1856,10 +1849,9 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpaddw       ymm3, ymm3, [rel pw_24578]
     vpsubw       ymm3, ymm3, ymm5
-    vmovdqu      ymm5, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm4, [rel pw_5]
+    vpmulhuw     ymm5, ymm4, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm4, ymm4, [rel pw_1]
-    vpmullw      ymm5, ymm10, ymm5
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3168]
     vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3136]
@@ -2148,10 +2140,9 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 928]
     vmovdqu      ymm7, [rdi + 960]
     vmovdqu      ymm8, [rdi + 992]
-    vmovdqu      ymm9, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm1, [rel pw_5]
+    vpmulhuw     ymm9, ymm1, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm9, ymm10, ymm9
+    vpmullw      ymm9, ymm9, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm9
     vpmulhuw     ymm9, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4640]
     vpmullw      ymm5, ymm5, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4608]
@@ -2160,10 +2151,9 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpaddw       ymm1, ymm1, [rel pw_24578]
     vpsubw       ymm1, ymm1, ymm5
-    vmovdqu      ymm5, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm2, [rel pw_5]
+    vpmulhuw     ymm5, ymm2, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm2, ymm2, [rel pw_1]
-    vpmullw      ymm5, ymm10, ymm5
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4640]
     vpmullw      ymm6, ymm6, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4608]
@@ -2172,10 +2162,9 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpaddw       ymm2, ymm2, [rel pw_24578]
     vpsubw       ymm2, ymm2, ymm5
-    vmovdqu      ymm5, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm3, [rel pw_5]
+    vpmulhuw     ymm5, ymm3, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm3, ymm3, [rel pw_1]
-    vpmullw      ymm5, ymm10, ymm5
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4640]
     vpmullw      ymm7, ymm7, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4608]
@@ -2184,10 +2173,9 @@ kg_falcon12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpaddw       ymm3, ymm3, [rel pw_24578]
     vpsubw       ymm3, ymm3, ymm5
-    vmovdqu      ymm5, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm4, [rel pw_5]
+    vpmulhuw     ymm5, ymm4, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm4, ymm4, [rel pw_1]
-    vpmullw      ymm5, ymm10, ymm5
+    vpmullw      ymm5, ymm5, [rel pw_12289]
     vpsubw       ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4640]
     vpmullw      ymm8, ymm8, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4608]
@@ -4752,234 +4740,202 @@ kg_falcon12289_ntt_inverse_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-2}, flags
+;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_reduce_shoup_avx2.end - kg_falcon12289_reduce_shoup_avx2)
 align 32
 kg_falcon12289_reduce_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -4993,296 +4949,264 @@ kg_falcon12289_reduce_shoup_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-2}, flags
+;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_freeze_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_freeze_avx2.end - kg_falcon12289_freeze_avx2)
 align 32
 kg_falcon12289_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
@@ -5652,11 +5576,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
@@ -5669,11 +5590,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
@@ -5686,11 +5604,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
@@ -5703,11 +5618,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
@@ -5720,11 +5632,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
@@ -5737,11 +5646,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
@@ -5754,11 +5660,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
@@ -5771,11 +5674,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
@@ -5788,11 +5688,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
@@ -5805,11 +5702,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
@@ -5822,11 +5716,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
@@ -5839,11 +5730,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
@@ -5856,11 +5744,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
@@ -5873,11 +5758,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
@@ -5890,11 +5772,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
@@ -5907,11 +5786,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 480]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
@@ -5924,11 +5800,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 512]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
@@ -5941,11 +5814,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 544]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
@@ -5958,11 +5828,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 576]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
@@ -5975,11 +5842,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 608]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
@@ -5992,11 +5856,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 640]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
@@ -6009,11 +5870,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 672]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
@@ -6026,11 +5884,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 704]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
@@ -6043,11 +5898,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 736]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
@@ -6060,11 +5912,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 768]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
@@ -6077,11 +5926,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 800]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
@@ -6094,11 +5940,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 832]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
@@ -6111,11 +5954,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 864]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
@@ -6128,11 +5968,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 896]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
@@ -6145,11 +5982,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 928]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
@@ -6162,11 +5996,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 960]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
@@ -6179,11 +6010,8 @@ kg_falcon12289_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 992]
     vpaddw       ymm0, ymm0, ymm1
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
-    vpsubw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
@@ -7830,898 +7658,894 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       xmm14, [rdi + 480]
     movdqu       xmm15, [rdi + 496]
     movdqa       [rsp + 32], xmm15                   ; spill
-    movdqu       xmm15, [rel pw_12289]               ; shoup: before layer 2
+    movdqa       xmm15, xmm0                         ; shoup: before layer 2
+    pmulhuw      xmm15, [rel pw_5]
     movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm0
-    pmulhuw      xmm14, [rel pw_5]
-    movdqa       [rsp], xmm7                         ; spill
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rel pw_5 + 16]
+    movdqa       xmm14, xmm1
+    pmulhuw      xmm14, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm14, xmm15
-    pmullw       xmm7, xmm15
-    psubw        xmm0, xmm14
-    psubw        xmm1, xmm7
-    movdqa       xmm7, xmm8
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1696]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1712]
+    pmullw       xmm15, [rel pw_12289]
+    pmullw       xmm14, [rel pw_12289 + 16]
+    psubw        xmm0, xmm15
+    psubw        xmm1, xmm14
+    movdqa       xmm14, xmm8
+    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1696]
+    movdqa       xmm15, xmm9
+    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1712]
     pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1664]
     pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1680]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm7, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm9, xmm14
-    movdqa       xmm7, xmm0                          ; layer 2
-    paddw        xmm7, xmm8
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm9
+    movdqa       [rsp], xmm7                         ; spill
+    movdqu       xmm7, [rel pw_12289]                ; reload
+    pmullw       xmm14, xmm7
+    pmullw       xmm15, xmm7
+    psubw        xmm8, xmm14
+    psubw        xmm9, xmm15
+    movdqa       xmm14, xmm0                         ; layer 2
+    paddw        xmm14, xmm8
+    movdqa       xmm15, xmm1
+    paddw        xmm15, xmm9
     paddw        xmm0, [rel pw_24578]
     paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
-    movdqu       xmm8, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rel pw_5]
-    movdqa       [rsp + 128], xmm1                   ; spill
-    movdqa       xmm1, xmm3
-    pmulhuw      xmm1, [rel pw_5 + 16]
+    movdqa       xmm8, xmm2                          ; shoup: before layer 2
+    pmulhuw      xmm8, [rel pw_5]
+    movdqa       xmm9, xmm3
+    pmulhuw      xmm9, [rel pw_5 + 16]
     pmullw       xmm2, [rel pw_1]
     pmullw       xmm3, [rel pw_1 + 16]
-    pmullw       xmm9, xmm8
-    pmullw       xmm1, xmm8
-    psubw        xmm2, xmm9
-    psubw        xmm3, xmm1
-    movdqa       xmm1, xmm10
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1696]
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1712]
+    pmullw       xmm8, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
+    psubw        xmm2, xmm8
+    psubw        xmm3, xmm9
+    movdqa       xmm8, xmm10
+    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1696]
+    movdqa       xmm9, xmm11
+    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1712]
     pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1664]
     pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1680]
-    pmullw       xmm1, xmm15
-    pmullw       xmm8, xmm15
-    psubw        xmm10, xmm1
-    psubw        xmm11, xmm8
-    movdqa       xmm1, xmm2                          ; layer 2
-    paddw        xmm1, xmm10
-    movdqa       xmm8, xmm3
-    paddw        xmm8, xmm11
+    pmullw       xmm8, xmm7
+    pmullw       xmm9, xmm7
+    psubw        xmm10, xmm8
+    psubw        xmm11, xmm9
+    movdqa       xmm8, xmm2                          ; layer 2
+    paddw        xmm8, xmm10
+    movdqa       xmm9, xmm3
+    paddw        xmm9, xmm11
     paddw        xmm2, [rel pw_24578]
     paddw        xmm3, [rel pw_24578 + 16]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
-    movdqu       xmm9, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm10, xmm4
+    movdqa       xmm10, xmm4                         ; shoup: before layer 2
     pmulhuw      xmm10, [rel pw_5]
     movdqa       xmm11, xmm5
     pmulhuw      xmm11, [rel pw_5 + 16]
     pmullw       xmm4, [rel pw_1]
     pmullw       xmm5, [rel pw_1 + 16]
-    pmullw       xmm10, xmm9
-    pmullw       xmm11, xmm9
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm11, [rel pw_12289 + 16]
     psubw        xmm4, xmm10
     psubw        xmm5, xmm11
-    movdqa       xmm9, xmm12
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1696]
-    movdqa       xmm10, xmm13
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1712]
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1696]
+    movdqa       xmm11, xmm13
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1712]
     pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1664]
     pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1680]
-    pmullw       xmm9, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm12, xmm9
-    psubw        xmm13, xmm10
-    movdqa       xmm9, xmm4                          ; layer 2
-    paddw        xmm9, xmm12
-    movdqa       xmm10, xmm5
-    paddw        xmm10, xmm13
+    pmullw       xmm10, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm12, xmm10
+    psubw        xmm13, xmm11
+    movdqa       xmm10, xmm4                         ; layer 2
+    paddw        xmm10, xmm12
+    movdqa       xmm11, xmm5
+    paddw        xmm11, xmm13
     paddw        xmm4, [rel pw_24578]
     paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
-    movdqu       xmm11, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       xmm12, xmm6
+    movdqa       xmm12, xmm6                         ; shoup: before layer 2
     pmulhuw      xmm12, [rel pw_5]
     movdqa       xmm13, [rsp]                        ; reload
-    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       [rsp + 128], xmm3                   ; spill
     movdqa       xmm3, xmm13
     pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm6, [rel pw_1]
     pmullw       xmm13, [rel pw_1 + 16]
-    pmullw       xmm12, xmm11
-    pmullw       xmm3, xmm11
+    pmullw       xmm12, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
     psubw        xmm6, xmm12
     psubw        xmm13, xmm3
     movdqa       xmm3, [rsp + 96]                    ; reload
-    movdqa       xmm11, xmm3
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1696]
-    movdqa       xmm12, [rsp + 32]                   ; reload
+    movdqa       xmm12, xmm3
+    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1696]
     movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, xmm12
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1712]
+    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       [rsp + 64], xmm5                    ; spill
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1712]
     pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1664]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1680]
-    pmullw       xmm11, xmm15
-    pmullw       xmm2, xmm15
-    psubw        xmm3, xmm11
-    psubw        xmm12, xmm2
-    movdqa       xmm2, xmm6                          ; layer 2
-    paddw        xmm2, xmm3
-    movdqa       xmm11, xmm13
-    paddw        xmm11, xmm12
+    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1680]
+    pmullw       xmm12, xmm7
+    pmullw       xmm5, xmm7
+    psubw        xmm3, xmm12
+    psubw        xmm2, xmm5
+    movdqa       xmm5, xmm6                          ; layer 2
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm13
+    paddw        xmm12, xmm2
     paddw        xmm6, [rel pw_24578]
     paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm6, xmm3
-    psubw        xmm13, xmm12
-    movdqa       xmm3, xmm7                          ; csub: before layer 3
-    psubw        xmm3, [rel pw_24578]
-    movdqa       xmm12, xmm14
-    psubw        xmm12, [rel pw_24578 + 16]
-    pminuw       xmm7, xmm3
-    pminuw       xmm14, xmm12
-    movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1760]
-    movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1776]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1728]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1744]
-    pmullw       xmm3, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm3
-    psubw        xmm10, xmm12
-    movdqa       xmm3, xmm7                          ; layer 3
-    paddw        xmm3, xmm9
-    movdqa       xmm12, xmm14
-    paddw        xmm12, xmm10
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm7, xmm9
-    psubw        xmm14, xmm10
-    movdqa       xmm9, xmm1                          ; csub: before layer 3
-    psubw        xmm9, [rel pw_24578]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm1, xmm9
-    pminuw       xmm8, xmm10
-    movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1760]
-    movdqa       xmm10, xmm11
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1776]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1728]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1744]
-    pmullw       xmm9, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm2, xmm9
-    psubw        xmm11, xmm10
-    movdqa       xmm9, xmm1                          ; layer 3
-    paddw        xmm9, xmm2
-    movdqa       xmm10, xmm8
-    paddw        xmm10, xmm11
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm11
-    movdqa       xmm2, xmm0                          ; csub: before layer 3
+    psubw        xmm13, xmm2
+    movdqa       xmm2, xmm14                         ; csub: before layer 3
     psubw        xmm2, [rel pw_24578]
-    movdqa       xmm11, [rsp + 128]                  ; reload
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, xmm11
-    psubw        xmm8, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm2
-    pminuw       xmm11, xmm8
-    movdqa       xmm2, xmm4
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1824]
-    movdqa       xmm8, xmm5
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1840]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1792]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1808]
-    pmullw       xmm2, xmm15
-    pmullw       xmm8, xmm15
-    psubw        xmm4, xmm2
-    psubw        xmm5, xmm8
-    movdqa       xmm2, xmm0                          ; layer 3
-    paddw        xmm2, xmm4
-    movdqa       xmm8, xmm11
-    paddw        xmm8, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm11, xmm5
-    movdqa       xmm4, [rsp]                         ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 3
+    movdqa       xmm3, xmm15
+    psubw        xmm3, [rel pw_24578 + 16]
+    pminuw       xmm14, xmm2
+    pminuw       xmm15, xmm3
+    movdqa       xmm2, xmm10
+    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1760]
+    movdqa       xmm3, xmm11
+    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1776]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1728]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1744]
+    pmullw       xmm2, xmm7
+    pmullw       xmm3, xmm7
+    psubw        xmm10, xmm2
+    psubw        xmm11, xmm3
+    movdqa       xmm2, xmm14                         ; layer 3
+    paddw        xmm2, xmm10
+    movdqa       xmm3, xmm15
+    paddw        xmm3, xmm11
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm14, xmm10
+    psubw        xmm15, xmm11
+    movdqa       xmm10, xmm8                         ; csub: before layer 3
+    psubw        xmm10, [rel pw_24578]
+    movdqa       xmm11, xmm9
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm8, xmm10
+    pminuw       xmm9, xmm11
+    movdqa       xmm10, xmm5
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1760]
+    movdqa       xmm11, xmm12
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1776]
+    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1728]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1744]
+    pmullw       xmm10, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm5, xmm10
+    psubw        xmm12, xmm11
+    movdqa       xmm10, xmm8                         ; layer 3
+    paddw        xmm10, xmm5
+    movdqa       xmm11, xmm9
+    paddw        xmm11, xmm12
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm8, xmm5
+    psubw        xmm9, xmm12
+    movdqa       xmm5, xmm0                          ; csub: before layer 3
     psubw        xmm5, [rel pw_24578]
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, [rsp + 64]                   ; reload
+    movdqa       xmm12, xmm1
+    psubw        xmm12, [rel pw_24578 + 16]
+    pminuw       xmm0, xmm5
+    pminuw       xmm1, xmm12
+    movdqa       xmm5, xmm4
+    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1824]
+    movdqa       xmm12, [rsp + 64]                   ; reload
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1840]
+    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1792]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1808]
+    pmullw       xmm5, xmm7
+    pmullw       xmm9, xmm7
+    psubw        xmm4, xmm5
+    psubw        xmm12, xmm9
+    movdqa       xmm5, xmm0                          ; layer 3
+    paddw        xmm5, xmm4
+    movdqa       xmm9, xmm1
+    paddw        xmm9, xmm12
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm12
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       xmm12, xmm4                         ; csub: before layer 3
+    psubw        xmm12, [rel pw_24578]
+    movdqa       [rsp + 64], xmm1                    ; spill
+    movdqa       xmm1, [rsp + 128]                   ; reload
     movdqa       [rsp + 96], xmm0                    ; spill
-    movdqa       xmm0, xmm11
+    movdqa       xmm0, xmm1
     psubw        xmm0, [rel pw_24578 + 16]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm0
+    pminuw       xmm4, xmm12
+    pminuw       xmm1, xmm0
     movdqa       xmm0, xmm6
     pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1824]
-    movdqa       xmm5, xmm13
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1840]
+    movdqa       xmm12, xmm13
+    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1840]
     pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1792]
     pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1808]
-    pmullw       xmm0, xmm15
-    pmullw       xmm5, xmm15
+    pmullw       xmm0, xmm7
+    pmullw       xmm12, xmm7
     psubw        xmm6, xmm0
-    psubw        xmm13, xmm5
+    psubw        xmm13, xmm12
     movdqa       xmm0, xmm4                          ; layer 3
     paddw        xmm0, xmm6
-    movdqa       xmm5, xmm11
-    paddw        xmm5, xmm13
+    movdqa       xmm12, xmm1
+    paddw        xmm12, xmm13
     paddw        xmm4, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
-    psubw        xmm11, xmm13
-    movdqa       xmm6, xmm3                          ; csub: before layer 4
+    psubw        xmm1, xmm13
+    movdqa       xmm6, xmm2                          ; csub: before layer 4
     psubw        xmm6, [rel pw_24578]
-    movdqa       xmm13, xmm12
+    movdqa       xmm13, xmm3
     psubw        xmm13, [rel pw_24578 + 16]
-    pminuw       xmm3, xmm6
-    pminuw       xmm12, xmm13
-    movdqa       xmm6, xmm9
+    pminuw       xmm2, xmm6
+    pminuw       xmm3, xmm13
+    movdqa       xmm6, xmm10
     pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1888]
-    movdqa       xmm13, xmm10
+    movdqa       xmm13, xmm11
     pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1904]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1856]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1872]
-    pmullw       xmm6, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm9, xmm6
-    psubw        xmm10, xmm13
-    movdqa       xmm6, xmm3                          ; layer 4
-    paddw        xmm6, xmm9
-    movdqa       xmm13, xmm12
-    paddw        xmm13, xmm10
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
-    psubw        xmm3, xmm9
-    psubw        xmm12, xmm10
-    movdqa       xmm9, xmm7                          ; csub: before layer 4
-    psubw        xmm9, [rel pw_24578]
-    movdqa       xmm10, xmm14
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm7, xmm9
-    pminuw       xmm14, xmm10
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1952]
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       [rsp + 64], xmm12                   ; spill
-    movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1968]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1920]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1936]
-    pmullw       xmm9, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm1, xmm9
-    psubw        xmm10, xmm12
-    movdqa       xmm9, xmm7                          ; layer 4
-    paddw        xmm9, xmm1
-    movdqa       xmm12, xmm14
-    paddw        xmm12, xmm10
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm7, xmm1
-    psubw        xmm14, xmm10
-    movdqa       xmm1, xmm2                          ; csub: before layer 4
-    psubw        xmm1, [rel pw_24578]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm1
-    pminuw       xmm8, xmm10
-    movdqa       xmm1, xmm0
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2016]
-    movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2032]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1984]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2000]
-    pmullw       xmm1, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm0, xmm1
-    psubw        xmm5, xmm10
-    movdqa       xmm1, xmm2                          ; layer 4
-    paddw        xmm1, xmm0
-    movdqa       xmm10, xmm8
-    paddw        xmm10, xmm5
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1856]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1872]
+    pmullw       xmm6, xmm7
+    pmullw       xmm13, xmm7
+    psubw        xmm10, xmm6
+    psubw        xmm11, xmm13
+    movdqa       xmm6, xmm2                          ; layer 4
+    paddw        xmm6, xmm10
+    movdqa       xmm13, xmm3
+    paddw        xmm13, xmm11
     paddw        xmm2, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
-    psubw        xmm2, xmm0
-    psubw        xmm8, xmm5
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm0                          ; csub: before layer 4
-    psubw        xmm5, [rel pw_24578]
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, [rsp + 128]                   ; reload
-    movdqa       [rsp], xmm10                        ; spill
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm5
-    pminuw       xmm8, xmm10
-    movdqa       xmm5, xmm4
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2080]
-    movdqa       xmm10, xmm11
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2096]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2048]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2064]
-    pmullw       xmm5, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm4, xmm5
-    psubw        xmm11, xmm10
-    movdqa       xmm5, xmm0                          ; layer 4
-    paddw        xmm5, xmm4
-    movdqa       xmm10, xmm8
-    paddw        xmm10, xmm11
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm8, xmm11
-    movdqa       xmm4, xmm6                          ; csub: before layer 5
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm11, xmm3
-    psubw        xmm11, [rel pw_24578 + 16]
-    pminuw       xmm6, xmm4
-    pminuw       xmm3, xmm11
-    movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2144]
-    movdqa       xmm11, [rsp + 64]                   ; reload
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2160]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2112]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2128]
-    pmullw       xmm4, xmm15
-    pmullw       xmm8, xmm15
-    psubw        xmm13, xmm4
-    psubw        xmm11, xmm8
-    movdqa       xmm4, xmm6                          ; layer 5
-    paddw        xmm4, xmm13
-    movdqa       xmm8, xmm3
-    paddw        xmm8, xmm11
-    paddw        xmm6, [rel pw_24578]
     paddw        xmm3, [rel pw_24578 + 16]
-    psubw        xmm6, xmm13
+    psubw        xmm2, xmm10
     psubw        xmm3, xmm11
-    movdqa       xmm11, xmm9                         ; csub: before layer 5
-    psubw        xmm11, [rel pw_24578]
-    movdqa       xmm13, xmm7
-    psubw        xmm13, [rel pw_24578 + 16]
+    movdqa       xmm10, xmm14                        ; csub: before layer 4
+    psubw        xmm10, [rel pw_24578]
+    movdqa       xmm11, xmm15
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm14, xmm10
+    pminuw       xmm15, xmm11
+    movdqa       xmm10, xmm8
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1952]
+    movdqa       xmm11, [rsp + 32]                   ; reload
+    movdqa       [rsp + 128], xmm3                   ; spill
+    movdqa       xmm3, xmm11
+    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1968]
+    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1920]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1936]
+    pmullw       xmm10, xmm7
+    pmullw       xmm3, xmm7
+    psubw        xmm8, xmm10
+    psubw        xmm11, xmm3
+    movdqa       xmm3, xmm14                         ; layer 4
+    paddw        xmm3, xmm8
+    movdqa       xmm10, xmm15
+    paddw        xmm10, xmm11
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm14, xmm8
+    psubw        xmm15, xmm11
+    movdqa       xmm8, xmm5                          ; csub: before layer 4
+    psubw        xmm8, [rel pw_24578]
+    movdqa       xmm11, xmm9
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm5, xmm8
     pminuw       xmm9, xmm11
-    pminuw       xmm7, xmm13
+    movdqa       xmm8, xmm0
+    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2016]
     movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2208]
-    movdqa       xmm13, xmm14
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2224]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2176]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2192]
-    pmullw       xmm11, xmm15
-    pmullw       xmm13, xmm15
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2032]
+    pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 1984]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2000]
+    pmullw       xmm8, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm0, xmm8
     psubw        xmm12, xmm11
-    psubw        xmm14, xmm13
-    movdqa       xmm11, xmm9                         ; layer 5
+    movdqa       xmm8, xmm5                          ; layer 4
+    paddw        xmm8, xmm0
+    movdqa       xmm11, xmm9
     paddw        xmm11, xmm12
-    movdqa       xmm13, xmm7
-    paddw        xmm13, xmm14
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm7, [rel pw_24578 + 16]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm5, xmm0
     psubw        xmm9, xmm12
-    psubw        xmm7, xmm14
-    movdqa       xmm12, xmm1                         ; csub: before layer 5
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqa       xmm12, xmm0                         ; csub: before layer 4
     psubw        xmm12, [rel pw_24578]
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       [rsp], xmm11                        ; spill
+    movdqa       xmm11, xmm9
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm0, xmm12
+    pminuw       xmm9, xmm11
+    movdqa       xmm11, xmm4
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2080]
+    movdqa       xmm12, xmm1
+    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2096]
+    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2048]
+    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2064]
+    pmullw       xmm11, xmm7
+    pmullw       xmm12, xmm7
+    psubw        xmm4, xmm11
+    psubw        xmm1, xmm12
+    movdqa       xmm11, xmm0                         ; layer 4
+    paddw        xmm11, xmm4
+    movdqa       xmm12, xmm9
+    paddw        xmm12, xmm1
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm0, xmm4
+    psubw        xmm9, xmm1
+    movdqa       xmm1, xmm6                          ; csub: before layer 5
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm6, xmm1
+    pminuw       xmm2, xmm4
+    movdqa       xmm1, xmm13
+    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2144]
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm4
+    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2160]
+    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2112]
+    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2128]
+    pmullw       xmm1, xmm7
+    pmullw       xmm9, xmm7
+    psubw        xmm13, xmm1
+    psubw        xmm4, xmm9
+    movdqa       xmm1, xmm6                          ; layer 5
+    paddw        xmm1, xmm13
+    movdqa       xmm9, xmm2
+    paddw        xmm9, xmm4
+    paddw        xmm6, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm6, xmm13
+    psubw        xmm2, xmm4
+    movdqa       xmm4, xmm3                          ; csub: before layer 5
+    psubw        xmm4, [rel pw_24578]
+    movdqa       xmm13, xmm14
+    psubw        xmm13, [rel pw_24578 + 16]
+    pminuw       xmm3, xmm4
+    pminuw       xmm14, xmm13
+    movdqa       xmm4, xmm10
+    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2208]
+    movdqa       xmm13, xmm15
+    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2224]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2176]
+    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2192]
+    pmullw       xmm4, xmm7
+    pmullw       xmm13, xmm7
+    psubw        xmm10, xmm4
+    psubw        xmm15, xmm13
+    movdqa       xmm4, xmm3                          ; layer 5
+    paddw        xmm4, xmm10
+    movdqa       xmm13, xmm14
+    paddw        xmm13, xmm15
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm3, xmm10
+    psubw        xmm14, xmm15
+    movdqa       xmm10, xmm8                         ; csub: before layer 5
+    psubw        xmm10, [rel pw_24578]
+    movdqa       xmm15, xmm5
+    psubw        xmm15, [rel pw_24578 + 16]
+    pminuw       xmm8, xmm10
+    pminuw       xmm5, xmm15
+    movdqa       xmm10, [rsp]                        ; reload
+    movdqa       xmm15, xmm10
+    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2272]
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, [rsp + 32]                   ; reload
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, xmm14
+    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2288]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2240]
+    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2256]
+    pmullw       xmm15, xmm7
+    pmullw       xmm13, xmm7
+    psubw        xmm10, xmm15
+    psubw        xmm14, xmm13
+    movdqa       xmm13, xmm8                         ; layer 5
+    paddw        xmm13, xmm10
+    movdqa       xmm15, xmm5
+    paddw        xmm15, xmm14
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm8, xmm10
+    psubw        xmm5, xmm14
+    movdqa       xmm10, xmm11                        ; csub: before layer 5
+    psubw        xmm10, [rel pw_24578]
+    movdqa       xmm14, xmm0
+    psubw        xmm14, [rel pw_24578 + 16]
+    pminuw       xmm11, xmm10
+    pminuw       xmm0, xmm14
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2336]
+    movdqa       xmm14, [rsp + 64]                   ; reload
+    movdqa       [rsp + 32], xmm5                    ; spill
+    movdqa       xmm5, xmm14
+    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2352]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2304]
+    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2320]
+    pmullw       xmm10, xmm7
+    pmullw       xmm5, xmm7
+    psubw        xmm12, xmm10
+    psubw        xmm14, xmm5
+    movdqa       xmm5, xmm11                         ; layer 5
+    paddw        xmm5, xmm12
+    movdqa       xmm10, xmm0
+    paddw        xmm10, xmm14
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm11, xmm12
+    psubw        xmm0, xmm14
+    movdqa       xmm12, xmm1
+    punpcklwd    xmm12, xmm6
+    movdqa       xmm14, xmm9
+    punpcklwd    xmm14, xmm2
+    punpckhwd    xmm1, xmm6
+    punpckhwd    xmm9, xmm2
+    movdqa       xmm2, xmm4
+    punpcklwd    xmm2, xmm3
+    movdqa       xmm6, [rsp + 96]                    ; reload
+    movdqa       [rsp + 64], xmm2                    ; spill
+    movdqa       xmm2, xmm6
+    punpcklwd    xmm2, [rsp + 128]
+    punpckhwd    xmm4, xmm3
+    punpckhwd    xmm6, [rsp + 128]
+    movdqa       xmm3, xmm13
+    punpcklwd    xmm3, xmm8
+    movdqa       [rsp + 128], xmm3                   ; spill
+    movdqa       xmm3, xmm15
+    punpcklwd    xmm3, [rsp + 32]
+    punpckhwd    xmm13, xmm8
+    punpckhwd    xmm15, [rsp + 32]
+    movdqa       xmm8, xmm5
+    punpcklwd    xmm8, xmm11
+    movdqa       [rsp + 32], xmm8                    ; spill
+    movdqa       xmm8, xmm10
+    punpcklwd    xmm8, xmm0
+    punpckhwd    xmm5, xmm11
+    punpckhwd    xmm10, xmm0
+    movdqa       xmm0, xmm12                         ; csub: before layer 6
+    psubw        xmm0, [rel pw_24578]
+    movdqa       xmm11, xmm14
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm12, xmm0
+    pminuw       xmm14, xmm11
+    movdqa       xmm0, xmm1
+    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2400]
+    movdqa       xmm11, xmm9
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2416]
+    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2368]
+    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2384]
+    pmullw       xmm0, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm1, xmm0
+    psubw        xmm9, xmm11
+    movdqa       xmm0, xmm12                         ; layer 6
+    paddw        xmm0, xmm1
+    movdqa       xmm11, xmm14
+    paddw        xmm11, xmm9
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm12, xmm1
+    psubw        xmm14, xmm9
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       xmm9, xmm1                          ; csub: before layer 6
+    psubw        xmm9, [rel pw_24578]
+    movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, xmm2
     psubw        xmm14, [rel pw_24578 + 16]
-    pminuw       xmm1, xmm12
+    pminuw       xmm1, xmm9
     pminuw       xmm2, xmm14
-    movdqa       xmm12, [rsp]                        ; reload
-    movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2272]
-    movdqa       [rsp + 64], xmm7                    ; spill
-    movdqa       xmm7, [rsp + 32]                    ; reload
-    movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm7
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2288]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2240]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2256]
-    pmullw       xmm14, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm12, xmm14
-    psubw        xmm7, xmm13
-    movdqa       xmm13, xmm1                         ; layer 5
-    paddw        xmm13, xmm12
+    movdqa       xmm9, xmm4
+    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2464]
+    movdqa       xmm14, xmm6
+    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2480]
+    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2432]
+    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2448]
+    pmullw       xmm9, xmm7
+    pmullw       xmm14, xmm7
+    psubw        xmm4, xmm9
+    psubw        xmm6, xmm14
+    movdqa       xmm9, xmm1                          ; layer 6
+    paddw        xmm9, xmm4
     movdqa       xmm14, xmm2
-    paddw        xmm14, xmm7
+    paddw        xmm14, xmm6
     paddw        xmm1, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm12
-    psubw        xmm2, xmm7
-    movdqa       xmm7, xmm5                          ; csub: before layer 5
-    psubw        xmm7, [rel pw_24578]
-    movdqa       xmm12, xmm0
-    psubw        xmm12, [rel pw_24578 + 16]
-    pminuw       xmm5, xmm7
-    pminuw       xmm0, xmm12
-    movdqa       xmm7, xmm10
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2336]
-    movdqa       xmm12, [rsp + 128]                  ; reload
-    movdqa       [rsp + 32], xmm2                    ; spill
-    movdqa       xmm2, xmm12
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2352]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2304]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2320]
-    pmullw       xmm7, xmm15
-    pmullw       xmm2, xmm15
-    psubw        xmm10, xmm7
-    psubw        xmm12, xmm2
-    movdqa       xmm2, xmm5                          ; layer 5
-    paddw        xmm2, xmm10
-    movdqa       xmm7, xmm0
-    paddw        xmm7, xmm12
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm5, xmm10
-    psubw        xmm0, xmm12
-    movdqa       xmm10, xmm4
-    punpcklwd    xmm10, xmm6
-    movdqa       xmm12, xmm8
-    punpcklwd    xmm12, xmm3
-    punpckhwd    xmm4, xmm6
-    punpckhwd    xmm8, xmm3
-    movdqa       xmm3, xmm11
-    punpcklwd    xmm3, xmm9
-    movdqa       xmm6, [rsp + 96]                    ; reload
-    movdqa       [rsp + 128], xmm3                   ; spill
-    movdqa       xmm3, xmm6
-    punpcklwd    xmm3, [rsp + 64]
-    punpckhwd    xmm11, xmm9
-    punpckhwd    xmm6, [rsp + 64]
-    movdqa       xmm9, xmm13
-    punpcklwd    xmm9, xmm1
-    movdqa       [rsp + 64], xmm9                    ; spill
-    movdqa       xmm9, xmm14
-    punpcklwd    xmm9, [rsp + 32]
-    punpckhwd    xmm13, xmm1
-    punpckhwd    xmm14, [rsp + 32]
-    movdqa       xmm1, xmm2
-    punpcklwd    xmm1, xmm5
-    movdqa       [rsp + 32], xmm1                    ; spill
-    movdqa       xmm1, xmm7
-    punpcklwd    xmm1, xmm0
-    punpckhwd    xmm2, xmm5
-    punpckhwd    xmm7, xmm0
-    movdqa       xmm0, xmm10                         ; csub: before layer 6
-    psubw        xmm0, [rel pw_24578]
-    movdqa       xmm5, xmm12
-    psubw        xmm5, [rel pw_24578 + 16]
-    pminuw       xmm10, xmm0
-    pminuw       xmm12, xmm5
-    movdqa       xmm0, xmm4
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2400]
-    movdqa       xmm5, xmm8
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2416]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2368]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2384]
-    pmullw       xmm0, xmm15
-    pmullw       xmm5, xmm15
-    psubw        xmm4, xmm0
-    psubw        xmm8, xmm5
-    movdqa       xmm0, xmm10                         ; layer 6
-    paddw        xmm0, xmm4
-    movdqa       xmm5, xmm12
-    paddw        xmm5, xmm8
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
-    psubw        xmm10, xmm4
-    psubw        xmm12, xmm8
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm6
     movdqa       xmm4, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm4                          ; csub: before layer 6
-    psubw        xmm8, [rel pw_24578]
-    movdqa       [rsp + 96], xmm12                   ; spill
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rel pw_24578 + 16]
-    pminuw       xmm4, xmm8
-    pminuw       xmm3, xmm12
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2464]
-    movdqa       xmm12, xmm6
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2480]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2432]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2448]
-    pmullw       xmm8, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm11, xmm8
-    psubw        xmm6, xmm12
-    movdqa       xmm8, xmm4                          ; layer 6
-    paddw        xmm8, xmm11
-    movdqa       xmm12, xmm3
-    paddw        xmm12, xmm6
+    movdqa       xmm6, xmm4                          ; csub: before layer 6
+    psubw        xmm6, [rel pw_24578]
+    movdqa       [rsp + 64], xmm2                    ; spill
+    movdqa       xmm2, xmm3
+    psubw        xmm2, [rel pw_24578 + 16]
+    pminuw       xmm4, xmm6
+    pminuw       xmm3, xmm2
+    movdqa       xmm2, xmm13
+    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2528]
+    movdqa       xmm6, xmm15
+    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2544]
+    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2496]
+    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2512]
+    pmullw       xmm2, xmm7
+    pmullw       xmm6, xmm7
+    psubw        xmm13, xmm2
+    psubw        xmm15, xmm6
+    movdqa       xmm2, xmm4                          ; layer 6
+    paddw        xmm2, xmm13
+    movdqa       xmm6, xmm3
+    paddw        xmm6, xmm15
     paddw        xmm4, [rel pw_24578]
     paddw        xmm3, [rel pw_24578 + 16]
-    psubw        xmm4, xmm11
-    psubw        xmm3, xmm6
-    movdqa       xmm6, [rsp + 64]                    ; reload
-    movdqa       xmm11, xmm6                         ; csub: before layer 6
-    psubw        xmm11, [rel pw_24578]
-    movdqa       [rsp + 128], xmm3                   ; spill
-    movdqa       xmm3, xmm9
-    psubw        xmm3, [rel pw_24578 + 16]
-    pminuw       xmm6, xmm11
-    pminuw       xmm9, xmm3
-    movdqa       xmm3, xmm13
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2528]
-    movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2544]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2496]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2512]
-    pmullw       xmm3, xmm15
-    pmullw       xmm11, xmm15
-    psubw        xmm13, xmm3
-    psubw        xmm14, xmm11
-    movdqa       xmm3, xmm6                          ; layer 6
-    paddw        xmm3, xmm13
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm14
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm6, xmm13
-    psubw        xmm9, xmm14
+    psubw        xmm4, xmm13
+    psubw        xmm3, xmm15
     movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       xmm14, xmm13                        ; csub: before layer 6
-    psubw        xmm14, [rel pw_24578]
-    movdqa       [rsp + 64], xmm9                    ; spill
-    movdqa       xmm9, xmm1
-    psubw        xmm9, [rel pw_24578 + 16]
-    pminuw       xmm13, xmm14
-    pminuw       xmm1, xmm9
-    movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2592]
-    movdqa       xmm14, xmm7
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2608]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2560]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2576]
-    pmullw       xmm9, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm2, xmm9
-    psubw        xmm7, xmm14
-    movdqa       xmm9, xmm13                         ; layer 6
-    paddw        xmm9, xmm2
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm7
+    movdqa       xmm15, xmm13                        ; csub: before layer 6
+    psubw        xmm15, [rel pw_24578]
+    movdqa       [rsp + 128], xmm3                   ; spill
+    movdqa       xmm3, xmm8
+    psubw        xmm3, [rel pw_24578 + 16]
+    pminuw       xmm13, xmm15
+    pminuw       xmm8, xmm3
+    movdqa       xmm3, xmm5
+    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2592]
+    movdqa       xmm15, xmm10
+    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2608]
+    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2560]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2576]
+    pmullw       xmm3, xmm7
+    pmullw       xmm15, xmm7
+    psubw        xmm5, xmm3
+    psubw        xmm10, xmm15
+    movdqa       xmm3, xmm13                         ; layer 6
+    paddw        xmm3, xmm5
+    movdqa       xmm15, xmm8
+    paddw        xmm15, xmm10
     paddw        xmm13, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm13, xmm2
-    psubw        xmm1, xmm7
-    movdqa       xmm2, xmm0
-    punpcklwd    xmm2, xmm10
-    movdqa       xmm7, xmm5
-    punpcklwd    xmm7, [rsp + 96]
-    punpckhwd    xmm0, xmm10
-    punpckhwd    xmm5, [rsp + 96]
-    movdqa       xmm10, xmm8
-    punpcklwd    xmm10, xmm4
-    movdqa       [rsp + 96], xmm10                   ; spill
-    movdqa       xmm10, xmm12
-    punpcklwd    xmm10, [rsp + 128]
-    punpckhwd    xmm8, xmm4
-    punpckhwd    xmm12, [rsp + 128]
+    paddw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm13, xmm5
+    psubw        xmm8, xmm10
+    movdqa       xmm5, xmm0
+    punpcklwd    xmm5, xmm12
+    movdqa       xmm10, xmm11
+    punpcklwd    xmm10, [rsp + 96]
+    punpckhwd    xmm0, xmm12
+    punpckhwd    xmm11, [rsp + 96]
+    movdqa       xmm12, xmm9
+    punpcklwd    xmm12, xmm1
+    movdqa       [rsp + 96], xmm12                   ; spill
+    movdqa       xmm12, xmm14
+    punpcklwd    xmm12, [rsp + 64]
+    punpckhwd    xmm9, xmm1
+    punpckhwd    xmm14, [rsp + 64]
+    movdqa       xmm1, xmm2
+    punpcklwd    xmm1, xmm4
+    movdqa       [rsp + 64], xmm1                    ; spill
+    movdqa       xmm1, xmm6
+    punpcklwd    xmm1, [rsp + 128]
+    punpckhwd    xmm2, xmm4
+    punpckhwd    xmm6, [rsp + 128]
     movdqa       xmm4, xmm3
-    punpcklwd    xmm4, xmm6
+    punpcklwd    xmm4, xmm13
     movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, xmm11
-    punpcklwd    xmm4, [rsp + 64]
-    punpckhwd    xmm3, xmm6
-    punpckhwd    xmm11, [rsp + 64]
-    movdqa       xmm6, xmm9
-    punpcklwd    xmm6, xmm13
-    movdqa       [rsp + 64], xmm6                    ; spill
-    movdqa       xmm6, xmm14
-    punpcklwd    xmm6, xmm1
-    punpckhwd    xmm9, xmm13
-    punpckhwd    xmm14, xmm1
-    movdqa       xmm1, xmm2                          ; csub: before layer 7
-    psubw        xmm1, [rel pw_24578]
-    movdqa       xmm13, xmm7
+    movdqa       xmm4, xmm15
+    punpcklwd    xmm4, xmm8
+    punpckhwd    xmm3, xmm13
+    punpckhwd    xmm15, xmm8
+    movdqa       xmm8, xmm5                          ; csub: before layer 7
+    psubw        xmm8, [rel pw_24578]
+    movdqa       xmm13, xmm10
     psubw        xmm13, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm1
-    pminuw       xmm7, xmm13
-    movdqa       xmm1, xmm0
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2656]
-    movdqa       xmm13, xmm5
+    pminuw       xmm5, xmm8
+    pminuw       xmm10, xmm13
+    movdqa       xmm8, xmm0
+    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2656]
+    movdqa       xmm13, xmm11
     pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2672]
     pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2624]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2640]
-    pmullw       xmm1, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm0, xmm1
-    psubw        xmm5, xmm13
-    movdqa       xmm1, xmm2                          ; layer 7
-    paddw        xmm1, xmm0
-    movdqa       xmm13, xmm7
-    paddw        xmm13, xmm5
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm7, [rel pw_24578 + 16]
-    psubw        xmm2, xmm0
-    psubw        xmm7, xmm5
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm0                          ; csub: before layer 7
-    psubw        xmm5, [rel pw_24578]
-    movdqa       [rsp + 32], xmm7                    ; spill
-    movdqa       xmm7, xmm10
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm5
-    pminuw       xmm10, xmm7
-    movdqa       xmm5, xmm8
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2720]
-    movdqa       xmm7, xmm12
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2736]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2688]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2704]
-    pmullw       xmm5, xmm15
-    pmullw       xmm7, xmm15
-    psubw        xmm8, xmm5
-    psubw        xmm12, xmm7
-    movdqa       xmm5, xmm0                          ; layer 7
-    paddw        xmm5, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm12
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2640]
+    pmullw       xmm8, xmm7
+    pmullw       xmm13, xmm7
     psubw        xmm0, xmm8
-    psubw        xmm10, xmm12
-    movdqa       xmm8, [rsp + 128]                   ; reload
-    movdqa       xmm12, xmm8                         ; csub: before layer 7
-    psubw        xmm12, [rel pw_24578]
-    movdqa       [rsp + 96], xmm10                   ; spill
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm8, xmm12
-    pminuw       xmm4, xmm10
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2784]
-    movdqa       xmm12, xmm11
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2800]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2752]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2768]
-    pmullw       xmm10, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm3, xmm10
-    psubw        xmm11, xmm12
-    movdqa       xmm10, xmm8                         ; layer 7
-    paddw        xmm10, xmm3
-    movdqa       xmm12, xmm4
-    paddw        xmm12, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm8, xmm3
-    psubw        xmm4, xmm11
-    movdqa       xmm3, [rsp + 64]                    ; reload
-    movdqa       xmm11, xmm3                         ; csub: before layer 7
+    psubw        xmm11, xmm13
+    movdqa       xmm8, xmm5                          ; layer 7
+    paddw        xmm8, xmm0
+    movdqa       xmm13, xmm10
+    paddw        xmm13, xmm11
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm5, xmm0
+    psubw        xmm10, xmm11
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqa       xmm11, xmm0                         ; csub: before layer 7
     psubw        xmm11, [rel pw_24578]
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, xmm6
-    psubw        xmm4, [rel pw_24578 + 16]
-    pminuw       xmm3, xmm11
-    pminuw       xmm6, xmm4
-    movdqa       xmm4, xmm9
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2848]
+    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       xmm10, xmm12
+    psubw        xmm10, [rel pw_24578 + 16]
+    pminuw       xmm0, xmm11
+    pminuw       xmm12, xmm10
+    movdqa       xmm10, xmm9
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2720]
     movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2864]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2816]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2832]
-    pmullw       xmm4, xmm15
-    pmullw       xmm11, xmm15
-    psubw        xmm9, xmm4
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2736]
+    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2688]
+    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2704]
+    pmullw       xmm10, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm9, xmm10
     psubw        xmm14, xmm11
-    movdqa       xmm4, xmm3                          ; layer 7
-    paddw        xmm4, xmm9
-    movdqa       xmm11, xmm6
+    movdqa       xmm10, xmm0                         ; layer 7
+    paddw        xmm10, xmm9
+    movdqa       xmm11, xmm12
     paddw        xmm11, xmm14
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm3, xmm9
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm0, xmm9
+    psubw        xmm12, xmm14
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       xmm14, xmm9                         ; csub: before layer 7
+    psubw        xmm14, [rel pw_24578]
+    movdqa       [rsp + 96], xmm12                   ; spill
+    movdqa       xmm12, xmm1
+    psubw        xmm12, [rel pw_24578 + 16]
+    pminuw       xmm9, xmm14
+    pminuw       xmm1, xmm12
+    movdqa       xmm12, xmm2
+    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2784]
+    movdqa       xmm14, xmm6
+    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2800]
+    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2752]
+    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2768]
+    pmullw       xmm12, xmm7
+    pmullw       xmm14, xmm7
+    psubw        xmm2, xmm12
     psubw        xmm6, xmm14
+    movdqa       xmm12, xmm9                         ; layer 7
+    paddw        xmm12, xmm2
+    movdqa       xmm14, xmm1
+    paddw        xmm14, xmm6
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm9, xmm2
+    psubw        xmm1, xmm6
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm6, xmm2                          ; csub: before layer 7
+    psubw        xmm6, [rel pw_24578]
+    movdqa       [rsp + 64], xmm1                    ; spill
+    movdqa       xmm1, xmm4
+    psubw        xmm1, [rel pw_24578 + 16]
+    pminuw       xmm2, xmm6
+    pminuw       xmm4, xmm1
+    movdqa       xmm1, xmm3
+    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2848]
+    movdqa       xmm6, xmm15
+    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2864]
+    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2816]
+    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2832]
+    pmullw       xmm1, xmm7
+    pmullw       xmm6, xmm7
+    psubw        xmm3, xmm1
+    psubw        xmm15, xmm6
+    movdqa       xmm1, xmm2                          ; layer 7
+    paddw        xmm1, xmm3
+    movdqa       xmm6, xmm4
+    paddw        xmm6, xmm15
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm2, xmm3
+    psubw        xmm4, xmm15
+    movdqa       xmm3, xmm8
+    punpcklwd    xmm3, xmm5
+    movdqa       xmm15, xmm13
+    punpcklwd    xmm15, [rsp + 32]
+    punpckhwd    xmm8, xmm5
+    punpckhwd    xmm13, [rsp + 32]
+    movdqa       xmm5, xmm10
+    punpcklwd    xmm5, xmm0
+    movdqa       [rsp + 32], xmm5                    ; spill
+    movdqa       xmm5, xmm11
+    punpcklwd    xmm5, [rsp + 96]
+    punpckhwd    xmm10, xmm0
+    punpckhwd    xmm11, [rsp + 96]
+    movdqa       xmm0, xmm12
+    punpcklwd    xmm0, xmm9
+    movdqa       [rsp + 96], xmm0                    ; spill
+    movdqa       xmm0, xmm14
+    punpcklwd    xmm0, [rsp + 64]
+    punpckhwd    xmm12, xmm9
+    punpckhwd    xmm14, [rsp + 64]
     movdqa       xmm9, xmm1
     punpcklwd    xmm9, xmm2
-    movdqa       xmm14, xmm13
-    punpcklwd    xmm14, [rsp + 32]
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm6
+    punpcklwd    xmm9, xmm4
     punpckhwd    xmm1, xmm2
-    punpckhwd    xmm13, [rsp + 32]
-    movdqa       xmm2, xmm5
-    punpcklwd    xmm2, xmm0
-    movdqa       [rsp + 32], xmm2                    ; spill
-    movdqa       xmm2, xmm7
-    punpcklwd    xmm2, [rsp + 96]
-    punpckhwd    xmm5, xmm0
-    punpckhwd    xmm7, [rsp + 96]
-    movdqa       xmm0, xmm10
-    punpcklwd    xmm0, xmm8
-    movdqa       [rsp + 96], xmm0                    ; spill
-    movdqa       xmm0, xmm12
-    punpcklwd    xmm0, [rsp + 128]
-    punpckhwd    xmm10, xmm8
-    punpckhwd    xmm12, [rsp + 128]
-    movdqa       xmm8, xmm4
-    punpcklwd    xmm8, xmm3
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqa       xmm8, xmm11
-    punpcklwd    xmm8, xmm6
-    punpckhwd    xmm4, xmm3
-    punpckhwd    xmm11, xmm6
-    movdqa       xmm3, xmm9                          ; csub: before layer 8
-    psubw        xmm3, [rel pw_24578]
-    movdqa       xmm6, xmm14
-    psubw        xmm6, [rel pw_24578 + 16]
-    pminuw       xmm9, xmm3
-    pminuw       xmm14, xmm6
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2912]
-    movdqa       xmm6, xmm13
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2928]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2880]
+    punpckhwd    xmm6, xmm4
+    movdqa       xmm2, xmm3                          ; csub: before layer 8
+    psubw        xmm2, [rel pw_24578]
+    movdqa       xmm4, xmm15
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm3, xmm2
+    pminuw       xmm15, xmm4
+    movdqa       xmm2, xmm8
+    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2912]
+    movdqa       xmm4, xmm13
+    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2928]
+    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2880]
     pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2896]
-    pmullw       xmm3, xmm15
-    pmullw       xmm6, xmm15
-    psubw        xmm1, xmm3
-    psubw        xmm13, xmm6
-    movdqa       xmm3, xmm9                          ; layer 8
-    paddw        xmm3, xmm1
-    movdqa       xmm6, xmm14
-    paddw        xmm6, xmm13
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm9, xmm1
-    psubw        xmm14, xmm13
-    movdqa       xmm1, [rsp + 32]                    ; reload
-    movdqa       xmm13, xmm1                         ; csub: before layer 8
+    pmullw       xmm2, xmm7
+    pmullw       xmm4, xmm7
+    psubw        xmm8, xmm2
+    psubw        xmm13, xmm4
+    movdqa       xmm2, xmm3                          ; layer 8
+    paddw        xmm2, xmm8
+    movdqa       xmm4, xmm15
+    paddw        xmm4, xmm13
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm3, xmm8
+    psubw        xmm15, xmm13
+    movdqa       xmm8, [rsp + 32]                    ; reload
+    movdqa       xmm13, xmm8                         ; csub: before layer 8
     psubw        xmm13, [rel pw_24578]
-    movdqa       [rsp + 64], xmm14                   ; spill
-    movdqa       xmm14, xmm2
-    psubw        xmm14, [rel pw_24578 + 16]
-    pminuw       xmm1, xmm13
-    pminuw       xmm2, xmm14
-    movdqa       xmm13, xmm5
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm5
+    psubw        xmm15, [rel pw_24578 + 16]
+    pminuw       xmm8, xmm13
+    pminuw       xmm5, xmm15
+    movdqa       xmm13, xmm10
     pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2976]
-    movdqa       xmm14, xmm7
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2992]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2944]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2960]
-    pmullw       xmm13, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm5, xmm13
-    psubw        xmm7, xmm14
-    movdqa       xmm13, xmm1                         ; layer 8
-    paddw        xmm13, xmm5
-    movdqa       xmm14, xmm2
-    paddw        xmm14, xmm7
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm7
-    movdqa       xmm5, [rsp + 96]                    ; reload
-    movdqa       xmm7, xmm5                          ; csub: before layer 8
-    psubw        xmm7, [rel pw_24578]
-    movdqa       [rsp + 32], xmm2                    ; spill
-    movdqa       xmm2, xmm0
-    psubw        xmm2, [rel pw_24578 + 16]
-    pminuw       xmm5, xmm7
-    pminuw       xmm0, xmm2
-    movdqa       xmm2, xmm10
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3040]
-    movdqa       xmm7, xmm12
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3056]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3008]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3024]
-    pmullw       xmm2, xmm15
-    pmullw       xmm7, xmm15
-    psubw        xmm10, xmm2
-    psubw        xmm12, xmm7
-    movdqa       xmm2, xmm5                          ; layer 8
-    paddw        xmm2, xmm10
-    movdqa       xmm7, xmm0
-    paddw        xmm7, xmm12
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm5, xmm10
-    psubw        xmm0, xmm12
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       xmm12, xmm10                        ; csub: before layer 8
-    psubw        xmm12, [rel pw_24578]
-    movdqa       [rsp + 96], xmm0                    ; spill
-    movdqa       xmm0, xmm8
-    psubw        xmm0, [rel pw_24578 + 16]
-    pminuw       xmm10, xmm12
-    pminuw       xmm8, xmm0
-    movdqa       xmm0, xmm4
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3104]
-    movdqa       xmm12, xmm11
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3120]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3072]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3088]
-    pmullw       xmm0, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm4, xmm0
-    psubw        xmm11, xmm12
-    movdqa       xmm0, xmm10                         ; layer 8
-    paddw        xmm0, xmm4
-    movdqa       xmm12, xmm8
-    paddw        xmm12, xmm11
+    movdqa       xmm15, xmm11
+    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2992]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2944]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 2960]
+    pmullw       xmm13, xmm7
+    pmullw       xmm15, xmm7
+    psubw        xmm10, xmm13
+    psubw        xmm11, xmm15
+    movdqa       xmm13, xmm8                         ; layer 8
+    paddw        xmm13, xmm10
+    movdqa       xmm15, xmm5
+    paddw        xmm15, xmm11
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm8, xmm10
+    psubw        xmm5, xmm11
+    movdqa       xmm10, [rsp + 96]                   ; reload
+    movdqa       xmm11, xmm10                        ; csub: before layer 8
+    psubw        xmm11, [rel pw_24578]
+    movdqa       [rsp + 32], xmm5                    ; spill
+    movdqa       xmm5, xmm0
+    psubw        xmm5, [rel pw_24578 + 16]
+    pminuw       xmm10, xmm11
+    pminuw       xmm0, xmm5
+    movdqa       xmm5, xmm12
+    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3040]
+    movdqa       xmm11, xmm14
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3056]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3008]
+    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3024]
+    pmullw       xmm5, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm12, xmm5
+    psubw        xmm14, xmm11
+    movdqa       xmm5, xmm10                         ; layer 8
+    paddw        xmm5, xmm12
+    movdqa       xmm11, xmm0
+    paddw        xmm11, xmm14
     paddw        xmm10, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
-    psubw        xmm10, xmm4
-    psubw        xmm8, xmm11
-    movdqa       xmm4, xmm3                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm11, xmm6
-    psubw        xmm11, [rel pw_24578 + 16]
-    pminuw       xmm3, xmm4
-    pminuw       xmm6, xmm11
-    movdqa       xmm4, xmm9                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm11, [rsp + 64]                   ; reload
+    paddw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm10, xmm12
+    psubw        xmm0, xmm14
+    movdqa       xmm12, [rsp + 64]                   ; reload
+    movdqa       xmm14, xmm12                        ; csub: before layer 8
+    psubw        xmm14, [rel pw_24578]
+    movdqa       [rsp + 96], xmm0                    ; spill
+    movdqa       xmm0, xmm9
+    psubw        xmm0, [rel pw_24578 + 16]
+    pminuw       xmm12, xmm14
+    pminuw       xmm9, xmm0
+    movdqa       xmm0, xmm1
+    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3104]
+    movdqa       xmm14, xmm6
+    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3120]
+    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3072]
+    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3088]
+    pmullw       xmm0, xmm7
+    pmullw       xmm14, xmm7
+    psubw        xmm1, xmm0
+    psubw        xmm6, xmm14
+    movdqa       xmm0, xmm12                         ; layer 8
+    paddw        xmm0, xmm1
+    movdqa       xmm14, xmm9
+    paddw        xmm14, xmm6
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm12, xmm1
+    psubw        xmm9, xmm6
+    movdqa       xmm1, xmm2                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm6, xmm4
+    psubw        xmm6, [rel pw_24578 + 16]
+    pminuw       xmm2, xmm1
+    pminuw       xmm4, xmm6
+    movdqa       xmm1, xmm3                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       xmm7, xmm6
+    psubw        xmm7, [rel pw_24578 + 16]
+    pminuw       xmm3, xmm1
+    pminuw       xmm6, xmm7
+    movdqa       xmm1, xmm13                         ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm7, xmm15
+    psubw        xmm7, [rel pw_24578 + 16]
+    pminuw       xmm13, xmm1
+    pminuw       xmm15, xmm7
+    movdqa       xmm1, xmm8                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm7, [rsp + 32]                    ; reload
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm7
+    psubw        xmm15, [rel pw_24578 + 16]
+    pminuw       xmm8, xmm1
+    pminuw       xmm7, xmm15
+    movdqa       xmm1, xmm5                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
     movdqa       xmm15, xmm11
     psubw        xmm15, [rel pw_24578 + 16]
-    pminuw       xmm9, xmm4
+    pminuw       xmm5, xmm1
     pminuw       xmm11, xmm15
-    movdqa       xmm4, xmm13                         ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm15, xmm14
-    psubw        xmm15, [rel pw_24578 + 16]
-    pminuw       xmm13, xmm4
-    pminuw       xmm14, xmm15
-    movdqa       xmm4, xmm1                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm15, [rsp + 32]                   ; reload
-    movdqa       [rsp + 64], xmm14                   ; spill
-    movdqa       xmm14, xmm15
-    psubw        xmm14, [rel pw_24578 + 16]
-    pminuw       xmm1, xmm4
-    pminuw       xmm15, xmm14
-    movdqa       xmm4, xmm2                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm14, xmm7
-    psubw        xmm14, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm4
-    pminuw       xmm7, xmm14
-    movdqa       xmm4, xmm5                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm14, [rsp + 96]                   ; reload
-    movdqa       [rsp + 32], xmm7                    ; spill
-    movdqa       xmm7, xmm14
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm5, xmm4
-    pminuw       xmm14, xmm7
-    movdqa       xmm4, xmm0                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm7, xmm12
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm4
-    pminuw       xmm12, xmm7
-    movdqa       xmm4, xmm10                         ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm7, xmm8
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm10, xmm4
-    pminuw       xmm8, xmm7
-    movdqu       [rdi + 256], xmm3
-    movdqu       [rdi + 272], xmm6
-    movdqu       [rdi + 288], xmm9
-    movdqu       [rdi + 304], xmm11
+    movdqa       xmm1, xmm10                         ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm15, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm11                   ; spill
+    movdqa       xmm11, xmm15
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm10, xmm1
+    pminuw       xmm15, xmm11
+    movdqa       xmm1, xmm0                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm11, xmm14
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm0, xmm1
+    pminuw       xmm14, xmm11
+    movdqa       xmm1, xmm12                         ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm11, xmm9
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm12, xmm1
+    pminuw       xmm9, xmm11
+    movdqu       [rdi + 256], xmm2
+    movdqu       [rdi + 272], xmm4
+    movdqu       [rdi + 288], xmm3
+    movdqu       [rdi + 304], xmm6
     movdqu       [rdi + 320], xmm13
-    movdqa       xmm3, [rsp + 64]                    ; reload
-    movdqu       [rdi + 336], xmm3
-    movdqu       [rdi + 352], xmm1
-    movdqu       [rdi + 368], xmm15
-    movdqu       [rdi + 384], xmm2
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqu       [rdi + 336], xmm1
+    movdqu       [rdi + 352], xmm8
+    movdqu       [rdi + 368], xmm7
+    movdqu       [rdi + 384], xmm5
     movdqa       xmm1, [rsp + 32]                    ; reload
     movdqu       [rdi + 400], xmm1
-    movdqu       [rdi + 416], xmm5
-    movdqu       [rdi + 432], xmm14
+    movdqu       [rdi + 416], xmm10
+    movdqu       [rdi + 432], xmm15
     movdqu       [rdi + 448], xmm0
-    movdqu       [rdi + 464], xmm12
-    movdqu       [rdi + 480], xmm10
-    movdqu       [rdi + 496], xmm8
+    movdqu       [rdi + 464], xmm14
+    movdqu       [rdi + 480], xmm12
+    movdqu       [rdi + 496], xmm9
     movdqu       xmm0, [rdi + 512]
     movdqu       xmm1, [rdi + 528]
     movdqu       xmm2, [rdi + 544]
@@ -8739,898 +8563,894 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       xmm14, [rdi + 736]
     movdqu       xmm15, [rdi + 752]
     movdqa       [rsp + 32], xmm15                   ; spill
-    movdqu       xmm15, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       [rsp + 64], xmm14                   ; spill
-    movdqa       xmm14, xmm0
-    pmulhuw      xmm14, [rel pw_5]
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rel pw_5 + 16]
+    movdqa       xmm15, xmm0                         ; shoup: before layer 2
+    pmulhuw      xmm15, [rel pw_5]
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm1
+    pmulhuw      xmm14, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm14, xmm15
-    pmullw       xmm7, xmm15
-    psubw        xmm0, xmm14
-    psubw        xmm1, xmm7
-    movdqa       xmm7, xmm8
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3168]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3184]
+    pmullw       xmm15, [rel pw_12289]
+    pmullw       xmm14, [rel pw_12289 + 16]
+    psubw        xmm0, xmm15
+    psubw        xmm1, xmm14
+    movdqa       xmm14, xmm8
+    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3168]
+    movdqa       xmm15, xmm9
+    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3184]
     pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3136]
     pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3152]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm7, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm9, xmm14
-    movdqa       xmm7, xmm0                          ; layer 2
-    paddw        xmm7, xmm8
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm9
+    movdqa       [rsp + 96], xmm7                    ; spill
+    movdqu       xmm7, [rel pw_12289]                ; reload
+    pmullw       xmm14, xmm7
+    pmullw       xmm15, xmm7
+    psubw        xmm8, xmm14
+    psubw        xmm9, xmm15
+    movdqa       xmm14, xmm0                         ; layer 2
+    paddw        xmm14, xmm8
+    movdqa       xmm15, xmm1
+    paddw        xmm15, xmm9
     paddw        xmm0, [rel pw_24578]
     paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
-    movdqu       xmm8, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rel pw_5]
-    movdqa       [rsp + 128], xmm1                   ; spill
-    movdqa       xmm1, xmm3
-    pmulhuw      xmm1, [rel pw_5 + 16]
+    movdqa       xmm8, xmm2                          ; shoup: before layer 2
+    pmulhuw      xmm8, [rel pw_5]
+    movdqa       xmm9, xmm3
+    pmulhuw      xmm9, [rel pw_5 + 16]
     pmullw       xmm2, [rel pw_1]
     pmullw       xmm3, [rel pw_1 + 16]
-    pmullw       xmm9, xmm8
-    pmullw       xmm1, xmm8
-    psubw        xmm2, xmm9
-    psubw        xmm3, xmm1
-    movdqa       xmm1, xmm10
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3168]
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3184]
+    pmullw       xmm8, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
+    psubw        xmm2, xmm8
+    psubw        xmm3, xmm9
+    movdqa       xmm8, xmm10
+    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3168]
+    movdqa       xmm9, xmm11
+    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3184]
     pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3136]
     pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3152]
-    pmullw       xmm1, xmm15
-    pmullw       xmm8, xmm15
-    psubw        xmm10, xmm1
-    psubw        xmm11, xmm8
-    movdqa       xmm1, xmm2                          ; layer 2
-    paddw        xmm1, xmm10
-    movdqa       xmm8, xmm3
-    paddw        xmm8, xmm11
+    pmullw       xmm8, xmm7
+    pmullw       xmm9, xmm7
+    psubw        xmm10, xmm8
+    psubw        xmm11, xmm9
+    movdqa       xmm8, xmm2                          ; layer 2
+    paddw        xmm8, xmm10
+    movdqa       xmm9, xmm3
+    paddw        xmm9, xmm11
     paddw        xmm2, [rel pw_24578]
     paddw        xmm3, [rel pw_24578 + 16]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
-    movdqu       xmm9, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm10, xmm4
+    movdqa       xmm10, xmm4                         ; shoup: before layer 2
     pmulhuw      xmm10, [rel pw_5]
     movdqa       xmm11, xmm5
     pmulhuw      xmm11, [rel pw_5 + 16]
     pmullw       xmm4, [rel pw_1]
     pmullw       xmm5, [rel pw_1 + 16]
-    pmullw       xmm10, xmm9
-    pmullw       xmm11, xmm9
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm11, [rel pw_12289 + 16]
     psubw        xmm4, xmm10
     psubw        xmm5, xmm11
-    movdqa       xmm9, xmm12
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3168]
-    movdqa       xmm10, xmm13
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3184]
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3168]
+    movdqa       xmm11, xmm13
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3184]
     pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3136]
     pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3152]
-    pmullw       xmm9, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm12, xmm9
-    psubw        xmm13, xmm10
-    movdqa       xmm9, xmm4                          ; layer 2
-    paddw        xmm9, xmm12
-    movdqa       xmm10, xmm5
-    paddw        xmm10, xmm13
+    pmullw       xmm10, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm12, xmm10
+    psubw        xmm13, xmm11
+    movdqa       xmm10, xmm4                         ; layer 2
+    paddw        xmm10, xmm12
+    movdqa       xmm11, xmm5
+    paddw        xmm11, xmm13
     paddw        xmm4, [rel pw_24578]
     paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
-    movdqu       xmm11, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       xmm12, xmm6
+    movdqa       xmm12, xmm6                         ; shoup: before layer 2
     pmulhuw      xmm12, [rel pw_5]
     movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       [rsp], xmm3                         ; spill
+    movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm13
     pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm6, [rel pw_1]
     pmullw       xmm13, [rel pw_1 + 16]
-    pmullw       xmm12, xmm11
-    pmullw       xmm3, xmm11
+    pmullw       xmm12, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
     psubw        xmm6, xmm12
     psubw        xmm13, xmm3
-    movdqa       xmm3, [rsp + 64]                    ; reload
-    movdqa       xmm11, xmm3
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3168]
-    movdqa       xmm12, [rsp + 32]                   ; reload
+    movdqa       xmm3, [rsp + 128]                   ; reload
+    movdqa       xmm12, xmm3
+    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3168]
     movdqa       [rsp + 96], xmm2                    ; spill
-    movdqa       xmm2, xmm12
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3184]
+    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       [rsp], xmm5                         ; spill
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3184]
     pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3136]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3152]
-    pmullw       xmm11, xmm15
-    pmullw       xmm2, xmm15
-    psubw        xmm3, xmm11
-    psubw        xmm12, xmm2
-    movdqa       xmm2, xmm6                          ; layer 2
-    paddw        xmm2, xmm3
-    movdqa       xmm11, xmm13
-    paddw        xmm11, xmm12
+    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3152]
+    pmullw       xmm12, xmm7
+    pmullw       xmm5, xmm7
+    psubw        xmm3, xmm12
+    psubw        xmm2, xmm5
+    movdqa       xmm5, xmm6                          ; layer 2
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm13
+    paddw        xmm12, xmm2
     paddw        xmm6, [rel pw_24578]
     paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm6, xmm3
-    psubw        xmm13, xmm12
-    movdqa       xmm3, xmm7                          ; csub: before layer 3
-    psubw        xmm3, [rel pw_24578]
-    movdqa       xmm12, xmm14
-    psubw        xmm12, [rel pw_24578 + 16]
-    pminuw       xmm7, xmm3
-    pminuw       xmm14, xmm12
-    movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3232]
-    movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3248]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3200]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3216]
-    pmullw       xmm3, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm3
-    psubw        xmm10, xmm12
-    movdqa       xmm3, xmm7                          ; layer 3
-    paddw        xmm3, xmm9
-    movdqa       xmm12, xmm14
-    paddw        xmm12, xmm10
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm7, xmm9
-    psubw        xmm14, xmm10
-    movdqa       xmm9, xmm1                          ; csub: before layer 3
-    psubw        xmm9, [rel pw_24578]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm1, xmm9
-    pminuw       xmm8, xmm10
-    movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3232]
-    movdqa       xmm10, xmm11
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3248]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3200]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3216]
-    pmullw       xmm9, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm2, xmm9
-    psubw        xmm11, xmm10
-    movdqa       xmm9, xmm1                          ; layer 3
-    paddw        xmm9, xmm2
-    movdqa       xmm10, xmm8
-    paddw        xmm10, xmm11
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm11
-    movdqa       xmm2, xmm0                          ; csub: before layer 3
+    psubw        xmm13, xmm2
+    movdqa       xmm2, xmm14                         ; csub: before layer 3
     psubw        xmm2, [rel pw_24578]
-    movdqa       xmm11, [rsp + 128]                  ; reload
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, xmm11
-    psubw        xmm8, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm2
-    pminuw       xmm11, xmm8
-    movdqa       xmm2, xmm4
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3296]
-    movdqa       xmm8, xmm5
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3312]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3264]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3280]
-    pmullw       xmm2, xmm15
-    pmullw       xmm8, xmm15
-    psubw        xmm4, xmm2
-    psubw        xmm5, xmm8
-    movdqa       xmm2, xmm0                          ; layer 3
-    paddw        xmm2, xmm4
-    movdqa       xmm8, xmm11
-    paddw        xmm8, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm11, xmm5
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 3
+    movdqa       xmm3, xmm15
+    psubw        xmm3, [rel pw_24578 + 16]
+    pminuw       xmm14, xmm2
+    pminuw       xmm15, xmm3
+    movdqa       xmm2, xmm10
+    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3232]
+    movdqa       xmm3, xmm11
+    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3248]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3200]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3216]
+    pmullw       xmm2, xmm7
+    pmullw       xmm3, xmm7
+    psubw        xmm10, xmm2
+    psubw        xmm11, xmm3
+    movdqa       xmm2, xmm14                         ; layer 3
+    paddw        xmm2, xmm10
+    movdqa       xmm3, xmm15
+    paddw        xmm3, xmm11
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm14, xmm10
+    psubw        xmm15, xmm11
+    movdqa       xmm10, xmm8                         ; csub: before layer 3
+    psubw        xmm10, [rel pw_24578]
+    movdqa       xmm11, xmm9
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm8, xmm10
+    pminuw       xmm9, xmm11
+    movdqa       xmm10, xmm5
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3232]
+    movdqa       xmm11, xmm12
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3248]
+    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3200]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3216]
+    pmullw       xmm10, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm5, xmm10
+    psubw        xmm12, xmm11
+    movdqa       xmm10, xmm8                         ; layer 3
+    paddw        xmm10, xmm5
+    movdqa       xmm11, xmm9
+    paddw        xmm11, xmm12
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm8, xmm5
+    psubw        xmm9, xmm12
+    movdqa       xmm5, xmm0                          ; csub: before layer 3
     psubw        xmm5, [rel pw_24578]
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm11
+    movdqa       xmm12, xmm1
+    psubw        xmm12, [rel pw_24578 + 16]
+    pminuw       xmm0, xmm5
+    pminuw       xmm1, xmm12
+    movdqa       xmm5, xmm4
+    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3296]
+    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3312]
+    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3264]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3280]
+    pmullw       xmm5, xmm7
+    pmullw       xmm9, xmm7
+    psubw        xmm4, xmm5
+    psubw        xmm12, xmm9
+    movdqa       xmm5, xmm0                          ; layer 3
+    paddw        xmm5, xmm4
+    movdqa       xmm9, xmm1
+    paddw        xmm9, xmm12
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm12
+    movdqa       xmm4, [rsp + 96]                    ; reload
+    movdqa       xmm12, xmm4                         ; csub: before layer 3
+    psubw        xmm12, [rel pw_24578]
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       [rsp + 128], xmm0                   ; spill
+    movdqa       xmm0, xmm1
     psubw        xmm0, [rel pw_24578 + 16]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm0
+    pminuw       xmm4, xmm12
+    pminuw       xmm1, xmm0
     movdqa       xmm0, xmm6
     pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3296]
-    movdqa       xmm5, xmm13
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3312]
+    movdqa       xmm12, xmm13
+    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3312]
     pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3264]
     pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3280]
-    pmullw       xmm0, xmm15
-    pmullw       xmm5, xmm15
+    pmullw       xmm0, xmm7
+    pmullw       xmm12, xmm7
     psubw        xmm6, xmm0
-    psubw        xmm13, xmm5
+    psubw        xmm13, xmm12
     movdqa       xmm0, xmm4                          ; layer 3
     paddw        xmm0, xmm6
-    movdqa       xmm5, xmm11
-    paddw        xmm5, xmm13
+    movdqa       xmm12, xmm1
+    paddw        xmm12, xmm13
     paddw        xmm4, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
-    psubw        xmm11, xmm13
-    movdqa       xmm6, xmm3                          ; csub: before layer 4
+    psubw        xmm1, xmm13
+    movdqa       xmm6, xmm2                          ; csub: before layer 4
     psubw        xmm6, [rel pw_24578]
-    movdqa       xmm13, xmm12
+    movdqa       xmm13, xmm3
     psubw        xmm13, [rel pw_24578 + 16]
-    pminuw       xmm3, xmm6
-    pminuw       xmm12, xmm13
-    movdqa       xmm6, xmm9
+    pminuw       xmm2, xmm6
+    pminuw       xmm3, xmm13
+    movdqa       xmm6, xmm10
     pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3360]
-    movdqa       xmm13, xmm10
+    movdqa       xmm13, xmm11
     pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3376]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3328]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3344]
-    pmullw       xmm6, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm9, xmm6
-    psubw        xmm10, xmm13
-    movdqa       xmm6, xmm3                          ; layer 4
-    paddw        xmm6, xmm9
-    movdqa       xmm13, xmm12
-    paddw        xmm13, xmm10
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
-    psubw        xmm3, xmm9
-    psubw        xmm12, xmm10
-    movdqa       xmm9, xmm7                          ; csub: before layer 4
-    psubw        xmm9, [rel pw_24578]
-    movdqa       xmm10, xmm14
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm7, xmm9
-    pminuw       xmm14, xmm10
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3424]
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3440]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3392]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3408]
-    pmullw       xmm9, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm1, xmm9
-    psubw        xmm10, xmm12
-    movdqa       xmm9, xmm7                          ; layer 4
-    paddw        xmm9, xmm1
-    movdqa       xmm12, xmm14
-    paddw        xmm12, xmm10
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm7, xmm1
-    psubw        xmm14, xmm10
-    movdqa       xmm1, xmm2                          ; csub: before layer 4
-    psubw        xmm1, [rel pw_24578]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm1
-    pminuw       xmm8, xmm10
-    movdqa       xmm1, xmm0
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3488]
-    movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3504]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3456]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3472]
-    pmullw       xmm1, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm0, xmm1
-    psubw        xmm5, xmm10
-    movdqa       xmm1, xmm2                          ; layer 4
-    paddw        xmm1, xmm0
-    movdqa       xmm10, xmm8
-    paddw        xmm10, xmm5
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3328]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3344]
+    pmullw       xmm6, xmm7
+    pmullw       xmm13, xmm7
+    psubw        xmm10, xmm6
+    psubw        xmm11, xmm13
+    movdqa       xmm6, xmm2                          ; layer 4
+    paddw        xmm6, xmm10
+    movdqa       xmm13, xmm3
+    paddw        xmm13, xmm11
     paddw        xmm2, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
-    psubw        xmm2, xmm0
-    psubw        xmm8, xmm5
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqa       xmm5, xmm0                          ; csub: before layer 4
-    psubw        xmm5, [rel pw_24578]
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, [rsp + 128]                   ; reload
-    movdqa       [rsp + 96], xmm10                   ; spill
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm5
-    pminuw       xmm8, xmm10
-    movdqa       xmm5, xmm4
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3552]
-    movdqa       xmm10, xmm11
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3568]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3520]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3536]
-    pmullw       xmm5, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm4, xmm5
-    psubw        xmm11, xmm10
-    movdqa       xmm5, xmm0                          ; layer 4
-    paddw        xmm5, xmm4
-    movdqa       xmm10, xmm8
-    paddw        xmm10, xmm11
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm8, xmm11
-    movdqa       xmm4, xmm6                          ; csub: before layer 5
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm11, xmm3
-    psubw        xmm11, [rel pw_24578 + 16]
-    pminuw       xmm6, xmm4
-    pminuw       xmm3, xmm11
-    movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3616]
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3632]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3584]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3600]
-    pmullw       xmm4, xmm15
-    pmullw       xmm8, xmm15
-    psubw        xmm13, xmm4
-    psubw        xmm11, xmm8
-    movdqa       xmm4, xmm6                          ; layer 5
-    paddw        xmm4, xmm13
-    movdqa       xmm8, xmm3
-    paddw        xmm8, xmm11
-    paddw        xmm6, [rel pw_24578]
     paddw        xmm3, [rel pw_24578 + 16]
-    psubw        xmm6, xmm13
+    psubw        xmm2, xmm10
     psubw        xmm3, xmm11
-    movdqa       xmm11, xmm9                         ; csub: before layer 5
-    psubw        xmm11, [rel pw_24578]
-    movdqa       xmm13, xmm7
-    psubw        xmm13, [rel pw_24578 + 16]
+    movdqa       xmm10, xmm14                        ; csub: before layer 4
+    psubw        xmm10, [rel pw_24578]
+    movdqa       xmm11, xmm15
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm14, xmm10
+    pminuw       xmm15, xmm11
+    movdqa       xmm10, xmm8
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3424]
+    movdqa       xmm11, [rsp + 32]                   ; reload
+    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       xmm3, xmm11
+    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3440]
+    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3392]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3408]
+    pmullw       xmm10, xmm7
+    pmullw       xmm3, xmm7
+    psubw        xmm8, xmm10
+    psubw        xmm11, xmm3
+    movdqa       xmm3, xmm14                         ; layer 4
+    paddw        xmm3, xmm8
+    movdqa       xmm10, xmm15
+    paddw        xmm10, xmm11
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm14, xmm8
+    psubw        xmm15, xmm11
+    movdqa       xmm8, xmm5                          ; csub: before layer 4
+    psubw        xmm8, [rel pw_24578]
+    movdqa       xmm11, xmm9
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm5, xmm8
     pminuw       xmm9, xmm11
-    pminuw       xmm7, xmm13
+    movdqa       xmm8, xmm0
+    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3488]
     movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3680]
-    movdqa       xmm13, xmm14
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3696]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3648]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3664]
-    pmullw       xmm11, xmm15
-    pmullw       xmm13, xmm15
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3504]
+    pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3456]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3472]
+    pmullw       xmm8, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm0, xmm8
     psubw        xmm12, xmm11
-    psubw        xmm14, xmm13
-    movdqa       xmm11, xmm9                         ; layer 5
+    movdqa       xmm8, xmm5                          ; layer 4
+    paddw        xmm8, xmm0
+    movdqa       xmm11, xmm9
     paddw        xmm11, xmm12
-    movdqa       xmm13, xmm7
-    paddw        xmm13, xmm14
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm7, [rel pw_24578 + 16]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm5, xmm0
     psubw        xmm9, xmm12
-    psubw        xmm7, xmm14
-    movdqa       xmm12, xmm1                         ; csub: before layer 5
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqa       xmm12, xmm0                         ; csub: before layer 4
     psubw        xmm12, [rel pw_24578]
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       [rsp + 96], xmm11                   ; spill
+    movdqa       xmm11, xmm9
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm0, xmm12
+    pminuw       xmm9, xmm11
+    movdqa       xmm11, xmm4
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3552]
+    movdqa       xmm12, xmm1
+    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3568]
+    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3520]
+    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3536]
+    pmullw       xmm11, xmm7
+    pmullw       xmm12, xmm7
+    psubw        xmm4, xmm11
+    psubw        xmm1, xmm12
+    movdqa       xmm11, xmm0                         ; layer 4
+    paddw        xmm11, xmm4
+    movdqa       xmm12, xmm9
+    paddw        xmm12, xmm1
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm0, xmm4
+    psubw        xmm9, xmm1
+    movdqa       xmm1, xmm6                          ; csub: before layer 5
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm6, xmm1
+    pminuw       xmm2, xmm4
+    movdqa       xmm1, xmm13
+    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3616]
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       [rsp], xmm9                         ; spill
+    movdqa       xmm9, xmm4
+    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3632]
+    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3584]
+    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3600]
+    pmullw       xmm1, xmm7
+    pmullw       xmm9, xmm7
+    psubw        xmm13, xmm1
+    psubw        xmm4, xmm9
+    movdqa       xmm1, xmm6                          ; layer 5
+    paddw        xmm1, xmm13
+    movdqa       xmm9, xmm2
+    paddw        xmm9, xmm4
+    paddw        xmm6, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm6, xmm13
+    psubw        xmm2, xmm4
+    movdqa       xmm4, xmm3                          ; csub: before layer 5
+    psubw        xmm4, [rel pw_24578]
+    movdqa       xmm13, xmm14
+    psubw        xmm13, [rel pw_24578 + 16]
+    pminuw       xmm3, xmm4
+    pminuw       xmm14, xmm13
+    movdqa       xmm4, xmm10
+    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3680]
+    movdqa       xmm13, xmm15
+    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3696]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3648]
+    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3664]
+    pmullw       xmm4, xmm7
+    pmullw       xmm13, xmm7
+    psubw        xmm10, xmm4
+    psubw        xmm15, xmm13
+    movdqa       xmm4, xmm3                          ; layer 5
+    paddw        xmm4, xmm10
+    movdqa       xmm13, xmm14
+    paddw        xmm13, xmm15
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm3, xmm10
+    psubw        xmm14, xmm15
+    movdqa       xmm10, xmm8                         ; csub: before layer 5
+    psubw        xmm10, [rel pw_24578]
+    movdqa       xmm15, xmm5
+    psubw        xmm15, [rel pw_24578 + 16]
+    pminuw       xmm8, xmm10
+    pminuw       xmm5, xmm15
+    movdqa       xmm10, [rsp + 96]                   ; reload
+    movdqa       xmm15, xmm10
+    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3744]
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, [rsp + 32]                   ; reload
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm14
+    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3760]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3712]
+    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3728]
+    pmullw       xmm15, xmm7
+    pmullw       xmm13, xmm7
+    psubw        xmm10, xmm15
+    psubw        xmm14, xmm13
+    movdqa       xmm13, xmm8                         ; layer 5
+    paddw        xmm13, xmm10
+    movdqa       xmm15, xmm5
+    paddw        xmm15, xmm14
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm8, xmm10
+    psubw        xmm5, xmm14
+    movdqa       xmm10, xmm11                        ; csub: before layer 5
+    psubw        xmm10, [rel pw_24578]
+    movdqa       xmm14, xmm0
+    psubw        xmm14, [rel pw_24578 + 16]
+    pminuw       xmm11, xmm10
+    pminuw       xmm0, xmm14
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3808]
+    movdqa       xmm14, [rsp]                        ; reload
+    movdqa       [rsp + 32], xmm5                    ; spill
+    movdqa       xmm5, xmm14
+    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3824]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3776]
+    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3792]
+    pmullw       xmm10, xmm7
+    pmullw       xmm5, xmm7
+    psubw        xmm12, xmm10
+    psubw        xmm14, xmm5
+    movdqa       xmm5, xmm11                         ; layer 5
+    paddw        xmm5, xmm12
+    movdqa       xmm10, xmm0
+    paddw        xmm10, xmm14
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm11, xmm12
+    psubw        xmm0, xmm14
+    movdqa       xmm12, xmm1
+    punpcklwd    xmm12, xmm6
+    movdqa       xmm14, xmm9
+    punpcklwd    xmm14, xmm2
+    punpckhwd    xmm1, xmm6
+    punpckhwd    xmm9, xmm2
+    movdqa       xmm2, xmm4
+    punpcklwd    xmm2, xmm3
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, xmm6
+    punpcklwd    xmm2, [rsp + 64]
+    punpckhwd    xmm4, xmm3
+    punpckhwd    xmm6, [rsp + 64]
+    movdqa       xmm3, xmm13
+    punpcklwd    xmm3, xmm8
+    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       xmm3, xmm15
+    punpcklwd    xmm3, [rsp + 32]
+    punpckhwd    xmm13, xmm8
+    punpckhwd    xmm15, [rsp + 32]
+    movdqa       xmm8, xmm5
+    punpcklwd    xmm8, xmm11
+    movdqa       [rsp + 32], xmm8                    ; spill
+    movdqa       xmm8, xmm10
+    punpcklwd    xmm8, xmm0
+    punpckhwd    xmm5, xmm11
+    punpckhwd    xmm10, xmm0
+    movdqa       xmm0, xmm12                         ; csub: before layer 6
+    psubw        xmm0, [rel pw_24578]
+    movdqa       xmm11, xmm14
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm12, xmm0
+    pminuw       xmm14, xmm11
+    movdqa       xmm0, xmm1
+    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3872]
+    movdqa       xmm11, xmm9
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3888]
+    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3840]
+    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3856]
+    pmullw       xmm0, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm1, xmm0
+    psubw        xmm9, xmm11
+    movdqa       xmm0, xmm12                         ; layer 6
+    paddw        xmm0, xmm1
+    movdqa       xmm11, xmm14
+    paddw        xmm11, xmm9
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm12, xmm1
+    psubw        xmm14, xmm9
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqa       xmm9, xmm1                          ; csub: before layer 6
+    psubw        xmm9, [rel pw_24578]
+    movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm2
     psubw        xmm14, [rel pw_24578 + 16]
-    pminuw       xmm1, xmm12
+    pminuw       xmm1, xmm9
     pminuw       xmm2, xmm14
-    movdqa       xmm12, [rsp + 96]                   ; reload
-    movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3744]
-    movdqa       [rsp], xmm7                         ; spill
-    movdqa       xmm7, [rsp + 32]                    ; reload
-    movdqa       [rsp + 64], xmm13                   ; spill
-    movdqa       xmm13, xmm7
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3760]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3712]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3728]
-    pmullw       xmm14, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm12, xmm14
-    psubw        xmm7, xmm13
-    movdqa       xmm13, xmm1                         ; layer 5
-    paddw        xmm13, xmm12
+    movdqa       xmm9, xmm4
+    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3936]
+    movdqa       xmm14, xmm6
+    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3952]
+    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3904]
+    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3920]
+    pmullw       xmm9, xmm7
+    pmullw       xmm14, xmm7
+    psubw        xmm4, xmm9
+    psubw        xmm6, xmm14
+    movdqa       xmm9, xmm1                          ; layer 6
+    paddw        xmm9, xmm4
     movdqa       xmm14, xmm2
-    paddw        xmm14, xmm7
+    paddw        xmm14, xmm6
     paddw        xmm1, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm12
-    psubw        xmm2, xmm7
-    movdqa       xmm7, xmm5                          ; csub: before layer 5
-    psubw        xmm7, [rel pw_24578]
-    movdqa       xmm12, xmm0
-    psubw        xmm12, [rel pw_24578 + 16]
-    pminuw       xmm5, xmm7
-    pminuw       xmm0, xmm12
-    movdqa       xmm7, xmm10
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3808]
-    movdqa       xmm12, [rsp + 128]                  ; reload
-    movdqa       [rsp + 32], xmm2                    ; spill
-    movdqa       xmm2, xmm12
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3824]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3776]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3792]
-    pmullw       xmm7, xmm15
-    pmullw       xmm2, xmm15
-    psubw        xmm10, xmm7
-    psubw        xmm12, xmm2
-    movdqa       xmm2, xmm5                          ; layer 5
-    paddw        xmm2, xmm10
-    movdqa       xmm7, xmm0
-    paddw        xmm7, xmm12
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm5, xmm10
-    psubw        xmm0, xmm12
-    movdqa       xmm10, xmm4
-    punpcklwd    xmm10, xmm6
-    movdqa       xmm12, xmm8
-    punpcklwd    xmm12, xmm3
-    punpckhwd    xmm4, xmm6
-    punpckhwd    xmm8, xmm3
-    movdqa       xmm3, xmm11
-    punpcklwd    xmm3, xmm9
-    movdqa       xmm6, [rsp + 64]                    ; reload
-    movdqa       [rsp + 128], xmm3                   ; spill
-    movdqa       xmm3, xmm6
-    punpcklwd    xmm3, [rsp]
-    punpckhwd    xmm11, xmm9
-    punpckhwd    xmm6, [rsp]
-    movdqa       xmm9, xmm13
-    punpcklwd    xmm9, xmm1
-    movdqa       [rsp], xmm9                         ; spill
-    movdqa       xmm9, xmm14
-    punpcklwd    xmm9, [rsp + 32]
-    punpckhwd    xmm13, xmm1
-    punpckhwd    xmm14, [rsp + 32]
-    movdqa       xmm1, xmm2
-    punpcklwd    xmm1, xmm5
-    movdqa       [rsp + 32], xmm1                    ; spill
-    movdqa       xmm1, xmm7
-    punpcklwd    xmm1, xmm0
-    punpckhwd    xmm2, xmm5
-    punpckhwd    xmm7, xmm0
-    movdqa       xmm0, xmm10                         ; csub: before layer 6
-    psubw        xmm0, [rel pw_24578]
-    movdqa       xmm5, xmm12
-    psubw        xmm5, [rel pw_24578 + 16]
-    pminuw       xmm10, xmm0
-    pminuw       xmm12, xmm5
-    movdqa       xmm0, xmm4
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3872]
-    movdqa       xmm5, xmm8
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3888]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3840]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3856]
-    pmullw       xmm0, xmm15
-    pmullw       xmm5, xmm15
-    psubw        xmm4, xmm0
-    psubw        xmm8, xmm5
-    movdqa       xmm0, xmm10                         ; layer 6
-    paddw        xmm0, xmm4
-    movdqa       xmm5, xmm12
-    paddw        xmm5, xmm8
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
-    psubw        xmm10, xmm4
-    psubw        xmm12, xmm8
-    movdqa       xmm4, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm4                          ; csub: before layer 6
-    psubw        xmm8, [rel pw_24578]
-    movdqa       [rsp + 64], xmm12                   ; spill
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rel pw_24578 + 16]
-    pminuw       xmm4, xmm8
-    pminuw       xmm3, xmm12
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3936]
-    movdqa       xmm12, xmm6
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3952]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3904]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3920]
-    pmullw       xmm8, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm11, xmm8
-    psubw        xmm6, xmm12
-    movdqa       xmm8, xmm4                          ; layer 6
-    paddw        xmm8, xmm11
-    movdqa       xmm12, xmm3
-    paddw        xmm12, xmm6
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm6
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       xmm6, xmm4                          ; csub: before layer 6
+    psubw        xmm6, [rel pw_24578]
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, xmm3
+    psubw        xmm2, [rel pw_24578 + 16]
+    pminuw       xmm4, xmm6
+    pminuw       xmm3, xmm2
+    movdqa       xmm2, xmm13
+    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4000]
+    movdqa       xmm6, xmm15
+    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4016]
+    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3968]
+    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3984]
+    pmullw       xmm2, xmm7
+    pmullw       xmm6, xmm7
+    psubw        xmm13, xmm2
+    psubw        xmm15, xmm6
+    movdqa       xmm2, xmm4                          ; layer 6
+    paddw        xmm2, xmm13
+    movdqa       xmm6, xmm3
+    paddw        xmm6, xmm15
     paddw        xmm4, [rel pw_24578]
     paddw        xmm3, [rel pw_24578 + 16]
-    psubw        xmm4, xmm11
-    psubw        xmm3, xmm6
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       xmm11, xmm6                         ; csub: before layer 6
-    psubw        xmm11, [rel pw_24578]
-    movdqa       [rsp + 128], xmm3                   ; spill
-    movdqa       xmm3, xmm9
-    psubw        xmm3, [rel pw_24578 + 16]
-    pminuw       xmm6, xmm11
-    pminuw       xmm9, xmm3
-    movdqa       xmm3, xmm13
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4000]
-    movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4016]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3968]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 3984]
-    pmullw       xmm3, xmm15
-    pmullw       xmm11, xmm15
-    psubw        xmm13, xmm3
-    psubw        xmm14, xmm11
-    movdqa       xmm3, xmm6                          ; layer 6
-    paddw        xmm3, xmm13
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm14
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm6, xmm13
-    psubw        xmm9, xmm14
+    psubw        xmm4, xmm13
+    psubw        xmm3, xmm15
     movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       xmm14, xmm13                        ; csub: before layer 6
-    psubw        xmm14, [rel pw_24578]
-    movdqa       [rsp], xmm9                         ; spill
-    movdqa       xmm9, xmm1
-    psubw        xmm9, [rel pw_24578 + 16]
-    pminuw       xmm13, xmm14
-    pminuw       xmm1, xmm9
-    movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4064]
-    movdqa       xmm14, xmm7
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4080]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4032]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4048]
-    pmullw       xmm9, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm2, xmm9
-    psubw        xmm7, xmm14
-    movdqa       xmm9, xmm13                         ; layer 6
-    paddw        xmm9, xmm2
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm7
+    movdqa       xmm15, xmm13                        ; csub: before layer 6
+    psubw        xmm15, [rel pw_24578]
+    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       xmm3, xmm8
+    psubw        xmm3, [rel pw_24578 + 16]
+    pminuw       xmm13, xmm15
+    pminuw       xmm8, xmm3
+    movdqa       xmm3, xmm5
+    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4064]
+    movdqa       xmm15, xmm10
+    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4080]
+    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4032]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4048]
+    pmullw       xmm3, xmm7
+    pmullw       xmm15, xmm7
+    psubw        xmm5, xmm3
+    psubw        xmm10, xmm15
+    movdqa       xmm3, xmm13                         ; layer 6
+    paddw        xmm3, xmm5
+    movdqa       xmm15, xmm8
+    paddw        xmm15, xmm10
     paddw        xmm13, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm13, xmm2
-    psubw        xmm1, xmm7
-    movdqa       xmm2, xmm0
-    punpcklwd    xmm2, xmm10
-    movdqa       xmm7, xmm5
-    punpcklwd    xmm7, [rsp + 64]
-    punpckhwd    xmm0, xmm10
-    punpckhwd    xmm5, [rsp + 64]
-    movdqa       xmm10, xmm8
-    punpcklwd    xmm10, xmm4
-    movdqa       [rsp + 64], xmm10                   ; spill
-    movdqa       xmm10, xmm12
+    paddw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm13, xmm5
+    psubw        xmm8, xmm10
+    movdqa       xmm5, xmm0
+    punpcklwd    xmm5, xmm12
+    movdqa       xmm10, xmm11
     punpcklwd    xmm10, [rsp + 128]
-    punpckhwd    xmm8, xmm4
-    punpckhwd    xmm12, [rsp + 128]
+    punpckhwd    xmm0, xmm12
+    punpckhwd    xmm11, [rsp + 128]
+    movdqa       xmm12, xmm9
+    punpcklwd    xmm12, xmm1
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm14
+    punpcklwd    xmm12, [rsp]
+    punpckhwd    xmm9, xmm1
+    punpckhwd    xmm14, [rsp]
+    movdqa       xmm1, xmm2
+    punpcklwd    xmm1, xmm4
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, xmm6
+    punpcklwd    xmm1, [rsp + 64]
+    punpckhwd    xmm2, xmm4
+    punpckhwd    xmm6, [rsp + 64]
     movdqa       xmm4, xmm3
-    punpcklwd    xmm4, xmm6
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, xmm11
-    punpcklwd    xmm4, [rsp]
-    punpckhwd    xmm3, xmm6
-    punpckhwd    xmm11, [rsp]
-    movdqa       xmm6, xmm9
-    punpcklwd    xmm6, xmm13
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm14
-    punpcklwd    xmm6, xmm1
-    punpckhwd    xmm9, xmm13
-    punpckhwd    xmm14, xmm1
-    movdqa       xmm1, xmm2                          ; csub: before layer 7
-    psubw        xmm1, [rel pw_24578]
-    movdqa       xmm13, xmm7
+    punpcklwd    xmm4, xmm13
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm15
+    punpcklwd    xmm4, xmm8
+    punpckhwd    xmm3, xmm13
+    punpckhwd    xmm15, xmm8
+    movdqa       xmm8, xmm5                          ; csub: before layer 7
+    psubw        xmm8, [rel pw_24578]
+    movdqa       xmm13, xmm10
     psubw        xmm13, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm1
-    pminuw       xmm7, xmm13
-    movdqa       xmm1, xmm0
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4128]
-    movdqa       xmm13, xmm5
+    pminuw       xmm5, xmm8
+    pminuw       xmm10, xmm13
+    movdqa       xmm8, xmm0
+    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4128]
+    movdqa       xmm13, xmm11
     pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4144]
     pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4096]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4112]
-    pmullw       xmm1, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm0, xmm1
-    psubw        xmm5, xmm13
-    movdqa       xmm1, xmm2                          ; layer 7
-    paddw        xmm1, xmm0
-    movdqa       xmm13, xmm7
-    paddw        xmm13, xmm5
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm7, [rel pw_24578 + 16]
-    psubw        xmm2, xmm0
-    psubw        xmm7, xmm5
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqa       xmm5, xmm0                          ; csub: before layer 7
-    psubw        xmm5, [rel pw_24578]
-    movdqa       [rsp + 32], xmm7                    ; spill
-    movdqa       xmm7, xmm10
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm5
-    pminuw       xmm10, xmm7
-    movdqa       xmm5, xmm8
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4192]
-    movdqa       xmm7, xmm12
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4208]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4160]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4176]
-    pmullw       xmm5, xmm15
-    pmullw       xmm7, xmm15
-    psubw        xmm8, xmm5
-    psubw        xmm12, xmm7
-    movdqa       xmm5, xmm0                          ; layer 7
-    paddw        xmm5, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm12
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4112]
+    pmullw       xmm8, xmm7
+    pmullw       xmm13, xmm7
     psubw        xmm0, xmm8
-    psubw        xmm10, xmm12
-    movdqa       xmm8, [rsp + 128]                   ; reload
-    movdqa       xmm12, xmm8                         ; csub: before layer 7
-    psubw        xmm12, [rel pw_24578]
-    movdqa       [rsp + 64], xmm10                   ; spill
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm8, xmm12
-    pminuw       xmm4, xmm10
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4256]
-    movdqa       xmm12, xmm11
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4272]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4224]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4240]
-    pmullw       xmm10, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm3, xmm10
-    psubw        xmm11, xmm12
-    movdqa       xmm10, xmm8                         ; layer 7
-    paddw        xmm10, xmm3
-    movdqa       xmm12, xmm4
-    paddw        xmm12, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm8, xmm3
-    psubw        xmm4, xmm11
-    movdqa       xmm3, [rsp]                         ; reload
-    movdqa       xmm11, xmm3                         ; csub: before layer 7
+    psubw        xmm11, xmm13
+    movdqa       xmm8, xmm5                          ; layer 7
+    paddw        xmm8, xmm0
+    movdqa       xmm13, xmm10
+    paddw        xmm13, xmm11
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm5, xmm0
+    psubw        xmm10, xmm11
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqa       xmm11, xmm0                         ; csub: before layer 7
     psubw        xmm11, [rel pw_24578]
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, xmm6
-    psubw        xmm4, [rel pw_24578 + 16]
-    pminuw       xmm3, xmm11
-    pminuw       xmm6, xmm4
-    movdqa       xmm4, xmm9
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4320]
+    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       xmm10, xmm12
+    psubw        xmm10, [rel pw_24578 + 16]
+    pminuw       xmm0, xmm11
+    pminuw       xmm12, xmm10
+    movdqa       xmm10, xmm9
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4192]
     movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4336]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4288]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4304]
-    pmullw       xmm4, xmm15
-    pmullw       xmm11, xmm15
-    psubw        xmm9, xmm4
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4208]
+    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4160]
+    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4176]
+    pmullw       xmm10, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm9, xmm10
     psubw        xmm14, xmm11
-    movdqa       xmm4, xmm3                          ; layer 7
-    paddw        xmm4, xmm9
-    movdqa       xmm11, xmm6
+    movdqa       xmm10, xmm0                         ; layer 7
+    paddw        xmm10, xmm9
+    movdqa       xmm11, xmm12
     paddw        xmm11, xmm14
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm3, xmm9
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm0, xmm9
+    psubw        xmm12, xmm14
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm14, xmm9                         ; csub: before layer 7
+    psubw        xmm14, [rel pw_24578]
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm1
+    psubw        xmm12, [rel pw_24578 + 16]
+    pminuw       xmm9, xmm14
+    pminuw       xmm1, xmm12
+    movdqa       xmm12, xmm2
+    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4256]
+    movdqa       xmm14, xmm6
+    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4272]
+    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4224]
+    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4240]
+    pmullw       xmm12, xmm7
+    pmullw       xmm14, xmm7
+    psubw        xmm2, xmm12
     psubw        xmm6, xmm14
+    movdqa       xmm12, xmm9                         ; layer 7
+    paddw        xmm12, xmm2
+    movdqa       xmm14, xmm1
+    paddw        xmm14, xmm6
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm9, xmm2
+    psubw        xmm1, xmm6
+    movdqa       xmm2, [rsp + 64]                    ; reload
+    movdqa       xmm6, xmm2                          ; csub: before layer 7
+    psubw        xmm6, [rel pw_24578]
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, xmm4
+    psubw        xmm1, [rel pw_24578 + 16]
+    pminuw       xmm2, xmm6
+    pminuw       xmm4, xmm1
+    movdqa       xmm1, xmm3
+    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4320]
+    movdqa       xmm6, xmm15
+    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4336]
+    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4288]
+    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4304]
+    pmullw       xmm1, xmm7
+    pmullw       xmm6, xmm7
+    psubw        xmm3, xmm1
+    psubw        xmm15, xmm6
+    movdqa       xmm1, xmm2                          ; layer 7
+    paddw        xmm1, xmm3
+    movdqa       xmm6, xmm4
+    paddw        xmm6, xmm15
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm2, xmm3
+    psubw        xmm4, xmm15
+    movdqa       xmm3, xmm8
+    punpcklwd    xmm3, xmm5
+    movdqa       xmm15, xmm13
+    punpcklwd    xmm15, [rsp + 32]
+    punpckhwd    xmm8, xmm5
+    punpckhwd    xmm13, [rsp + 32]
+    movdqa       xmm5, xmm10
+    punpcklwd    xmm5, xmm0
+    movdqa       [rsp + 32], xmm5                    ; spill
+    movdqa       xmm5, xmm11
+    punpcklwd    xmm5, [rsp + 128]
+    punpckhwd    xmm10, xmm0
+    punpckhwd    xmm11, [rsp + 128]
+    movdqa       xmm0, xmm12
+    punpcklwd    xmm0, xmm9
+    movdqa       [rsp + 128], xmm0                   ; spill
+    movdqa       xmm0, xmm14
+    punpcklwd    xmm0, [rsp]
+    punpckhwd    xmm12, xmm9
+    punpckhwd    xmm14, [rsp]
     movdqa       xmm9, xmm1
     punpcklwd    xmm9, xmm2
-    movdqa       xmm14, xmm13
-    punpcklwd    xmm14, [rsp + 32]
+    movdqa       [rsp], xmm9                         ; spill
+    movdqa       xmm9, xmm6
+    punpcklwd    xmm9, xmm4
     punpckhwd    xmm1, xmm2
-    punpckhwd    xmm13, [rsp + 32]
-    movdqa       xmm2, xmm5
-    punpcklwd    xmm2, xmm0
-    movdqa       [rsp + 32], xmm2                    ; spill
-    movdqa       xmm2, xmm7
-    punpcklwd    xmm2, [rsp + 64]
-    punpckhwd    xmm5, xmm0
-    punpckhwd    xmm7, [rsp + 64]
-    movdqa       xmm0, xmm10
-    punpcklwd    xmm0, xmm8
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm12
-    punpcklwd    xmm0, [rsp + 128]
-    punpckhwd    xmm10, xmm8
-    punpckhwd    xmm12, [rsp + 128]
-    movdqa       xmm8, xmm4
-    punpcklwd    xmm8, xmm3
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqa       xmm8, xmm11
-    punpcklwd    xmm8, xmm6
-    punpckhwd    xmm4, xmm3
-    punpckhwd    xmm11, xmm6
-    movdqa       xmm3, xmm9                          ; csub: before layer 8
-    psubw        xmm3, [rel pw_24578]
-    movdqa       xmm6, xmm14
-    psubw        xmm6, [rel pw_24578 + 16]
-    pminuw       xmm9, xmm3
-    pminuw       xmm14, xmm6
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4384]
-    movdqa       xmm6, xmm13
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4400]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4352]
+    punpckhwd    xmm6, xmm4
+    movdqa       xmm2, xmm3                          ; csub: before layer 8
+    psubw        xmm2, [rel pw_24578]
+    movdqa       xmm4, xmm15
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm3, xmm2
+    pminuw       xmm15, xmm4
+    movdqa       xmm2, xmm8
+    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4384]
+    movdqa       xmm4, xmm13
+    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4400]
+    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4352]
     pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4368]
-    pmullw       xmm3, xmm15
-    pmullw       xmm6, xmm15
-    psubw        xmm1, xmm3
-    psubw        xmm13, xmm6
-    movdqa       xmm3, xmm9                          ; layer 8
-    paddw        xmm3, xmm1
-    movdqa       xmm6, xmm14
-    paddw        xmm6, xmm13
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm9, xmm1
-    psubw        xmm14, xmm13
-    movdqa       xmm1, [rsp + 32]                    ; reload
-    movdqa       xmm13, xmm1                         ; csub: before layer 8
+    pmullw       xmm2, xmm7
+    pmullw       xmm4, xmm7
+    psubw        xmm8, xmm2
+    psubw        xmm13, xmm4
+    movdqa       xmm2, xmm3                          ; layer 8
+    paddw        xmm2, xmm8
+    movdqa       xmm4, xmm15
+    paddw        xmm4, xmm13
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm3, xmm8
+    psubw        xmm15, xmm13
+    movdqa       xmm8, [rsp + 32]                    ; reload
+    movdqa       xmm13, xmm8                         ; csub: before layer 8
     psubw        xmm13, [rel pw_24578]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm2
-    psubw        xmm14, [rel pw_24578 + 16]
-    pminuw       xmm1, xmm13
-    pminuw       xmm2, xmm14
-    movdqa       xmm13, xmm5
+    movdqa       [rsp + 64], xmm15                   ; spill
+    movdqa       xmm15, xmm5
+    psubw        xmm15, [rel pw_24578 + 16]
+    pminuw       xmm8, xmm13
+    pminuw       xmm5, xmm15
+    movdqa       xmm13, xmm10
     pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4448]
-    movdqa       xmm14, xmm7
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4464]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4416]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4432]
-    pmullw       xmm13, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm5, xmm13
-    psubw        xmm7, xmm14
-    movdqa       xmm13, xmm1                         ; layer 8
-    paddw        xmm13, xmm5
-    movdqa       xmm14, xmm2
-    paddw        xmm14, xmm7
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm7
-    movdqa       xmm5, [rsp + 64]                    ; reload
-    movdqa       xmm7, xmm5                          ; csub: before layer 8
-    psubw        xmm7, [rel pw_24578]
-    movdqa       [rsp + 32], xmm2                    ; spill
-    movdqa       xmm2, xmm0
-    psubw        xmm2, [rel pw_24578 + 16]
-    pminuw       xmm5, xmm7
-    pminuw       xmm0, xmm2
-    movdqa       xmm2, xmm10
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4512]
-    movdqa       xmm7, xmm12
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4528]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4480]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4496]
-    pmullw       xmm2, xmm15
-    pmullw       xmm7, xmm15
-    psubw        xmm10, xmm2
-    psubw        xmm12, xmm7
-    movdqa       xmm2, xmm5                          ; layer 8
-    paddw        xmm2, xmm10
-    movdqa       xmm7, xmm0
-    paddw        xmm7, xmm12
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm5, xmm10
-    psubw        xmm0, xmm12
+    movdqa       xmm15, xmm11
+    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4464]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4416]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4432]
+    pmullw       xmm13, xmm7
+    pmullw       xmm15, xmm7
+    psubw        xmm10, xmm13
+    psubw        xmm11, xmm15
+    movdqa       xmm13, xmm8                         ; layer 8
+    paddw        xmm13, xmm10
+    movdqa       xmm15, xmm5
+    paddw        xmm15, xmm11
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm8, xmm10
+    psubw        xmm5, xmm11
     movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       xmm12, xmm10                        ; csub: before layer 8
-    psubw        xmm12, [rel pw_24578]
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm8
-    psubw        xmm0, [rel pw_24578 + 16]
-    pminuw       xmm10, xmm12
-    pminuw       xmm8, xmm0
-    movdqa       xmm0, xmm4
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4576]
-    movdqa       xmm12, xmm11
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4592]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4544]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4560]
-    pmullw       xmm0, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm4, xmm0
-    psubw        xmm11, xmm12
-    movdqa       xmm0, xmm10                         ; layer 8
-    paddw        xmm0, xmm4
-    movdqa       xmm12, xmm8
-    paddw        xmm12, xmm11
+    movdqa       xmm11, xmm10                        ; csub: before layer 8
+    psubw        xmm11, [rel pw_24578]
+    movdqa       [rsp + 32], xmm5                    ; spill
+    movdqa       xmm5, xmm0
+    psubw        xmm5, [rel pw_24578 + 16]
+    pminuw       xmm10, xmm11
+    pminuw       xmm0, xmm5
+    movdqa       xmm5, xmm12
+    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4512]
+    movdqa       xmm11, xmm14
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4528]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4480]
+    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4496]
+    pmullw       xmm5, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm12, xmm5
+    psubw        xmm14, xmm11
+    movdqa       xmm5, xmm10                         ; layer 8
+    paddw        xmm5, xmm12
+    movdqa       xmm11, xmm0
+    paddw        xmm11, xmm14
     paddw        xmm10, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
-    psubw        xmm10, xmm4
-    psubw        xmm8, xmm11
-    movdqa       xmm4, xmm3                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm11, xmm6
-    psubw        xmm11, [rel pw_24578 + 16]
-    pminuw       xmm3, xmm4
-    pminuw       xmm6, xmm11
-    movdqa       xmm4, xmm9                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm11, [rsp]                        ; reload
+    paddw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm10, xmm12
+    psubw        xmm0, xmm14
+    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       xmm14, xmm12                        ; csub: before layer 8
+    psubw        xmm14, [rel pw_24578]
+    movdqa       [rsp + 128], xmm0                   ; spill
+    movdqa       xmm0, xmm9
+    psubw        xmm0, [rel pw_24578 + 16]
+    pminuw       xmm12, xmm14
+    pminuw       xmm9, xmm0
+    movdqa       xmm0, xmm1
+    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4576]
+    movdqa       xmm14, xmm6
+    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4592]
+    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4544]
+    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4560]
+    pmullw       xmm0, xmm7
+    pmullw       xmm14, xmm7
+    psubw        xmm1, xmm0
+    psubw        xmm6, xmm14
+    movdqa       xmm0, xmm12                         ; layer 8
+    paddw        xmm0, xmm1
+    movdqa       xmm14, xmm9
+    paddw        xmm14, xmm6
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm12, xmm1
+    psubw        xmm9, xmm6
+    movdqa       xmm1, xmm2                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm6, xmm4
+    psubw        xmm6, [rel pw_24578 + 16]
+    pminuw       xmm2, xmm1
+    pminuw       xmm4, xmm6
+    movdqa       xmm1, xmm3                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm6, [rsp + 64]                    ; reload
+    movdqa       xmm7, xmm6
+    psubw        xmm7, [rel pw_24578 + 16]
+    pminuw       xmm3, xmm1
+    pminuw       xmm6, xmm7
+    movdqa       xmm1, xmm13                         ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm7, xmm15
+    psubw        xmm7, [rel pw_24578 + 16]
+    pminuw       xmm13, xmm1
+    pminuw       xmm15, xmm7
+    movdqa       xmm1, xmm8                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm7, [rsp + 32]                    ; reload
+    movdqa       [rsp + 64], xmm15                   ; spill
+    movdqa       xmm15, xmm7
+    psubw        xmm15, [rel pw_24578 + 16]
+    pminuw       xmm8, xmm1
+    pminuw       xmm7, xmm15
+    movdqa       xmm1, xmm5                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
     movdqa       xmm15, xmm11
     psubw        xmm15, [rel pw_24578 + 16]
-    pminuw       xmm9, xmm4
+    pminuw       xmm5, xmm1
     pminuw       xmm11, xmm15
-    movdqa       xmm4, xmm13                         ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm15, xmm14
-    psubw        xmm15, [rel pw_24578 + 16]
-    pminuw       xmm13, xmm4
-    pminuw       xmm14, xmm15
-    movdqa       xmm4, xmm1                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm15, [rsp + 32]                   ; reload
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm15
-    psubw        xmm14, [rel pw_24578 + 16]
-    pminuw       xmm1, xmm4
-    pminuw       xmm15, xmm14
-    movdqa       xmm4, xmm2                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm14, xmm7
-    psubw        xmm14, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm4
-    pminuw       xmm7, xmm14
-    movdqa       xmm4, xmm5                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm14, [rsp + 64]                   ; reload
-    movdqa       [rsp + 32], xmm7                    ; spill
-    movdqa       xmm7, xmm14
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm5, xmm4
-    pminuw       xmm14, xmm7
-    movdqa       xmm4, xmm0                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm7, xmm12
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm4
-    pminuw       xmm12, xmm7
-    movdqa       xmm4, xmm10                         ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm7, xmm8
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm10, xmm4
-    pminuw       xmm8, xmm7
-    movdqu       [rdi + 512], xmm3
-    movdqu       [rdi + 528], xmm6
-    movdqu       [rdi + 544], xmm9
-    movdqu       [rdi + 560], xmm11
+    movdqa       xmm1, xmm10                         ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm15, [rsp + 128]                  ; reload
+    movdqa       [rsp + 32], xmm11                   ; spill
+    movdqa       xmm11, xmm15
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm10, xmm1
+    pminuw       xmm15, xmm11
+    movdqa       xmm1, xmm0                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm11, xmm14
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm0, xmm1
+    pminuw       xmm14, xmm11
+    movdqa       xmm1, xmm12                         ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm11, xmm9
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm12, xmm1
+    pminuw       xmm9, xmm11
+    movdqu       [rdi + 512], xmm2
+    movdqu       [rdi + 528], xmm4
+    movdqu       [rdi + 544], xmm3
+    movdqu       [rdi + 560], xmm6
     movdqu       [rdi + 576], xmm13
-    movdqa       xmm3, [rsp]                         ; reload
-    movdqu       [rdi + 592], xmm3
-    movdqu       [rdi + 608], xmm1
-    movdqu       [rdi + 624], xmm15
-    movdqu       [rdi + 640], xmm2
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 592], xmm1
+    movdqu       [rdi + 608], xmm8
+    movdqu       [rdi + 624], xmm7
+    movdqu       [rdi + 640], xmm5
     movdqa       xmm1, [rsp + 32]                    ; reload
     movdqu       [rdi + 656], xmm1
-    movdqu       [rdi + 672], xmm5
-    movdqu       [rdi + 688], xmm14
+    movdqu       [rdi + 672], xmm10
+    movdqu       [rdi + 688], xmm15
     movdqu       [rdi + 704], xmm0
-    movdqu       [rdi + 720], xmm12
-    movdqu       [rdi + 736], xmm10
-    movdqu       [rdi + 752], xmm8
+    movdqu       [rdi + 720], xmm14
+    movdqu       [rdi + 736], xmm12
+    movdqu       [rdi + 752], xmm9
     movdqu       xmm0, [rdi + 768]
     movdqu       xmm1, [rdi + 784]
     movdqu       xmm2, [rdi + 800]
@@ -9648,898 +9468,894 @@ kg_falcon12289_ntt_forward_sse:
     movdqu       xmm14, [rdi + 992]
     movdqu       xmm15, [rdi + 1008]
     movdqa       [rsp + 32], xmm15                   ; spill
-    movdqu       xmm15, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm0
-    pmulhuw      xmm14, [rel pw_5]
-    movdqa       [rsp + 64], xmm7                    ; spill
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rel pw_5 + 16]
+    movdqa       xmm15, xmm0                         ; shoup: before layer 2
+    pmulhuw      xmm15, [rel pw_5]
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm1
+    pmulhuw      xmm14, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm14, xmm15
-    pmullw       xmm7, xmm15
-    psubw        xmm0, xmm14
-    psubw        xmm1, xmm7
-    movdqa       xmm7, xmm8
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4640]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4656]
+    pmullw       xmm15, [rel pw_12289]
+    pmullw       xmm14, [rel pw_12289 + 16]
+    psubw        xmm0, xmm15
+    psubw        xmm1, xmm14
+    movdqa       xmm14, xmm8
+    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4640]
+    movdqa       xmm15, xmm9
+    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4656]
     pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4608]
     pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4624]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm7, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm9, xmm14
-    movdqa       xmm7, xmm0                          ; layer 2
-    paddw        xmm7, xmm8
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm9
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movdqu       xmm7, [rel pw_12289]                ; reload
+    pmullw       xmm14, xmm7
+    pmullw       xmm15, xmm7
+    psubw        xmm8, xmm14
+    psubw        xmm9, xmm15
+    movdqa       xmm14, xmm0                         ; layer 2
+    paddw        xmm14, xmm8
+    movdqa       xmm15, xmm1
+    paddw        xmm15, xmm9
     paddw        xmm0, [rel pw_24578]
     paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm0, xmm8
     psubw        xmm1, xmm9
-    movdqu       xmm8, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rel pw_5]
-    movdqa       [rsp + 128], xmm1                   ; spill
-    movdqa       xmm1, xmm3
-    pmulhuw      xmm1, [rel pw_5 + 16]
+    movdqa       xmm8, xmm2                          ; shoup: before layer 2
+    pmulhuw      xmm8, [rel pw_5]
+    movdqa       xmm9, xmm3
+    pmulhuw      xmm9, [rel pw_5 + 16]
     pmullw       xmm2, [rel pw_1]
     pmullw       xmm3, [rel pw_1 + 16]
-    pmullw       xmm9, xmm8
-    pmullw       xmm1, xmm8
-    psubw        xmm2, xmm9
-    psubw        xmm3, xmm1
-    movdqa       xmm1, xmm10
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4640]
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4656]
+    pmullw       xmm8, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
+    psubw        xmm2, xmm8
+    psubw        xmm3, xmm9
+    movdqa       xmm8, xmm10
+    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4640]
+    movdqa       xmm9, xmm11
+    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4656]
     pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4608]
     pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4624]
-    pmullw       xmm1, xmm15
-    pmullw       xmm8, xmm15
-    psubw        xmm10, xmm1
-    psubw        xmm11, xmm8
-    movdqa       xmm1, xmm2                          ; layer 2
-    paddw        xmm1, xmm10
-    movdqa       xmm8, xmm3
-    paddw        xmm8, xmm11
+    pmullw       xmm8, xmm7
+    pmullw       xmm9, xmm7
+    psubw        xmm10, xmm8
+    psubw        xmm11, xmm9
+    movdqa       xmm8, xmm2                          ; layer 2
+    paddw        xmm8, xmm10
+    movdqa       xmm9, xmm3
+    paddw        xmm9, xmm11
     paddw        xmm2, [rel pw_24578]
     paddw        xmm3, [rel pw_24578 + 16]
     psubw        xmm2, xmm10
     psubw        xmm3, xmm11
-    movdqu       xmm9, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm10, xmm4
+    movdqa       xmm10, xmm4                         ; shoup: before layer 2
     pmulhuw      xmm10, [rel pw_5]
     movdqa       xmm11, xmm5
     pmulhuw      xmm11, [rel pw_5 + 16]
     pmullw       xmm4, [rel pw_1]
     pmullw       xmm5, [rel pw_1 + 16]
-    pmullw       xmm10, xmm9
-    pmullw       xmm11, xmm9
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm11, [rel pw_12289 + 16]
     psubw        xmm4, xmm10
     psubw        xmm5, xmm11
-    movdqa       xmm9, xmm12
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4640]
-    movdqa       xmm10, xmm13
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4656]
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4640]
+    movdqa       xmm11, xmm13
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4656]
     pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4608]
     pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4624]
-    pmullw       xmm9, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm12, xmm9
-    psubw        xmm13, xmm10
-    movdqa       xmm9, xmm4                          ; layer 2
-    paddw        xmm9, xmm12
-    movdqa       xmm10, xmm5
-    paddw        xmm10, xmm13
+    pmullw       xmm10, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm12, xmm10
+    psubw        xmm13, xmm11
+    movdqa       xmm10, xmm4                         ; layer 2
+    paddw        xmm10, xmm12
+    movdqa       xmm11, xmm5
+    paddw        xmm11, xmm13
     paddw        xmm4, [rel pw_24578]
     paddw        xmm5, [rel pw_24578 + 16]
     psubw        xmm4, xmm12
     psubw        xmm5, xmm13
-    movdqu       xmm11, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       xmm12, xmm6
+    movdqa       xmm12, xmm6                         ; shoup: before layer 2
     pmulhuw      xmm12, [rel pw_5]
-    movdqa       xmm13, [rsp + 64]                   ; reload
-    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqa       xmm13, [rsp + 128]                  ; reload
+    movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm13
     pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm6, [rel pw_1]
     pmullw       xmm13, [rel pw_1 + 16]
-    pmullw       xmm12, xmm11
-    pmullw       xmm3, xmm11
+    pmullw       xmm12, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
     psubw        xmm6, xmm12
     psubw        xmm13, xmm3
-    movdqa       xmm3, [rsp]                         ; reload
-    movdqa       xmm11, xmm3
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4640]
-    movdqa       xmm12, [rsp + 32]                   ; reload
-    movdqa       [rsp + 64], xmm2                    ; spill
-    movdqa       xmm2, xmm12
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4656]
+    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       xmm12, xmm3
+    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4640]
+    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       [rsp + 96], xmm5                    ; spill
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4656]
     pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4608]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4624]
-    pmullw       xmm11, xmm15
-    pmullw       xmm2, xmm15
-    psubw        xmm3, xmm11
-    psubw        xmm12, xmm2
-    movdqa       xmm2, xmm6                          ; layer 2
-    paddw        xmm2, xmm3
-    movdqa       xmm11, xmm13
-    paddw        xmm11, xmm12
+    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4624]
+    pmullw       xmm12, xmm7
+    pmullw       xmm5, xmm7
+    psubw        xmm3, xmm12
+    psubw        xmm2, xmm5
+    movdqa       xmm5, xmm6                          ; layer 2
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm13
+    paddw        xmm12, xmm2
     paddw        xmm6, [rel pw_24578]
     paddw        xmm13, [rel pw_24578 + 16]
     psubw        xmm6, xmm3
-    psubw        xmm13, xmm12
-    movdqa       xmm3, xmm7                          ; csub: before layer 3
-    psubw        xmm3, [rel pw_24578]
-    movdqa       xmm12, xmm14
-    psubw        xmm12, [rel pw_24578 + 16]
-    pminuw       xmm7, xmm3
-    pminuw       xmm14, xmm12
-    movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4704]
-    movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4720]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4672]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4688]
-    pmullw       xmm3, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm3
-    psubw        xmm10, xmm12
-    movdqa       xmm3, xmm7                          ; layer 3
-    paddw        xmm3, xmm9
-    movdqa       xmm12, xmm14
-    paddw        xmm12, xmm10
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm7, xmm9
-    psubw        xmm14, xmm10
-    movdqa       xmm9, xmm1                          ; csub: before layer 3
-    psubw        xmm9, [rel pw_24578]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm1, xmm9
-    pminuw       xmm8, xmm10
-    movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4704]
-    movdqa       xmm10, xmm11
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4720]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4672]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4688]
-    pmullw       xmm9, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm2, xmm9
-    psubw        xmm11, xmm10
-    movdqa       xmm9, xmm1                          ; layer 3
-    paddw        xmm9, xmm2
-    movdqa       xmm10, xmm8
-    paddw        xmm10, xmm11
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm11
-    movdqa       xmm2, xmm0                          ; csub: before layer 3
+    psubw        xmm13, xmm2
+    movdqa       xmm2, xmm14                         ; csub: before layer 3
     psubw        xmm2, [rel pw_24578]
-    movdqa       xmm11, [rsp + 128]                  ; reload
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, xmm11
-    psubw        xmm8, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm2
-    pminuw       xmm11, xmm8
-    movdqa       xmm2, xmm4
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4768]
-    movdqa       xmm8, xmm5
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4784]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4736]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4752]
-    pmullw       xmm2, xmm15
-    pmullw       xmm8, xmm15
-    psubw        xmm4, xmm2
-    psubw        xmm5, xmm8
-    movdqa       xmm2, xmm0                          ; layer 3
-    paddw        xmm2, xmm4
-    movdqa       xmm8, xmm11
-    paddw        xmm8, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm11, xmm5
-    movdqa       xmm4, [rsp + 64]                    ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 3
+    movdqa       xmm3, xmm15
+    psubw        xmm3, [rel pw_24578 + 16]
+    pminuw       xmm14, xmm2
+    pminuw       xmm15, xmm3
+    movdqa       xmm2, xmm10
+    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4704]
+    movdqa       xmm3, xmm11
+    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4720]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4672]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4688]
+    pmullw       xmm2, xmm7
+    pmullw       xmm3, xmm7
+    psubw        xmm10, xmm2
+    psubw        xmm11, xmm3
+    movdqa       xmm2, xmm14                         ; layer 3
+    paddw        xmm2, xmm10
+    movdqa       xmm3, xmm15
+    paddw        xmm3, xmm11
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm14, xmm10
+    psubw        xmm15, xmm11
+    movdqa       xmm10, xmm8                         ; csub: before layer 3
+    psubw        xmm10, [rel pw_24578]
+    movdqa       xmm11, xmm9
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm8, xmm10
+    pminuw       xmm9, xmm11
+    movdqa       xmm10, xmm5
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4704]
+    movdqa       xmm11, xmm12
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4720]
+    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4672]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4688]
+    pmullw       xmm10, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm5, xmm10
+    psubw        xmm12, xmm11
+    movdqa       xmm10, xmm8                         ; layer 3
+    paddw        xmm10, xmm5
+    movdqa       xmm11, xmm9
+    paddw        xmm11, xmm12
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm8, xmm5
+    psubw        xmm9, xmm12
+    movdqa       xmm5, xmm0                          ; csub: before layer 3
     psubw        xmm5, [rel pw_24578]
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, [rsp + 96]                   ; reload
-    movdqa       [rsp], xmm0                         ; spill
-    movdqa       xmm0, xmm11
+    movdqa       xmm12, xmm1
+    psubw        xmm12, [rel pw_24578 + 16]
+    pminuw       xmm0, xmm5
+    pminuw       xmm1, xmm12
+    movdqa       xmm5, xmm4
+    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4768]
+    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4784]
+    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4736]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4752]
+    pmullw       xmm5, xmm7
+    pmullw       xmm9, xmm7
+    psubw        xmm4, xmm5
+    psubw        xmm12, xmm9
+    movdqa       xmm5, xmm0                          ; layer 3
+    paddw        xmm5, xmm4
+    movdqa       xmm9, xmm1
+    paddw        xmm9, xmm12
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm12
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm12, xmm4                         ; csub: before layer 3
+    psubw        xmm12, [rel pw_24578]
+    movdqa       [rsp + 96], xmm1                    ; spill
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm1
     psubw        xmm0, [rel pw_24578 + 16]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm0
+    pminuw       xmm4, xmm12
+    pminuw       xmm1, xmm0
     movdqa       xmm0, xmm6
     pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4768]
-    movdqa       xmm5, xmm13
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4784]
+    movdqa       xmm12, xmm13
+    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4784]
     pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4736]
     pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4752]
-    pmullw       xmm0, xmm15
-    pmullw       xmm5, xmm15
+    pmullw       xmm0, xmm7
+    pmullw       xmm12, xmm7
     psubw        xmm6, xmm0
-    psubw        xmm13, xmm5
+    psubw        xmm13, xmm12
     movdqa       xmm0, xmm4                          ; layer 3
     paddw        xmm0, xmm6
-    movdqa       xmm5, xmm11
-    paddw        xmm5, xmm13
+    movdqa       xmm12, xmm1
+    paddw        xmm12, xmm13
     paddw        xmm4, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
+    paddw        xmm1, [rel pw_24578 + 16]
     psubw        xmm4, xmm6
-    psubw        xmm11, xmm13
-    movdqa       xmm6, xmm3                          ; csub: before layer 4
+    psubw        xmm1, xmm13
+    movdqa       xmm6, xmm2                          ; csub: before layer 4
     psubw        xmm6, [rel pw_24578]
-    movdqa       xmm13, xmm12
+    movdqa       xmm13, xmm3
     psubw        xmm13, [rel pw_24578 + 16]
-    pminuw       xmm3, xmm6
-    pminuw       xmm12, xmm13
-    movdqa       xmm6, xmm9
+    pminuw       xmm2, xmm6
+    pminuw       xmm3, xmm13
+    movdqa       xmm6, xmm10
     pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4832]
-    movdqa       xmm13, xmm10
+    movdqa       xmm13, xmm11
     pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4848]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4800]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4816]
-    pmullw       xmm6, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm9, xmm6
-    psubw        xmm10, xmm13
-    movdqa       xmm6, xmm3                          ; layer 4
-    paddw        xmm6, xmm9
-    movdqa       xmm13, xmm12
-    paddw        xmm13, xmm10
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
-    psubw        xmm3, xmm9
-    psubw        xmm12, xmm10
-    movdqa       xmm9, xmm7                          ; csub: before layer 4
-    psubw        xmm9, [rel pw_24578]
-    movdqa       xmm10, xmm14
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm7, xmm9
-    pminuw       xmm14, xmm10
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4896]
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       [rsp + 96], xmm12                   ; spill
-    movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4912]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4864]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4880]
-    pmullw       xmm9, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm1, xmm9
-    psubw        xmm10, xmm12
-    movdqa       xmm9, xmm7                          ; layer 4
-    paddw        xmm9, xmm1
-    movdqa       xmm12, xmm14
-    paddw        xmm12, xmm10
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm7, xmm1
-    psubw        xmm14, xmm10
-    movdqa       xmm1, xmm2                          ; csub: before layer 4
-    psubw        xmm1, [rel pw_24578]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm1
-    pminuw       xmm8, xmm10
-    movdqa       xmm1, xmm0
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4960]
-    movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4976]
-    pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4928]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4944]
-    pmullw       xmm1, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm0, xmm1
-    psubw        xmm5, xmm10
-    movdqa       xmm1, xmm2                          ; layer 4
-    paddw        xmm1, xmm0
-    movdqa       xmm10, xmm8
-    paddw        xmm10, xmm5
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4800]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4816]
+    pmullw       xmm6, xmm7
+    pmullw       xmm13, xmm7
+    psubw        xmm10, xmm6
+    psubw        xmm11, xmm13
+    movdqa       xmm6, xmm2                          ; layer 4
+    paddw        xmm6, xmm10
+    movdqa       xmm13, xmm3
+    paddw        xmm13, xmm11
     paddw        xmm2, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
-    psubw        xmm2, xmm0
-    psubw        xmm8, xmm5
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqa       xmm5, xmm0                          ; csub: before layer 4
-    psubw        xmm5, [rel pw_24578]
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, [rsp + 128]                   ; reload
-    movdqa       [rsp + 64], xmm10                   ; spill
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm5
-    pminuw       xmm8, xmm10
-    movdqa       xmm5, xmm4
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5024]
-    movdqa       xmm10, xmm11
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5040]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4992]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5008]
-    pmullw       xmm5, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm4, xmm5
-    psubw        xmm11, xmm10
-    movdqa       xmm5, xmm0                          ; layer 4
-    paddw        xmm5, xmm4
-    movdqa       xmm10, xmm8
-    paddw        xmm10, xmm11
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm8, xmm11
-    movdqa       xmm4, xmm6                          ; csub: before layer 5
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm11, xmm3
-    psubw        xmm11, [rel pw_24578 + 16]
-    pminuw       xmm6, xmm4
-    pminuw       xmm3, xmm11
-    movdqa       xmm4, xmm13
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5088]
-    movdqa       xmm11, [rsp + 96]                   ; reload
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5104]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5056]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5072]
-    pmullw       xmm4, xmm15
-    pmullw       xmm8, xmm15
-    psubw        xmm13, xmm4
-    psubw        xmm11, xmm8
-    movdqa       xmm4, xmm6                          ; layer 5
-    paddw        xmm4, xmm13
-    movdqa       xmm8, xmm3
-    paddw        xmm8, xmm11
-    paddw        xmm6, [rel pw_24578]
     paddw        xmm3, [rel pw_24578 + 16]
-    psubw        xmm6, xmm13
+    psubw        xmm2, xmm10
     psubw        xmm3, xmm11
-    movdqa       xmm11, xmm9                         ; csub: before layer 5
-    psubw        xmm11, [rel pw_24578]
-    movdqa       xmm13, xmm7
-    psubw        xmm13, [rel pw_24578 + 16]
+    movdqa       xmm10, xmm14                        ; csub: before layer 4
+    psubw        xmm10, [rel pw_24578]
+    movdqa       xmm11, xmm15
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm14, xmm10
+    pminuw       xmm15, xmm11
+    movdqa       xmm10, xmm8
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4896]
+    movdqa       xmm11, [rsp + 32]                   ; reload
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm11
+    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4912]
+    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4864]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4880]
+    pmullw       xmm10, xmm7
+    pmullw       xmm3, xmm7
+    psubw        xmm8, xmm10
+    psubw        xmm11, xmm3
+    movdqa       xmm3, xmm14                         ; layer 4
+    paddw        xmm3, xmm8
+    movdqa       xmm10, xmm15
+    paddw        xmm10, xmm11
+    paddw        xmm14, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm14, xmm8
+    psubw        xmm15, xmm11
+    movdqa       xmm8, xmm5                          ; csub: before layer 4
+    psubw        xmm8, [rel pw_24578]
+    movdqa       xmm11, xmm9
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm5, xmm8
     pminuw       xmm9, xmm11
-    pminuw       xmm7, xmm13
+    movdqa       xmm8, xmm0
+    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4960]
     movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5152]
-    movdqa       xmm13, xmm14
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5168]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5120]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5136]
-    pmullw       xmm11, xmm15
-    pmullw       xmm13, xmm15
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4976]
+    pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4928]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4944]
+    pmullw       xmm8, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm0, xmm8
     psubw        xmm12, xmm11
-    psubw        xmm14, xmm13
-    movdqa       xmm11, xmm9                         ; layer 5
+    movdqa       xmm8, xmm5                          ; layer 4
+    paddw        xmm8, xmm0
+    movdqa       xmm11, xmm9
     paddw        xmm11, xmm12
-    movdqa       xmm13, xmm7
-    paddw        xmm13, xmm14
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm7, [rel pw_24578 + 16]
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm5, xmm0
     psubw        xmm9, xmm12
-    psubw        xmm7, xmm14
-    movdqa       xmm12, xmm1                         ; csub: before layer 5
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqa       xmm12, xmm0                         ; csub: before layer 4
     psubw        xmm12, [rel pw_24578]
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, [rsp + 96]                    ; reload
+    movdqa       [rsp + 128], xmm11                  ; spill
+    movdqa       xmm11, xmm9
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm0, xmm12
+    pminuw       xmm9, xmm11
+    movdqa       xmm11, xmm4
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5024]
+    movdqa       xmm12, xmm1
+    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5040]
+    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 4992]
+    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5008]
+    pmullw       xmm11, xmm7
+    pmullw       xmm12, xmm7
+    psubw        xmm4, xmm11
+    psubw        xmm1, xmm12
+    movdqa       xmm11, xmm0                         ; layer 4
+    paddw        xmm11, xmm4
+    movdqa       xmm12, xmm9
+    paddw        xmm12, xmm1
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm0, xmm4
+    psubw        xmm9, xmm1
+    movdqa       xmm1, xmm6                          ; csub: before layer 5
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm6, xmm1
+    pminuw       xmm2, xmm4
+    movdqa       xmm1, xmm13
+    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5088]
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       [rsp + 96], xmm9                    ; spill
+    movdqa       xmm9, xmm4
+    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5104]
+    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5056]
+    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5072]
+    pmullw       xmm1, xmm7
+    pmullw       xmm9, xmm7
+    psubw        xmm13, xmm1
+    psubw        xmm4, xmm9
+    movdqa       xmm1, xmm6                          ; layer 5
+    paddw        xmm1, xmm13
+    movdqa       xmm9, xmm2
+    paddw        xmm9, xmm4
+    paddw        xmm6, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm6, xmm13
+    psubw        xmm2, xmm4
+    movdqa       xmm4, xmm3                          ; csub: before layer 5
+    psubw        xmm4, [rel pw_24578]
+    movdqa       xmm13, xmm14
+    psubw        xmm13, [rel pw_24578 + 16]
+    pminuw       xmm3, xmm4
+    pminuw       xmm14, xmm13
+    movdqa       xmm4, xmm10
+    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5152]
+    movdqa       xmm13, xmm15
+    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5168]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5120]
+    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5136]
+    pmullw       xmm4, xmm7
+    pmullw       xmm13, xmm7
+    psubw        xmm10, xmm4
+    psubw        xmm15, xmm13
+    movdqa       xmm4, xmm3                          ; layer 5
+    paddw        xmm4, xmm10
+    movdqa       xmm13, xmm14
+    paddw        xmm13, xmm15
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm3, xmm10
+    psubw        xmm14, xmm15
+    movdqa       xmm10, xmm8                         ; csub: before layer 5
+    psubw        xmm10, [rel pw_24578]
+    movdqa       xmm15, xmm5
+    psubw        xmm15, [rel pw_24578 + 16]
+    pminuw       xmm8, xmm10
+    pminuw       xmm5, xmm15
+    movdqa       xmm10, [rsp + 128]                  ; reload
+    movdqa       xmm15, xmm10
+    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5216]
+    movdqa       [rsp], xmm14                        ; spill
+    movdqa       xmm14, [rsp + 32]                   ; reload
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm14
+    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5232]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5184]
+    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5200]
+    pmullw       xmm15, xmm7
+    pmullw       xmm13, xmm7
+    psubw        xmm10, xmm15
+    psubw        xmm14, xmm13
+    movdqa       xmm13, xmm8                         ; layer 5
+    paddw        xmm13, xmm10
+    movdqa       xmm15, xmm5
+    paddw        xmm15, xmm14
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm8, xmm10
+    psubw        xmm5, xmm14
+    movdqa       xmm10, xmm11                        ; csub: before layer 5
+    psubw        xmm10, [rel pw_24578]
+    movdqa       xmm14, xmm0
+    psubw        xmm14, [rel pw_24578 + 16]
+    pminuw       xmm11, xmm10
+    pminuw       xmm0, xmm14
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5280]
+    movdqa       xmm14, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm5                    ; spill
+    movdqa       xmm5, xmm14
+    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5296]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5248]
+    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5264]
+    pmullw       xmm10, xmm7
+    pmullw       xmm5, xmm7
+    psubw        xmm12, xmm10
+    psubw        xmm14, xmm5
+    movdqa       xmm5, xmm11                         ; layer 5
+    paddw        xmm5, xmm12
+    movdqa       xmm10, xmm0
+    paddw        xmm10, xmm14
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm11, xmm12
+    psubw        xmm0, xmm14
+    movdqa       xmm12, xmm1
+    punpcklwd    xmm12, xmm6
+    movdqa       xmm14, xmm9
+    punpcklwd    xmm14, xmm2
+    punpckhwd    xmm1, xmm6
+    punpckhwd    xmm9, xmm2
+    movdqa       xmm2, xmm4
+    punpcklwd    xmm2, xmm3
+    movdqa       xmm6, [rsp + 64]                    ; reload
+    movdqa       [rsp + 96], xmm2                    ; spill
+    movdqa       xmm2, xmm6
+    punpcklwd    xmm2, [rsp]
+    punpckhwd    xmm4, xmm3
+    punpckhwd    xmm6, [rsp]
+    movdqa       xmm3, xmm13
+    punpcklwd    xmm3, xmm8
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm15
+    punpcklwd    xmm3, [rsp + 32]
+    punpckhwd    xmm13, xmm8
+    punpckhwd    xmm15, [rsp + 32]
+    movdqa       xmm8, xmm5
+    punpcklwd    xmm8, xmm11
+    movdqa       [rsp + 32], xmm8                    ; spill
+    movdqa       xmm8, xmm10
+    punpcklwd    xmm8, xmm0
+    punpckhwd    xmm5, xmm11
+    punpckhwd    xmm10, xmm0
+    movdqa       xmm0, xmm12                         ; csub: before layer 6
+    psubw        xmm0, [rel pw_24578]
+    movdqa       xmm11, xmm14
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm12, xmm0
+    pminuw       xmm14, xmm11
+    movdqa       xmm0, xmm1
+    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5344]
+    movdqa       xmm11, xmm9
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5360]
+    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5312]
+    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5328]
+    pmullw       xmm0, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm1, xmm0
+    psubw        xmm9, xmm11
+    movdqa       xmm0, xmm12                         ; layer 6
+    paddw        xmm0, xmm1
+    movdqa       xmm11, xmm14
+    paddw        xmm11, xmm9
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm12, xmm1
+    psubw        xmm14, xmm9
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqa       xmm9, xmm1                          ; csub: before layer 6
+    psubw        xmm9, [rel pw_24578]
+    movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm2
     psubw        xmm14, [rel pw_24578 + 16]
-    pminuw       xmm1, xmm12
+    pminuw       xmm1, xmm9
     pminuw       xmm2, xmm14
-    movdqa       xmm12, [rsp + 64]                   ; reload
-    movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5216]
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, [rsp + 32]                    ; reload
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm7
-    pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5232]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5184]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5200]
-    pmullw       xmm14, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm12, xmm14
-    psubw        xmm7, xmm13
-    movdqa       xmm13, xmm1                         ; layer 5
-    paddw        xmm13, xmm12
+    movdqa       xmm9, xmm4
+    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5408]
+    movdqa       xmm14, xmm6
+    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5424]
+    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5376]
+    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5392]
+    pmullw       xmm9, xmm7
+    pmullw       xmm14, xmm7
+    psubw        xmm4, xmm9
+    psubw        xmm6, xmm14
+    movdqa       xmm9, xmm1                          ; layer 6
+    paddw        xmm9, xmm4
     movdqa       xmm14, xmm2
-    paddw        xmm14, xmm7
+    paddw        xmm14, xmm6
     paddw        xmm1, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm12
-    psubw        xmm2, xmm7
-    movdqa       xmm7, xmm5                          ; csub: before layer 5
-    psubw        xmm7, [rel pw_24578]
-    movdqa       xmm12, xmm0
-    psubw        xmm12, [rel pw_24578 + 16]
-    pminuw       xmm5, xmm7
-    pminuw       xmm0, xmm12
-    movdqa       xmm7, xmm10
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5280]
-    movdqa       xmm12, [rsp + 128]                  ; reload
-    movdqa       [rsp + 32], xmm2                    ; spill
-    movdqa       xmm2, xmm12
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5296]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5248]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5264]
-    pmullw       xmm7, xmm15
-    pmullw       xmm2, xmm15
-    psubw        xmm10, xmm7
-    psubw        xmm12, xmm2
-    movdqa       xmm2, xmm5                          ; layer 5
-    paddw        xmm2, xmm10
-    movdqa       xmm7, xmm0
-    paddw        xmm7, xmm12
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm5, xmm10
-    psubw        xmm0, xmm12
-    movdqa       xmm10, xmm4
-    punpcklwd    xmm10, xmm6
-    movdqa       xmm12, xmm8
-    punpcklwd    xmm12, xmm3
-    punpckhwd    xmm4, xmm6
-    punpckhwd    xmm8, xmm3
-    movdqa       xmm3, xmm11
-    punpcklwd    xmm3, xmm9
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       [rsp + 128], xmm3                   ; spill
-    movdqa       xmm3, xmm6
-    punpcklwd    xmm3, [rsp + 96]
-    punpckhwd    xmm11, xmm9
-    punpckhwd    xmm6, [rsp + 96]
-    movdqa       xmm9, xmm13
-    punpcklwd    xmm9, xmm1
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, xmm14
-    punpcklwd    xmm9, [rsp + 32]
-    punpckhwd    xmm13, xmm1
-    punpckhwd    xmm14, [rsp + 32]
-    movdqa       xmm1, xmm2
-    punpcklwd    xmm1, xmm5
-    movdqa       [rsp + 32], xmm1                    ; spill
-    movdqa       xmm1, xmm7
-    punpcklwd    xmm1, xmm0
-    punpckhwd    xmm2, xmm5
-    punpckhwd    xmm7, xmm0
-    movdqa       xmm0, xmm10                         ; csub: before layer 6
-    psubw        xmm0, [rel pw_24578]
-    movdqa       xmm5, xmm12
-    psubw        xmm5, [rel pw_24578 + 16]
-    pminuw       xmm10, xmm0
-    pminuw       xmm12, xmm5
-    movdqa       xmm0, xmm4
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5344]
-    movdqa       xmm5, xmm8
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5360]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5312]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5328]
-    pmullw       xmm0, xmm15
-    pmullw       xmm5, xmm15
-    psubw        xmm4, xmm0
-    psubw        xmm8, xmm5
-    movdqa       xmm0, xmm10                         ; layer 6
-    paddw        xmm0, xmm4
-    movdqa       xmm5, xmm12
-    paddw        xmm5, xmm8
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm12, [rel pw_24578 + 16]
-    psubw        xmm10, xmm4
-    psubw        xmm12, xmm8
-    movdqa       xmm4, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm4                          ; csub: before layer 6
-    psubw        xmm8, [rel pw_24578]
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rel pw_24578 + 16]
-    pminuw       xmm4, xmm8
-    pminuw       xmm3, xmm12
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5408]
-    movdqa       xmm12, xmm6
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5424]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5376]
-    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5392]
-    pmullw       xmm8, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm11, xmm8
-    psubw        xmm6, xmm12
-    movdqa       xmm8, xmm4                          ; layer 6
-    paddw        xmm8, xmm11
-    movdqa       xmm12, xmm3
-    paddw        xmm12, xmm6
+    psubw        xmm1, xmm4
+    psubw        xmm2, xmm6
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       xmm6, xmm4                          ; csub: before layer 6
+    psubw        xmm6, [rel pw_24578]
+    movdqa       [rsp + 96], xmm2                    ; spill
+    movdqa       xmm2, xmm3
+    psubw        xmm2, [rel pw_24578 + 16]
+    pminuw       xmm4, xmm6
+    pminuw       xmm3, xmm2
+    movdqa       xmm2, xmm13
+    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5472]
+    movdqa       xmm6, xmm15
+    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5488]
+    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5440]
+    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5456]
+    pmullw       xmm2, xmm7
+    pmullw       xmm6, xmm7
+    psubw        xmm13, xmm2
+    psubw        xmm15, xmm6
+    movdqa       xmm2, xmm4                          ; layer 6
+    paddw        xmm2, xmm13
+    movdqa       xmm6, xmm3
+    paddw        xmm6, xmm15
     paddw        xmm4, [rel pw_24578]
     paddw        xmm3, [rel pw_24578 + 16]
-    psubw        xmm4, xmm11
-    psubw        xmm3, xmm6
-    movdqa       xmm6, [rsp + 96]                    ; reload
-    movdqa       xmm11, xmm6                         ; csub: before layer 6
-    psubw        xmm11, [rel pw_24578]
-    movdqa       [rsp + 128], xmm3                   ; spill
-    movdqa       xmm3, xmm9
-    psubw        xmm3, [rel pw_24578 + 16]
-    pminuw       xmm6, xmm11
-    pminuw       xmm9, xmm3
-    movdqa       xmm3, xmm13
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5472]
-    movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5488]
-    pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5440]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5456]
-    pmullw       xmm3, xmm15
-    pmullw       xmm11, xmm15
-    psubw        xmm13, xmm3
-    psubw        xmm14, xmm11
-    movdqa       xmm3, xmm6                          ; layer 6
-    paddw        xmm3, xmm13
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm14
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm6, xmm13
-    psubw        xmm9, xmm14
+    psubw        xmm4, xmm13
+    psubw        xmm3, xmm15
     movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       xmm14, xmm13                        ; csub: before layer 6
-    psubw        xmm14, [rel pw_24578]
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, xmm1
-    psubw        xmm9, [rel pw_24578 + 16]
-    pminuw       xmm13, xmm14
-    pminuw       xmm1, xmm9
-    movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5536]
-    movdqa       xmm14, xmm7
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5552]
-    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5504]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5520]
-    pmullw       xmm9, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm2, xmm9
-    psubw        xmm7, xmm14
-    movdqa       xmm9, xmm13                         ; layer 6
-    paddw        xmm9, xmm2
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm7
+    movdqa       xmm15, xmm13                        ; csub: before layer 6
+    psubw        xmm15, [rel pw_24578]
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm8
+    psubw        xmm3, [rel pw_24578 + 16]
+    pminuw       xmm13, xmm15
+    pminuw       xmm8, xmm3
+    movdqa       xmm3, xmm5
+    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5536]
+    movdqa       xmm15, xmm10
+    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5552]
+    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5504]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5520]
+    pmullw       xmm3, xmm7
+    pmullw       xmm15, xmm7
+    psubw        xmm5, xmm3
+    psubw        xmm10, xmm15
+    movdqa       xmm3, xmm13                         ; layer 6
+    paddw        xmm3, xmm5
+    movdqa       xmm15, xmm8
+    paddw        xmm15, xmm10
     paddw        xmm13, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm13, xmm2
-    psubw        xmm1, xmm7
-    movdqa       xmm2, xmm0
-    punpcklwd    xmm2, xmm10
-    movdqa       xmm7, xmm5
-    punpcklwd    xmm7, [rsp]
-    punpckhwd    xmm0, xmm10
-    punpckhwd    xmm5, [rsp]
-    movdqa       xmm10, xmm8
-    punpcklwd    xmm10, xmm4
-    movdqa       [rsp], xmm10                        ; spill
-    movdqa       xmm10, xmm12
-    punpcklwd    xmm10, [rsp + 128]
-    punpckhwd    xmm8, xmm4
-    punpckhwd    xmm12, [rsp + 128]
+    paddw        xmm8, [rel pw_24578 + 16]
+    psubw        xmm13, xmm5
+    psubw        xmm8, xmm10
+    movdqa       xmm5, xmm0
+    punpcklwd    xmm5, xmm12
+    movdqa       xmm10, xmm11
+    punpcklwd    xmm10, [rsp + 64]
+    punpckhwd    xmm0, xmm12
+    punpckhwd    xmm11, [rsp + 64]
+    movdqa       xmm12, xmm9
+    punpcklwd    xmm12, xmm1
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm14
+    punpcklwd    xmm12, [rsp + 96]
+    punpckhwd    xmm9, xmm1
+    punpckhwd    xmm14, [rsp + 96]
+    movdqa       xmm1, xmm2
+    punpcklwd    xmm1, xmm4
+    movdqa       [rsp + 96], xmm1                    ; spill
+    movdqa       xmm1, xmm6
+    punpcklwd    xmm1, [rsp]
+    punpckhwd    xmm2, xmm4
+    punpckhwd    xmm6, [rsp]
     movdqa       xmm4, xmm3
-    punpcklwd    xmm4, xmm6
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, xmm11
-    punpcklwd    xmm4, [rsp + 96]
-    punpckhwd    xmm3, xmm6
-    punpckhwd    xmm11, [rsp + 96]
-    movdqa       xmm6, xmm9
-    punpcklwd    xmm6, xmm13
-    movdqa       [rsp + 96], xmm6                    ; spill
-    movdqa       xmm6, xmm14
-    punpcklwd    xmm6, xmm1
-    punpckhwd    xmm9, xmm13
-    punpckhwd    xmm14, xmm1
-    movdqa       xmm1, xmm2                          ; csub: before layer 7
-    psubw        xmm1, [rel pw_24578]
-    movdqa       xmm13, xmm7
+    punpcklwd    xmm4, xmm13
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm15
+    punpcklwd    xmm4, xmm8
+    punpckhwd    xmm3, xmm13
+    punpckhwd    xmm15, xmm8
+    movdqa       xmm8, xmm5                          ; csub: before layer 7
+    psubw        xmm8, [rel pw_24578]
+    movdqa       xmm13, xmm10
     psubw        xmm13, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm1
-    pminuw       xmm7, xmm13
-    movdqa       xmm1, xmm0
-    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5600]
-    movdqa       xmm13, xmm5
+    pminuw       xmm5, xmm8
+    pminuw       xmm10, xmm13
+    movdqa       xmm8, xmm0
+    pmulhuw      xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5600]
+    movdqa       xmm13, xmm11
     pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5616]
     pmullw       xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5568]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5584]
-    pmullw       xmm1, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm0, xmm1
-    psubw        xmm5, xmm13
-    movdqa       xmm1, xmm2                          ; layer 7
-    paddw        xmm1, xmm0
-    movdqa       xmm13, xmm7
-    paddw        xmm13, xmm5
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm7, [rel pw_24578 + 16]
-    psubw        xmm2, xmm0
-    psubw        xmm7, xmm5
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqa       xmm5, xmm0                          ; csub: before layer 7
-    psubw        xmm5, [rel pw_24578]
-    movdqa       [rsp + 32], xmm7                    ; spill
-    movdqa       xmm7, xmm10
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm5
-    pminuw       xmm10, xmm7
-    movdqa       xmm5, xmm8
-    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5664]
-    movdqa       xmm7, xmm12
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5680]
-    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5632]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5648]
-    pmullw       xmm5, xmm15
-    pmullw       xmm7, xmm15
-    psubw        xmm8, xmm5
-    psubw        xmm12, xmm7
-    movdqa       xmm5, xmm0                          ; layer 7
-    paddw        xmm5, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm12
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm10, [rel pw_24578 + 16]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5584]
+    pmullw       xmm8, xmm7
+    pmullw       xmm13, xmm7
     psubw        xmm0, xmm8
-    psubw        xmm10, xmm12
-    movdqa       xmm8, [rsp + 128]                   ; reload
-    movdqa       xmm12, xmm8                         ; csub: before layer 7
-    psubw        xmm12, [rel pw_24578]
-    movdqa       [rsp], xmm10                        ; spill
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rel pw_24578 + 16]
-    pminuw       xmm8, xmm12
-    pminuw       xmm4, xmm10
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5728]
-    movdqa       xmm12, xmm11
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5744]
-    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5696]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5712]
-    pmullw       xmm10, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm3, xmm10
-    psubw        xmm11, xmm12
-    movdqa       xmm10, xmm8                         ; layer 7
-    paddw        xmm10, xmm3
-    movdqa       xmm12, xmm4
-    paddw        xmm12, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm8, xmm3
-    psubw        xmm4, xmm11
-    movdqa       xmm3, [rsp + 96]                    ; reload
-    movdqa       xmm11, xmm3                         ; csub: before layer 7
+    psubw        xmm11, xmm13
+    movdqa       xmm8, xmm5                          ; layer 7
+    paddw        xmm8, xmm0
+    movdqa       xmm13, xmm10
+    paddw        xmm13, xmm11
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm5, xmm0
+    psubw        xmm10, xmm11
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqa       xmm11, xmm0                         ; csub: before layer 7
     psubw        xmm11, [rel pw_24578]
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, xmm6
-    psubw        xmm4, [rel pw_24578 + 16]
-    pminuw       xmm3, xmm11
-    pminuw       xmm6, xmm4
-    movdqa       xmm4, xmm9
-    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5792]
+    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       xmm10, xmm12
+    psubw        xmm10, [rel pw_24578 + 16]
+    pminuw       xmm0, xmm11
+    pminuw       xmm12, xmm10
+    movdqa       xmm10, xmm9
+    pmulhuw      xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5664]
     movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5808]
-    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5760]
-    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5776]
-    pmullw       xmm4, xmm15
-    pmullw       xmm11, xmm15
-    psubw        xmm9, xmm4
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5680]
+    pmullw       xmm9, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5632]
+    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5648]
+    pmullw       xmm10, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm9, xmm10
     psubw        xmm14, xmm11
-    movdqa       xmm4, xmm3                          ; layer 7
-    paddw        xmm4, xmm9
-    movdqa       xmm11, xmm6
+    movdqa       xmm10, xmm0                         ; layer 7
+    paddw        xmm10, xmm9
+    movdqa       xmm11, xmm12
     paddw        xmm11, xmm14
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm3, xmm9
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm0, xmm9
+    psubw        xmm12, xmm14
+    movdqa       xmm9, [rsp + 96]                    ; reload
+    movdqa       xmm14, xmm9                         ; csub: before layer 7
+    psubw        xmm14, [rel pw_24578]
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm1
+    psubw        xmm12, [rel pw_24578 + 16]
+    pminuw       xmm9, xmm14
+    pminuw       xmm1, xmm12
+    movdqa       xmm12, xmm2
+    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5728]
+    movdqa       xmm14, xmm6
+    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5744]
+    pmullw       xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5696]
+    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5712]
+    pmullw       xmm12, xmm7
+    pmullw       xmm14, xmm7
+    psubw        xmm2, xmm12
     psubw        xmm6, xmm14
+    movdqa       xmm12, xmm9                         ; layer 7
+    paddw        xmm12, xmm2
+    movdqa       xmm14, xmm1
+    paddw        xmm14, xmm6
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm9, xmm2
+    psubw        xmm1, xmm6
+    movdqa       xmm2, [rsp]                         ; reload
+    movdqa       xmm6, xmm2                          ; csub: before layer 7
+    psubw        xmm6, [rel pw_24578]
+    movdqa       [rsp + 96], xmm1                    ; spill
+    movdqa       xmm1, xmm4
+    psubw        xmm1, [rel pw_24578 + 16]
+    pminuw       xmm2, xmm6
+    pminuw       xmm4, xmm1
+    movdqa       xmm1, xmm3
+    pmulhuw      xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5792]
+    movdqa       xmm6, xmm15
+    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5808]
+    pmullw       xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5760]
+    pmullw       xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5776]
+    pmullw       xmm1, xmm7
+    pmullw       xmm6, xmm7
+    psubw        xmm3, xmm1
+    psubw        xmm15, xmm6
+    movdqa       xmm1, xmm2                          ; layer 7
+    paddw        xmm1, xmm3
+    movdqa       xmm6, xmm4
+    paddw        xmm6, xmm15
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm2, xmm3
+    psubw        xmm4, xmm15
+    movdqa       xmm3, xmm8
+    punpcklwd    xmm3, xmm5
+    movdqa       xmm15, xmm13
+    punpcklwd    xmm15, [rsp + 32]
+    punpckhwd    xmm8, xmm5
+    punpckhwd    xmm13, [rsp + 32]
+    movdqa       xmm5, xmm10
+    punpcklwd    xmm5, xmm0
+    movdqa       [rsp + 32], xmm5                    ; spill
+    movdqa       xmm5, xmm11
+    punpcklwd    xmm5, [rsp + 64]
+    punpckhwd    xmm10, xmm0
+    punpckhwd    xmm11, [rsp + 64]
+    movdqa       xmm0, xmm12
+    punpcklwd    xmm0, xmm9
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm14
+    punpcklwd    xmm0, [rsp + 96]
+    punpckhwd    xmm12, xmm9
+    punpckhwd    xmm14, [rsp + 96]
     movdqa       xmm9, xmm1
     punpcklwd    xmm9, xmm2
-    movdqa       xmm14, xmm13
-    punpcklwd    xmm14, [rsp + 32]
+    movdqa       [rsp + 96], xmm9                    ; spill
+    movdqa       xmm9, xmm6
+    punpcklwd    xmm9, xmm4
     punpckhwd    xmm1, xmm2
-    punpckhwd    xmm13, [rsp + 32]
-    movdqa       xmm2, xmm5
-    punpcklwd    xmm2, xmm0
-    movdqa       [rsp + 32], xmm2                    ; spill
-    movdqa       xmm2, xmm7
-    punpcklwd    xmm2, [rsp]
-    punpckhwd    xmm5, xmm0
-    punpckhwd    xmm7, [rsp]
-    movdqa       xmm0, xmm10
-    punpcklwd    xmm0, xmm8
-    movdqa       [rsp], xmm0                         ; spill
-    movdqa       xmm0, xmm12
-    punpcklwd    xmm0, [rsp + 128]
-    punpckhwd    xmm10, xmm8
-    punpckhwd    xmm12, [rsp + 128]
-    movdqa       xmm8, xmm4
-    punpcklwd    xmm8, xmm3
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqa       xmm8, xmm11
-    punpcklwd    xmm8, xmm6
-    punpckhwd    xmm4, xmm3
-    punpckhwd    xmm11, xmm6
-    movdqa       xmm3, xmm9                          ; csub: before layer 8
-    psubw        xmm3, [rel pw_24578]
-    movdqa       xmm6, xmm14
-    psubw        xmm6, [rel pw_24578 + 16]
-    pminuw       xmm9, xmm3
-    pminuw       xmm14, xmm6
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5856]
-    movdqa       xmm6, xmm13
-    pmulhuw      xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5872]
-    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5824]
+    punpckhwd    xmm6, xmm4
+    movdqa       xmm2, xmm3                          ; csub: before layer 8
+    psubw        xmm2, [rel pw_24578]
+    movdqa       xmm4, xmm15
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm3, xmm2
+    pminuw       xmm15, xmm4
+    movdqa       xmm2, xmm8
+    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5856]
+    movdqa       xmm4, xmm13
+    pmulhuw      xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5872]
+    pmullw       xmm8, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5824]
     pmullw       xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5840]
-    pmullw       xmm3, xmm15
-    pmullw       xmm6, xmm15
-    psubw        xmm1, xmm3
-    psubw        xmm13, xmm6
-    movdqa       xmm3, xmm9                          ; layer 8
-    paddw        xmm3, xmm1
-    movdqa       xmm6, xmm14
-    paddw        xmm6, xmm13
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm9, xmm1
-    psubw        xmm14, xmm13
-    movdqa       xmm1, [rsp + 32]                    ; reload
-    movdqa       xmm13, xmm1                         ; csub: before layer 8
+    pmullw       xmm2, xmm7
+    pmullw       xmm4, xmm7
+    psubw        xmm8, xmm2
+    psubw        xmm13, xmm4
+    movdqa       xmm2, xmm3                          ; layer 8
+    paddw        xmm2, xmm8
+    movdqa       xmm4, xmm15
+    paddw        xmm4, xmm13
+    paddw        xmm3, [rel pw_24578]
+    paddw        xmm15, [rel pw_24578 + 16]
+    psubw        xmm3, xmm8
+    psubw        xmm15, xmm13
+    movdqa       xmm8, [rsp + 32]                    ; reload
+    movdqa       xmm13, xmm8                         ; csub: before layer 8
     psubw        xmm13, [rel pw_24578]
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm2
-    psubw        xmm14, [rel pw_24578 + 16]
-    pminuw       xmm1, xmm13
-    pminuw       xmm2, xmm14
-    movdqa       xmm13, xmm5
+    movdqa       [rsp], xmm15                        ; spill
+    movdqa       xmm15, xmm5
+    psubw        xmm15, [rel pw_24578 + 16]
+    pminuw       xmm8, xmm13
+    pminuw       xmm5, xmm15
+    movdqa       xmm13, xmm10
     pmulhuw      xmm13, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5920]
-    movdqa       xmm14, xmm7
-    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5936]
-    pmullw       xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5888]
-    pmullw       xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5904]
-    pmullw       xmm13, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm5, xmm13
-    psubw        xmm7, xmm14
-    movdqa       xmm13, xmm1                         ; layer 8
-    paddw        xmm13, xmm5
-    movdqa       xmm14, xmm2
-    paddw        xmm14, xmm7
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm7
-    movdqa       xmm5, [rsp]                         ; reload
-    movdqa       xmm7, xmm5                          ; csub: before layer 8
-    psubw        xmm7, [rel pw_24578]
-    movdqa       [rsp + 32], xmm2                    ; spill
-    movdqa       xmm2, xmm0
-    psubw        xmm2, [rel pw_24578 + 16]
-    pminuw       xmm5, xmm7
-    pminuw       xmm0, xmm2
-    movdqa       xmm2, xmm10
-    pmulhuw      xmm2, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5984]
-    movdqa       xmm7, xmm12
-    pmulhuw      xmm7, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6000]
-    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5952]
-    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5968]
-    pmullw       xmm2, xmm15
-    pmullw       xmm7, xmm15
-    psubw        xmm10, xmm2
-    psubw        xmm12, xmm7
-    movdqa       xmm2, xmm5                          ; layer 8
-    paddw        xmm2, xmm10
-    movdqa       xmm7, xmm0
-    paddw        xmm7, xmm12
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm5, xmm10
-    psubw        xmm0, xmm12
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       xmm12, xmm10                        ; csub: before layer 8
-    psubw        xmm12, [rel pw_24578]
-    movdqa       [rsp], xmm0                         ; spill
-    movdqa       xmm0, xmm8
-    psubw        xmm0, [rel pw_24578 + 16]
-    pminuw       xmm10, xmm12
-    pminuw       xmm8, xmm0
-    movdqa       xmm0, xmm4
-    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6048]
-    movdqa       xmm12, xmm11
-    pmulhuw      xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6064]
-    pmullw       xmm4, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6016]
-    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6032]
-    pmullw       xmm0, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm4, xmm0
-    psubw        xmm11, xmm12
-    movdqa       xmm0, xmm10                         ; layer 8
-    paddw        xmm0, xmm4
-    movdqa       xmm12, xmm8
-    paddw        xmm12, xmm11
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm8, [rel pw_24578 + 16]
-    psubw        xmm10, xmm4
-    psubw        xmm8, xmm11
-    movdqa       xmm4, xmm3                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm11, xmm6
-    psubw        xmm11, [rel pw_24578 + 16]
-    pminuw       xmm3, xmm4
-    pminuw       xmm6, xmm11
-    movdqa       xmm4, xmm9                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm11, [rsp + 96]                   ; reload
     movdqa       xmm15, xmm11
-    psubw        xmm15, [rel pw_24578 + 16]
-    pminuw       xmm9, xmm4
-    pminuw       xmm11, xmm15
-    movdqa       xmm4, xmm13                         ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm15, xmm14
-    psubw        xmm15, [rel pw_24578 + 16]
-    pminuw       xmm13, xmm4
-    pminuw       xmm14, xmm15
-    movdqa       xmm4, xmm1                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm15, [rsp + 32]                   ; reload
-    movdqa       [rsp + 96], xmm14                   ; spill
+    pmulhuw      xmm15, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5936]
+    pmullw       xmm10, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5888]
+    pmullw       xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5904]
+    pmullw       xmm13, xmm7
+    pmullw       xmm15, xmm7
+    psubw        xmm10, xmm13
+    psubw        xmm11, xmm15
+    movdqa       xmm13, xmm8                         ; layer 8
+    paddw        xmm13, xmm10
+    movdqa       xmm15, xmm5
+    paddw        xmm15, xmm11
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm8, xmm10
+    psubw        xmm5, xmm11
+    movdqa       xmm10, [rsp + 64]                   ; reload
+    movdqa       xmm11, xmm10                        ; csub: before layer 8
+    psubw        xmm11, [rel pw_24578]
+    movdqa       [rsp + 32], xmm5                    ; spill
+    movdqa       xmm5, xmm0
+    psubw        xmm5, [rel pw_24578 + 16]
+    pminuw       xmm10, xmm11
+    pminuw       xmm0, xmm5
+    movdqa       xmm5, xmm12
+    pmulhuw      xmm5, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5984]
+    movdqa       xmm11, xmm14
+    pmulhuw      xmm11, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6000]
+    pmullw       xmm12, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5952]
+    pmullw       xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 5968]
+    pmullw       xmm5, xmm7
+    pmullw       xmm11, xmm7
+    psubw        xmm12, xmm5
+    psubw        xmm14, xmm11
+    movdqa       xmm5, xmm10                         ; layer 8
+    paddw        xmm5, xmm12
+    movdqa       xmm11, xmm0
+    paddw        xmm11, xmm14
+    paddw        xmm10, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm10, xmm12
+    psubw        xmm0, xmm14
+    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       xmm14, xmm12                        ; csub: before layer 8
+    psubw        xmm14, [rel pw_24578]
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm9
+    psubw        xmm0, [rel pw_24578 + 16]
+    pminuw       xmm12, xmm14
+    pminuw       xmm9, xmm0
+    movdqa       xmm0, xmm1
+    pmulhuw      xmm0, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6048]
+    movdqa       xmm14, xmm6
+    pmulhuw      xmm14, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6064]
+    pmullw       xmm1, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6016]
+    pmullw       xmm6, [rel kg_falcon12289_ntt_forward_twiddles_sse + 6032]
+    pmullw       xmm0, xmm7
+    pmullw       xmm14, xmm7
+    psubw        xmm1, xmm0
+    psubw        xmm6, xmm14
+    movdqa       xmm0, xmm12                         ; layer 8
+    paddw        xmm0, xmm1
+    movdqa       xmm7, xmm9
+    paddw        xmm7, xmm6
+    paddw        xmm12, [rel pw_24578]
+    paddw        xmm9, [rel pw_24578 + 16]
+    psubw        xmm12, xmm1
+    psubw        xmm9, xmm6
+    movdqa       xmm1, xmm2                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm6, xmm4
+    psubw        xmm6, [rel pw_24578 + 16]
+    pminuw       xmm2, xmm1
+    pminuw       xmm4, xmm6
+    movdqa       xmm1, xmm3                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm6, [rsp]                         ; reload
+    movdqa       xmm14, xmm6
+    psubw        xmm14, [rel pw_24578 + 16]
+    pminuw       xmm3, xmm1
+    pminuw       xmm6, xmm14
+    movdqa       xmm1, xmm13                         ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
     movdqa       xmm14, xmm15
     psubw        xmm14, [rel pw_24578 + 16]
-    pminuw       xmm1, xmm4
+    pminuw       xmm13, xmm1
     pminuw       xmm15, xmm14
-    movdqa       xmm4, xmm2                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm14, xmm7
-    psubw        xmm14, [rel pw_24578 + 16]
-    pminuw       xmm2, xmm4
-    pminuw       xmm7, xmm14
-    movdqa       xmm4, xmm5                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm14, [rsp]                        ; reload
-    movdqa       [rsp + 32], xmm7                    ; spill
-    movdqa       xmm7, xmm14
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm5, xmm4
-    pminuw       xmm14, xmm7
-    movdqa       xmm4, xmm0                          ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm7, xmm12
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm0, xmm4
-    pminuw       xmm12, xmm7
-    movdqa       xmm4, xmm10                         ; csub: the output range asked for
-    psubw        xmm4, [rel pw_24578]
-    movdqa       xmm7, xmm8
-    psubw        xmm7, [rel pw_24578 + 16]
-    pminuw       xmm10, xmm4
-    pminuw       xmm8, xmm7
-    movdqu       [rdi + 768], xmm3
-    movdqu       [rdi + 784], xmm6
-    movdqu       [rdi + 800], xmm9
-    movdqu       [rdi + 816], xmm11
+    movdqa       xmm1, xmm8                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm14, [rsp + 32]                   ; reload
+    movdqa       [rsp], xmm15                        ; spill
+    movdqa       xmm15, xmm14
+    psubw        xmm15, [rel pw_24578 + 16]
+    pminuw       xmm8, xmm1
+    pminuw       xmm14, xmm15
+    movdqa       xmm1, xmm5                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm15, xmm11
+    psubw        xmm15, [rel pw_24578 + 16]
+    pminuw       xmm5, xmm1
+    pminuw       xmm11, xmm15
+    movdqa       xmm1, xmm10                         ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm15, [rsp + 64]                   ; reload
+    movdqa       [rsp + 32], xmm11                   ; spill
+    movdqa       xmm11, xmm15
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm10, xmm1
+    pminuw       xmm15, xmm11
+    movdqa       xmm1, xmm0                          ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm11, xmm7
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm0, xmm1
+    pminuw       xmm7, xmm11
+    movdqa       xmm1, xmm12                         ; csub: the output range asked for
+    psubw        xmm1, [rel pw_24578]
+    movdqa       xmm11, xmm9
+    psubw        xmm11, [rel pw_24578 + 16]
+    pminuw       xmm12, xmm1
+    pminuw       xmm9, xmm11
+    movdqu       [rdi + 768], xmm2
+    movdqu       [rdi + 784], xmm4
+    movdqu       [rdi + 800], xmm3
+    movdqu       [rdi + 816], xmm6
     movdqu       [rdi + 832], xmm13
-    movdqa       xmm3, [rsp + 96]                    ; reload
-    movdqu       [rdi + 848], xmm3
-    movdqu       [rdi + 864], xmm1
-    movdqu       [rdi + 880], xmm15
-    movdqu       [rdi + 896], xmm2
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 848], xmm1
+    movdqu       [rdi + 864], xmm8
+    movdqu       [rdi + 880], xmm14
+    movdqu       [rdi + 896], xmm5
     movdqa       xmm1, [rsp + 32]                    ; reload
     movdqu       [rdi + 912], xmm1
-    movdqu       [rdi + 928], xmm5
-    movdqu       [rdi + 944], xmm14
+    movdqu       [rdi + 928], xmm10
+    movdqu       [rdi + 944], xmm15
     movdqu       [rdi + 960], xmm0
-    movdqu       [rdi + 976], xmm12
-    movdqu       [rdi + 992], xmm10
-    movdqu       [rdi + 1008], xmm8
+    movdqu       [rdi + 976], xmm7
+    movdqu       [rdi + 992], xmm12
+    movdqu       [rdi + 1008], xmm9
     mov rsp, rbp
     pop rbp
     ret
@@ -16537,7 +16353,7 @@ kg_falcon12289_ntt_inverse_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-4}, flags
+;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon12289_reduce_shoup_sse.end - kg_falcon12289_reduce_shoup_sse)
 align 32
@@ -16545,482 +16361,450 @@ kg_falcon12289_reduce_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi], xmm0
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
     movdqu       [rdi + 496], xmm1
     movdqu       xmm0, [rdi + 512]
     movdqu       xmm1, [rdi + 528]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 512], xmm0
     movdqu       [rdi + 528], xmm1
     movdqu       xmm0, [rdi + 544]
     movdqu       xmm1, [rdi + 560]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 544], xmm0
     movdqu       [rdi + 560], xmm1
     movdqu       xmm0, [rdi + 576]
     movdqu       xmm1, [rdi + 592]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 576], xmm0
     movdqu       [rdi + 592], xmm1
     movdqu       xmm0, [rdi + 608]
     movdqu       xmm1, [rdi + 624]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 608], xmm0
     movdqu       [rdi + 624], xmm1
     movdqu       xmm0, [rdi + 640]
     movdqu       xmm1, [rdi + 656]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 640], xmm0
     movdqu       [rdi + 656], xmm1
     movdqu       xmm0, [rdi + 672]
     movdqu       xmm1, [rdi + 688]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 672], xmm0
     movdqu       [rdi + 688], xmm1
     movdqu       xmm0, [rdi + 704]
     movdqu       xmm1, [rdi + 720]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 704], xmm0
     movdqu       [rdi + 720], xmm1
     movdqu       xmm0, [rdi + 736]
     movdqu       xmm1, [rdi + 752]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 736], xmm0
     movdqu       [rdi + 752], xmm1
     movdqu       xmm0, [rdi + 768]
     movdqu       xmm1, [rdi + 784]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 768], xmm0
     movdqu       [rdi + 784], xmm1
     movdqu       xmm0, [rdi + 800]
     movdqu       xmm1, [rdi + 816]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 800], xmm0
     movdqu       [rdi + 816], xmm1
     movdqu       xmm0, [rdi + 832]
     movdqu       xmm1, [rdi + 848]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 832], xmm0
     movdqu       [rdi + 848], xmm1
     movdqu       xmm0, [rdi + 864]
     movdqu       xmm1, [rdi + 880]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 864], xmm0
     movdqu       [rdi + 880], xmm1
     movdqu       xmm0, [rdi + 896]
     movdqu       xmm1, [rdi + 912]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 896], xmm0
     movdqu       [rdi + 912], xmm1
     movdqu       xmm0, [rdi + 928]
     movdqu       xmm1, [rdi + 944]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 928], xmm0
     movdqu       [rdi + 944], xmm1
     movdqu       xmm0, [rdi + 960]
     movdqu       xmm1, [rdi + 976]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 960], xmm0
     movdqu       [rdi + 976], xmm1
     movdqu       xmm0, [rdi + 992]
     movdqu       xmm1, [rdi + 1008]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 992], xmm0
     movdqu       [rdi + 1008], xmm1
     ret
@@ -17033,7 +16817,7 @@ kg_falcon12289_reduce_shoup_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-4}, flags
+;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_freeze_sse:function KERNGEN_VISIBILITY (kg_falcon12289_freeze_sse.end - kg_falcon12289_freeze_sse)
 align 32
@@ -17041,17 +16825,16 @@ kg_falcon12289_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17062,17 +16845,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17083,17 +16865,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17104,17 +16885,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17125,17 +16905,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17146,17 +16925,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17167,17 +16945,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17188,17 +16965,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17209,17 +16985,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17230,17 +17005,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17251,17 +17025,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17272,17 +17045,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17293,17 +17065,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17314,17 +17085,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17335,17 +17105,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17356,17 +17125,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17377,17 +17145,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 496], xmm1
     movdqu       xmm0, [rdi + 512]
     movdqu       xmm1, [rdi + 528]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17398,17 +17165,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 528], xmm1
     movdqu       xmm0, [rdi + 544]
     movdqu       xmm1, [rdi + 560]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17419,17 +17185,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 560], xmm1
     movdqu       xmm0, [rdi + 576]
     movdqu       xmm1, [rdi + 592]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17440,17 +17205,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 592], xmm1
     movdqu       xmm0, [rdi + 608]
     movdqu       xmm1, [rdi + 624]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17461,17 +17225,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 624], xmm1
     movdqu       xmm0, [rdi + 640]
     movdqu       xmm1, [rdi + 656]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17482,17 +17245,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 656], xmm1
     movdqu       xmm0, [rdi + 672]
     movdqu       xmm1, [rdi + 688]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17503,17 +17265,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 688], xmm1
     movdqu       xmm0, [rdi + 704]
     movdqu       xmm1, [rdi + 720]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17524,17 +17285,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 720], xmm1
     movdqu       xmm0, [rdi + 736]
     movdqu       xmm1, [rdi + 752]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17545,17 +17305,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 752], xmm1
     movdqu       xmm0, [rdi + 768]
     movdqu       xmm1, [rdi + 784]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17566,17 +17325,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 784], xmm1
     movdqu       xmm0, [rdi + 800]
     movdqu       xmm1, [rdi + 816]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17587,17 +17345,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 816], xmm1
     movdqu       xmm0, [rdi + 832]
     movdqu       xmm1, [rdi + 848]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17608,17 +17365,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 848], xmm1
     movdqu       xmm0, [rdi + 864]
     movdqu       xmm1, [rdi + 880]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17629,17 +17385,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 880], xmm1
     movdqu       xmm0, [rdi + 896]
     movdqu       xmm1, [rdi + 912]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17650,17 +17405,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 912], xmm1
     movdqu       xmm0, [rdi + 928]
     movdqu       xmm1, [rdi + 944]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17671,17 +17425,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 944], xmm1
     movdqu       xmm0, [rdi + 960]
     movdqu       xmm1, [rdi + 976]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -17692,17 +17445,16 @@ kg_falcon12289_freeze_sse:
     movdqu       [rdi + 976], xmm1
     movdqu       xmm0, [rdi + 992]
     movdqu       xmm1, [rdi + 1008]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -18467,17 +18219,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18504,17 +18251,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 48]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18541,17 +18283,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 80]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18578,17 +18315,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18615,17 +18347,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 144]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18652,17 +18379,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 176]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18689,17 +18411,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 208]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18726,17 +18443,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 240]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18763,17 +18475,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 272]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18800,17 +18507,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 304]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18837,17 +18539,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 336]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18874,17 +18571,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 368]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18911,17 +18603,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 400]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18948,17 +18635,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 432]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -18985,17 +18667,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 464]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19022,17 +18699,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 496]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19059,17 +18731,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 528]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19096,17 +18763,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 560]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19133,17 +18795,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 592]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19170,17 +18827,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 624]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19207,17 +18859,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 656]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19244,17 +18891,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 688]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19281,17 +18923,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 720]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19318,17 +18955,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 752]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19355,17 +18987,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 784]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19392,17 +19019,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 816]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19429,17 +19051,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 848]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19466,17 +19083,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 880]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19503,17 +19115,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 912]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19540,17 +19147,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 944]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19577,17 +19179,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 976]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -19614,17 +19211,12 @@ kg_falcon12289_muladd_shoup_sse:
     movdqu       xmm3, [r8 + 1008]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
-    movdqu       xmm0, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm2
-    pmulhuw      xmm4, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm3, xmm0
-    pmullw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubw        xmm0, [rel pw_24578]
+    movdqa       xmm3, xmm2
+    psubw        xmm3, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm0
+    pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
     psubw        xmm0, [rel pw_12289]
     movdqa       xmm3, xmm2

@@ -993,96 +993,77 @@ kg_kyber3329shoup_ntt_forward_avx2:
     vpunpckhwd   ymm2, ymm15, ymm2
     vpunpcklwd   ymm15, ymm13, ymm0
     vpunpckhwd   ymm0, ymm13, ymm0
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
-    vmovdqa      [rsp + 32], ymm0                    ; spill
-    vpmulhuw     ymm0, ymm11, [rel pw_19]
+    vpmulhuw     ymm13, ymm11, [rel pw_19]           ; shoup: the output range asked for
     vpmullw      ymm11, ymm11, [rel pw_1]
-    vpmullw      ymm0, ymm0, ymm13
-    vpsubw       ymm0, ymm11, ymm0
-    vmovdqu      ymm11, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm13, ymm4, [rel pw_19]
+    vpmullw      ymm13, ymm13, [rel pw_3329]
+    vpsubw       ymm11, ymm11, ymm13
+    vpmulhuw     ymm13, ymm4, [rel pw_19]            ; shoup: the output range asked for
     vpmullw      ymm4, ymm4, [rel pw_1]
-    vpmullw      ymm11, ymm13, ymm11
-    vpsubw       ymm4, ymm4, ymm11
-    vmovdqu      ymm11, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm13, ymm14, [rel pw_19]
+    vpmullw      ymm13, ymm13, [rel pw_3329]
+    vpsubw       ymm4, ymm4, ymm13
+    vpmulhuw     ymm13, ymm14, [rel pw_19]           ; shoup: the output range asked for
     vpmullw      ymm14, ymm14, [rel pw_1]
-    vpmullw      ymm11, ymm13, ymm11
-    vpsubw       ymm11, ymm14, ymm11
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
+    vpmullw      ymm13, ymm13, [rel pw_3329]
+    vpsubw       ymm13, ymm14, ymm13
     vmovdqa      ymm14, [rsp + 64]                   ; reload
-    vmovdqa      [rsp], ymm11                        ; spill
-    vpmulhuw     ymm11, ymm14, [rel pw_19]
+    vmovdqa      [rsp + 32], ymm13                   ; spill
+    vpmulhuw     ymm13, ymm14, [rel pw_19]           ; shoup: the output range asked for
     vpmullw      ymm14, ymm14, [rel pw_1]
-    vpmullw      ymm11, ymm11, ymm13
-    vpsubw       ymm11, ymm14, ymm11
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm14, ymm12, [rel pw_19]
+    vpmullw      ymm13, ymm13, [rel pw_3329]
+    vpsubw       ymm13, ymm14, ymm13
+    vpmulhuw     ymm14, ymm12, [rel pw_19]           ; shoup: the output range asked for
     vpmullw      ymm12, ymm12, [rel pw_1]
-    vpmullw      ymm13, ymm14, ymm13
-    vpsubw       ymm12, ymm12, ymm13
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm14, ymm5, [rel pw_19]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpsubw       ymm12, ymm12, ymm14
+    vpmulhuw     ymm14, ymm5, [rel pw_19]            ; shoup: the output range asked for
     vpmullw      ymm5, ymm5, [rel pw_1]
-    vpmullw      ymm13, ymm14, ymm13
-    vpsubw       ymm5, ymm5, ymm13
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm14, ymm9, [rel pw_19]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpsubw       ymm5, ymm5, ymm14
+    vpmulhuw     ymm14, ymm9, [rel pw_19]            ; shoup: the output range asked for
     vpmullw      ymm9, ymm9, [rel pw_1]
-    vpmullw      ymm13, ymm14, ymm13
-    vpsubw       ymm9, ymm9, ymm13
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm14, ymm6, [rel pw_19]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpsubw       ymm9, ymm9, ymm14
+    vpmulhuw     ymm14, ymm6, [rel pw_19]            ; shoup: the output range asked for
     vpmullw      ymm6, ymm6, [rel pw_1]
-    vpmullw      ymm13, ymm14, ymm13
-    vpsubw       ymm6, ymm6, ymm13
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm14, ymm10, [rel pw_19]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpsubw       ymm6, ymm6, ymm14
+    vpmulhuw     ymm14, ymm10, [rel pw_19]           ; shoup: the output range asked for
     vpmullw      ymm10, ymm10, [rel pw_1]
-    vpmullw      ymm13, ymm14, ymm13
-    vpsubw       ymm10, ymm10, ymm13
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm14, ymm3, [rel pw_19]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpsubw       ymm10, ymm10, ymm14
+    vpmulhuw     ymm14, ymm3, [rel pw_19]            ; shoup: the output range asked for
     vpmullw      ymm3, ymm3, [rel pw_1]
-    vpmullw      ymm13, ymm14, ymm13
-    vpsubw       ymm3, ymm3, ymm13
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm14, ymm8, [rel pw_19]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpsubw       ymm3, ymm3, ymm14
+    vpmulhuw     ymm14, ymm8, [rel pw_19]            ; shoup: the output range asked for
     vpmullw      ymm8, ymm8, [rel pw_1]
-    vpmullw      ymm13, ymm14, ymm13
-    vpsubw       ymm8, ymm8, ymm13
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm14, ymm1, [rel pw_19]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpsubw       ymm8, ymm8, ymm14
+    vpmulhuw     ymm14, ymm1, [rel pw_19]            ; shoup: the output range asked for
     vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm13, ymm14, ymm13
-    vpsubw       ymm1, ymm1, ymm13
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm14, ymm7, [rel pw_19]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpsubw       ymm1, ymm1, ymm14
+    vpmulhuw     ymm14, ymm7, [rel pw_19]            ; shoup: the output range asked for
     vpmullw      ymm7, ymm7, [rel pw_1]
-    vpmullw      ymm13, ymm14, ymm13
-    vpsubw       ymm7, ymm7, ymm13
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm14, ymm2, [rel pw_19]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpsubw       ymm7, ymm7, ymm14
+    vpmulhuw     ymm14, ymm2, [rel pw_19]            ; shoup: the output range asked for
     vpmullw      ymm2, ymm2, [rel pw_1]
-    vpmullw      ymm13, ymm14, ymm13
-    vpsubw       ymm2, ymm2, ymm13
-    vmovdqu      ymm13, [rel pw_3329]                ; shoup: the output range asked for
-    vpmulhuw     ymm14, ymm15, [rel pw_19]
+    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpsubw       ymm2, ymm2, ymm14
+    vpmulhuw     ymm14, ymm15, [rel pw_19]           ; shoup: the output range asked for
     vpmullw      ymm15, ymm15, [rel pw_1]
-    vpmullw      ymm13, ymm14, ymm13
-    vpsubw       ymm13, ymm15, ymm13
-    vmovdqu      ymm14, [rel pw_3329]                ; shoup: the output range asked for
-    vmovdqa      ymm15, [rsp + 32]                   ; reload
-    vmovdqa      [rsp + 64], ymm13                   ; spill
-    vpmulhuw     ymm13, ymm15, [rel pw_19]
-    vpmullw      ymm15, ymm15, [rel pw_1]
-    vpmullw      ymm13, ymm13, ymm14
-    vpsubw       ymm13, ymm15, ymm13
-    vmovdqu      [rdi], ymm0
+    vpmullw      ymm14, ymm14, [rel pw_3329]
+    vpsubw       ymm14, ymm15, ymm14
+    vpmulhuw     ymm15, ymm0, [rel pw_19]            ; shoup: the output range asked for
+    vpmullw      ymm0, ymm0, [rel pw_1]
+    vpmullw      ymm15, ymm15, [rel pw_3329]
+    vpsubw       ymm0, ymm0, ymm15
+    vmovdqu      [rdi], ymm11
     vmovdqu      [rdi + 32], ymm4
-    vmovdqa      ymm0, [rsp]                         ; reload
-    vmovdqu      [rdi + 64], ymm0
-    vmovdqu      [rdi + 96], ymm11
+    vmovdqa      ymm4, [rsp + 32]                    ; reload
+    vmovdqu      [rdi + 64], ymm4
+    vmovdqu      [rdi + 96], ymm13
     vmovdqu      [rdi + 128], ymm12
     vmovdqu      [rdi + 160], ymm5
     vmovdqu      [rdi + 192], ymm9
@@ -1093,9 +1074,8 @@ kg_kyber3329shoup_ntt_forward_avx2:
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      [rdi + 384], ymm7
     vmovdqu      [rdi + 416], ymm2
-    vmovdqa      ymm0, [rsp + 64]                    ; reload
-    vmovdqu      [rdi + 448], ymm0
-    vmovdqu      [rdi + 480], ymm13
+    vmovdqu      [rdi + 448], ymm14
+    vmovdqu      [rdi + 480], ymm0
     mov rsp, rbp
     pop rbp
     vzeroupper
@@ -1968,25 +1948,22 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2240]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
-    vmovdqu      ymm7, [rel pw_3329]                 ; shoup: before layer 1
-    vmovdqa      [rsp + 32], ymm3                    ; spill
-    vpmulhuw     ymm3, ymm8, [rel pw_19]
+    vpmulhuw     ymm7, ymm8, [rel pw_19]             ; shoup: before layer 1
     vpmullw      ymm8, ymm8, [rel pw_1]
-    vpmullw      ymm3, ymm3, ymm7
-    vpsubw       ymm3, ymm8, ymm3
-    vmovdqu      ymm7, [rel pw_3329]                 ; shoup: before layer 1
-    vpmulhuw     ymm8, ymm10, [rel pw_19]
+    vpmullw      ymm7, ymm7, [rel pw_3329]
+    vpsubw       ymm7, ymm8, ymm7
+    vpmulhuw     ymm8, ymm10, [rel pw_19]            ; shoup: before layer 1
     vpmullw      ymm10, ymm10, [rel pw_1]
-    vpmullw      ymm7, ymm8, ymm7
-    vpsubw       ymm7, ymm10, ymm7
-    vpaddw       ymm8, ymm3, ymm7                    ; layer 1
-    vpaddw       ymm3, ymm3, [rel pw_6658]
-    vpsubw       ymm3, ymm3, ymm7
-    vpmulhuw     ymm7, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2336]
-    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm9, ymm1                    ; layer 1
+    vpmullw      ymm8, ymm8, [rel pw_3329]
+    vpsubw       ymm8, ymm10, ymm8
+    vpaddw       ymm10, ymm7, ymm8                   ; layer 1
+    vpaddw       ymm7, ymm7, [rel pw_6658]
+    vpsubw       ymm7, ymm7, ymm8
+    vpmulhuw     ymm8, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2336]
+    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm7, ymm7, ymm8
+    vpaddw       ymm8, ymm9, ymm1                    ; layer 1
     vpaddw       ymm9, ymm9, [rel pw_9987]
     vpsubw       ymm1, ymm9, ymm1
     vpmulhuw     ymm9, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2336]
@@ -1994,7 +1971,8 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vmovdqa      ymm9, [rsp]                         ; reload
-    vpaddw       ymm10, ymm9, ymm11                  ; layer 1
+    vmovdqa      [rsp + 32], ymm1                    ; spill
+    vpaddw       ymm1, ymm9, ymm11                   ; layer 1
     vpaddw       ymm9, ymm9, [rel pw_6658]
     vpsubw       ymm9, ymm9, ymm11
     vpmulhuw     ymm11, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2336]
@@ -2010,123 +1988,119 @@ kg_kyber3329shoup_ntt_inverse_avx2:
     vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2304]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm2, ymm2, ymm11
-    vmovdqu      ymm11, [rel pw_3329]                ; shoup: before layer 1
-    vmovdqa      [rsp + 64], ymm2                    ; spill
-    vpmulhuw     ymm2, ymm13, [rel pw_19]
+    vpmulhuw     ymm11, ymm13, [rel pw_19]           ; shoup: before layer 1
     vpmullw      ymm13, ymm13, [rel pw_1]
-    vpmullw      ymm2, ymm2, ymm11
-    vpsubw       ymm2, ymm13, ymm2
-    vmovdqu      ymm11, [rel pw_3329]                ; shoup: before layer 1
-    vpmulhuw     ymm13, ymm4, [rel pw_19]
+    vpmullw      ymm11, ymm11, [rel pw_3329]
+    vpsubw       ymm11, ymm13, ymm11
+    vpmulhuw     ymm13, ymm4, [rel pw_19]            ; shoup: before layer 1
     vpmullw      ymm4, ymm4, [rel pw_1]
-    vpmullw      ymm11, ymm13, ymm11
+    vpmullw      ymm13, ymm13, [rel pw_3329]
+    vpsubw       ymm4, ymm4, ymm13
+    vpaddw       ymm13, ymm11, ymm4                  ; layer 1
+    vpaddw       ymm11, ymm11, [rel pw_6658]
+    vpsubw       ymm4, ymm11, ymm4
+    vpmulhuw     ymm11, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
+    vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
+    vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm4, ymm4, ymm11
-    vpaddw       ymm11, ymm2, ymm4                   ; layer 1
-    vpaddw       ymm2, ymm2, [rel pw_6658]
-    vpsubw       ymm2, ymm2, ymm4
-    vpmulhuw     ymm4, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
-    vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
-    vpmullw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm4, ymm14, ymm15                  ; layer 1
-    vpaddw       ymm13, ymm14, [rel pw_9987]
-    vpsubw       ymm13, ymm13, ymm15
-    vpmulhuw     ymm14, ymm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
-    vpmullw      ymm13, ymm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
-    vpmullw      ymm14, ymm14, ymm0
-    vpsubw       ymm13, ymm13, ymm14
-    vpaddw       ymm14, ymm5, ymm12                  ; layer 1
+    vpaddw       ymm11, ymm14, ymm15                 ; layer 1
+    vpaddw       ymm14, ymm14, [rel pw_9987]
+    vpsubw       ymm14, ymm14, ymm15
+    vpmulhuw     ymm15, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
+    vpmullw      ymm14, ymm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
+    vpmullw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpaddw       ymm15, ymm5, ymm12                  ; layer 1
     vpaddw       ymm5, ymm5, [rel pw_6658]
     vpsubw       ymm5, ymm5, ymm12
     vpmulhuw     ymm12, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
     vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
     vpmullw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
-    vmovdqa      ymm12, [rsp + 32]                   ; reload
-    vpaddw       ymm15, ymm12, ymm6                  ; layer 1
-    vpaddw       ymm12, ymm12, [rel pw_6658]
-    vpsubw       ymm6, ymm12, ymm6
-    vpmulhuw     ymm12, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
-    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
-    vpmullw      ymm12, ymm12, ymm0
-    vpsubw       ymm6, ymm6, ymm12
-    vpaddw       ymm12, ymm8, ymm11                  ; layer 0
-    vpaddw       ymm8, ymm8, [rel pw_13316]
+    vpaddw       ymm12, ymm3, ymm6                   ; layer 1
+    vpaddw       ymm3, ymm3, [rel pw_6658]
+    vpsubw       ymm3, ymm3, ymm6
+    vpmulhuw     ymm6, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2400]
+    vpmullw      ymm3, ymm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2368]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm3, ymm3, ymm6
+    vpaddw       ymm6, ymm10, ymm13                  ; layer 0
+    vpaddw       ymm10, ymm10, [rel pw_13316]
+    vpsubw       ymm10, ymm10, ymm13
+    vpmulhuw     ymm13, ymm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm13, ymm13, ymm0
+    vpsubw       ymm10, ymm10, ymm13
+    vpaddw       ymm13, ymm8, ymm11                  ; layer 0
+    vpaddw       ymm8, ymm8, [rel pw_19974]
     vpsubw       ymm8, ymm8, ymm11
     vpmulhuw     ymm11, ymm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
     vpmullw      ymm8, ymm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
     vpmullw      ymm11, ymm11, ymm0
     vpsubw       ymm8, ymm8, ymm11
-    vpaddw       ymm11, ymm7, ymm4                   ; layer 0
-    vpaddw       ymm7, ymm7, [rel pw_19974]
+    vpaddw       ymm11, ymm1, ymm15                  ; layer 0
+    vpaddw       ymm1, ymm1, [rel pw_13316]
+    vpsubw       ymm1, ymm1, ymm15
+    vpmulhuw     ymm15, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm15, ymm15, ymm0
+    vpsubw       ymm1, ymm1, ymm15
+    vpaddw       ymm15, ymm9, ymm12                  ; layer 0
+    vpaddw       ymm9, ymm9, [rel pw_9987]
+    vpsubw       ymm9, ymm9, ymm12
+    vpmulhuw     ymm12, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm12, ymm12, ymm0
+    vpsubw       ymm9, ymm9, ymm12
+    vpaddw       ymm12, ymm7, ymm4                   ; layer 0
+    vpaddw       ymm7, ymm7, [rel pw_6658]
     vpsubw       ymm4, ymm7, ymm4
     vpmulhuw     ymm7, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
     vpmullw      ymm4, ymm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
-    vpaddw       ymm7, ymm10, ymm14                  ; layer 0
-    vpaddw       ymm10, ymm10, [rel pw_13316]
-    vpsubw       ymm10, ymm10, ymm14
-    vpmulhuw     ymm14, ymm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm10, ymm10, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    vmovdqa      ymm7, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 64], ymm4                    ; spill
+    vpaddw       ymm4, ymm7, ymm14                   ; layer 0
+    vpaddw       ymm7, ymm7, [rel pw_6658]
+    vpsubw       ymm7, ymm7, ymm14
+    vpmulhuw     ymm14, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm7, ymm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
     vpmullw      ymm14, ymm14, ymm0
-    vpsubw       ymm10, ymm10, ymm14
-    vpaddw       ymm14, ymm9, ymm15                  ; layer 0
-    vpaddw       ymm9, ymm9, [rel pw_9987]
-    vpsubw       ymm9, ymm9, ymm15
-    vpmulhuw     ymm15, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm9, ymm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
-    vpmullw      ymm15, ymm15, ymm0
-    vpsubw       ymm9, ymm9, ymm15
-    vpaddw       ymm15, ymm3, ymm2                   ; layer 0
-    vpaddw       ymm3, ymm3, [rel pw_6658]
-    vpsubw       ymm2, ymm3, ymm2
+    vpsubw       ymm7, ymm7, ymm14
+    vmovdqa      ymm14, [rsp]                        ; reload
+    vmovdqa      [rsp + 32], ymm7                    ; spill
+    vpaddw       ymm7, ymm14, ymm5                   ; layer 0
+    vpaddw       ymm14, ymm14, [rel pw_6658]
+    vpsubw       ymm5, ymm14, ymm5
+    vpmulhuw     ymm14, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
+    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
+    vpmullw      ymm14, ymm14, ymm0
+    vpsubw       ymm5, ymm5, ymm14
+    vpaddw       ymm14, ymm2, ymm3                   ; layer 0
+    vpaddw       ymm2, ymm2, [rel pw_6658]
+    vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
     vpmullw      ymm2, ymm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
-    vpmullw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm3, ymm1, ymm13                   ; layer 0
-    vpaddw       ymm1, ymm1, [rel pw_6658]
-    vpsubw       ymm1, ymm1, ymm13
-    vpmulhuw     ymm13, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm1, ymm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
-    vpmullw      ymm13, ymm13, ymm0
-    vpsubw       ymm1, ymm1, ymm13
-    vmovdqa      ymm13, [rsp]                        ; reload
-    vmovdqa      [rsp + 32], ymm1                    ; spill
-    vpaddw       ymm1, ymm13, ymm5                   ; layer 0
-    vpaddw       ymm13, ymm13, [rel pw_6658]
-    vpsubw       ymm5, ymm13, ymm5
-    vpmulhuw     ymm13, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm5, ymm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
-    vpmullw      ymm13, ymm13, ymm0
-    vpsubw       ymm5, ymm5, ymm13
-    vmovdqa      ymm13, [rsp + 64]                   ; reload
-    vmovdqa      [rsp], ymm5                         ; spill
-    vpaddw       ymm5, ymm13, ymm6                   ; layer 0
-    vpaddw       ymm13, ymm13, [rel pw_6658]
-    vpsubw       ymm6, ymm13, ymm6
-    vpmulhuw     ymm13, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2464]
-    vpmullw      ymm6, ymm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_avx2 + 2432]
-    vpmullw      ymm0, ymm13, ymm0
-    vpsubw       ymm0, ymm6, ymm0
-    vmovdqu      [rdi], ymm12
-    vmovdqu      [rdi + 32], ymm11
-    vmovdqu      [rdi + 64], ymm7
-    vmovdqu      [rdi + 96], ymm14
-    vmovdqu      [rdi + 128], ymm15
-    vmovdqu      [rdi + 160], ymm3
-    vmovdqu      [rdi + 192], ymm1
-    vmovdqu      [rdi + 224], ymm5
-    vmovdqu      [rdi + 256], ymm8
-    vmovdqu      [rdi + 288], ymm4
-    vmovdqu      [rdi + 320], ymm10
+    vpmullw      ymm0, ymm3, ymm0
+    vpsubw       ymm0, ymm2, ymm0
+    vmovdqu      [rdi], ymm6
+    vmovdqu      [rdi + 32], ymm13
+    vmovdqu      [rdi + 64], ymm11
+    vmovdqu      [rdi + 96], ymm15
+    vmovdqu      [rdi + 128], ymm12
+    vmovdqu      [rdi + 160], ymm4
+    vmovdqu      [rdi + 192], ymm7
+    vmovdqu      [rdi + 224], ymm14
+    vmovdqu      [rdi + 256], ymm10
+    vmovdqu      [rdi + 288], ymm8
+    vmovdqu      [rdi + 320], ymm1
     vmovdqu      [rdi + 352], ymm9
-    vmovdqu      [rdi + 384], ymm2
+    vmovdqa      ymm1, [rsp + 64]                    ; reload
+    vmovdqu      [rdi + 384], ymm1
     vmovdqa      ymm1, [rsp + 32]                    ; reload
     vmovdqu      [rdi + 416], ymm1
-    vmovdqa      ymm1, [rsp]                         ; reload
-    vmovdqu      [rdi + 448], ymm1
+    vmovdqu      [rdi + 448], ymm5
     vmovdqu      [rdi + 480], ymm0
     mov rsp, rbp
     pop rbp
@@ -2141,122 +2115,106 @@ kg_kyber3329shoup_ntt_inverse_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 6657] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-2}, flags
+;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_reduce_shoup_avx2.end - kg_kyber3329shoup_reduce_shoup_avx2)
 align 32
 kg_kyber3329shoup_reduce_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vmovdqu      ymm1, [rel pw_3329]                 ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -2270,152 +2228,136 @@ kg_kyber3329shoup_reduce_shoup_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-2}, flags
+;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_freeze_avx2.end - kg_kyber3329shoup_freeze_avx2)
 align 32
 kg_kyber3329shoup_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
+    vpmulhuw     ymm1, ymm0, [rel pw_19]             ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_3329]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze
     vpminuw      ymm0, ymm0, ymm1
@@ -2625,11 +2567,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
@@ -2642,11 +2581,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
@@ -2659,11 +2595,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
@@ -2676,11 +2609,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
@@ -2693,11 +2623,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
@@ -2710,11 +2637,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
@@ -2727,11 +2651,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
@@ -2744,11 +2665,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
@@ -2761,11 +2679,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
@@ -2778,11 +2693,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
@@ -2795,11 +2707,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
@@ -2812,11 +2721,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
@@ -2829,11 +2735,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
@@ -2846,11 +2749,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
@@ -2863,11 +2763,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
@@ -2880,11 +2777,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 480]
     vpaddw       ymm0, ymm0, ymm1
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
-    vpsubw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
@@ -3694,107 +3588,96 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpcklwd    xmm13, xmm15
     punpckhwd    xmm3, xmm4
     punpckhwd    xmm14, xmm15
-    movdqu       xmm4, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm15, xmm7
-    pmulhuw      xmm15, [rel pw_19]
-    movdqa       [rsp + 128], xmm14                  ; spill
-    movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rel pw_19 + 16]
+    movdqa       xmm4, xmm7                          ; shoup: the output range asked for
+    pmulhuw      xmm4, [rel pw_19]
+    movdqa       xmm15, xmm12
+    pmulhuw      xmm15, [rel pw_19 + 16]
     pmullw       xmm7, [rel pw_1]
     pmullw       xmm12, [rel pw_1 + 16]
-    pmullw       xmm15, xmm4
-    pmullw       xmm14, xmm4
-    psubw        xmm7, xmm15
-    psubw        xmm12, xmm14
-    movdqu       xmm4, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm14, xmm8
-    pmulhuw      xmm14, [rel pw_19]
+    pmullw       xmm4, [rel pw_3329]
+    pmullw       xmm15, [rel pw_3329 + 16]
+    psubw        xmm7, xmm4
+    psubw        xmm12, xmm15
+    movdqa       xmm4, xmm8                          ; shoup: the output range asked for
+    pmulhuw      xmm4, [rel pw_19]
     movdqa       xmm15, xmm11
     pmulhuw      xmm15, [rel pw_19 + 16]
     pmullw       xmm8, [rel pw_1]
     pmullw       xmm11, [rel pw_1 + 16]
-    pmullw       xmm14, xmm4
-    pmullw       xmm15, xmm4
-    psubw        xmm8, xmm14
+    pmullw       xmm4, [rel pw_3329]
+    pmullw       xmm15, [rel pw_3329 + 16]
+    psubw        xmm8, xmm4
     psubw        xmm11, xmm15
-    movdqu       xmm4, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm14, [rsp + 32]                   ; reload
-    movdqa       xmm15, xmm14
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm15, xmm4                         ; shoup: the output range asked for
     pmulhuw      xmm15, [rel pw_19]
-    movdqa       [rsp + 64], xmm11                   ; spill
+    movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm10
     pmulhuw      xmm11, [rel pw_19 + 16]
-    pmullw       xmm14, [rel pw_1]
+    pmullw       xmm4, [rel pw_1]
     pmullw       xmm10, [rel pw_1 + 16]
-    pmullw       xmm15, xmm4
-    pmullw       xmm11, xmm4
-    psubw        xmm14, xmm15
+    pmullw       xmm15, [rel pw_3329]
+    pmullw       xmm11, [rel pw_3329 + 16]
+    psubw        xmm4, xmm15
     psubw        xmm10, xmm11
-    movdqu       xmm4, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm11, xmm0
+    movdqa       xmm11, xmm0                         ; shoup: the output range asked for
     pmulhuw      xmm11, [rel pw_19]
     movdqa       xmm15, xmm2
     pmulhuw      xmm15, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm11, xmm4
-    pmullw       xmm15, xmm4
+    pmullw       xmm11, [rel pw_3329]
+    pmullw       xmm15, [rel pw_3329 + 16]
     psubw        xmm0, xmm11
     psubw        xmm2, xmm15
-    movdqu       xmm4, [rel pw_3329]                 ; shoup: the output range asked for
     movdqa       xmm11, [rsp]                        ; reload
-    movdqa       xmm15, xmm11
+    movdqa       xmm15, xmm11                        ; shoup: the output range asked for
     pmulhuw      xmm15, [rel pw_19]
     movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm9
     pmulhuw      xmm2, [rel pw_19 + 16]
     pmullw       xmm11, [rel pw_1]
     pmullw       xmm9, [rel pw_1 + 16]
-    pmullw       xmm15, xmm4
-    pmullw       xmm2, xmm4
+    pmullw       xmm15, [rel pw_3329]
+    pmullw       xmm2, [rel pw_3329 + 16]
     psubw        xmm11, xmm15
     psubw        xmm9, xmm2
-    movdqu       xmm2, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
+    movdqa       xmm2, xmm1                          ; shoup: the output range asked for
+    pmulhuw      xmm2, [rel pw_19]
     movdqa       xmm15, xmm6
     pmulhuw      xmm15, [rel pw_19 + 16]
     pmullw       xmm1, [rel pw_1]
     pmullw       xmm6, [rel pw_1 + 16]
-    pmullw       xmm4, xmm2
-    pmullw       xmm15, xmm2
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm15, [rel pw_3329 + 16]
+    psubw        xmm1, xmm2
     psubw        xmm6, xmm15
-    movdqu       xmm2, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm4, xmm5
-    pmulhuw      xmm4, [rel pw_19]
+    movdqa       xmm2, xmm5                          ; shoup: the output range asked for
+    pmulhuw      xmm2, [rel pw_19]
     movdqa       xmm15, xmm13
     pmulhuw      xmm15, [rel pw_19 + 16]
     pmullw       xmm5, [rel pw_1]
     pmullw       xmm13, [rel pw_1 + 16]
-    pmullw       xmm4, xmm2
-    pmullw       xmm15, xmm2
-    psubw        xmm5, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm15, [rel pw_3329 + 16]
+    psubw        xmm5, xmm2
     psubw        xmm13, xmm15
-    movdqu       xmm2, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm4, xmm3
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm15, [rsp + 128]                  ; reload
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm15
-    pmulhuw      xmm13, [rel pw_19 + 16]
+    movdqa       xmm2, xmm3                          ; shoup: the output range asked for
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm15, xmm14
+    pmulhuw      xmm15, [rel pw_19 + 16]
     pmullw       xmm3, [rel pw_1]
-    pmullw       xmm15, [rel pw_1 + 16]
-    pmullw       xmm4, xmm2
-    pmullw       xmm13, xmm2
-    psubw        xmm3, xmm4
-    psubw        xmm15, xmm13
+    pmullw       xmm14, [rel pw_1 + 16]
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm15, [rel pw_3329 + 16]
+    psubw        xmm3, xmm2
+    psubw        xmm14, xmm15
     movdqu       [rdi], xmm7
     movdqu       [rdi + 16], xmm12
     movdqu       [rdi + 32], xmm8
-    movdqa       xmm2, [rsp + 64]                    ; reload
+    movdqa       xmm2, [rsp + 128]                   ; reload
     movdqu       [rdi + 48], xmm2
-    movdqu       [rdi + 64], xmm14
+    movdqu       [rdi + 64], xmm4
     movdqu       [rdi + 80], xmm10
     movdqu       [rdi + 96], xmm0
     movdqa       xmm0, [rsp + 32]                    ; reload
@@ -3804,10 +3687,9 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       [rdi + 160], xmm1
     movdqu       [rdi + 176], xmm6
     movdqu       [rdi + 192], xmm5
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 208], xmm0
+    movdqu       [rdi + 208], xmm13
     movdqu       [rdi + 224], xmm3
-    movdqu       [rdi + 240], xmm15
+    movdqu       [rdi + 240], xmm14
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
     movdqu       xmm2, [rdi + 288]
@@ -3824,15 +3706,15 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqu       xmm13, [rdi + 464]
     movdqu       xmm14, [rdi + 480]
     movdqu       xmm15, [rdi + 496]
-    movdqa       [rsp], xmm7                         ; spill
+    movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm8
     pmulhuw      xmm7, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1312]
-    movdqa       [rsp + 32], xmm6                    ; spill
+    movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm9
     pmulhuw      xmm6, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1328]
     pmullw       xmm8, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1280]
     pmullw       xmm9, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1296]
-    movdqa       [rsp + 64], xmm15                   ; spill
+    movdqa       [rsp], xmm15                        ; spill
     movdqu       xmm15, [rel pw_3329]                ; reload
     pmullw       xmm7, xmm15
     pmullw       xmm6, xmm15
@@ -3884,8 +3766,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     psubw        xmm5, xmm13
     movdqa       xmm12, xmm14
     pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1312]
-    movdqa       xmm13, [rsp + 64]                   ; reload
-    movdqa       [rsp + 128], xmm3                   ; spill
+    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm13
     pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1328]
     pmullw       xmm14, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 1280]
@@ -3894,11 +3776,11 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmullw       xmm3, xmm15
     psubw        xmm14, xmm12
     psubw        xmm13, xmm3
-    movdqa       xmm3, [rsp + 32]                    ; reload
+    movdqa       xmm3, [rsp + 128]                   ; reload
     movdqa       xmm12, xmm3                         ; layer 1
     paddw        xmm12, xmm14
-    movdqa       [rsp + 64], xmm2                    ; spill
-    movdqa       xmm2, [rsp]                         ; reload
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, [rsp + 32]                    ; reload
     movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm2
     paddw        xmm1, xmm13
@@ -3955,7 +3837,7 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       xmm1, xmm0                          ; layer 2
     paddw        xmm1, xmm4
     movdqa       xmm12, [rsp + 96]                   ; reload
-    movdqa       [rsp], xmm1                         ; spill
+    movdqa       [rsp + 32], xmm1                    ; spill
     movdqa       xmm1, xmm12
     paddw        xmm1, xmm5
     paddw        xmm0, [rel pw_6658]
@@ -3972,12 +3854,12 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmullw       xmm5, xmm15
     psubw        xmm3, xmm4
     psubw        xmm2, xmm5
-    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       xmm4, [rsp]                         ; reload
     movdqa       xmm5, xmm4                          ; layer 2
     paddw        xmm5, xmm3
     movdqa       [rsp + 96], xmm12                   ; spill
-    movdqa       xmm12, [rsp + 128]                  ; reload
-    movdqa       [rsp + 32], xmm0                    ; spill
+    movdqa       xmm12, [rsp + 64]                   ; reload
+    movdqa       [rsp + 128], xmm0                   ; spill
     movdqa       xmm0, xmm12
     paddw        xmm0, xmm2
     paddw        xmm4, [rel pw_6658]
@@ -4030,10 +3912,10 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmullw       xmm9, xmm15
     psubw        xmm5, xmm8
     psubw        xmm0, xmm9
-    movdqa       xmm8, [rsp]                         ; reload
+    movdqa       xmm8, [rsp + 32]                    ; reload
     movdqa       xmm9, xmm8                          ; layer 3
     paddw        xmm9, xmm5
-    movdqa       [rsp + 128], xmm9                   ; spill
+    movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm1
     paddw        xmm9, xmm0
     paddw        xmm8, [rel pw_6658]
@@ -4050,12 +3932,12 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmullw       xmm5, xmm15
     psubw        xmm4, xmm0
     psubw        xmm12, xmm5
-    movdqa       xmm0, [rsp + 32]                    ; reload
+    movdqa       xmm0, [rsp + 128]                   ; reload
     movdqa       xmm5, xmm0                          ; layer 3
     paddw        xmm5, xmm4
-    movdqa       [rsp], xmm5                         ; spill
+    movdqa       [rsp + 32], xmm5                    ; spill
     movdqa       xmm5, [rsp + 96]                    ; reload
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       [rsp], xmm8                         ; spill
     movdqa       xmm8, xmm5
     paddw        xmm8, xmm12
     paddw        xmm0, [rel pw_6658]
@@ -4108,12 +3990,12 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmullw       xmm11, xmm15
     psubw        xmm9, xmm7
     psubw        xmm1, xmm11
-    movdqa       xmm7, [rsp + 128]                   ; reload
+    movdqa       xmm7, [rsp + 64]                    ; reload
     movdqa       xmm11, xmm7                         ; layer 4
     paddw        xmm11, xmm9
     movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, [rsp + 64]                   ; reload
-    movdqa       [rsp + 32], xmm6                    ; spill
+    movdqa       xmm11, [rsp]                        ; reload
+    movdqa       [rsp + 128], xmm6                   ; spill
     movdqa       xmm6, xmm11
     paddw        xmm6, xmm1
     paddw        xmm7, [rel pw_6658]
@@ -4130,7 +4012,7 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmullw       xmm9, xmm15
     psubw        xmm8, xmm1
     psubw        xmm5, xmm9
-    movdqa       xmm1, [rsp]                         ; reload
+    movdqa       xmm1, [rsp + 32]                    ; reload
     movdqa       xmm9, xmm1                          ; layer 4
     paddw        xmm9, xmm8
     movdqa       xmm15, xmm0
@@ -4148,14 +4030,14 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       xmm2, xmm3
     punpcklwd    xmm2, xmm10
     movdqa       xmm13, xmm14
-    punpcklwd    xmm13, [rsp + 32]
+    punpcklwd    xmm13, [rsp + 128]
     punpckhwd    xmm3, xmm10
-    punpckhwd    xmm14, [rsp + 32]
+    punpckhwd    xmm14, [rsp + 128]
     movdqa       xmm10, [rsp + 96]                   ; reload
-    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       [rsp + 128], xmm13                  ; spill
     movdqa       xmm13, xmm10
     punpcklwd    xmm13, xmm7
-    movdqa       [rsp], xmm13                        ; spill
+    movdqa       [rsp + 32], xmm13                   ; spill
     movdqa       xmm13, xmm6
     punpcklwd    xmm13, xmm11
     punpckhwd    xmm10, xmm7
@@ -4198,8 +4080,8 @@ kg_kyber3329shoup_ntt_forward_sse:
     psubw        xmm14, xmm12
     movdqa       xmm4, xmm2                          ; layer 5
     paddw        xmm4, xmm3
-    movdqa       xmm12, [rsp + 32]                   ; reload
-    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm12, [rsp + 128]                  ; reload
+    movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm12
     paddw        xmm4, xmm14
     paddw        xmm2, [rel pw_6658]
@@ -4216,10 +4098,10 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmullw       xmm14, xmm11
     psubw        xmm10, xmm3
     psubw        xmm6, xmm14
-    movdqa       xmm3, [rsp]                         ; reload
+    movdqa       xmm3, [rsp + 32]                    ; reload
     movdqa       xmm14, xmm3                         ; layer 5
     paddw        xmm14, xmm10
-    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm13
     paddw        xmm14, xmm6
     paddw        xmm3, [rel pw_6658]
@@ -4251,7 +4133,7 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpcklwd    xmm15, xmm8
     punpckhwd    xmm0, xmm5
     punpckhwd    xmm1, xmm8
-    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm5, [rsp]                         ; reload
     movdqa       xmm8, xmm5
     punpcklwd    xmm8, xmm2
     movdqa       [rsp + 96], xmm8                    ; spill
@@ -4259,10 +4141,10 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpcklwd    xmm8, xmm12
     punpckhwd    xmm5, xmm2
     punpckhwd    xmm4, xmm12
-    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       xmm2, [rsp + 128]                   ; reload
     movdqa       xmm12, xmm2
     punpcklwd    xmm12, xmm3
-    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm14
     punpcklwd    xmm12, xmm13
     punpckhwd    xmm2, xmm3
@@ -4279,7 +4161,7 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmulhuw      xmm10, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2288]
     pmullw       xmm0, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2240]
     pmullw       xmm1, [rel kg_kyber3329shoup_ntt_forward_twiddles_sse + 2256]
-    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       [rsp + 128], xmm13                  ; spill
     movdqu       xmm13, [rel pw_3329]                ; reload
     pmullw       xmm7, xmm13
     pmullw       xmm10, xmm13
@@ -4306,7 +4188,7 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       xmm0, [rsp + 96]                    ; reload
     movdqa       xmm1, xmm0                          ; layer 6
     paddw        xmm1, xmm5
-    movdqa       [rsp], xmm1                         ; spill
+    movdqa       [rsp + 32], xmm1                    ; spill
     movdqa       xmm1, xmm8
     paddw        xmm1, xmm4
     paddw        xmm0, [rel pw_6658]
@@ -4323,7 +4205,7 @@ kg_kyber3329shoup_ntt_forward_sse:
     pmullw       xmm5, xmm13
     psubw        xmm2, xmm4
     psubw        xmm14, xmm5
-    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       xmm4, [rsp]                         ; reload
     movdqa       xmm5, xmm4                          ; layer 6
     paddw        xmm5, xmm2
     movdqa       [rsp + 96], xmm5                    ; spill
@@ -4345,7 +4227,7 @@ kg_kyber3329shoup_ntt_forward_sse:
     psubw        xmm11, xmm14
     movdqa       xmm2, xmm3                          ; layer 6
     paddw        xmm2, xmm6
-    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
     paddw        xmm14, xmm11
     paddw        xmm3, [rel pw_6658]
@@ -4358,10 +4240,10 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpcklwd    xmm11, xmm15
     punpckhwd    xmm7, xmm9
     punpckhwd    xmm10, xmm15
-    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm9, [rsp + 32]                    ; reload
     movdqa       xmm15, xmm9
     punpcklwd    xmm15, xmm0
-    movdqa       [rsp + 32], xmm15                   ; spill
+    movdqa       [rsp + 128], xmm15                  ; spill
     movdqa       xmm15, xmm1
     punpcklwd    xmm15, xmm8
     punpckhwd    xmm9, xmm0
@@ -4369,7 +4251,7 @@ kg_kyber3329shoup_ntt_forward_sse:
     movdqa       xmm0, [rsp + 96]                    ; reload
     movdqa       xmm8, xmm0
     punpcklwd    xmm8, xmm4
-    movdqa       [rsp], xmm8                         ; spill
+    movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm5
     punpcklwd    xmm8, xmm12
     punpckhwd    xmm0, xmm4
@@ -4380,118 +4262,106 @@ kg_kyber3329shoup_ntt_forward_sse:
     punpcklwd    xmm12, xmm13
     punpckhwd    xmm2, xmm3
     punpckhwd    xmm14, xmm13
-    movdqu       xmm3, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rel pw_19]
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rel pw_19 + 16]
+    movdqa       xmm3, xmm6                          ; shoup: the output range asked for
+    pmulhuw      xmm3, [rel pw_19]
+    movdqa       xmm13, xmm11
+    pmulhuw      xmm13, [rel pw_19 + 16]
     pmullw       xmm6, [rel pw_1]
     pmullw       xmm11, [rel pw_1 + 16]
-    pmullw       xmm13, xmm3
-    pmullw       xmm14, xmm3
-    psubw        xmm6, xmm13
-    psubw        xmm11, xmm14
-    movdqu       xmm3, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm13, xmm7
-    pmulhuw      xmm13, [rel pw_19]
-    movdqa       xmm14, xmm10
-    pmulhuw      xmm14, [rel pw_19 + 16]
+    pmullw       xmm3, [rel pw_3329]
+    pmullw       xmm13, [rel pw_3329 + 16]
+    psubw        xmm6, xmm3
+    psubw        xmm11, xmm13
+    movdqa       xmm3, xmm7                          ; shoup: the output range asked for
+    pmulhuw      xmm3, [rel pw_19]
+    movdqa       xmm13, xmm10
+    pmulhuw      xmm13, [rel pw_19 + 16]
     pmullw       xmm7, [rel pw_1]
     pmullw       xmm10, [rel pw_1 + 16]
-    pmullw       xmm13, xmm3
-    pmullw       xmm14, xmm3
-    psubw        xmm7, xmm13
-    psubw        xmm10, xmm14
-    movdqu       xmm3, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       xmm14, xmm13
-    pmulhuw      xmm14, [rel pw_19]
-    movdqa       [rsp + 64], xmm10                   ; spill
+    pmullw       xmm3, [rel pw_3329]
+    pmullw       xmm13, [rel pw_3329 + 16]
+    psubw        xmm7, xmm3
+    psubw        xmm10, xmm13
+    movdqa       xmm3, [rsp + 128]                   ; reload
+    movdqa       xmm13, xmm3                         ; shoup: the output range asked for
+    pmulhuw      xmm13, [rel pw_19]
+    movdqa       [rsp + 96], xmm10                   ; spill
     movdqa       xmm10, xmm15
     pmulhuw      xmm10, [rel pw_19 + 16]
-    pmullw       xmm13, [rel pw_1]
+    pmullw       xmm3, [rel pw_1]
     pmullw       xmm15, [rel pw_1 + 16]
-    pmullw       xmm14, xmm3
-    pmullw       xmm10, xmm3
-    psubw        xmm13, xmm14
+    pmullw       xmm13, [rel pw_3329]
+    pmullw       xmm10, [rel pw_3329 + 16]
+    psubw        xmm3, xmm13
     psubw        xmm15, xmm10
-    movdqu       xmm3, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm10, xmm9
+    movdqa       xmm10, xmm9                         ; shoup: the output range asked for
     pmulhuw      xmm10, [rel pw_19]
-    movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rel pw_19 + 16]
+    movdqa       xmm13, xmm1
+    pmulhuw      xmm13, [rel pw_19 + 16]
     pmullw       xmm9, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm10, xmm3
-    pmullw       xmm14, xmm3
+    pmullw       xmm10, [rel pw_3329]
+    pmullw       xmm13, [rel pw_3329 + 16]
     psubw        xmm9, xmm10
-    psubw        xmm1, xmm14
-    movdqu       xmm3, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm14, xmm10
-    pmulhuw      xmm14, [rel pw_19]
-    movdqa       [rsp + 32], xmm1                    ; spill
+    psubw        xmm1, xmm13
+    movdqa       xmm10, [rsp + 32]                   ; reload
+    movdqa       xmm13, xmm10                        ; shoup: the output range asked for
+    pmulhuw      xmm13, [rel pw_19]
+    movdqa       [rsp + 128], xmm1                   ; spill
     movdqa       xmm1, xmm8
     pmulhuw      xmm1, [rel pw_19 + 16]
     pmullw       xmm10, [rel pw_1]
     pmullw       xmm8, [rel pw_1 + 16]
-    pmullw       xmm14, xmm3
-    pmullw       xmm1, xmm3
-    psubw        xmm10, xmm14
+    pmullw       xmm13, [rel pw_3329]
+    pmullw       xmm1, [rel pw_3329 + 16]
+    psubw        xmm10, xmm13
     psubw        xmm8, xmm1
-    movdqu       xmm1, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm14, xmm5
-    pmulhuw      xmm14, [rel pw_19 + 16]
+    movdqa       xmm1, xmm0                          ; shoup: the output range asked for
+    pmulhuw      xmm1, [rel pw_19]
+    movdqa       xmm13, xmm5
+    pmulhuw      xmm13, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm5, [rel pw_1 + 16]
-    pmullw       xmm3, xmm1
-    pmullw       xmm14, xmm1
-    psubw        xmm0, xmm3
-    psubw        xmm5, xmm14
-    movdqu       xmm1, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm3, xmm4
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm14, xmm12
-    pmulhuw      xmm14, [rel pw_19 + 16]
+    pmullw       xmm1, [rel pw_3329]
+    pmullw       xmm13, [rel pw_3329 + 16]
+    psubw        xmm0, xmm1
+    psubw        xmm5, xmm13
+    movdqa       xmm1, xmm4                          ; shoup: the output range asked for
+    pmulhuw      xmm1, [rel pw_19]
+    movdqa       xmm13, xmm12
+    pmulhuw      xmm13, [rel pw_19 + 16]
     pmullw       xmm4, [rel pw_1]
     pmullw       xmm12, [rel pw_1 + 16]
-    pmullw       xmm3, xmm1
-    pmullw       xmm14, xmm1
-    psubw        xmm4, xmm3
-    psubw        xmm12, xmm14
-    movdqu       xmm1, [rel pw_3329]                 ; shoup: the output range asked for
-    movdqa       xmm3, xmm2
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm14, [rsp + 96]                   ; reload
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rel pw_19 + 16]
+    pmullw       xmm1, [rel pw_3329]
+    pmullw       xmm13, [rel pw_3329 + 16]
+    psubw        xmm4, xmm1
+    psubw        xmm12, xmm13
+    movdqa       xmm1, xmm2                          ; shoup: the output range asked for
+    pmulhuw      xmm1, [rel pw_19]
+    movdqa       xmm13, xmm14
+    pmulhuw      xmm13, [rel pw_19 + 16]
     pmullw       xmm2, [rel pw_1]
     pmullw       xmm14, [rel pw_1 + 16]
-    pmullw       xmm3, xmm1
-    pmullw       xmm12, xmm1
-    psubw        xmm2, xmm3
-    psubw        xmm14, xmm12
+    pmullw       xmm1, [rel pw_3329]
+    pmullw       xmm13, [rel pw_3329 + 16]
+    psubw        xmm2, xmm1
+    psubw        xmm14, xmm13
     movdqu       [rdi + 256], xmm6
     movdqu       [rdi + 272], xmm11
     movdqu       [rdi + 288], xmm7
-    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       xmm1, [rsp + 96]                    ; reload
     movdqu       [rdi + 304], xmm1
-    movdqu       [rdi + 320], xmm13
+    movdqu       [rdi + 320], xmm3
     movdqu       [rdi + 336], xmm15
     movdqu       [rdi + 352], xmm9
-    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqa       xmm1, [rsp + 128]                   ; reload
     movdqu       [rdi + 368], xmm1
     movdqu       [rdi + 384], xmm10
     movdqu       [rdi + 400], xmm8
     movdqu       [rdi + 416], xmm0
     movdqu       [rdi + 432], xmm5
     movdqu       [rdi + 448], xmm4
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 464], xmm0
+    movdqu       [rdi + 464], xmm12
     movdqu       [rdi + 480], xmm2
     movdqu       [rdi + 496], xmm14
     mov rsp, rbp
@@ -6044,48 +5914,45 @@ kg_kyber3329shoup_ntt_inverse_sse:
     pmullw       xmm8, xmm10
     psubw        xmm9, xmm0
     psubw        xmm7, xmm8
-    movdqu       xmm0, [rel pw_3329]                 ; shoup: before layer 1
-    movdqa       xmm8, [rsp + 160]                   ; reload
+    movdqa       xmm0, [rsp + 160]                   ; reload
+    movdqa       xmm8, xmm0                          ; shoup: before layer 1
+    pmulhuw      xmm8, [rel pw_19]
     movdqa       [rsp + 64], xmm7                    ; spill
-    movdqa       xmm7, xmm8
-    pmulhuw      xmm7, [rel pw_19]
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, xmm13
-    pmulhuw      xmm9, [rel pw_19 + 16]
-    pmullw       xmm8, [rel pw_1]
+    movdqa       xmm7, xmm13
+    pmulhuw      xmm7, [rel pw_19 + 16]
+    pmullw       xmm0, [rel pw_1]
     pmullw       xmm13, [rel pw_1 + 16]
-    pmullw       xmm7, xmm0
-    pmullw       xmm9, xmm0
-    psubw        xmm8, xmm7
-    psubw        xmm13, xmm9
-    movdqu       xmm0, [rel pw_3329]                 ; shoup: before layer 1
-    movdqa       xmm7, xmm4
+    pmullw       xmm8, [rel pw_3329]
+    pmullw       xmm7, [rel pw_3329 + 16]
+    psubw        xmm0, xmm8
+    psubw        xmm13, xmm7
+    movdqa       xmm7, xmm4                          ; shoup: before layer 1
     pmulhuw      xmm7, [rel pw_19]
-    movdqa       xmm9, xmm5
-    pmulhuw      xmm9, [rel pw_19 + 16]
+    movdqa       xmm8, xmm5
+    pmulhuw      xmm8, [rel pw_19 + 16]
     pmullw       xmm4, [rel pw_1]
     pmullw       xmm5, [rel pw_1 + 16]
-    pmullw       xmm7, xmm0
-    pmullw       xmm9, xmm0
+    pmullw       xmm7, [rel pw_3329]
+    pmullw       xmm8, [rel pw_3329 + 16]
     psubw        xmm4, xmm7
-    psubw        xmm5, xmm9
-    movdqa       xmm0, xmm8                          ; layer 1
-    paddw        xmm0, xmm4
-    movdqa       xmm7, xmm13
-    paddw        xmm7, xmm5
-    paddw        xmm8, [rel pw_6658]
+    psubw        xmm5, xmm8
+    movdqa       xmm7, xmm0                          ; layer 1
+    paddw        xmm7, xmm4
+    movdqa       xmm8, xmm13
+    paddw        xmm8, xmm5
+    paddw        xmm0, [rel pw_6658]
     paddw        xmm13, [rel pw_6658 + 16]
-    psubw        xmm8, xmm4
+    psubw        xmm0, xmm4
     psubw        xmm13, xmm5
-    movdqa       xmm4, xmm8
+    movdqa       xmm4, xmm0
     pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1184]
     movdqa       xmm5, xmm13
     pmulhuw      xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1200]
-    pmullw       xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1152]
+    pmullw       xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1152]
     pmullw       xmm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1168]
     pmullw       xmm4, xmm10
     pmullw       xmm5, xmm10
-    psubw        xmm8, xmm4
+    psubw        xmm0, xmm4
     psubw        xmm13, xmm5
     movdqa       xmm4, xmm2                          ; layer 1
     paddw        xmm4, xmm11
@@ -6095,69 +5962,69 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm14, [rel pw_9987 + 16]
     psubw        xmm2, xmm11
     psubw        xmm14, xmm12
-    movdqa       xmm9, xmm2
-    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1184]
-    movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1200]
+    movdqa       xmm11, xmm2
+    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1184]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1200]
     pmullw       xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1152]
     pmullw       xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1168]
-    pmullw       xmm9, xmm10
     pmullw       xmm11, xmm10
-    psubw        xmm2, xmm9
-    psubw        xmm14, xmm11
-    movdqa       xmm9, xmm3                          ; layer 1
-    paddw        xmm9, xmm1
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       xmm12, xmm11
-    paddw        xmm12, xmm15
+    pmullw       xmm12, xmm10
+    psubw        xmm2, xmm11
+    psubw        xmm14, xmm12
+    movdqa       xmm11, xmm3                         ; layer 1
+    paddw        xmm11, xmm1
+    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       [rsp + 160], xmm14                  ; spill
+    movdqa       xmm14, xmm12
+    paddw        xmm14, xmm15
     paddw        xmm3, [rel pw_6658]
-    paddw        xmm11, [rel pw_6658 + 16]
+    paddw        xmm12, [rel pw_6658 + 16]
     psubw        xmm3, xmm1
-    psubw        xmm11, xmm15
+    psubw        xmm12, xmm15
     movdqa       xmm1, xmm3
     pmulhuw      xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1184]
-    movdqa       xmm15, xmm11
+    movdqa       xmm15, xmm12
     pmulhuw      xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1200]
     pmullw       xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1152]
-    pmullw       xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1168]
+    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1168]
     pmullw       xmm1, xmm10
     pmullw       xmm15, xmm10
     psubw        xmm3, xmm1
-    psubw        xmm11, xmm15
+    psubw        xmm12, xmm15
     movdqa       xmm1, xmm6                          ; layer 1
-    paddw        xmm1, [rsp + 96]
+    paddw        xmm1, xmm9
     movdqa       xmm15, [rsp + 128]                  ; reload
-    movdqa       [rsp], xmm11                        ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, [rsp + 64]
+    movdqa       [rsp], xmm12                        ; spill
+    movdqa       xmm12, xmm15
+    paddw        xmm12, [rsp + 64]
     paddw        xmm6, [rel pw_6658]
     paddw        xmm15, [rel pw_6658 + 16]
-    psubw        xmm6, [rsp + 96]
+    psubw        xmm6, xmm9
     psubw        xmm15, [rsp + 64]
+    movdqa       xmm9, xmm6
+    pmulhuw      xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1184]
     movdqa       [rsp + 64], xmm3                    ; spill
-    movdqa       xmm3, xmm6
-    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1184]
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm15
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1200]
+    movdqa       xmm3, xmm15
+    pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1200]
     pmullw       xmm6, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1152]
     pmullw       xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 1168]
+    pmullw       xmm9, xmm10
     pmullw       xmm3, xmm10
-    pmullw       xmm14, xmm10
-    psubw        xmm6, xmm3
-    psubw        xmm15, xmm14
-    movdqu       [rdi], xmm0
-    movdqu       [rdi + 16], xmm7
+    psubw        xmm6, xmm9
+    psubw        xmm15, xmm3
+    movdqu       [rdi], xmm7
+    movdqu       [rdi + 16], xmm8
     movdqu       [rdi + 32], xmm4
     movdqu       [rdi + 48], xmm5
-    movdqu       [rdi + 64], xmm9
-    movdqu       [rdi + 80], xmm12
+    movdqu       [rdi + 64], xmm11
+    movdqu       [rdi + 80], xmm14
     movdqu       [rdi + 96], xmm1
-    movdqu       [rdi + 112], xmm11
-    movdqu       [rdi + 128], xmm8
+    movdqu       [rdi + 112], xmm12
+    movdqu       [rdi + 128], xmm0
     movdqu       [rdi + 144], xmm13
     movdqu       [rdi + 160], xmm2
-    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqa       xmm0, [rsp + 160]                   ; reload
     movdqu       [rdi + 176], xmm0
     movdqa       xmm0, [rsp + 64]                    ; reload
     movdqu       [rdi + 192], xmm0
@@ -6187,7 +6054,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 64], xmm13                   ; spill
     movdqa       xmm13, xmm3
     pslld        xmm13, 16
-    movdqa       [rsp + 96], xmm10                   ; spill
+    movdqa       [rsp + 160], xmm10                  ; spill
     movdqa       xmm10, xmm0
     pblendw      xmm10, xmm14, 170
     movdqa       xmm14, xmm1
@@ -6222,12 +6089,12 @@ kg_kyber3329shoup_ntt_inverse_sse:
     pblendw      xmm9, xmm12, 170
     movdqa       xmm6, xmm15
     pslld        xmm6, 16
-    movdqa       xmm11, [rsp + 96]                   ; reload
+    movdqa       xmm11, [rsp + 160]                  ; reload
     movdqa       xmm12, xmm11
     pslld        xmm12, 16
     movdqa       [rsp + 128], xmm9                   ; spill
     movdqa       xmm9, [rsp + 64]                    ; reload
-    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqa       [rsp + 96], xmm3                    ; spill
     movdqa       xmm3, xmm9
     pblendw      xmm3, xmm6, 170
     movdqa       xmm6, [rsp]                         ; reload
@@ -6297,8 +6164,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm1, xmm5
     movdqa       xmm4, xmm7                          ; layer 6
     paddw        xmm4, xmm8
-    movdqa       xmm5, [rsp + 160]                   ; reload
-    movdqa       [rsp + 96], xmm1                    ; spill
+    movdqa       xmm5, [rsp + 96]                    ; reload
+    movdqa       [rsp + 160], xmm1                   ; spill
     movdqa       xmm1, xmm5
     paddw        xmm1, [rsp + 128]
     paddw        xmm7, [rel pw_6658]
@@ -6329,7 +6196,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       xmm0, [rsp + 32]                    ; reload
     movdqa       xmm8, xmm0                          ; layer 6
     paddw        xmm8, xmm9
-    movdqa       [rsp + 160], xmm1                   ; spill
+    movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm3
     paddw        xmm1, xmm6
     paddw        xmm0, [rel pw_6658]
@@ -6376,7 +6243,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       [rsp + 32], xmm12                   ; spill
     movdqa       xmm12, xmm14
     pblendw      xmm12, xmm9, 204
-    movdqa       xmm9, [rsp + 96]                    ; reload
+    movdqa       xmm9, [rsp + 160]                   ; reload
     movdqa       [rsp], xmm12                        ; spill
     movdqa       xmm12, xmm9
     pblendw      xmm12, xmm10, 204
@@ -6390,8 +6257,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psllq        xmm10, 32
     movdqa       xmm13, xmm4
     pblendw      xmm13, xmm2, 204
-    movdqa       xmm2, [rsp + 160]                   ; reload
-    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm2, [rsp + 96]                    ; reload
+    movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm2
     pblendw      xmm13, xmm10, 204
     psrlq        xmm4, 32
@@ -6433,7 +6300,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       xmm7, [rsp]                         ; reload
     movdqa       xmm11, xmm7                         ; layer 5
     paddw        xmm11, xmm14
-    movdqa       [rsp + 160], xmm11                  ; spill
+    movdqa       [rsp + 96], xmm11                   ; spill
     movdqa       xmm11, xmm12
     paddw        xmm11, xmm9
     paddw        xmm7, [rel pw_6658]
@@ -6450,7 +6317,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     pmullw       xmm14, xmm3
     psubw        xmm7, xmm9
     psubw        xmm12, xmm14
-    movdqa       xmm9, [rsp + 96]                    ; reload
+    movdqa       xmm9, [rsp + 160]                   ; reload
     movdqa       xmm14, xmm9                         ; layer 5
     paddw        xmm14, xmm4
     movdqa       [rsp], xmm14                        ; spill
@@ -6495,7 +6362,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     punpcklqdq   xmm3, xmm6
     punpckhqdq   xmm0, xmm15
     punpckhqdq   xmm8, xmm6
-    movdqa       xmm6, [rsp + 160]                   ; reload
+    movdqa       xmm6, [rsp + 96]                    ; reload
     movdqa       xmm15, xmm6
     punpcklqdq   xmm15, xmm7
     movdqa       [rsp + 32], xmm15                   ; spill
@@ -6506,7 +6373,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       xmm7, [rsp]                         ; reload
     movdqa       xmm12, xmm7
     punpcklqdq   xmm12, xmm9
-    movdqa       [rsp + 160], xmm12                  ; spill
+    movdqa       [rsp + 96], xmm12                   ; spill
     movdqa       xmm12, xmm14
     punpcklqdq   xmm12, xmm13
     punpckhqdq   xmm7, xmm9
@@ -6540,7 +6407,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       xmm0, [rsp + 32]                    ; reload
     movdqa       xmm8, xmm0                          ; layer 4
     paddw        xmm8, xmm6
-    movdqa       [rsp + 96], xmm8                    ; spill
+    movdqa       [rsp + 160], xmm8                   ; spill
     movdqa       xmm8, xmm15
     paddw        xmm8, xmm11
     paddw        xmm0, [rel pw_9987]
@@ -6557,7 +6424,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     pmullw       xmm11, xmm10
     psubw        xmm0, xmm6
     psubw        xmm15, xmm11
-    movdqa       xmm6, [rsp + 160]                   ; reload
+    movdqa       xmm6, [rsp + 96]                    ; reload
     movdqa       xmm11, xmm6                         ; layer 4
     paddw        xmm11, xmm7
     movdqa       [rsp + 32], xmm11                   ; spill
@@ -6614,10 +6481,10 @@ kg_kyber3329shoup_ntt_inverse_sse:
     pmullw       xmm4, xmm10
     psubw        xmm5, xmm3
     psubw        xmm1, xmm4
-    movdqa       xmm3, [rsp + 96]                    ; reload
+    movdqa       xmm3, [rsp + 160]                   ; reload
     movdqa       xmm4, xmm3                          ; layer 3
     paddw        xmm4, xmm8
-    movdqa       [rsp + 160], xmm1                   ; spill
+    movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm0
     paddw        xmm1, xmm15
     paddw        xmm3, [rel pw_16645]
@@ -6637,7 +6504,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     movdqa       xmm8, [rsp + 32]                    ; reload
     movdqa       xmm15, xmm8                         ; layer 3
     paddw        xmm15, xmm11
-    movdqa       [rsp + 96], xmm15                   ; spill
+    movdqa       [rsp + 160], xmm15                  ; spill
     movdqa       xmm15, xmm6
     paddw        xmm15, xmm12
     paddw        xmm8, [rel pw_16645]
@@ -6694,7 +6561,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
     psubw        xmm14, xmm4
     movdqa       xmm1, xmm5                          ; layer 2
     paddw        xmm1, xmm3
-    movdqa       xmm4, [rsp + 160]                   ; reload
+    movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm4
     paddw        xmm14, xmm0
@@ -6712,10 +6579,10 @@ kg_kyber3329shoup_ntt_inverse_sse:
     pmullw       xmm3, xmm10
     psubw        xmm5, xmm0
     psubw        xmm4, xmm3
-    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqa       xmm0, [rsp + 160]                   ; reload
     movdqa       xmm3, xmm0                          ; layer 2
     paddw        xmm3, xmm11
-    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       [rsp + 96], xmm4                    ; spill
     movdqa       xmm4, xmm15
     paddw        xmm4, xmm12
     paddw        xmm0, [rel pw_33290]
@@ -6750,48 +6617,45 @@ kg_kyber3329shoup_ntt_inverse_sse:
     pmullw       xmm9, xmm10
     psubw        xmm8, xmm7
     psubw        xmm6, xmm9
-    movdqu       xmm7, [rel pw_3329]                 ; shoup: before layer 1
-    movdqa       xmm9, [rsp + 32]                    ; reload
-    movdqa       [rsp + 96], xmm6                    ; spill
-    movdqa       xmm6, xmm9
-    pmulhuw      xmm6, [rel pw_19]
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqa       xmm8, xmm13
-    pmulhuw      xmm8, [rel pw_19 + 16]
-    pmullw       xmm9, [rel pw_1]
+    movdqa       xmm7, [rsp + 32]                    ; reload
+    movdqa       xmm9, xmm7                          ; shoup: before layer 1
+    pmulhuw      xmm9, [rel pw_19]
+    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       xmm6, xmm13
+    pmulhuw      xmm6, [rel pw_19 + 16]
+    pmullw       xmm7, [rel pw_1]
     pmullw       xmm13, [rel pw_1 + 16]
-    pmullw       xmm6, xmm7
-    pmullw       xmm8, xmm7
-    psubw        xmm9, xmm6
-    psubw        xmm13, xmm8
-    movdqu       xmm6, [rel pw_3329]                 ; shoup: before layer 1
-    movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_19]
-    movdqa       xmm8, xmm4
-    pmulhuw      xmm8, [rel pw_19 + 16]
+    pmullw       xmm9, [rel pw_3329]
+    pmullw       xmm6, [rel pw_3329 + 16]
+    psubw        xmm7, xmm9
+    psubw        xmm13, xmm6
+    movdqa       xmm6, xmm3                          ; shoup: before layer 1
+    pmulhuw      xmm6, [rel pw_19]
+    movdqa       xmm9, xmm4
+    pmulhuw      xmm9, [rel pw_19 + 16]
     pmullw       xmm3, [rel pw_1]
     pmullw       xmm4, [rel pw_1 + 16]
-    pmullw       xmm7, xmm6
-    pmullw       xmm8, xmm6
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    movdqa       xmm6, xmm9                          ; layer 1
+    pmullw       xmm6, [rel pw_3329]
+    pmullw       xmm9, [rel pw_3329 + 16]
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm9
+    movdqa       xmm6, xmm7                          ; layer 1
     paddw        xmm6, xmm3
-    movdqa       xmm7, xmm13
-    paddw        xmm7, xmm4
-    paddw        xmm9, [rel pw_6658]
+    movdqa       xmm9, xmm13
+    paddw        xmm9, xmm4
+    paddw        xmm7, [rel pw_6658]
     paddw        xmm13, [rel pw_6658 + 16]
-    psubw        xmm9, xmm3
+    psubw        xmm7, xmm3
     psubw        xmm13, xmm4
-    movdqa       xmm3, xmm9
+    movdqa       xmm3, xmm7
     pmulhuw      xmm3, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2400]
     movdqa       xmm4, xmm13
     pmulhuw      xmm4, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2416]
-    pmullw       xmm9, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368]
+    pmullw       xmm7, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368]
     pmullw       xmm13, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2384]
     pmullw       xmm3, xmm10
     pmullw       xmm4, xmm10
-    psubw        xmm9, xmm3
+    psubw        xmm7, xmm3
     psubw        xmm13, xmm4
     movdqa       xmm3, xmm1                          ; layer 1
     paddw        xmm3, xmm11
@@ -6801,71 +6665,71 @@ kg_kyber3329shoup_ntt_inverse_sse:
     paddw        xmm14, [rel pw_9987 + 16]
     psubw        xmm1, xmm11
     psubw        xmm14, xmm12
-    movdqa       xmm8, xmm1
-    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2400]
-    movdqa       xmm11, xmm14
-    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2416]
+    movdqa       xmm11, xmm1
+    pmulhuw      xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2400]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2416]
     pmullw       xmm1, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368]
     pmullw       xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2384]
-    pmullw       xmm8, xmm10
     pmullw       xmm11, xmm10
-    psubw        xmm1, xmm8
-    psubw        xmm14, xmm11
-    movdqa       xmm8, xmm2                          ; layer 1
-    paddw        xmm8, xmm0
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       xmm12, xmm11
-    paddw        xmm12, xmm15
+    pmullw       xmm12, xmm10
+    psubw        xmm1, xmm11
+    psubw        xmm14, xmm12
+    movdqa       xmm11, xmm2                         ; layer 1
+    paddw        xmm11, xmm0
+    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       xmm14, xmm12
+    paddw        xmm14, xmm15
     paddw        xmm2, [rel pw_6658]
-    paddw        xmm11, [rel pw_6658 + 16]
+    paddw        xmm12, [rel pw_6658 + 16]
     psubw        xmm2, xmm0
-    psubw        xmm11, xmm15
+    psubw        xmm12, xmm15
     movdqa       xmm0, xmm2
     pmulhuw      xmm0, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2400]
-    movdqa       xmm15, xmm11
+    movdqa       xmm15, xmm12
     pmulhuw      xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2416]
     pmullw       xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368]
-    pmullw       xmm11, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2384]
+    pmullw       xmm12, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2384]
     pmullw       xmm0, xmm10
     pmullw       xmm15, xmm10
     psubw        xmm2, xmm0
-    psubw        xmm11, xmm15
+    psubw        xmm12, xmm15
     movdqa       xmm0, xmm5                          ; layer 1
-    paddw        xmm0, [rsp + 128]
-    movdqa       xmm15, [rsp + 160]                  ; reload
-    movdqa       [rsp], xmm11                        ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, [rsp + 96]
+    paddw        xmm0, xmm8
+    movdqa       xmm15, [rsp + 96]                   ; reload
+    movdqa       [rsp], xmm12                        ; spill
+    movdqa       xmm12, xmm15
+    paddw        xmm12, [rsp + 160]
     paddw        xmm5, [rel pw_6658]
     paddw        xmm15, [rel pw_6658 + 16]
-    psubw        xmm5, [rsp + 128]
-    psubw        xmm15, [rsp + 96]
-    movdqa       [rsp + 96], xmm2                    ; spill
-    movdqa       xmm2, xmm5
-    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2400]
-    movdqa       [rsp + 128], xmm14                  ; spill
-    movdqa       xmm14, xmm15
-    pmulhuw      xmm14, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2416]
+    psubw        xmm5, xmm8
+    psubw        xmm15, [rsp + 160]
+    movdqa       xmm8, xmm5
+    pmulhuw      xmm8, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2400]
+    movdqa       [rsp + 160], xmm2                   ; spill
+    movdqa       xmm2, xmm15
+    pmulhuw      xmm2, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2416]
     pmullw       xmm5, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2368]
     pmullw       xmm15, [rel kg_kyber3329shoup_ntt_inverse_twiddles_sse + 2384]
+    pmullw       xmm8, xmm10
     pmullw       xmm2, xmm10
-    pmullw       xmm14, xmm10
-    psubw        xmm5, xmm2
-    psubw        xmm15, xmm14
+    psubw        xmm5, xmm8
+    psubw        xmm15, xmm2
     movdqu       [rdi + 256], xmm6
-    movdqu       [rdi + 272], xmm7
+    movdqu       [rdi + 272], xmm9
     movdqu       [rdi + 288], xmm3
     movdqu       [rdi + 304], xmm4
-    movdqu       [rdi + 320], xmm8
-    movdqu       [rdi + 336], xmm12
+    movdqu       [rdi + 320], xmm11
+    movdqu       [rdi + 336], xmm14
     movdqu       [rdi + 352], xmm0
-    movdqu       [rdi + 368], xmm11
-    movdqu       [rdi + 384], xmm9
+    movdqu       [rdi + 368], xmm12
+    movdqu       [rdi + 384], xmm7
     movdqu       [rdi + 400], xmm13
     movdqu       [rdi + 416], xmm1
-    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqa       xmm0, [rsp + 32]                    ; reload
     movdqu       [rdi + 432], xmm0
-    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqa       xmm0, [rsp + 160]                   ; reload
     movdqu       [rdi + 448], xmm0
     movdqa       xmm0, [rsp]                         ; reload
     movdqu       [rdi + 464], xmm0
@@ -7091,7 +6955,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 6657] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-4}, flags
+;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_reduce_shoup_sse.end - kg_kyber3329shoup_reduce_shoup_sse)
 align 32
@@ -7099,242 +6963,226 @@ kg_kyber3329shoup_reduce_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi], xmm0
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
-    movdqu       xmm2, [rel pw_3329]                 ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
     movdqu       [rdi + 496], xmm1
     ret
@@ -7347,7 +7195,7 @@ kg_kyber3329shoup_reduce_shoup_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-4}, flags
+;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_freeze_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_freeze_sse.end - kg_kyber3329shoup_freeze_sse)
 align 32
@@ -7355,17 +7203,16 @@ kg_kyber3329shoup_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7376,17 +7223,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7397,17 +7243,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7418,17 +7263,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7439,17 +7283,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7460,17 +7303,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7481,17 +7323,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7502,17 +7343,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7523,17 +7363,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7544,17 +7383,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7565,17 +7403,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7586,17 +7423,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7607,17 +7443,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7628,17 +7463,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7649,17 +7483,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -7670,17 +7503,16 @@ kg_kyber3329shoup_freeze_sse:
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
-    movdqu       xmm2, [rel pw_3329]                 ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_19]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_19 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_3329]
+    pmullw       xmm3, [rel pw_3329 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_3329]
     movdqa       xmm3, xmm1
@@ -8093,17 +7925,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8130,17 +7957,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 48]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8167,17 +7989,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 80]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8204,17 +8021,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8241,17 +8053,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 144]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8278,17 +8085,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 176]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8315,17 +8117,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 208]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8352,17 +8149,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 240]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8389,17 +8181,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 272]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8426,17 +8213,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 304]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8463,17 +8245,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 336]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8500,17 +8277,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 368]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8537,17 +8309,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 400]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8574,17 +8341,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 432]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8611,17 +8373,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 464]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8648,17 +8405,12 @@ kg_kyber3329shoup_muladd_shoup_sse:
     movdqu       xmm3, [r8 + 496]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
-    movdqu       xmm0, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm2
-    pmulhuw      xmm4, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm3, xmm0
-    pmullw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubw        xmm0, [rel pw_6658]
+    movdqa       xmm3, xmm2
+    psubw        xmm3, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm0
+    pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
     psubw        xmm0, [rel pw_3329]
     movdqa       xmm3, xmm2

@@ -407,16 +407,8 @@ kg_kyber3329_ntt_inverse_twiddles_sse:
     dw -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498
 
 align 32
-pw_1:
-    dw 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
-
-align 32
 pw_1441:
     dw 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441
-
-align 32
-pw_19:
-    dw 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19
 
 align 32
 pw_20159:
@@ -433,6 +425,10 @@ pw_4095:
 align 32
 pw_512:
     dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
+
+align 32
+pw_6658:
+    dw 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658
 
 align 32
 pw_m10079:
@@ -2497,11 +2493,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
@@ -2514,11 +2507,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
@@ -2531,11 +2521,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
@@ -2548,11 +2535,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
@@ -2565,11 +2549,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
@@ -2582,11 +2563,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
@@ -2599,11 +2577,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
@@ -2616,11 +2591,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
@@ -2633,11 +2605,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
@@ -2650,11 +2619,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
@@ -2667,11 +2633,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
@@ -2684,11 +2647,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
@@ -2701,11 +2661,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
@@ -2718,11 +2675,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
@@ -2735,11 +2689,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
@@ -2752,11 +2703,8 @@ kg_kyber3329_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 480]
     vpaddw       ymm0, ymm0, ymm1
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
-    vpsubw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
@@ -7768,17 +7716,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -7805,17 +7748,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 48]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -7842,17 +7780,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 80]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -7879,17 +7812,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -7916,17 +7844,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 144]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -7953,17 +7876,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 176]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -7990,17 +7908,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 208]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8027,17 +7940,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 240]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8064,17 +7972,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 272]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8101,17 +8004,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 304]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8138,17 +8036,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 336]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8175,17 +8068,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 368]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8212,17 +8100,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 400]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8249,17 +8132,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 432]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8286,17 +8164,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 464]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -8323,17 +8196,12 @@ kg_kyber3329_muladd_shoup_sse:
     movdqu       xmm3, [r8 + 496]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
-    movdqu       xmm0, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm2
-    pmulhuw      xmm4, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm3, xmm0
-    pmullw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubw        xmm0, [rel pw_6658]
+    movdqa       xmm3, xmm2
+    psubw        xmm3, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm0
+    pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
     psubw        xmm0, [rel pw_3329]
     movdqa       xmm3, xmm2

@@ -655,16 +655,8 @@ kg_mlkem3329_ntt_inverse_twiddles_sse:
     dw -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498
 
 align 32
-pw_1:
-    dw 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
-
-align 32
 pw_1441:
     dw 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441
-
-align 32
-pw_19:
-    dw 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19
 
 align 32
 pw_20159:
@@ -681,6 +673,10 @@ pw_4095:
 align 32
 pw_512:
     dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
+
+align 32
+pw_6658:
+    dw 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658
 
 align 32
 pw_m10079:
@@ -5151,11 +5147,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
@@ -5168,11 +5161,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
@@ -5185,11 +5175,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
@@ -5202,11 +5189,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
@@ -5219,11 +5203,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
@@ -5236,11 +5217,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
@@ -5253,11 +5231,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
@@ -5270,11 +5245,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
@@ -5287,11 +5259,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
@@ -5304,11 +5273,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
@@ -5321,11 +5287,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
@@ -5338,11 +5301,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
@@ -5355,11 +5315,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
@@ -5372,11 +5329,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
@@ -5389,11 +5343,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_19]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
@@ -5406,11 +5357,8 @@ kg_mlkem3329_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 480]
     vpaddw       ymm0, ymm0, ymm1
-    vmovdqu      ymm1, [rel pw_3329]                 ; freeze: to [0, q)
-    vpmulhuw     ymm2, ymm0, [rel pw_19]
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
-    vpsubw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, [rel pw_6658]           ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_3329]           ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
@@ -16335,17 +16283,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16372,17 +16315,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 48]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16409,17 +16347,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 80]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16446,17 +16379,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16483,17 +16411,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 144]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16520,17 +16443,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 176]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16557,17 +16475,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 208]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16594,17 +16507,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 240]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16631,17 +16539,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 272]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16668,17 +16571,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 304]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16705,17 +16603,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 336]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16742,17 +16635,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 368]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16779,17 +16667,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 400]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16816,17 +16699,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 432]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16853,17 +16731,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 464]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_19]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_6658]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_3329]
     movdqa       xmm4, xmm2
@@ -16890,17 +16763,12 @@ kg_mlkem3329_muladd_shoup_sse:
     movdqu       xmm3, [r8 + 496]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
-    movdqu       xmm0, [rel pw_3329]                 ; freeze: to [0, q)
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_19]
-    movdqa       xmm4, xmm2
-    pmulhuw      xmm4, [rel pw_19 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm3, xmm0
-    pmullw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubw        xmm0, [rel pw_6658]
+    movdqa       xmm3, xmm2
+    psubw        xmm3, [rel pw_6658 + 16]
+    pminuw       xmm1, xmm0
+    pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
     psubw        xmm0, [rel pw_3329]
     movdqa       xmm3, xmm2

@@ -1630,7 +1630,7 @@ section .text
 ;   ensures:  every a[i] in [0, 24577] (proven), block j at kg_newhope12289_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-10}, flags
+;   clobbers: ymm{0-9}, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 256 vector reductions
@@ -1722,10 +1722,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpaddw       ymm3, ymm3, [rel pw_24578]
     vpsubw       ymm3, ymm3, ymm7
-    vmovdqu      ymm7, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm5, [rel pw_5]
+    vpmulhuw     ymm7, ymm5, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm5, ymm5, [rel pw_1]
-    vpmullw      ymm7, ymm10, ymm7
+    vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 288]
     vpmullw      ymm6, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 256]
@@ -1734,10 +1733,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpaddw       ymm5, ymm5, [rel pw_24578]
     vpsubw       ymm5, ymm5, ymm6
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm8, [rel pw_5]
+    vpmulhuw     ymm6, ymm8, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm8, ymm8, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm6, ymm8, ymm6
     vpmulhuw     ymm8, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 352]
     vpmullw      ymm4, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 320]
@@ -1746,10 +1744,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpaddw       ymm6, ymm6, [rel pw_24578]
     vpsubw       ymm4, ymm6, ymm4
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm1, [rel pw_5]
+    vpmulhuw     ymm6, ymm1, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 416]
     vpmullw      ymm2, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 384]
@@ -1839,10 +1836,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpaddw       ymm3, ymm3, [rel pw_24578]
     vpsubw       ymm3, ymm3, ymm7
-    vmovdqu      ymm7, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm5, [rel pw_5]
+    vpmulhuw     ymm7, ymm5, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm5, ymm5, [rel pw_1]
-    vpmullw      ymm7, ymm10, ymm7
+    vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 288]
     vpmullw      ymm6, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 256]
@@ -1851,10 +1847,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpaddw       ymm5, ymm5, [rel pw_24578]
     vpsubw       ymm5, ymm5, ymm6
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm8, [rel pw_5]
+    vpmulhuw     ymm6, ymm8, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm8, ymm8, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm6, ymm8, ymm6
     vpmulhuw     ymm8, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 352]
     vpmullw      ymm4, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 320]
@@ -1863,10 +1858,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpaddw       ymm6, ymm6, [rel pw_24578]
     vpsubw       ymm4, ymm6, ymm4
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm1, [rel pw_5]
+    vpmulhuw     ymm6, ymm1, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 416]
     vpmullw      ymm2, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 384]
@@ -1956,10 +1950,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpaddw       ymm3, ymm3, [rel pw_24578]
     vpsubw       ymm3, ymm3, ymm7
-    vmovdqu      ymm7, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm5, [rel pw_5]
+    vpmulhuw     ymm7, ymm5, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm5, ymm5, [rel pw_1]
-    vpmullw      ymm7, ymm10, ymm7
+    vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 288]
     vpmullw      ymm6, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 256]
@@ -1968,10 +1961,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpaddw       ymm5, ymm5, [rel pw_24578]
     vpsubw       ymm5, ymm5, ymm6
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm8, [rel pw_5]
+    vpmulhuw     ymm6, ymm8, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm8, ymm8, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm6, ymm8, ymm6
     vpmulhuw     ymm8, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 352]
     vpmullw      ymm4, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 320]
@@ -1980,10 +1972,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpaddw       ymm6, ymm6, [rel pw_24578]
     vpsubw       ymm4, ymm6, ymm4
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm1, [rel pw_5]
+    vpmulhuw     ymm6, ymm1, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 416]
     vpmullw      ymm2, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 384]
@@ -2073,10 +2064,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpaddw       ymm3, ymm3, [rel pw_24578]
     vpsubw       ymm3, ymm3, ymm7
-    vmovdqu      ymm7, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm5, [rel pw_5]
+    vpmulhuw     ymm7, ymm5, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm5, ymm5, [rel pw_1]
-    vpmullw      ymm7, ymm10, ymm7
+    vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 288]
     vpmullw      ymm6, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 256]
@@ -2085,10 +2075,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpaddw       ymm5, ymm5, [rel pw_24578]
     vpsubw       ymm5, ymm5, ymm6
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm8, [rel pw_5]
+    vpmulhuw     ymm6, ymm8, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm8, ymm8, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm6, ymm8, ymm6
     vpmulhuw     ymm8, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 352]
     vpmullw      ymm4, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 320]
@@ -2097,10 +2086,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpaddw       ymm6, ymm6, [rel pw_24578]
     vpsubw       ymm4, ymm6, ymm4
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm1, [rel pw_5]
+    vpmulhuw     ymm6, ymm1, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 416]
     vpmullw      ymm2, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 384]
@@ -2190,10 +2178,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpaddw       ymm3, ymm3, [rel pw_24578]
     vpsubw       ymm3, ymm3, ymm7
-    vmovdqu      ymm7, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm5, [rel pw_5]
+    vpmulhuw     ymm7, ymm5, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm5, ymm5, [rel pw_1]
-    vpmullw      ymm7, ymm10, ymm7
+    vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 288]
     vpmullw      ymm6, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 256]
@@ -2202,10 +2189,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpaddw       ymm5, ymm5, [rel pw_24578]
     vpsubw       ymm5, ymm5, ymm6
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm8, [rel pw_5]
+    vpmulhuw     ymm6, ymm8, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm8, ymm8, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm6, ymm8, ymm6
     vpmulhuw     ymm8, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 352]
     vpmullw      ymm4, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 320]
@@ -2214,10 +2200,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpaddw       ymm6, ymm6, [rel pw_24578]
     vpsubw       ymm4, ymm6, ymm4
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm1, [rel pw_5]
+    vpmulhuw     ymm6, ymm1, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 416]
     vpmullw      ymm2, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 384]
@@ -2307,10 +2292,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpaddw       ymm3, ymm3, [rel pw_24578]
     vpsubw       ymm3, ymm3, ymm7
-    vmovdqu      ymm7, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm5, [rel pw_5]
+    vpmulhuw     ymm7, ymm5, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm5, ymm5, [rel pw_1]
-    vpmullw      ymm7, ymm10, ymm7
+    vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 288]
     vpmullw      ymm6, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 256]
@@ -2319,10 +2303,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpaddw       ymm5, ymm5, [rel pw_24578]
     vpsubw       ymm5, ymm5, ymm6
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm8, [rel pw_5]
+    vpmulhuw     ymm6, ymm8, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm8, ymm8, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm6, ymm8, ymm6
     vpmulhuw     ymm8, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 352]
     vpmullw      ymm4, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 320]
@@ -2331,10 +2314,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpaddw       ymm6, ymm6, [rel pw_24578]
     vpsubw       ymm4, ymm6, ymm4
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm1, [rel pw_5]
+    vpmulhuw     ymm6, ymm1, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 416]
     vpmullw      ymm2, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 384]
@@ -2424,10 +2406,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpaddw       ymm3, ymm3, [rel pw_24578]
     vpsubw       ymm3, ymm3, ymm7
-    vmovdqu      ymm7, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm5, [rel pw_5]
+    vpmulhuw     ymm7, ymm5, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm5, ymm5, [rel pw_1]
-    vpmullw      ymm7, ymm10, ymm7
+    vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 288]
     vpmullw      ymm6, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 256]
@@ -2436,10 +2417,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpaddw       ymm5, ymm5, [rel pw_24578]
     vpsubw       ymm5, ymm5, ymm6
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm8, [rel pw_5]
+    vpmulhuw     ymm6, ymm8, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm8, ymm8, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm6, ymm8, ymm6
     vpmulhuw     ymm8, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 352]
     vpmullw      ymm4, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 320]
@@ -2448,10 +2428,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpaddw       ymm6, ymm6, [rel pw_24578]
     vpsubw       ymm4, ymm6, ymm4
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm1, [rel pw_5]
+    vpmulhuw     ymm6, ymm1, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 416]
     vpmullw      ymm2, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 384]
@@ -2541,10 +2520,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpaddw       ymm3, ymm3, [rel pw_24578]
     vpsubw       ymm3, ymm3, ymm7
-    vmovdqu      ymm7, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm5, [rel pw_5]
+    vpmulhuw     ymm7, ymm5, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm5, ymm5, [rel pw_1]
-    vpmullw      ymm7, ymm10, ymm7
+    vpmullw      ymm7, ymm7, [rel pw_12289]
     vpsubw       ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 288]
     vpmullw      ymm6, ymm6, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 256]
@@ -2553,10 +2531,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpaddw       ymm5, ymm5, [rel pw_24578]
     vpsubw       ymm5, ymm5, ymm6
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm8, [rel pw_5]
+    vpmulhuw     ymm6, ymm8, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm8, ymm8, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm6, ymm8, ymm6
     vpmulhuw     ymm8, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 352]
     vpmullw      ymm4, ymm4, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 320]
@@ -2565,10 +2542,9 @@ kg_newhope12289_ntt_forward_avx2:
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpaddw       ymm6, ymm6, [rel pw_24578]
     vpsubw       ymm4, ymm6, ymm4
-    vmovdqu      ymm6, [rel pw_12289]                ; shoup: before layer 2
-    vpmulhuw     ymm10, ymm1, [rel pw_5]
+    vpmulhuw     ymm6, ymm1, [rel pw_5]              ; shoup: before layer 2
     vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm6, ymm10, ymm6
+    vpmullw      ymm6, ymm6, [rel pw_12289]
     vpsubw       ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 416]
     vpmullw      ymm2, ymm2, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 384]
@@ -9910,458 +9886,394 @@ kg_newhope12289_ntt_inverse_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-2}, flags
+;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_reduce_shoup_avx2.end - kg_newhope12289_reduce_shoup_avx2)
 align 32
 kg_newhope12289_reduce_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vmovdqu      ymm0, [rdi + 1024]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1024], ymm0
     vmovdqu      ymm0, [rdi + 1056]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1056], ymm0
     vmovdqu      ymm0, [rdi + 1088]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1088], ymm0
     vmovdqu      ymm0, [rdi + 1120]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1120], ymm0
     vmovdqu      ymm0, [rdi + 1152]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1152], ymm0
     vmovdqu      ymm0, [rdi + 1184]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1184], ymm0
     vmovdqu      ymm0, [rdi + 1216]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1216], ymm0
     vmovdqu      ymm0, [rdi + 1248]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1248], ymm0
     vmovdqu      ymm0, [rdi + 1280]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1280], ymm0
     vmovdqu      ymm0, [rdi + 1312]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1312], ymm0
     vmovdqu      ymm0, [rdi + 1344]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1344], ymm0
     vmovdqu      ymm0, [rdi + 1376]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1376], ymm0
     vmovdqu      ymm0, [rdi + 1408]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1408], ymm0
     vmovdqu      ymm0, [rdi + 1440]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1440], ymm0
     vmovdqu      ymm0, [rdi + 1472]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1472], ymm0
     vmovdqu      ymm0, [rdi + 1504]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1504], ymm0
     vmovdqu      ymm0, [rdi + 1536]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1536], ymm0
     vmovdqu      ymm0, [rdi + 1568]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1568], ymm0
     vmovdqu      ymm0, [rdi + 1600]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1600], ymm0
     vmovdqu      ymm0, [rdi + 1632]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1632], ymm0
     vmovdqu      ymm0, [rdi + 1664]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1664], ymm0
     vmovdqu      ymm0, [rdi + 1696]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1696], ymm0
     vmovdqu      ymm0, [rdi + 1728]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1728], ymm0
     vmovdqu      ymm0, [rdi + 1760]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1760], ymm0
     vmovdqu      ymm0, [rdi + 1792]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1792], ymm0
     vmovdqu      ymm0, [rdi + 1824]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1824], ymm0
     vmovdqu      ymm0, [rdi + 1856]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1856], ymm0
     vmovdqu      ymm0, [rdi + 1888]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1888], ymm0
     vmovdqu      ymm0, [rdi + 1920]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1920], ymm0
     vmovdqu      ymm0, [rdi + 1952]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1952], ymm0
     vmovdqu      ymm0, [rdi + 1984]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1984], ymm0
     vmovdqu      ymm0, [rdi + 2016]
-    vmovdqu      ymm1, [rel pw_12289]                ; shoup
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; shoup
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper
@@ -10375,584 +10287,520 @@ kg_newhope12289_reduce_shoup_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-2}, flags
+;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_freeze_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_freeze_avx2.end - kg_newhope12289_freeze_avx2)
 align 32
 kg_newhope12289_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vmovdqu      ymm0, [rdi + 1024]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1024], ymm0
     vmovdqu      ymm0, [rdi + 1056]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1056], ymm0
     vmovdqu      ymm0, [rdi + 1088]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1088], ymm0
     vmovdqu      ymm0, [rdi + 1120]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1120], ymm0
     vmovdqu      ymm0, [rdi + 1152]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1152], ymm0
     vmovdqu      ymm0, [rdi + 1184]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1184], ymm0
     vmovdqu      ymm0, [rdi + 1216]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1216], ymm0
     vmovdqu      ymm0, [rdi + 1248]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1248], ymm0
     vmovdqu      ymm0, [rdi + 1280]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1280], ymm0
     vmovdqu      ymm0, [rdi + 1312]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1312], ymm0
     vmovdqu      ymm0, [rdi + 1344]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1344], ymm0
     vmovdqu      ymm0, [rdi + 1376]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1376], ymm0
     vmovdqu      ymm0, [rdi + 1408]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1408], ymm0
     vmovdqu      ymm0, [rdi + 1440]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1440], ymm0
     vmovdqu      ymm0, [rdi + 1472]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1472], ymm0
     vmovdqu      ymm0, [rdi + 1504]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1504], ymm0
     vmovdqu      ymm0, [rdi + 1536]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1536], ymm0
     vmovdqu      ymm0, [rdi + 1568]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1568], ymm0
     vmovdqu      ymm0, [rdi + 1600]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1600], ymm0
     vmovdqu      ymm0, [rdi + 1632]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1632], ymm0
     vmovdqu      ymm0, [rdi + 1664]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1664], ymm0
     vmovdqu      ymm0, [rdi + 1696]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1696], ymm0
     vmovdqu      ymm0, [rdi + 1728]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1728], ymm0
     vmovdqu      ymm0, [rdi + 1760]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1760], ymm0
     vmovdqu      ymm0, [rdi + 1792]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1792], ymm0
     vmovdqu      ymm0, [rdi + 1824]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1824], ymm0
     vmovdqu      ymm0, [rdi + 1856]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1856], ymm0
     vmovdqu      ymm0, [rdi + 1888]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1888], ymm0
     vmovdqu      ymm0, [rdi + 1920]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1920], ymm0
     vmovdqu      ymm0, [rdi + 1952]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1952], ymm0
     vmovdqu      ymm0, [rdi + 1984]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1984], ymm0
     vmovdqu      ymm0, [rdi + 2016]
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
+    vpmulhuw     ymm1, ymm0, [rel pw_5]              ; freeze
     vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
+    vpmullw      ymm1, ymm1, [rel pw_12289]
     vpsubw       ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze
     vpminuw      ymm0, ymm0, ymm1
@@ -11642,11 +11490,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
@@ -11659,11 +11504,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
@@ -11676,11 +11518,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
@@ -11693,11 +11532,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
@@ -11710,11 +11546,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
@@ -11727,11 +11560,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
@@ -11744,11 +11574,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
@@ -11761,11 +11588,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
@@ -11778,11 +11602,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
@@ -11795,11 +11616,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
@@ -11812,11 +11630,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
@@ -11829,11 +11644,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
@@ -11846,11 +11658,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
@@ -11863,11 +11672,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
@@ -11880,11 +11686,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
@@ -11897,11 +11700,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 480]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
@@ -11914,11 +11714,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 512]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
@@ -11931,11 +11728,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 544]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
@@ -11948,11 +11742,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 576]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
@@ -11965,11 +11756,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 608]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
@@ -11982,11 +11770,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 640]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
@@ -11999,11 +11784,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 672]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
@@ -12016,11 +11798,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 704]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
@@ -12033,11 +11812,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 736]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
@@ -12050,11 +11826,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 768]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
@@ -12067,11 +11840,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 800]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
@@ -12084,11 +11854,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 832]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
@@ -12101,11 +11868,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 864]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
@@ -12118,11 +11882,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 896]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
@@ -12135,11 +11896,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 928]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
@@ -12152,11 +11910,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 960]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
@@ -12169,11 +11924,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 992]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 992], ymm1
@@ -12186,11 +11938,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1024]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1024], ymm1
@@ -12203,11 +11952,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1056]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1056], ymm1
@@ -12220,11 +11966,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1088]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1088], ymm1
@@ -12237,11 +11980,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1120]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1120], ymm1
@@ -12254,11 +11994,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1152]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1152], ymm1
@@ -12271,11 +12008,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1184]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1184], ymm1
@@ -12288,11 +12022,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1216]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1216], ymm1
@@ -12305,11 +12036,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1248]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1248], ymm1
@@ -12322,11 +12050,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1280]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1280], ymm1
@@ -12339,11 +12064,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1312]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1312], ymm1
@@ -12356,11 +12078,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1344]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1344], ymm1
@@ -12373,11 +12092,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1376]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1376], ymm1
@@ -12390,11 +12106,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1408]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1408], ymm1
@@ -12407,11 +12120,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1440]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1440], ymm1
@@ -12424,11 +12134,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1472]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1472], ymm1
@@ -12441,11 +12148,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1504]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1504], ymm1
@@ -12458,11 +12162,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1536]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1536], ymm1
@@ -12475,11 +12176,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1568]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1568], ymm1
@@ -12492,11 +12190,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1600]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1600], ymm1
@@ -12509,11 +12204,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1632]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1632], ymm1
@@ -12526,11 +12218,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1664]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1664], ymm1
@@ -12543,11 +12232,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1696]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1696], ymm1
@@ -12560,11 +12246,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1728]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1728], ymm1
@@ -12577,11 +12260,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1760]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1760], ymm1
@@ -12594,11 +12274,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1792]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1792], ymm1
@@ -12611,11 +12288,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1824]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1824], ymm1
@@ -12628,11 +12302,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1856]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1856], ymm1
@@ -12645,11 +12316,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1888]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1888], ymm1
@@ -12662,11 +12330,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1920]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1920], ymm1
@@ -12679,11 +12344,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1952]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1952], ymm1
@@ -12696,11 +12358,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1984]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_5]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1984], ymm1
@@ -12713,11 +12372,8 @@ kg_newhope12289_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 2016]
     vpaddw       ymm0, ymm0, ymm1
-    vmovdqu      ymm1, [rel pw_12289]                ; freeze: to [0, q)
-    vpmulhuw     ymm2, ymm0, [rel pw_5]
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
-    vpsubw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, [rel pw_24578]          ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_12289]          ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
@@ -12754,7 +12410,7 @@ kg_newhope12289_ntt_forward_sse:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 192
+    sub rsp, 160
     movdqu       xmm0, [rel pw_12289]                ; q = 12289
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
@@ -12955,18 +12611,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
-    movdqu       xmm11, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       xmm12, xmm7
-    pmulhuw      xmm12, [rel pw_5]
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm8
-    pmulhuw      xmm15, [rel pw_5 + 16]
+    movdqa       xmm11, xmm7                         ; shoup: before layer 2
+    pmulhuw      xmm11, [rel pw_5]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_5 + 16]
     pmullw       xmm7, [rel pw_1]
     pmullw       xmm8, [rel pw_1 + 16]
-    pmullw       xmm12, xmm11
-    pmullw       xmm15, xmm11
-    psubw        xmm7, xmm12
-    psubw        xmm8, xmm15
+    pmullw       xmm11, [rel pw_12289]
+    pmullw       xmm12, [rel pw_12289 + 16]
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
     movdqa       xmm11, xmm9
     pmulhuw      xmm11, [rel kg_newhope12289_ntt_forward_twiddles_sse + 288]
     movdqa       xmm12, xmm10
@@ -12985,89 +12639,86 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
-    movdqu       xmm9, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel pw_5]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm10, xmm9                         ; shoup: before layer 2
+    pmulhuw      xmm10, [rel pw_5]
+    movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, xmm2
     pmulhuw      xmm8, [rel pw_5 + 16]
-    pmullw       xmm10, [rel pw_1]
+    pmullw       xmm9, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm9
-    pmullw       xmm8, xmm9
-    psubw        xmm10, xmm15
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm8, [rel pw_12289 + 16]
+    psubw        xmm9, xmm10
     psubw        xmm2, xmm8
     movdqa       xmm8, xmm6
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 352]
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
+    movdqa       xmm10, xmm1
+    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
     pmullw       xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 320]
     pmullw       xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 336]
     pmullw       xmm8, xmm0
-    pmullw       xmm9, xmm0
+    pmullw       xmm10, xmm0
     psubw        xmm6, xmm8
-    psubw        xmm1, xmm9
-    movdqa       xmm8, xmm10                         ; layer 2
+    psubw        xmm1, xmm10
+    movdqa       xmm8, xmm9                          ; layer 2
     paddw        xmm8, xmm6
-    movdqa       xmm9, xmm2
-    paddw        xmm9, xmm1
-    paddw        xmm10, [rel pw_24578]
+    movdqa       xmm10, xmm2
+    paddw        xmm10, xmm1
+    paddw        xmm9, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm10, xmm6
+    psubw        xmm9, xmm6
     psubw        xmm2, xmm1
-    movdqu       xmm1, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm6, [rsp + 32]                    ; reload
-    movdqa       xmm15, xmm6
-    pmulhuw      xmm15, [rel pw_5]
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqa       xmm6, xmm1                          ; shoup: before layer 2
+    pmulhuw      xmm6, [rel pw_5]
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       [rsp + 160], xmm10                  ; spill
-    movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rel pw_5 + 16]
-    pmullw       xmm6, [rel pw_1]
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm2
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm1, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm1
-    pmullw       xmm10, xmm1
-    psubw        xmm6, xmm15
-    psubw        xmm2, xmm10
-    movdqa       xmm1, xmm5
-    pmulhuw      xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
-    movdqa       xmm10, xmm13
-    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
+    pmullw       xmm6, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
+    psubw        xmm1, xmm6
+    psubw        xmm2, xmm9
+    movdqa       xmm6, xmm5
+    pmulhuw      xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
     pmullw       xmm5, [rel kg_newhope12289_ntt_forward_twiddles_sse + 384]
     pmullw       xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 400]
-    pmullw       xmm1, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm1
-    psubw        xmm13, xmm10
-    movdqa       xmm1, xmm6                          ; layer 2
-    paddw        xmm1, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm13
-    paddw        xmm6, [rel pw_24578]
+    pmullw       xmm6, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm5, xmm6
+    psubw        xmm13, xmm9
+    movdqa       xmm6, xmm1                          ; layer 2
+    paddw        xmm6, xmm5
+    movdqa       xmm9, xmm2
+    paddw        xmm9, xmm13
+    paddw        xmm1, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm6, xmm5
+    psubw        xmm1, xmm5
     psubw        xmm2, xmm13
     movdqu       [rdi], xmm3
     movdqu       [rdi + 16], xmm4
     movdqu       [rdi + 256], xmm14
-    movdqa       xmm3, [rsp + 96]                    ; reload
-    movdqu       [rdi + 272], xmm3
+    movdqu       [rdi + 272], xmm15
     movdqu       [rdi + 512], xmm11
     movdqu       [rdi + 528], xmm12
     movdqu       [rdi + 768], xmm7
-    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       xmm3, [rsp + 96]                    ; reload
     movdqu       [rdi + 784], xmm3
     movdqu       [rdi + 1024], xmm8
-    movdqu       [rdi + 1040], xmm9
-    movdqa       xmm3, [rsp + 160]                   ; reload
+    movdqu       [rdi + 1040], xmm10
+    movdqa       xmm3, [rsp + 64]                    ; reload
     movdqu       [rdi + 1280], xmm3
     movdqa       xmm3, [rsp]                         ; reload
     movdqu       [rdi + 1296], xmm3
-    movdqu       [rdi + 1536], xmm1
-    movdqu       [rdi + 1552], xmm10
-    movdqu       [rdi + 1792], xmm6
+    movdqu       [rdi + 1536], xmm6
+    movdqu       [rdi + 1552], xmm9
+    movdqu       [rdi + 1792], xmm1
     movdqu       [rdi + 1808], xmm2
     movdqu       xmm1, [rdi + 32]
     movdqu       xmm2, [rdi + 48]
@@ -13086,10 +12737,10 @@ kg_newhope12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 1824]
     movdqa       [rsp], xmm8                         ; spill
     movdqu       xmm8, [rdi + 1840]
-    movdqa       [rsp + 160], xmm7                   ; spill
+    movdqa       [rsp + 64], xmm7                    ; spill
     movdqa       xmm7, xmm9
     pmulhuw      xmm7, [rel kg_newhope12289_ntt_forward_twiddles_sse + 32]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, xmm10
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 48]
     pmullw       xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse]
@@ -13144,8 +12795,8 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
     pmulhuw      xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm14, [rsp + 64]                   ; reload
-    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm14, [rsp + 96]                   ; reload
+    movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm14
     pmulhuw      xmm4, [rel kg_newhope12289_ntt_forward_twiddles_sse + 48]
     pmullw       xmm15, [rel kg_newhope12289_ntt_forward_twiddles_sse]
@@ -13154,12 +12805,12 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm4, xmm0
     psubw        xmm15, xmm13
     psubw        xmm14, xmm4
-    movdqa       xmm4, [rsp + 160]                   ; reload
+    movdqa       xmm4, [rsp + 64]                    ; reload
     movdqa       xmm13, xmm4                         ; layer 0
     paddw        xmm13, xmm15
-    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       [rsp + 96], xmm3                    ; spill
     movdqa       xmm3, [rsp]                         ; reload
-    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm14
     paddw        xmm4, [rel pw_24578]
@@ -13214,7 +12865,7 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm6, xmm13
     movdqa       xmm2, xmm1                          ; layer 1
     paddw        xmm2, xmm5
-    movdqa       xmm13, [rsp + 128]                  ; reload
+    movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm13
     paddw        xmm2, xmm6
@@ -13232,12 +12883,12 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm5
     psubw        xmm3, xmm6
-    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm5, [rsp + 96]                    ; reload
     movdqa       xmm6, xmm5                          ; layer 1
     paddw        xmm6, xmm4
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       [rsp + 160], xmm1                   ; spill
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, [rsp + 128]                  ; reload
+    movdqa       [rsp + 64], xmm1                    ; spill
     movdqa       xmm1, xmm13
     paddw        xmm1, xmm3
     paddw        xmm5, [rel pw_24578]
@@ -13268,18 +12919,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
-    movdqu       xmm11, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       xmm12, xmm7
-    pmulhuw      xmm12, [rel pw_5]
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm8
-    pmulhuw      xmm15, [rel pw_5 + 16]
+    movdqa       xmm11, xmm7                         ; shoup: before layer 2
+    pmulhuw      xmm11, [rel pw_5]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_5 + 16]
     pmullw       xmm7, [rel pw_1]
     pmullw       xmm8, [rel pw_1 + 16]
-    pmullw       xmm12, xmm11
-    pmullw       xmm15, xmm11
-    psubw        xmm7, xmm12
-    psubw        xmm8, xmm15
+    pmullw       xmm11, [rel pw_12289]
+    pmullw       xmm12, [rel pw_12289 + 16]
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
     movdqa       xmm11, xmm9
     pmulhuw      xmm11, [rel kg_newhope12289_ntt_forward_twiddles_sse + 288]
     movdqa       xmm12, xmm10
@@ -13298,89 +12947,86 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
-    movdqu       xmm9, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel pw_5]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm10, xmm9                         ; shoup: before layer 2
+    pmulhuw      xmm10, [rel pw_5]
+    movdqa       [rsp + 128], xmm8                   ; spill
     movdqa       xmm8, xmm2
     pmulhuw      xmm8, [rel pw_5 + 16]
-    pmullw       xmm10, [rel pw_1]
+    pmullw       xmm9, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm9
-    pmullw       xmm8, xmm9
-    psubw        xmm10, xmm15
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm8, [rel pw_12289 + 16]
+    psubw        xmm9, xmm10
     psubw        xmm2, xmm8
     movdqa       xmm8, xmm6
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 352]
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
+    movdqa       xmm10, xmm1
+    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
     pmullw       xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 320]
     pmullw       xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 336]
     pmullw       xmm8, xmm0
-    pmullw       xmm9, xmm0
+    pmullw       xmm10, xmm0
     psubw        xmm6, xmm8
-    psubw        xmm1, xmm9
-    movdqa       xmm8, xmm10                         ; layer 2
+    psubw        xmm1, xmm10
+    movdqa       xmm8, xmm9                          ; layer 2
     paddw        xmm8, xmm6
-    movdqa       xmm9, xmm2
-    paddw        xmm9, xmm1
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm10, xmm6
-    psubw        xmm2, xmm1
-    movdqu       xmm1, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm6, [rsp + 160]                   ; reload
-    movdqa       xmm15, xmm6
-    pmulhuw      xmm15, [rel pw_5]
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rel pw_5 + 16]
-    pmullw       xmm6, [rel pw_1]
+    paddw        xmm10, xmm1
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm9, xmm6
+    psubw        xmm2, xmm1
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       xmm6, xmm1                          ; shoup: before layer 2
+    pmulhuw      xmm6, [rel pw_5]
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       [rsp + 96], xmm9                    ; spill
+    movdqa       xmm9, xmm2
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm1, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm1
-    pmullw       xmm10, xmm1
-    psubw        xmm6, xmm15
-    psubw        xmm2, xmm10
-    movdqa       xmm1, xmm5
-    pmulhuw      xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
-    movdqa       xmm10, xmm13
-    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
+    pmullw       xmm6, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
+    psubw        xmm1, xmm6
+    psubw        xmm2, xmm9
+    movdqa       xmm6, xmm5
+    pmulhuw      xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
     pmullw       xmm5, [rel kg_newhope12289_ntt_forward_twiddles_sse + 384]
     pmullw       xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 400]
-    pmullw       xmm1, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm1
-    psubw        xmm13, xmm10
-    movdqa       xmm1, xmm6                          ; layer 2
-    paddw        xmm1, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm13
-    paddw        xmm6, [rel pw_24578]
+    pmullw       xmm6, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm5, xmm6
+    psubw        xmm13, xmm9
+    movdqa       xmm6, xmm1                          ; layer 2
+    paddw        xmm6, xmm5
+    movdqa       xmm9, xmm2
+    paddw        xmm9, xmm13
+    paddw        xmm1, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm6, xmm5
+    psubw        xmm1, xmm5
     psubw        xmm2, xmm13
     movdqu       [rdi + 32], xmm3
     movdqu       [rdi + 48], xmm4
     movdqu       [rdi + 288], xmm14
-    movdqa       xmm3, [rsp + 96]                    ; reload
-    movdqu       [rdi + 304], xmm3
+    movdqu       [rdi + 304], xmm15
     movdqu       [rdi + 544], xmm11
     movdqu       [rdi + 560], xmm12
     movdqu       [rdi + 800], xmm7
-    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       xmm3, [rsp + 128]                   ; reload
     movdqu       [rdi + 816], xmm3
     movdqu       [rdi + 1056], xmm8
-    movdqu       [rdi + 1072], xmm9
-    movdqa       xmm3, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1072], xmm10
+    movdqa       xmm3, [rsp + 96]                    ; reload
     movdqu       [rdi + 1312], xmm3
     movdqa       xmm3, [rsp]                         ; reload
     movdqu       [rdi + 1328], xmm3
-    movdqu       [rdi + 1568], xmm1
-    movdqu       [rdi + 1584], xmm10
-    movdqu       [rdi + 1824], xmm6
+    movdqu       [rdi + 1568], xmm6
+    movdqu       [rdi + 1584], xmm9
+    movdqu       [rdi + 1824], xmm1
     movdqu       [rdi + 1840], xmm2
     movdqu       xmm1, [rdi + 64]
     movdqu       xmm2, [rdi + 80]
@@ -13399,10 +13045,10 @@ kg_newhope12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 1856]
     movdqa       [rsp], xmm8                         ; spill
     movdqu       xmm8, [rdi + 1872]
-    movdqa       [rsp + 32], xmm7                    ; spill
+    movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm9
     pmulhuw      xmm7, [rel kg_newhope12289_ntt_forward_twiddles_sse + 32]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       [rsp + 128], xmm8                   ; spill
     movdqa       xmm8, xmm10
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 48]
     pmullw       xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse]
@@ -13457,8 +13103,8 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
     pmulhuw      xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm14, [rsp + 64]                   ; reload
-    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm14, [rsp + 128]                  ; reload
+    movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm14
     pmulhuw      xmm4, [rel kg_newhope12289_ntt_forward_twiddles_sse + 48]
     pmullw       xmm15, [rel kg_newhope12289_ntt_forward_twiddles_sse]
@@ -13467,12 +13113,12 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm4, xmm0
     psubw        xmm15, xmm13
     psubw        xmm14, xmm4
-    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       xmm13, xmm4                         ; layer 0
     paddw        xmm13, xmm15
-    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       [rsp + 128], xmm3                   ; spill
     movdqa       xmm3, [rsp]                         ; reload
-    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       [rsp + 64], xmm2                    ; spill
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm14
     paddw        xmm4, [rel pw_24578]
@@ -13527,7 +13173,7 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm6, xmm13
     movdqa       xmm2, xmm1                          ; layer 1
     paddw        xmm2, xmm5
-    movdqa       xmm13, [rsp + 128]                  ; reload
+    movdqa       xmm13, [rsp + 64]                   ; reload
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm13
     paddw        xmm2, xmm6
@@ -13545,12 +13191,12 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm5
     psubw        xmm3, xmm6
-    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm5, [rsp + 128]                   ; reload
     movdqa       xmm6, xmm5                          ; layer 1
     paddw        xmm6, xmm4
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       [rsp + 32], xmm1                    ; spill
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm13
     paddw        xmm1, xmm3
     paddw        xmm5, [rel pw_24578]
@@ -13581,18 +13227,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
-    movdqu       xmm11, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       xmm12, xmm7
-    pmulhuw      xmm12, [rel pw_5]
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm8
-    pmulhuw      xmm15, [rel pw_5 + 16]
+    movdqa       xmm11, xmm7                         ; shoup: before layer 2
+    pmulhuw      xmm11, [rel pw_5]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_5 + 16]
     pmullw       xmm7, [rel pw_1]
     pmullw       xmm8, [rel pw_1 + 16]
-    pmullw       xmm12, xmm11
-    pmullw       xmm15, xmm11
-    psubw        xmm7, xmm12
-    psubw        xmm8, xmm15
+    pmullw       xmm11, [rel pw_12289]
+    pmullw       xmm12, [rel pw_12289 + 16]
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
     movdqa       xmm11, xmm9
     pmulhuw      xmm11, [rel kg_newhope12289_ntt_forward_twiddles_sse + 288]
     movdqa       xmm12, xmm10
@@ -13611,89 +13255,86 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
-    movdqu       xmm9, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel pw_5]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm10, xmm9                         ; shoup: before layer 2
+    pmulhuw      xmm10, [rel pw_5]
+    movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm2
     pmulhuw      xmm8, [rel pw_5 + 16]
-    pmullw       xmm10, [rel pw_1]
+    pmullw       xmm9, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm9
-    pmullw       xmm8, xmm9
-    psubw        xmm10, xmm15
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm8, [rel pw_12289 + 16]
+    psubw        xmm9, xmm10
     psubw        xmm2, xmm8
     movdqa       xmm8, xmm6
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 352]
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
+    movdqa       xmm10, xmm1
+    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
     pmullw       xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 320]
     pmullw       xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 336]
     pmullw       xmm8, xmm0
-    pmullw       xmm9, xmm0
+    pmullw       xmm10, xmm0
     psubw        xmm6, xmm8
-    psubw        xmm1, xmm9
-    movdqa       xmm8, xmm10                         ; layer 2
+    psubw        xmm1, xmm10
+    movdqa       xmm8, xmm9                          ; layer 2
     paddw        xmm8, xmm6
-    movdqa       xmm9, xmm2
-    paddw        xmm9, xmm1
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm10, xmm6
-    psubw        xmm2, xmm1
-    movdqu       xmm1, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm6, [rsp + 32]                    ; reload
-    movdqa       xmm15, xmm6
-    pmulhuw      xmm15, [rel pw_5]
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       [rsp + 160], xmm10                  ; spill
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rel pw_5 + 16]
-    pmullw       xmm6, [rel pw_1]
+    paddw        xmm10, xmm1
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm9, xmm6
+    psubw        xmm2, xmm1
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqa       xmm6, xmm1                          ; shoup: before layer 2
+    pmulhuw      xmm6, [rel pw_5]
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, [rsp + 64]                    ; reload
+    movdqa       [rsp + 128], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm1, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm1
-    pmullw       xmm10, xmm1
-    psubw        xmm6, xmm15
-    psubw        xmm2, xmm10
-    movdqa       xmm1, xmm5
-    pmulhuw      xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
-    movdqa       xmm10, xmm13
-    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
+    pmullw       xmm6, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
+    psubw        xmm1, xmm6
+    psubw        xmm2, xmm9
+    movdqa       xmm6, xmm5
+    pmulhuw      xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
     pmullw       xmm5, [rel kg_newhope12289_ntt_forward_twiddles_sse + 384]
     pmullw       xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 400]
-    pmullw       xmm1, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm1
-    psubw        xmm13, xmm10
-    movdqa       xmm1, xmm6                          ; layer 2
-    paddw        xmm1, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm13
-    paddw        xmm6, [rel pw_24578]
+    pmullw       xmm6, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm5, xmm6
+    psubw        xmm13, xmm9
+    movdqa       xmm6, xmm1                          ; layer 2
+    paddw        xmm6, xmm5
+    movdqa       xmm9, xmm2
+    paddw        xmm9, xmm13
+    paddw        xmm1, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm6, xmm5
+    psubw        xmm1, xmm5
     psubw        xmm2, xmm13
     movdqu       [rdi + 64], xmm3
     movdqu       [rdi + 80], xmm4
     movdqu       [rdi + 320], xmm14
-    movdqa       xmm3, [rsp + 96]                    ; reload
-    movdqu       [rdi + 336], xmm3
+    movdqu       [rdi + 336], xmm15
     movdqu       [rdi + 576], xmm11
     movdqu       [rdi + 592], xmm12
     movdqu       [rdi + 832], xmm7
-    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       xmm3, [rsp + 32]                    ; reload
     movdqu       [rdi + 848], xmm3
     movdqu       [rdi + 1088], xmm8
-    movdqu       [rdi + 1104], xmm9
-    movdqa       xmm3, [rsp + 160]                   ; reload
+    movdqu       [rdi + 1104], xmm10
+    movdqa       xmm3, [rsp + 128]                   ; reload
     movdqu       [rdi + 1344], xmm3
     movdqa       xmm3, [rsp]                         ; reload
     movdqu       [rdi + 1360], xmm3
-    movdqu       [rdi + 1600], xmm1
-    movdqu       [rdi + 1616], xmm10
-    movdqu       [rdi + 1856], xmm6
+    movdqu       [rdi + 1600], xmm6
+    movdqu       [rdi + 1616], xmm9
+    movdqu       [rdi + 1856], xmm1
     movdqu       [rdi + 1872], xmm2
     movdqu       xmm1, [rdi + 96]
     movdqu       xmm2, [rdi + 112]
@@ -13712,10 +13353,10 @@ kg_newhope12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 1888]
     movdqa       [rsp], xmm8                         ; spill
     movdqu       xmm8, [rdi + 1904]
-    movdqa       [rsp + 160], xmm7                   ; spill
+    movdqa       [rsp + 128], xmm7                   ; spill
     movdqa       xmm7, xmm9
     pmulhuw      xmm7, [rel kg_newhope12289_ntt_forward_twiddles_sse + 32]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm10
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 48]
     pmullw       xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse]
@@ -13770,8 +13411,8 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
     pmulhuw      xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm14, [rsp + 64]                   ; reload
-    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm14, [rsp + 32]                   ; reload
+    movdqa       [rsp + 64], xmm4                    ; spill
     movdqa       xmm4, xmm14
     pmulhuw      xmm4, [rel kg_newhope12289_ntt_forward_twiddles_sse + 48]
     pmullw       xmm15, [rel kg_newhope12289_ntt_forward_twiddles_sse]
@@ -13780,12 +13421,12 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm4, xmm0
     psubw        xmm15, xmm13
     psubw        xmm14, xmm4
-    movdqa       xmm4, [rsp + 160]                   ; reload
+    movdqa       xmm4, [rsp + 128]                   ; reload
     movdqa       xmm13, xmm4                         ; layer 0
     paddw        xmm13, xmm15
-    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       [rsp + 32], xmm3                    ; spill
     movdqa       xmm3, [rsp]                         ; reload
-    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       [rsp + 96], xmm2                    ; spill
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm14
     paddw        xmm4, [rel pw_24578]
@@ -13840,7 +13481,7 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm6, xmm13
     movdqa       xmm2, xmm1                          ; layer 1
     paddw        xmm2, xmm5
-    movdqa       xmm13, [rsp + 128]                  ; reload
+    movdqa       xmm13, [rsp + 96]                   ; reload
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm13
     paddw        xmm2, xmm6
@@ -13858,12 +13499,12 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm5
     psubw        xmm3, xmm6
-    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm5, [rsp + 32]                    ; reload
     movdqa       xmm6, xmm5                          ; layer 1
     paddw        xmm6, xmm4
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       [rsp + 160], xmm1                   ; spill
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, [rsp + 64]                   ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
     movdqa       xmm1, xmm13
     paddw        xmm1, xmm3
     paddw        xmm5, [rel pw_24578]
@@ -13894,18 +13535,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
-    movdqu       xmm11, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       xmm12, xmm7
-    pmulhuw      xmm12, [rel pw_5]
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm8
-    pmulhuw      xmm15, [rel pw_5 + 16]
+    movdqa       xmm11, xmm7                         ; shoup: before layer 2
+    pmulhuw      xmm11, [rel pw_5]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_5 + 16]
     pmullw       xmm7, [rel pw_1]
     pmullw       xmm8, [rel pw_1 + 16]
-    pmullw       xmm12, xmm11
-    pmullw       xmm15, xmm11
-    psubw        xmm7, xmm12
-    psubw        xmm8, xmm15
+    pmullw       xmm11, [rel pw_12289]
+    pmullw       xmm12, [rel pw_12289 + 16]
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
     movdqa       xmm11, xmm9
     pmulhuw      xmm11, [rel kg_newhope12289_ntt_forward_twiddles_sse + 288]
     movdqa       xmm12, xmm10
@@ -13924,89 +13563,86 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
-    movdqu       xmm9, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel pw_5]
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm10, xmm9                         ; shoup: before layer 2
+    pmulhuw      xmm10, [rel pw_5]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm2
     pmulhuw      xmm8, [rel pw_5 + 16]
-    pmullw       xmm10, [rel pw_1]
+    pmullw       xmm9, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm9
-    pmullw       xmm8, xmm9
-    psubw        xmm10, xmm15
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm8, [rel pw_12289 + 16]
+    psubw        xmm9, xmm10
     psubw        xmm2, xmm8
     movdqa       xmm8, xmm6
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 352]
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
+    movdqa       xmm10, xmm1
+    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
     pmullw       xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 320]
     pmullw       xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 336]
     pmullw       xmm8, xmm0
-    pmullw       xmm9, xmm0
+    pmullw       xmm10, xmm0
     psubw        xmm6, xmm8
-    psubw        xmm1, xmm9
-    movdqa       xmm8, xmm10                         ; layer 2
+    psubw        xmm1, xmm10
+    movdqa       xmm8, xmm9                          ; layer 2
     paddw        xmm8, xmm6
-    movdqa       xmm9, xmm2
-    paddw        xmm9, xmm1
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm10, xmm6
-    psubw        xmm2, xmm1
-    movdqu       xmm1, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm6, [rsp + 160]                   ; reload
-    movdqa       xmm15, xmm6
-    pmulhuw      xmm15, [rel pw_5]
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rel pw_5 + 16]
-    pmullw       xmm6, [rel pw_1]
+    paddw        xmm10, xmm1
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm9, xmm6
+    psubw        xmm2, xmm1
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm6, xmm1                          ; shoup: before layer 2
+    pmulhuw      xmm6, [rel pw_5]
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, [rsp + 96]                    ; reload
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm2
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm1, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm1
-    pmullw       xmm10, xmm1
-    psubw        xmm6, xmm15
-    psubw        xmm2, xmm10
-    movdqa       xmm1, xmm5
-    pmulhuw      xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
-    movdqa       xmm10, xmm13
-    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
+    pmullw       xmm6, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
+    psubw        xmm1, xmm6
+    psubw        xmm2, xmm9
+    movdqa       xmm6, xmm5
+    pmulhuw      xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
     pmullw       xmm5, [rel kg_newhope12289_ntt_forward_twiddles_sse + 384]
     pmullw       xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 400]
-    pmullw       xmm1, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm1
-    psubw        xmm13, xmm10
-    movdqa       xmm1, xmm6                          ; layer 2
-    paddw        xmm1, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm13
-    paddw        xmm6, [rel pw_24578]
+    pmullw       xmm6, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm5, xmm6
+    psubw        xmm13, xmm9
+    movdqa       xmm6, xmm1                          ; layer 2
+    paddw        xmm6, xmm5
+    movdqa       xmm9, xmm2
+    paddw        xmm9, xmm13
+    paddw        xmm1, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm6, xmm5
+    psubw        xmm1, xmm5
     psubw        xmm2, xmm13
     movdqu       [rdi + 96], xmm3
     movdqu       [rdi + 112], xmm4
     movdqu       [rdi + 352], xmm14
-    movdqa       xmm3, [rsp + 96]                    ; reload
-    movdqu       [rdi + 368], xmm3
+    movdqu       [rdi + 368], xmm15
     movdqu       [rdi + 608], xmm11
     movdqu       [rdi + 624], xmm12
     movdqu       [rdi + 864], xmm7
     movdqa       xmm3, [rsp + 64]                    ; reload
     movdqu       [rdi + 880], xmm3
     movdqu       [rdi + 1120], xmm8
-    movdqu       [rdi + 1136], xmm9
+    movdqu       [rdi + 1136], xmm10
     movdqa       xmm3, [rsp + 32]                    ; reload
     movdqu       [rdi + 1376], xmm3
     movdqa       xmm3, [rsp]                         ; reload
     movdqu       [rdi + 1392], xmm3
-    movdqu       [rdi + 1632], xmm1
-    movdqu       [rdi + 1648], xmm10
-    movdqu       [rdi + 1888], xmm6
+    movdqu       [rdi + 1632], xmm6
+    movdqu       [rdi + 1648], xmm9
+    movdqu       [rdi + 1888], xmm1
     movdqu       [rdi + 1904], xmm2
     movdqu       xmm1, [rdi + 128]
     movdqu       xmm2, [rdi + 144]
@@ -14207,18 +13843,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
-    movdqu       xmm11, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       xmm12, xmm7
-    pmulhuw      xmm12, [rel pw_5]
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm8
-    pmulhuw      xmm15, [rel pw_5 + 16]
+    movdqa       xmm11, xmm7                         ; shoup: before layer 2
+    pmulhuw      xmm11, [rel pw_5]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_5 + 16]
     pmullw       xmm7, [rel pw_1]
     pmullw       xmm8, [rel pw_1 + 16]
-    pmullw       xmm12, xmm11
-    pmullw       xmm15, xmm11
-    psubw        xmm7, xmm12
-    psubw        xmm8, xmm15
+    pmullw       xmm11, [rel pw_12289]
+    pmullw       xmm12, [rel pw_12289 + 16]
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
     movdqa       xmm11, xmm9
     pmulhuw      xmm11, [rel kg_newhope12289_ntt_forward_twiddles_sse + 288]
     movdqa       xmm12, xmm10
@@ -14237,89 +13871,86 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
-    movdqu       xmm9, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel pw_5]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm10, xmm9                         ; shoup: before layer 2
+    pmulhuw      xmm10, [rel pw_5]
+    movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, xmm2
     pmulhuw      xmm8, [rel pw_5 + 16]
-    pmullw       xmm10, [rel pw_1]
+    pmullw       xmm9, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm9
-    pmullw       xmm8, xmm9
-    psubw        xmm10, xmm15
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm8, [rel pw_12289 + 16]
+    psubw        xmm9, xmm10
     psubw        xmm2, xmm8
     movdqa       xmm8, xmm6
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 352]
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
+    movdqa       xmm10, xmm1
+    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
     pmullw       xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 320]
     pmullw       xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 336]
     pmullw       xmm8, xmm0
-    pmullw       xmm9, xmm0
+    pmullw       xmm10, xmm0
     psubw        xmm6, xmm8
-    psubw        xmm1, xmm9
-    movdqa       xmm8, xmm10                         ; layer 2
+    psubw        xmm1, xmm10
+    movdqa       xmm8, xmm9                          ; layer 2
     paddw        xmm8, xmm6
-    movdqa       xmm9, xmm2
-    paddw        xmm9, xmm1
-    paddw        xmm10, [rel pw_24578]
+    movdqa       xmm10, xmm2
+    paddw        xmm10, xmm1
+    paddw        xmm9, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm10, xmm6
+    psubw        xmm9, xmm6
     psubw        xmm2, xmm1
-    movdqu       xmm1, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm6, [rsp + 32]                    ; reload
-    movdqa       xmm15, xmm6
-    pmulhuw      xmm15, [rel pw_5]
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqa       xmm6, xmm1                          ; shoup: before layer 2
+    pmulhuw      xmm6, [rel pw_5]
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       [rsp + 160], xmm10                  ; spill
-    movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rel pw_5 + 16]
-    pmullw       xmm6, [rel pw_1]
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm2
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm1, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm1
-    pmullw       xmm10, xmm1
-    psubw        xmm6, xmm15
-    psubw        xmm2, xmm10
-    movdqa       xmm1, xmm5
-    pmulhuw      xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
-    movdqa       xmm10, xmm13
-    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
+    pmullw       xmm6, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
+    psubw        xmm1, xmm6
+    psubw        xmm2, xmm9
+    movdqa       xmm6, xmm5
+    pmulhuw      xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
     pmullw       xmm5, [rel kg_newhope12289_ntt_forward_twiddles_sse + 384]
     pmullw       xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 400]
-    pmullw       xmm1, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm1
-    psubw        xmm13, xmm10
-    movdqa       xmm1, xmm6                          ; layer 2
-    paddw        xmm1, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm13
-    paddw        xmm6, [rel pw_24578]
+    pmullw       xmm6, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm5, xmm6
+    psubw        xmm13, xmm9
+    movdqa       xmm6, xmm1                          ; layer 2
+    paddw        xmm6, xmm5
+    movdqa       xmm9, xmm2
+    paddw        xmm9, xmm13
+    paddw        xmm1, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm6, xmm5
+    psubw        xmm1, xmm5
     psubw        xmm2, xmm13
     movdqu       [rdi + 128], xmm3
     movdqu       [rdi + 144], xmm4
     movdqu       [rdi + 384], xmm14
-    movdqa       xmm3, [rsp + 96]                    ; reload
-    movdqu       [rdi + 400], xmm3
+    movdqu       [rdi + 400], xmm15
     movdqu       [rdi + 640], xmm11
     movdqu       [rdi + 656], xmm12
     movdqu       [rdi + 896], xmm7
-    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       xmm3, [rsp + 96]                    ; reload
     movdqu       [rdi + 912], xmm3
     movdqu       [rdi + 1152], xmm8
-    movdqu       [rdi + 1168], xmm9
-    movdqa       xmm3, [rsp + 160]                   ; reload
+    movdqu       [rdi + 1168], xmm10
+    movdqa       xmm3, [rsp + 64]                    ; reload
     movdqu       [rdi + 1408], xmm3
     movdqa       xmm3, [rsp]                         ; reload
     movdqu       [rdi + 1424], xmm3
-    movdqu       [rdi + 1664], xmm1
-    movdqu       [rdi + 1680], xmm10
-    movdqu       [rdi + 1920], xmm6
+    movdqu       [rdi + 1664], xmm6
+    movdqu       [rdi + 1680], xmm9
+    movdqu       [rdi + 1920], xmm1
     movdqu       [rdi + 1936], xmm2
     movdqu       xmm1, [rdi + 160]
     movdqu       xmm2, [rdi + 176]
@@ -14338,10 +13969,10 @@ kg_newhope12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 1952]
     movdqa       [rsp], xmm8                         ; spill
     movdqu       xmm8, [rdi + 1968]
-    movdqa       [rsp + 160], xmm7                   ; spill
+    movdqa       [rsp + 64], xmm7                    ; spill
     movdqa       xmm7, xmm9
     pmulhuw      xmm7, [rel kg_newhope12289_ntt_forward_twiddles_sse + 32]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       [rsp + 96], xmm8                    ; spill
     movdqa       xmm8, xmm10
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 48]
     pmullw       xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse]
@@ -14396,8 +14027,8 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
     pmulhuw      xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm14, [rsp + 64]                   ; reload
-    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm14, [rsp + 96]                   ; reload
+    movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm14
     pmulhuw      xmm4, [rel kg_newhope12289_ntt_forward_twiddles_sse + 48]
     pmullw       xmm15, [rel kg_newhope12289_ntt_forward_twiddles_sse]
@@ -14406,12 +14037,12 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm4, xmm0
     psubw        xmm15, xmm13
     psubw        xmm14, xmm4
-    movdqa       xmm4, [rsp + 160]                   ; reload
+    movdqa       xmm4, [rsp + 64]                    ; reload
     movdqa       xmm13, xmm4                         ; layer 0
     paddw        xmm13, xmm15
-    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       [rsp + 96], xmm3                    ; spill
     movdqa       xmm3, [rsp]                         ; reload
-    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm14
     paddw        xmm4, [rel pw_24578]
@@ -14466,7 +14097,7 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm6, xmm13
     movdqa       xmm2, xmm1                          ; layer 1
     paddw        xmm2, xmm5
-    movdqa       xmm13, [rsp + 128]                  ; reload
+    movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm13
     paddw        xmm2, xmm6
@@ -14484,12 +14115,12 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm5
     psubw        xmm3, xmm6
-    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm5, [rsp + 96]                    ; reload
     movdqa       xmm6, xmm5                          ; layer 1
     paddw        xmm6, xmm4
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       [rsp + 160], xmm1                   ; spill
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, [rsp + 128]                  ; reload
+    movdqa       [rsp + 64], xmm1                    ; spill
     movdqa       xmm1, xmm13
     paddw        xmm1, xmm3
     paddw        xmm5, [rel pw_24578]
@@ -14520,18 +14151,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
-    movdqu       xmm11, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       xmm12, xmm7
-    pmulhuw      xmm12, [rel pw_5]
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm8
-    pmulhuw      xmm15, [rel pw_5 + 16]
+    movdqa       xmm11, xmm7                         ; shoup: before layer 2
+    pmulhuw      xmm11, [rel pw_5]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_5 + 16]
     pmullw       xmm7, [rel pw_1]
     pmullw       xmm8, [rel pw_1 + 16]
-    pmullw       xmm12, xmm11
-    pmullw       xmm15, xmm11
-    psubw        xmm7, xmm12
-    psubw        xmm8, xmm15
+    pmullw       xmm11, [rel pw_12289]
+    pmullw       xmm12, [rel pw_12289 + 16]
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
     movdqa       xmm11, xmm9
     pmulhuw      xmm11, [rel kg_newhope12289_ntt_forward_twiddles_sse + 288]
     movdqa       xmm12, xmm10
@@ -14550,89 +14179,86 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
-    movdqu       xmm9, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel pw_5]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm10, xmm9                         ; shoup: before layer 2
+    pmulhuw      xmm10, [rel pw_5]
+    movdqa       [rsp + 128], xmm8                   ; spill
     movdqa       xmm8, xmm2
     pmulhuw      xmm8, [rel pw_5 + 16]
-    pmullw       xmm10, [rel pw_1]
+    pmullw       xmm9, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm9
-    pmullw       xmm8, xmm9
-    psubw        xmm10, xmm15
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm8, [rel pw_12289 + 16]
+    psubw        xmm9, xmm10
     psubw        xmm2, xmm8
     movdqa       xmm8, xmm6
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 352]
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
+    movdqa       xmm10, xmm1
+    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
     pmullw       xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 320]
     pmullw       xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 336]
     pmullw       xmm8, xmm0
-    pmullw       xmm9, xmm0
+    pmullw       xmm10, xmm0
     psubw        xmm6, xmm8
-    psubw        xmm1, xmm9
-    movdqa       xmm8, xmm10                         ; layer 2
+    psubw        xmm1, xmm10
+    movdqa       xmm8, xmm9                          ; layer 2
     paddw        xmm8, xmm6
-    movdqa       xmm9, xmm2
-    paddw        xmm9, xmm1
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm10, xmm6
-    psubw        xmm2, xmm1
-    movdqu       xmm1, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm6, [rsp + 160]                   ; reload
-    movdqa       xmm15, xmm6
-    pmulhuw      xmm15, [rel pw_5]
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rel pw_5 + 16]
-    pmullw       xmm6, [rel pw_1]
+    paddw        xmm10, xmm1
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm9, xmm6
+    psubw        xmm2, xmm1
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       xmm6, xmm1                          ; shoup: before layer 2
+    pmulhuw      xmm6, [rel pw_5]
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       [rsp + 96], xmm9                    ; spill
+    movdqa       xmm9, xmm2
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm1, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm1
-    pmullw       xmm10, xmm1
-    psubw        xmm6, xmm15
-    psubw        xmm2, xmm10
-    movdqa       xmm1, xmm5
-    pmulhuw      xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
-    movdqa       xmm10, xmm13
-    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
+    pmullw       xmm6, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
+    psubw        xmm1, xmm6
+    psubw        xmm2, xmm9
+    movdqa       xmm6, xmm5
+    pmulhuw      xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
     pmullw       xmm5, [rel kg_newhope12289_ntt_forward_twiddles_sse + 384]
     pmullw       xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 400]
-    pmullw       xmm1, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm1
-    psubw        xmm13, xmm10
-    movdqa       xmm1, xmm6                          ; layer 2
-    paddw        xmm1, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm13
-    paddw        xmm6, [rel pw_24578]
+    pmullw       xmm6, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm5, xmm6
+    psubw        xmm13, xmm9
+    movdqa       xmm6, xmm1                          ; layer 2
+    paddw        xmm6, xmm5
+    movdqa       xmm9, xmm2
+    paddw        xmm9, xmm13
+    paddw        xmm1, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm6, xmm5
+    psubw        xmm1, xmm5
     psubw        xmm2, xmm13
     movdqu       [rdi + 160], xmm3
     movdqu       [rdi + 176], xmm4
     movdqu       [rdi + 416], xmm14
-    movdqa       xmm3, [rsp + 96]                    ; reload
-    movdqu       [rdi + 432], xmm3
+    movdqu       [rdi + 432], xmm15
     movdqu       [rdi + 672], xmm11
     movdqu       [rdi + 688], xmm12
     movdqu       [rdi + 928], xmm7
-    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       xmm3, [rsp + 128]                   ; reload
     movdqu       [rdi + 944], xmm3
     movdqu       [rdi + 1184], xmm8
-    movdqu       [rdi + 1200], xmm9
-    movdqa       xmm3, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1200], xmm10
+    movdqa       xmm3, [rsp + 96]                    ; reload
     movdqu       [rdi + 1440], xmm3
     movdqa       xmm3, [rsp]                         ; reload
     movdqu       [rdi + 1456], xmm3
-    movdqu       [rdi + 1696], xmm1
-    movdqu       [rdi + 1712], xmm10
-    movdqu       [rdi + 1952], xmm6
+    movdqu       [rdi + 1696], xmm6
+    movdqu       [rdi + 1712], xmm9
+    movdqu       [rdi + 1952], xmm1
     movdqu       [rdi + 1968], xmm2
     movdqu       xmm1, [rdi + 192]
     movdqu       xmm2, [rdi + 208]
@@ -14651,10 +14277,10 @@ kg_newhope12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 1984]
     movdqa       [rsp], xmm8                         ; spill
     movdqu       xmm8, [rdi + 2000]
-    movdqa       [rsp + 32], xmm7                    ; spill
+    movdqa       [rsp + 96], xmm7                    ; spill
     movdqa       xmm7, xmm9
     pmulhuw      xmm7, [rel kg_newhope12289_ntt_forward_twiddles_sse + 32]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       [rsp + 128], xmm8                   ; spill
     movdqa       xmm8, xmm10
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 48]
     pmullw       xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse]
@@ -14709,8 +14335,8 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
     pmulhuw      xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm14, [rsp + 64]                   ; reload
-    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm14, [rsp + 128]                  ; reload
+    movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm14
     pmulhuw      xmm4, [rel kg_newhope12289_ntt_forward_twiddles_sse + 48]
     pmullw       xmm15, [rel kg_newhope12289_ntt_forward_twiddles_sse]
@@ -14719,12 +14345,12 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm4, xmm0
     psubw        xmm15, xmm13
     psubw        xmm14, xmm4
-    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       xmm13, xmm4                         ; layer 0
     paddw        xmm13, xmm15
-    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       [rsp + 128], xmm3                   ; spill
     movdqa       xmm3, [rsp]                         ; reload
-    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       [rsp + 64], xmm2                    ; spill
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm14
     paddw        xmm4, [rel pw_24578]
@@ -14779,7 +14405,7 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm6, xmm13
     movdqa       xmm2, xmm1                          ; layer 1
     paddw        xmm2, xmm5
-    movdqa       xmm13, [rsp + 128]                  ; reload
+    movdqa       xmm13, [rsp + 64]                   ; reload
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm13
     paddw        xmm2, xmm6
@@ -14797,12 +14423,12 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm5
     psubw        xmm3, xmm6
-    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm5, [rsp + 128]                   ; reload
     movdqa       xmm6, xmm5                          ; layer 1
     paddw        xmm6, xmm4
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       [rsp + 32], xmm1                    ; spill
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       [rsp + 96], xmm1                    ; spill
     movdqa       xmm1, xmm13
     paddw        xmm1, xmm3
     paddw        xmm5, [rel pw_24578]
@@ -14833,18 +14459,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
-    movdqu       xmm11, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       xmm12, xmm7
-    pmulhuw      xmm12, [rel pw_5]
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm8
-    pmulhuw      xmm15, [rel pw_5 + 16]
+    movdqa       xmm11, xmm7                         ; shoup: before layer 2
+    pmulhuw      xmm11, [rel pw_5]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_5 + 16]
     pmullw       xmm7, [rel pw_1]
     pmullw       xmm8, [rel pw_1 + 16]
-    pmullw       xmm12, xmm11
-    pmullw       xmm15, xmm11
-    psubw        xmm7, xmm12
-    psubw        xmm8, xmm15
+    pmullw       xmm11, [rel pw_12289]
+    pmullw       xmm12, [rel pw_12289 + 16]
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
     movdqa       xmm11, xmm9
     pmulhuw      xmm11, [rel kg_newhope12289_ntt_forward_twiddles_sse + 288]
     movdqa       xmm12, xmm10
@@ -14863,89 +14487,86 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
-    movdqu       xmm9, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel pw_5]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm10, xmm9                         ; shoup: before layer 2
+    pmulhuw      xmm10, [rel pw_5]
+    movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm2
     pmulhuw      xmm8, [rel pw_5 + 16]
-    pmullw       xmm10, [rel pw_1]
+    pmullw       xmm9, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm9
-    pmullw       xmm8, xmm9
-    psubw        xmm10, xmm15
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm8, [rel pw_12289 + 16]
+    psubw        xmm9, xmm10
     psubw        xmm2, xmm8
     movdqa       xmm8, xmm6
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 352]
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
+    movdqa       xmm10, xmm1
+    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
     pmullw       xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 320]
     pmullw       xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 336]
     pmullw       xmm8, xmm0
-    pmullw       xmm9, xmm0
+    pmullw       xmm10, xmm0
     psubw        xmm6, xmm8
-    psubw        xmm1, xmm9
-    movdqa       xmm8, xmm10                         ; layer 2
+    psubw        xmm1, xmm10
+    movdqa       xmm8, xmm9                          ; layer 2
     paddw        xmm8, xmm6
-    movdqa       xmm9, xmm2
-    paddw        xmm9, xmm1
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm10, xmm6
-    psubw        xmm2, xmm1
-    movdqu       xmm1, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm6, [rsp + 32]                    ; reload
-    movdqa       xmm15, xmm6
-    pmulhuw      xmm15, [rel pw_5]
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       [rsp + 160], xmm10                  ; spill
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rel pw_5 + 16]
-    pmullw       xmm6, [rel pw_1]
+    paddw        xmm10, xmm1
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm9, xmm6
+    psubw        xmm2, xmm1
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqa       xmm6, xmm1                          ; shoup: before layer 2
+    pmulhuw      xmm6, [rel pw_5]
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, [rsp + 64]                    ; reload
+    movdqa       [rsp + 128], xmm9                   ; spill
+    movdqa       xmm9, xmm2
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm1, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm1
-    pmullw       xmm10, xmm1
-    psubw        xmm6, xmm15
-    psubw        xmm2, xmm10
-    movdqa       xmm1, xmm5
-    pmulhuw      xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
-    movdqa       xmm10, xmm13
-    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
+    pmullw       xmm6, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
+    psubw        xmm1, xmm6
+    psubw        xmm2, xmm9
+    movdqa       xmm6, xmm5
+    pmulhuw      xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
     pmullw       xmm5, [rel kg_newhope12289_ntt_forward_twiddles_sse + 384]
     pmullw       xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 400]
-    pmullw       xmm1, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm1
-    psubw        xmm13, xmm10
-    movdqa       xmm1, xmm6                          ; layer 2
-    paddw        xmm1, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm13
-    paddw        xmm6, [rel pw_24578]
+    pmullw       xmm6, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm5, xmm6
+    psubw        xmm13, xmm9
+    movdqa       xmm6, xmm1                          ; layer 2
+    paddw        xmm6, xmm5
+    movdqa       xmm9, xmm2
+    paddw        xmm9, xmm13
+    paddw        xmm1, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm6, xmm5
+    psubw        xmm1, xmm5
     psubw        xmm2, xmm13
     movdqu       [rdi + 192], xmm3
     movdqu       [rdi + 208], xmm4
     movdqu       [rdi + 448], xmm14
-    movdqa       xmm3, [rsp + 96]                    ; reload
-    movdqu       [rdi + 464], xmm3
+    movdqu       [rdi + 464], xmm15
     movdqu       [rdi + 704], xmm11
     movdqu       [rdi + 720], xmm12
     movdqu       [rdi + 960], xmm7
-    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       xmm3, [rsp + 32]                    ; reload
     movdqu       [rdi + 976], xmm3
     movdqu       [rdi + 1216], xmm8
-    movdqu       [rdi + 1232], xmm9
-    movdqa       xmm3, [rsp + 160]                   ; reload
+    movdqu       [rdi + 1232], xmm10
+    movdqa       xmm3, [rsp + 128]                   ; reload
     movdqu       [rdi + 1472], xmm3
     movdqa       xmm3, [rsp]                         ; reload
     movdqu       [rdi + 1488], xmm3
-    movdqu       [rdi + 1728], xmm1
-    movdqu       [rdi + 1744], xmm10
-    movdqu       [rdi + 1984], xmm6
+    movdqu       [rdi + 1728], xmm6
+    movdqu       [rdi + 1744], xmm9
+    movdqu       [rdi + 1984], xmm1
     movdqu       [rdi + 2000], xmm2
     movdqu       xmm1, [rdi + 224]
     movdqu       xmm2, [rdi + 240]
@@ -14964,10 +14585,10 @@ kg_newhope12289_ntt_forward_sse:
     movdqu       xmm15, [rdi + 2016]
     movdqa       [rsp], xmm8                         ; spill
     movdqu       xmm8, [rdi + 2032]
-    movdqa       [rsp + 160], xmm7                   ; spill
+    movdqa       [rsp + 128], xmm7                   ; spill
     movdqa       xmm7, xmm9
     pmulhuw      xmm7, [rel kg_newhope12289_ntt_forward_twiddles_sse + 32]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       [rsp + 32], xmm8                    ; spill
     movdqa       xmm8, xmm10
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 48]
     pmullw       xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse]
@@ -15022,8 +14643,8 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm6, xmm14
     movdqa       xmm13, xmm15
     pmulhuw      xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 32]
-    movdqa       xmm14, [rsp + 64]                   ; reload
-    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm14, [rsp + 32]                   ; reload
+    movdqa       [rsp + 64], xmm4                    ; spill
     movdqa       xmm4, xmm14
     pmulhuw      xmm4, [rel kg_newhope12289_ntt_forward_twiddles_sse + 48]
     pmullw       xmm15, [rel kg_newhope12289_ntt_forward_twiddles_sse]
@@ -15032,12 +14653,12 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm4, xmm0
     psubw        xmm15, xmm13
     psubw        xmm14, xmm4
-    movdqa       xmm4, [rsp + 160]                   ; reload
+    movdqa       xmm4, [rsp + 128]                   ; reload
     movdqa       xmm13, xmm4                         ; layer 0
     paddw        xmm13, xmm15
-    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       [rsp + 32], xmm3                    ; spill
     movdqa       xmm3, [rsp]                         ; reload
-    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       [rsp + 96], xmm2                    ; spill
     movdqa       xmm2, xmm3
     paddw        xmm2, xmm14
     paddw        xmm4, [rel pw_24578]
@@ -15092,7 +14713,7 @@ kg_newhope12289_ntt_forward_sse:
     psubw        xmm6, xmm13
     movdqa       xmm2, xmm1                          ; layer 1
     paddw        xmm2, xmm5
-    movdqa       xmm13, [rsp + 128]                  ; reload
+    movdqa       xmm13, [rsp + 96]                   ; reload
     movdqa       [rsp], xmm2                         ; spill
     movdqa       xmm2, xmm13
     paddw        xmm2, xmm6
@@ -15110,12 +14731,12 @@ kg_newhope12289_ntt_forward_sse:
     pmullw       xmm6, xmm0
     psubw        xmm4, xmm5
     psubw        xmm3, xmm6
-    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm5, [rsp + 32]                    ; reload
     movdqa       xmm6, xmm5                          ; layer 1
     paddw        xmm6, xmm4
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       [rsp + 160], xmm1                   ; spill
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, [rsp + 64]                   ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
     movdqa       xmm1, xmm13
     paddw        xmm1, xmm3
     paddw        xmm5, [rel pw_24578]
@@ -15146,18 +14767,16 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm15, [rel pw_24578 + 16]
     psubw        xmm14, xmm11
     psubw        xmm15, xmm12
-    movdqu       xmm11, [rel pw_12289]               ; shoup: before layer 2
-    movdqa       xmm12, xmm7
-    pmulhuw      xmm12, [rel pw_5]
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm8
-    pmulhuw      xmm15, [rel pw_5 + 16]
+    movdqa       xmm11, xmm7                         ; shoup: before layer 2
+    pmulhuw      xmm11, [rel pw_5]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_5 + 16]
     pmullw       xmm7, [rel pw_1]
     pmullw       xmm8, [rel pw_1 + 16]
-    pmullw       xmm12, xmm11
-    pmullw       xmm15, xmm11
-    psubw        xmm7, xmm12
-    psubw        xmm8, xmm15
+    pmullw       xmm11, [rel pw_12289]
+    pmullw       xmm12, [rel pw_12289 + 16]
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
     movdqa       xmm11, xmm9
     pmulhuw      xmm11, [rel kg_newhope12289_ntt_forward_twiddles_sse + 288]
     movdqa       xmm12, xmm10
@@ -15176,89 +14795,86 @@ kg_newhope12289_ntt_forward_sse:
     paddw        xmm8, [rel pw_24578 + 16]
     psubw        xmm7, xmm9
     psubw        xmm8, xmm10
-    movdqu       xmm9, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm15, xmm10
-    pmulhuw      xmm15, [rel pw_5]
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm10, xmm9                         ; shoup: before layer 2
+    pmulhuw      xmm10, [rel pw_5]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm2
     pmulhuw      xmm8, [rel pw_5 + 16]
-    pmullw       xmm10, [rel pw_1]
+    pmullw       xmm9, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm9
-    pmullw       xmm8, xmm9
-    psubw        xmm10, xmm15
+    pmullw       xmm10, [rel pw_12289]
+    pmullw       xmm8, [rel pw_12289 + 16]
+    psubw        xmm9, xmm10
     psubw        xmm2, xmm8
     movdqa       xmm8, xmm6
     pmulhuw      xmm8, [rel kg_newhope12289_ntt_forward_twiddles_sse + 352]
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
+    movdqa       xmm10, xmm1
+    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 368]
     pmullw       xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 320]
     pmullw       xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 336]
     pmullw       xmm8, xmm0
-    pmullw       xmm9, xmm0
+    pmullw       xmm10, xmm0
     psubw        xmm6, xmm8
-    psubw        xmm1, xmm9
-    movdqa       xmm8, xmm10                         ; layer 2
+    psubw        xmm1, xmm10
+    movdqa       xmm8, xmm9                          ; layer 2
     paddw        xmm8, xmm6
-    movdqa       xmm9, xmm2
-    paddw        xmm9, xmm1
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm10, xmm6
-    psubw        xmm2, xmm1
-    movdqu       xmm1, [rel pw_12289]                ; shoup: before layer 2
-    movdqa       xmm6, [rsp + 160]                   ; reload
-    movdqa       xmm15, xmm6
-    pmulhuw      xmm15, [rel pw_5]
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rel pw_5 + 16]
-    pmullw       xmm6, [rel pw_1]
+    paddw        xmm10, xmm1
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm9, xmm6
+    psubw        xmm2, xmm1
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm6, xmm1                          ; shoup: before layer 2
+    pmulhuw      xmm6, [rel pw_5]
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, [rsp + 96]                    ; reload
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm2
+    pmulhuw      xmm9, [rel pw_5 + 16]
+    pmullw       xmm1, [rel pw_1]
     pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm15, xmm1
-    pmullw       xmm10, xmm1
-    psubw        xmm6, xmm15
-    psubw        xmm2, xmm10
-    movdqa       xmm1, xmm5
-    pmulhuw      xmm1, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
-    movdqa       xmm10, xmm13
-    pmulhuw      xmm10, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
+    pmullw       xmm6, [rel pw_12289]
+    pmullw       xmm9, [rel pw_12289 + 16]
+    psubw        xmm1, xmm6
+    psubw        xmm2, xmm9
+    movdqa       xmm6, xmm5
+    pmulhuw      xmm6, [rel kg_newhope12289_ntt_forward_twiddles_sse + 416]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rel kg_newhope12289_ntt_forward_twiddles_sse + 432]
     pmullw       xmm5, [rel kg_newhope12289_ntt_forward_twiddles_sse + 384]
     pmullw       xmm13, [rel kg_newhope12289_ntt_forward_twiddles_sse + 400]
-    pmullw       xmm1, xmm0
-    pmullw       xmm10, xmm0
-    psubw        xmm5, xmm1
-    psubw        xmm13, xmm10
-    movdqa       xmm1, xmm6                          ; layer 2
-    paddw        xmm1, xmm5
-    movdqa       xmm10, xmm2
-    paddw        xmm10, xmm13
-    paddw        xmm6, [rel pw_24578]
+    pmullw       xmm6, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm5, xmm6
+    psubw        xmm13, xmm9
+    movdqa       xmm6, xmm1                          ; layer 2
+    paddw        xmm6, xmm5
+    movdqa       xmm9, xmm2
+    paddw        xmm9, xmm13
+    paddw        xmm1, [rel pw_24578]
     paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm6, xmm5
+    psubw        xmm1, xmm5
     psubw        xmm2, xmm13
     movdqu       [rdi + 224], xmm3
     movdqu       [rdi + 240], xmm4
     movdqu       [rdi + 480], xmm14
-    movdqa       xmm3, [rsp + 96]                    ; reload
-    movdqu       [rdi + 496], xmm3
+    movdqu       [rdi + 496], xmm15
     movdqu       [rdi + 736], xmm11
     movdqu       [rdi + 752], xmm12
     movdqu       [rdi + 992], xmm7
     movdqa       xmm3, [rsp + 64]                    ; reload
     movdqu       [rdi + 1008], xmm3
     movdqu       [rdi + 1248], xmm8
-    movdqu       [rdi + 1264], xmm9
+    movdqu       [rdi + 1264], xmm10
     movdqa       xmm3, [rsp + 32]                    ; reload
     movdqu       [rdi + 1504], xmm3
     movdqa       xmm3, [rsp]                         ; reload
     movdqu       [rdi + 1520], xmm3
-    movdqu       [rdi + 1760], xmm1
-    movdqu       [rdi + 1776], xmm10
-    movdqu       [rdi + 2016], xmm6
+    movdqu       [rdi + 1760], xmm6
+    movdqu       [rdi + 1776], xmm9
+    movdqu       [rdi + 2016], xmm1
     movdqu       [rdi + 2032], xmm2
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
@@ -35245,7 +34861,7 @@ kg_newhope12289_ntt_inverse_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-4}, flags
+;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_newhope12289_reduce_shoup_sse.end - kg_newhope12289_reduce_shoup_sse)
 align 32
@@ -35253,962 +34869,898 @@ kg_newhope12289_reduce_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi], xmm0
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 32], xmm0
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 64], xmm0
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 96], xmm0
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 128], xmm0
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 160], xmm0
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 192], xmm0
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 224], xmm0
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 256], xmm0
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 288], xmm0
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 320], xmm0
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 352], xmm0
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 384], xmm0
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 416], xmm0
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 448], xmm0
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 480], xmm0
     movdqu       [rdi + 496], xmm1
     movdqu       xmm0, [rdi + 512]
     movdqu       xmm1, [rdi + 528]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 512], xmm0
     movdqu       [rdi + 528], xmm1
     movdqu       xmm0, [rdi + 544]
     movdqu       xmm1, [rdi + 560]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 544], xmm0
     movdqu       [rdi + 560], xmm1
     movdqu       xmm0, [rdi + 576]
     movdqu       xmm1, [rdi + 592]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 576], xmm0
     movdqu       [rdi + 592], xmm1
     movdqu       xmm0, [rdi + 608]
     movdqu       xmm1, [rdi + 624]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 608], xmm0
     movdqu       [rdi + 624], xmm1
     movdqu       xmm0, [rdi + 640]
     movdqu       xmm1, [rdi + 656]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 640], xmm0
     movdqu       [rdi + 656], xmm1
     movdqu       xmm0, [rdi + 672]
     movdqu       xmm1, [rdi + 688]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 672], xmm0
     movdqu       [rdi + 688], xmm1
     movdqu       xmm0, [rdi + 704]
     movdqu       xmm1, [rdi + 720]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 704], xmm0
     movdqu       [rdi + 720], xmm1
     movdqu       xmm0, [rdi + 736]
     movdqu       xmm1, [rdi + 752]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 736], xmm0
     movdqu       [rdi + 752], xmm1
     movdqu       xmm0, [rdi + 768]
     movdqu       xmm1, [rdi + 784]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 768], xmm0
     movdqu       [rdi + 784], xmm1
     movdqu       xmm0, [rdi + 800]
     movdqu       xmm1, [rdi + 816]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 800], xmm0
     movdqu       [rdi + 816], xmm1
     movdqu       xmm0, [rdi + 832]
     movdqu       xmm1, [rdi + 848]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 832], xmm0
     movdqu       [rdi + 848], xmm1
     movdqu       xmm0, [rdi + 864]
     movdqu       xmm1, [rdi + 880]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 864], xmm0
     movdqu       [rdi + 880], xmm1
     movdqu       xmm0, [rdi + 896]
     movdqu       xmm1, [rdi + 912]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 896], xmm0
     movdqu       [rdi + 912], xmm1
     movdqu       xmm0, [rdi + 928]
     movdqu       xmm1, [rdi + 944]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 928], xmm0
     movdqu       [rdi + 944], xmm1
     movdqu       xmm0, [rdi + 960]
     movdqu       xmm1, [rdi + 976]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 960], xmm0
     movdqu       [rdi + 976], xmm1
     movdqu       xmm0, [rdi + 992]
     movdqu       xmm1, [rdi + 1008]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 992], xmm0
     movdqu       [rdi + 1008], xmm1
     movdqu       xmm0, [rdi + 1024]
     movdqu       xmm1, [rdi + 1040]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1024], xmm0
     movdqu       [rdi + 1040], xmm1
     movdqu       xmm0, [rdi + 1056]
     movdqu       xmm1, [rdi + 1072]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1056], xmm0
     movdqu       [rdi + 1072], xmm1
     movdqu       xmm0, [rdi + 1088]
     movdqu       xmm1, [rdi + 1104]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1088], xmm0
     movdqu       [rdi + 1104], xmm1
     movdqu       xmm0, [rdi + 1120]
     movdqu       xmm1, [rdi + 1136]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1120], xmm0
     movdqu       [rdi + 1136], xmm1
     movdqu       xmm0, [rdi + 1152]
     movdqu       xmm1, [rdi + 1168]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1152], xmm0
     movdqu       [rdi + 1168], xmm1
     movdqu       xmm0, [rdi + 1184]
     movdqu       xmm1, [rdi + 1200]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1184], xmm0
     movdqu       [rdi + 1200], xmm1
     movdqu       xmm0, [rdi + 1216]
     movdqu       xmm1, [rdi + 1232]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1216], xmm0
     movdqu       [rdi + 1232], xmm1
     movdqu       xmm0, [rdi + 1248]
     movdqu       xmm1, [rdi + 1264]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1248], xmm0
     movdqu       [rdi + 1264], xmm1
     movdqu       xmm0, [rdi + 1280]
     movdqu       xmm1, [rdi + 1296]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1280], xmm0
     movdqu       [rdi + 1296], xmm1
     movdqu       xmm0, [rdi + 1312]
     movdqu       xmm1, [rdi + 1328]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1312], xmm0
     movdqu       [rdi + 1328], xmm1
     movdqu       xmm0, [rdi + 1344]
     movdqu       xmm1, [rdi + 1360]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1344], xmm0
     movdqu       [rdi + 1360], xmm1
     movdqu       xmm0, [rdi + 1376]
     movdqu       xmm1, [rdi + 1392]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1376], xmm0
     movdqu       [rdi + 1392], xmm1
     movdqu       xmm0, [rdi + 1408]
     movdqu       xmm1, [rdi + 1424]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1408], xmm0
     movdqu       [rdi + 1424], xmm1
     movdqu       xmm0, [rdi + 1440]
     movdqu       xmm1, [rdi + 1456]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1440], xmm0
     movdqu       [rdi + 1456], xmm1
     movdqu       xmm0, [rdi + 1472]
     movdqu       xmm1, [rdi + 1488]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1472], xmm0
     movdqu       [rdi + 1488], xmm1
     movdqu       xmm0, [rdi + 1504]
     movdqu       xmm1, [rdi + 1520]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1504], xmm0
     movdqu       [rdi + 1520], xmm1
     movdqu       xmm0, [rdi + 1536]
     movdqu       xmm1, [rdi + 1552]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1536], xmm0
     movdqu       [rdi + 1552], xmm1
     movdqu       xmm0, [rdi + 1568]
     movdqu       xmm1, [rdi + 1584]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1568], xmm0
     movdqu       [rdi + 1584], xmm1
     movdqu       xmm0, [rdi + 1600]
     movdqu       xmm1, [rdi + 1616]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1600], xmm0
     movdqu       [rdi + 1616], xmm1
     movdqu       xmm0, [rdi + 1632]
     movdqu       xmm1, [rdi + 1648]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1632], xmm0
     movdqu       [rdi + 1648], xmm1
     movdqu       xmm0, [rdi + 1664]
     movdqu       xmm1, [rdi + 1680]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1664], xmm0
     movdqu       [rdi + 1680], xmm1
     movdqu       xmm0, [rdi + 1696]
     movdqu       xmm1, [rdi + 1712]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1696], xmm0
     movdqu       [rdi + 1712], xmm1
     movdqu       xmm0, [rdi + 1728]
     movdqu       xmm1, [rdi + 1744]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1728], xmm0
     movdqu       [rdi + 1744], xmm1
     movdqu       xmm0, [rdi + 1760]
     movdqu       xmm1, [rdi + 1776]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1760], xmm0
     movdqu       [rdi + 1776], xmm1
     movdqu       xmm0, [rdi + 1792]
     movdqu       xmm1, [rdi + 1808]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1792], xmm0
     movdqu       [rdi + 1808], xmm1
     movdqu       xmm0, [rdi + 1824]
     movdqu       xmm1, [rdi + 1840]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1824], xmm0
     movdqu       [rdi + 1840], xmm1
     movdqu       xmm0, [rdi + 1856]
     movdqu       xmm1, [rdi + 1872]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1856], xmm0
     movdqu       [rdi + 1872], xmm1
     movdqu       xmm0, [rdi + 1888]
     movdqu       xmm1, [rdi + 1904]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1888], xmm0
     movdqu       [rdi + 1904], xmm1
     movdqu       xmm0, [rdi + 1920]
     movdqu       xmm1, [rdi + 1936]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1920], xmm0
     movdqu       [rdi + 1936], xmm1
     movdqu       xmm0, [rdi + 1952]
     movdqu       xmm1, [rdi + 1968]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1952], xmm0
     movdqu       [rdi + 1968], xmm1
     movdqu       xmm0, [rdi + 1984]
     movdqu       xmm1, [rdi + 2000]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 1984], xmm0
     movdqu       [rdi + 2000], xmm1
     movdqu       xmm0, [rdi + 2016]
     movdqu       xmm1, [rdi + 2032]
-    movdqu       xmm2, [rel pw_12289]                ; shoup
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; shoup
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqu       [rdi + 2016], xmm0
     movdqu       [rdi + 2032], xmm1
     ret
@@ -36221,7 +35773,7 @@ kg_newhope12289_reduce_shoup_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-4}, flags
+;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_freeze_sse:function KERNGEN_VISIBILITY (kg_newhope12289_freeze_sse.end - kg_newhope12289_freeze_sse)
 align 32
@@ -36229,17 +35781,16 @@ kg_newhope12289_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36250,17 +35801,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36271,17 +35821,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36292,17 +35841,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36313,17 +35861,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36334,17 +35881,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36355,17 +35901,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36376,17 +35921,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36397,17 +35941,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36418,17 +35961,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36439,17 +35981,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36460,17 +36001,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36481,17 +36021,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36502,17 +36041,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36523,17 +36061,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36544,17 +36081,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36565,17 +36101,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 496], xmm1
     movdqu       xmm0, [rdi + 512]
     movdqu       xmm1, [rdi + 528]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36586,17 +36121,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 528], xmm1
     movdqu       xmm0, [rdi + 544]
     movdqu       xmm1, [rdi + 560]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36607,17 +36141,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 560], xmm1
     movdqu       xmm0, [rdi + 576]
     movdqu       xmm1, [rdi + 592]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36628,17 +36161,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 592], xmm1
     movdqu       xmm0, [rdi + 608]
     movdqu       xmm1, [rdi + 624]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36649,17 +36181,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 624], xmm1
     movdqu       xmm0, [rdi + 640]
     movdqu       xmm1, [rdi + 656]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36670,17 +36201,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 656], xmm1
     movdqu       xmm0, [rdi + 672]
     movdqu       xmm1, [rdi + 688]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36691,17 +36221,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 688], xmm1
     movdqu       xmm0, [rdi + 704]
     movdqu       xmm1, [rdi + 720]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36712,17 +36241,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 720], xmm1
     movdqu       xmm0, [rdi + 736]
     movdqu       xmm1, [rdi + 752]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36733,17 +36261,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 752], xmm1
     movdqu       xmm0, [rdi + 768]
     movdqu       xmm1, [rdi + 784]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36754,17 +36281,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 784], xmm1
     movdqu       xmm0, [rdi + 800]
     movdqu       xmm1, [rdi + 816]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36775,17 +36301,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 816], xmm1
     movdqu       xmm0, [rdi + 832]
     movdqu       xmm1, [rdi + 848]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36796,17 +36321,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 848], xmm1
     movdqu       xmm0, [rdi + 864]
     movdqu       xmm1, [rdi + 880]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36817,17 +36341,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 880], xmm1
     movdqu       xmm0, [rdi + 896]
     movdqu       xmm1, [rdi + 912]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36838,17 +36361,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 912], xmm1
     movdqu       xmm0, [rdi + 928]
     movdqu       xmm1, [rdi + 944]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36859,17 +36381,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 944], xmm1
     movdqu       xmm0, [rdi + 960]
     movdqu       xmm1, [rdi + 976]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36880,17 +36401,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 976], xmm1
     movdqu       xmm0, [rdi + 992]
     movdqu       xmm1, [rdi + 1008]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36901,17 +36421,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1008], xmm1
     movdqu       xmm0, [rdi + 1024]
     movdqu       xmm1, [rdi + 1040]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36922,17 +36441,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1040], xmm1
     movdqu       xmm0, [rdi + 1056]
     movdqu       xmm1, [rdi + 1072]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36943,17 +36461,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1072], xmm1
     movdqu       xmm0, [rdi + 1088]
     movdqu       xmm1, [rdi + 1104]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36964,17 +36481,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1104], xmm1
     movdqu       xmm0, [rdi + 1120]
     movdqu       xmm1, [rdi + 1136]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -36985,17 +36501,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1136], xmm1
     movdqu       xmm0, [rdi + 1152]
     movdqu       xmm1, [rdi + 1168]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37006,17 +36521,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1168], xmm1
     movdqu       xmm0, [rdi + 1184]
     movdqu       xmm1, [rdi + 1200]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37027,17 +36541,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1200], xmm1
     movdqu       xmm0, [rdi + 1216]
     movdqu       xmm1, [rdi + 1232]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37048,17 +36561,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1232], xmm1
     movdqu       xmm0, [rdi + 1248]
     movdqu       xmm1, [rdi + 1264]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37069,17 +36581,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1264], xmm1
     movdqu       xmm0, [rdi + 1280]
     movdqu       xmm1, [rdi + 1296]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37090,17 +36601,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1296], xmm1
     movdqu       xmm0, [rdi + 1312]
     movdqu       xmm1, [rdi + 1328]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37111,17 +36621,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1328], xmm1
     movdqu       xmm0, [rdi + 1344]
     movdqu       xmm1, [rdi + 1360]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37132,17 +36641,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1360], xmm1
     movdqu       xmm0, [rdi + 1376]
     movdqu       xmm1, [rdi + 1392]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37153,17 +36661,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1392], xmm1
     movdqu       xmm0, [rdi + 1408]
     movdqu       xmm1, [rdi + 1424]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37174,17 +36681,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1424], xmm1
     movdqu       xmm0, [rdi + 1440]
     movdqu       xmm1, [rdi + 1456]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37195,17 +36701,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1456], xmm1
     movdqu       xmm0, [rdi + 1472]
     movdqu       xmm1, [rdi + 1488]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37216,17 +36721,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1488], xmm1
     movdqu       xmm0, [rdi + 1504]
     movdqu       xmm1, [rdi + 1520]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37237,17 +36741,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1520], xmm1
     movdqu       xmm0, [rdi + 1536]
     movdqu       xmm1, [rdi + 1552]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37258,17 +36761,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1552], xmm1
     movdqu       xmm0, [rdi + 1568]
     movdqu       xmm1, [rdi + 1584]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37279,17 +36781,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1584], xmm1
     movdqu       xmm0, [rdi + 1600]
     movdqu       xmm1, [rdi + 1616]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37300,17 +36801,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1616], xmm1
     movdqu       xmm0, [rdi + 1632]
     movdqu       xmm1, [rdi + 1648]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37321,17 +36821,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1648], xmm1
     movdqu       xmm0, [rdi + 1664]
     movdqu       xmm1, [rdi + 1680]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37342,17 +36841,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1680], xmm1
     movdqu       xmm0, [rdi + 1696]
     movdqu       xmm1, [rdi + 1712]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37363,17 +36861,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1712], xmm1
     movdqu       xmm0, [rdi + 1728]
     movdqu       xmm1, [rdi + 1744]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37384,17 +36881,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1744], xmm1
     movdqu       xmm0, [rdi + 1760]
     movdqu       xmm1, [rdi + 1776]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37405,17 +36901,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1776], xmm1
     movdqu       xmm0, [rdi + 1792]
     movdqu       xmm1, [rdi + 1808]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37426,17 +36921,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1808], xmm1
     movdqu       xmm0, [rdi + 1824]
     movdqu       xmm1, [rdi + 1840]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37447,17 +36941,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1840], xmm1
     movdqu       xmm0, [rdi + 1856]
     movdqu       xmm1, [rdi + 1872]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37468,17 +36961,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1872], xmm1
     movdqu       xmm0, [rdi + 1888]
     movdqu       xmm1, [rdi + 1904]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37489,17 +36981,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1904], xmm1
     movdqu       xmm0, [rdi + 1920]
     movdqu       xmm1, [rdi + 1936]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37510,17 +37001,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1936], xmm1
     movdqu       xmm0, [rdi + 1952]
     movdqu       xmm1, [rdi + 1968]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37531,17 +37021,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 1968], xmm1
     movdqu       xmm0, [rdi + 1984]
     movdqu       xmm1, [rdi + 2000]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -37552,17 +37041,16 @@ kg_newhope12289_freeze_sse:
     movdqu       [rdi + 2000], xmm1
     movdqu       xmm0, [rdi + 2016]
     movdqu       xmm1, [rdi + 2032]
-    movdqu       xmm2, [rel pw_12289]                ; freeze
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5 + 16]
+    movdqa       xmm2, xmm0                          ; freeze
+    pmulhuw      xmm2, [rel pw_5]
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rel pw_5 + 16]
     pmullw       xmm0, [rel pw_1]
     pmullw       xmm1, [rel pw_1 + 16]
-    pmullw       xmm3, xmm2
-    pmullw       xmm4, xmm2
-    psubw        xmm0, xmm3
-    psubw        xmm1, xmm4
+    pmullw       xmm2, [rel pw_12289]
+    pmullw       xmm3, [rel pw_12289 + 16]
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
     movdqa       xmm2, xmm0                          ; freeze
     psubw        xmm2, [rel pw_12289]
     movdqa       xmm3, xmm1
@@ -39031,17 +38519,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39068,17 +38551,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 48]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39105,17 +38583,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 80]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39142,17 +38615,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 112]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39179,17 +38647,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 144]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39216,17 +38679,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 176]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39253,17 +38711,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 208]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39290,17 +38743,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 240]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39327,17 +38775,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 272]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39364,17 +38807,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 304]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39401,17 +38839,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 336]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39438,17 +38871,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 368]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39475,17 +38903,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 400]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39512,17 +38935,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 432]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39549,17 +38967,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 464]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39586,17 +38999,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 496]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39623,17 +39031,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 528]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39660,17 +39063,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 560]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39697,17 +39095,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 592]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39734,17 +39127,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 624]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39771,17 +39159,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 656]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39808,17 +39191,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 688]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39845,17 +39223,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 720]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39882,17 +39255,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 752]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39919,17 +39287,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 784]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39956,17 +39319,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 816]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -39993,17 +39351,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 848]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40030,17 +39383,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 880]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40067,17 +39415,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 912]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40104,17 +39447,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 944]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40141,17 +39479,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 976]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40178,17 +39511,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1008]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40215,17 +39543,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1040]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40252,17 +39575,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1072]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40289,17 +39607,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1104]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40326,17 +39639,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1136]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40363,17 +39671,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1168]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40400,17 +39703,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1200]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40437,17 +39735,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1232]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40474,17 +39767,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1264]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40511,17 +39799,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1296]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40548,17 +39831,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1328]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40585,17 +39863,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1360]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40622,17 +39895,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1392]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40659,17 +39927,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1424]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40696,17 +39959,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1456]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40733,17 +39991,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1488]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40770,17 +40023,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1520]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40807,17 +40055,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1552]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40844,17 +40087,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1584]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40881,17 +40119,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1616]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40918,17 +40151,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1648]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40955,17 +40183,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1680]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -40992,17 +40215,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1712]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -41029,17 +40247,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1744]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -41066,17 +40279,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1776]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -41103,17 +40311,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1808]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -41140,17 +40343,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1840]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -41177,17 +40375,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1872]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -41214,17 +40407,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1904]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -41251,17 +40439,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1936]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -41288,17 +40471,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1968]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -41325,17 +40503,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 2000]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_5]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_24578]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_12289]
     movdqa       xmm4, xmm2
@@ -41362,17 +40535,12 @@ kg_newhope12289_muladd_shoup_sse:
     movdqu       xmm3, [r8 + 2032]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
-    movdqu       xmm0, [rel pw_12289]                ; freeze: to [0, q)
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_5]
-    movdqa       xmm4, xmm2
-    pmulhuw      xmm4, [rel pw_5 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm3, xmm0
-    pmullw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubw        xmm0, [rel pw_24578]
+    movdqa       xmm3, xmm2
+    psubw        xmm3, [rel pw_24578 + 16]
+    pminuw       xmm1, xmm0
+    pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
     psubw        xmm0, [rel pw_12289]
     movdqa       xmm3, xmm2

@@ -11949,714 +11949,650 @@ kg_nfl1073479681_ntt_inverse_avx2:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 2146959361] (proven over all 2^32 inputs), congruent to the input mod 1073479681
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_reduce_shoup_avx2.end - kg_nfl1073479681_reduce_shoup_avx2)
 align 32
 kg_nfl1073479681_reduce_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vmovdqu      ymm0, [rdi + 1024]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1024], ymm0
     vmovdqu      ymm0, [rdi + 1056]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1056], ymm0
     vmovdqu      ymm0, [rdi + 1088]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1088], ymm0
     vmovdqu      ymm0, [rdi + 1120]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1120], ymm0
     vmovdqu      ymm0, [rdi + 1152]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1152], ymm0
     vmovdqu      ymm0, [rdi + 1184]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1184], ymm0
     vmovdqu      ymm0, [rdi + 1216]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1216], ymm0
     vmovdqu      ymm0, [rdi + 1248]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1248], ymm0
     vmovdqu      ymm0, [rdi + 1280]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1280], ymm0
     vmovdqu      ymm0, [rdi + 1312]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1312], ymm0
     vmovdqu      ymm0, [rdi + 1344]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1344], ymm0
     vmovdqu      ymm0, [rdi + 1376]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1376], ymm0
     vmovdqu      ymm0, [rdi + 1408]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1408], ymm0
     vmovdqu      ymm0, [rdi + 1440]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1440], ymm0
     vmovdqu      ymm0, [rdi + 1472]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1472], ymm0
     vmovdqu      ymm0, [rdi + 1504]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1504], ymm0
     vmovdqu      ymm0, [rdi + 1536]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1536], ymm0
     vmovdqu      ymm0, [rdi + 1568]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1568], ymm0
     vmovdqu      ymm0, [rdi + 1600]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1600], ymm0
     vmovdqu      ymm0, [rdi + 1632]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1632], ymm0
     vmovdqu      ymm0, [rdi + 1664]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1664], ymm0
     vmovdqu      ymm0, [rdi + 1696]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1696], ymm0
     vmovdqu      ymm0, [rdi + 1728]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1728], ymm0
     vmovdqu      ymm0, [rdi + 1760]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1760], ymm0
     vmovdqu      ymm0, [rdi + 1792]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1792], ymm0
     vmovdqu      ymm0, [rdi + 1824]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1824], ymm0
     vmovdqu      ymm0, [rdi + 1856]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1856], ymm0
     vmovdqu      ymm0, [rdi + 1888]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1888], ymm0
     vmovdqu      ymm0, [rdi + 1920]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1920], ymm0
     vmovdqu      ymm0, [rdi + 1952]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1952], ymm0
     vmovdqu      ymm0, [rdi + 1984]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1984], ymm0
     vmovdqu      ymm0, [rdi + 2016]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; shoup
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; shoup
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper
@@ -12670,840 +12606,776 @@ kg_nfl1073479681_reduce_shoup_avx2:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 1073479680] (proven over all 2^32 inputs), congruent to the input mod 1073479681: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_freeze_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_freeze_avx2.end - kg_nfl1073479681_freeze_avx2)
 align 32
 kg_nfl1073479681_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rdi]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vmovdqu      ymm0, [rdi + 1024]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1024], ymm0
     vmovdqu      ymm0, [rdi + 1056]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1056], ymm0
     vmovdqu      ymm0, [rdi + 1088]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1088], ymm0
     vmovdqu      ymm0, [rdi + 1120]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1120], ymm0
     vmovdqu      ymm0, [rdi + 1152]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1152], ymm0
     vmovdqu      ymm0, [rdi + 1184]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1184], ymm0
     vmovdqu      ymm0, [rdi + 1216]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1216], ymm0
     vmovdqu      ymm0, [rdi + 1248]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1248], ymm0
     vmovdqu      ymm0, [rdi + 1280]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1280], ymm0
     vmovdqu      ymm0, [rdi + 1312]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1312], ymm0
     vmovdqu      ymm0, [rdi + 1344]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1344], ymm0
     vmovdqu      ymm0, [rdi + 1376]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1376], ymm0
     vmovdqu      ymm0, [rdi + 1408]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1408], ymm0
     vmovdqu      ymm0, [rdi + 1440]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1440], ymm0
     vmovdqu      ymm0, [rdi + 1472]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1472], ymm0
     vmovdqu      ymm0, [rdi + 1504]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1504], ymm0
     vmovdqu      ymm0, [rdi + 1536]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1536], ymm0
     vmovdqu      ymm0, [rdi + 1568]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1568], ymm0
     vmovdqu      ymm0, [rdi + 1600]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1600], ymm0
     vmovdqu      ymm0, [rdi + 1632]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1632], ymm0
     vmovdqu      ymm0, [rdi + 1664]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1664], ymm0
     vmovdqu      ymm0, [rdi + 1696]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1696], ymm0
     vmovdqu      ymm0, [rdi + 1728]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1728], ymm0
     vmovdqu      ymm0, [rdi + 1760]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1760], ymm0
     vmovdqu      ymm0, [rdi + 1792]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1792], ymm0
     vmovdqu      ymm0, [rdi + 1824]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1824], ymm0
     vmovdqu      ymm0, [rdi + 1856]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1856], ymm0
     vmovdqu      ymm0, [rdi + 1888]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1888], ymm0
     vmovdqu      ymm0, [rdi + 1920]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1920], ymm0
     vmovdqu      ymm0, [rdi + 1952]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1952], ymm0
     vmovdqu      ymm0, [rdi + 1984]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 1984], ymm0
     vmovdqu      ymm0, [rdi + 2016]
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
+    vmovshdup    ymm1, ymm0                          ; freeze
+    vpmuludq     ymm2, ymm0, [rel pd_4]
+    vmovshdup    ymm2, ymm2
+    vpmuludq     ymm1, ymm1, [rel pd_4]
+    vpblendd     ymm1, ymm2, ymm1, 170
     vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
+    vpmulld      ymm1, ymm1, [rel pd_1073479681]
     vpsubd       ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze
     vpminud      ymm0, ymm0, ymm1
@@ -14518,15 +14390,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
@@ -14544,15 +14409,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
@@ -14570,15 +14428,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
@@ -14596,15 +14447,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 96]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
@@ -14622,15 +14466,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 128]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
@@ -14648,15 +14485,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 160]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
@@ -14674,15 +14504,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 192]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
@@ -14700,15 +14523,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 224]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
@@ -14726,15 +14542,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 256]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
@@ -14752,15 +14561,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 288]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
@@ -14778,15 +14580,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 320]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
@@ -14804,15 +14599,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 352]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
@@ -14830,15 +14618,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 384]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
@@ -14856,15 +14637,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 416]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
@@ -14882,15 +14656,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 448]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
@@ -14908,15 +14675,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 480]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
@@ -14934,15 +14694,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 512]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
@@ -14960,15 +14713,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 544]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
@@ -14986,15 +14732,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 576]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
@@ -15012,15 +14751,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 608]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
@@ -15038,15 +14770,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 640]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
@@ -15064,15 +14789,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 672]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
@@ -15090,15 +14808,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 704]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
@@ -15116,15 +14827,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 736]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
@@ -15142,15 +14846,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 768]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
@@ -15168,15 +14865,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 800]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
@@ -15194,15 +14884,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 832]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
@@ -15220,15 +14903,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 864]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
@@ -15246,15 +14922,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 896]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
@@ -15272,15 +14941,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 928]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
@@ -15298,15 +14960,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 960]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
@@ -15324,15 +14979,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 992]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 992], ymm1
@@ -15350,15 +14998,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1024]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1024], ymm1
@@ -15376,15 +15017,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1056]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1056], ymm1
@@ -15402,15 +15036,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1088]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1088], ymm1
@@ -15428,15 +15055,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1120]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1120], ymm1
@@ -15454,15 +15074,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1152]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1152], ymm1
@@ -15480,15 +15093,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1184]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1184], ymm1
@@ -15506,15 +15112,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1216]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1216], ymm1
@@ -15532,15 +15131,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1248]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1248], ymm1
@@ -15558,15 +15150,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1280]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1280], ymm1
@@ -15584,15 +15169,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1312]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1312], ymm1
@@ -15610,15 +15188,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1344]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1344], ymm1
@@ -15636,15 +15207,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1376]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1376], ymm1
@@ -15662,15 +15226,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1408]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1408], ymm1
@@ -15688,15 +15245,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1440]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1440], ymm1
@@ -15714,15 +15264,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1472]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1472], ymm1
@@ -15740,15 +15283,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1504]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1504], ymm1
@@ -15766,15 +15302,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1536]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1536], ymm1
@@ -15792,15 +15321,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1568]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1568], ymm1
@@ -15818,15 +15340,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1600]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1600], ymm1
@@ -15844,15 +15359,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1632]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1632], ymm1
@@ -15870,15 +15378,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1664]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1664], ymm1
@@ -15896,15 +15397,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1696]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1696], ymm1
@@ -15922,15 +15416,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1728]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1728], ymm1
@@ -15948,15 +15435,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1760]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1760], ymm1
@@ -15974,15 +15454,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1792]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1792], ymm1
@@ -16000,15 +15473,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1824]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1824], ymm1
@@ -16026,15 +15492,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1856]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1856], ymm1
@@ -16052,15 +15511,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1888]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1888], ymm1
@@ -16078,15 +15530,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1920]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1920], ymm1
@@ -16104,15 +15549,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1952]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1952], ymm1
@@ -16130,15 +15568,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 1984]
     vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm3, ymm1
-    vpmuludq     ymm4, ymm1, [rel pd_4]
-    vmovshdup    ymm4, ymm4
-    vpmuludq     ymm3, ymm3, [rel pd_4]
-    vpblendd     ymm3, ymm4, ymm3, 170
-    vpmulld      ymm1, ymm1, [rel pd_1]
-    vpmulld      ymm2, ymm3, ymm2
-    vpsubd       ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1984], ymm1
@@ -16156,15 +15587,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpsubd       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 2016]
     vpaddd       ymm0, ymm0, ymm1
-    vmovdqu      ymm1, [rel pd_1073479681]           ; freeze: to [0, q)
-    vmovshdup    ymm2, ymm0
-    vpmuludq     ymm3, ymm0, [rel pd_4]
-    vmovshdup    ymm3, ymm3
-    vpmuludq     ymm2, ymm2, [rel pd_4]
-    vpblendd     ymm2, ymm3, ymm2, 170
-    vpmulld      ymm0, ymm0, [rel pd_1]
-    vpmulld      ymm1, ymm2, ymm1
-    vpsubd       ymm0, ymm0, ymm1
+    vpsubd       ymm1, ymm0, [rel pd_2146959362]     ; freeze: to [0, q)
+    vpminud      ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, [rel pd_1073479681]     ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
@@ -42989,7 +42413,7 @@ kg_nfl1073479681_ntt_inverse_sse:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 2146959361] (proven over all 2^32 inputs), congruent to the input mod 1073479681
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_reduce_shoup_sse.end - kg_nfl1073479681_reduce_shoup_sse)
 align 32
@@ -42997,1474 +42421,1410 @@ kg_nfl1073479681_reduce_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi], xmm0
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 32], xmm0
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 64], xmm0
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 96], xmm0
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 128], xmm0
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 160], xmm0
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 192], xmm0
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 224], xmm0
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 256], xmm0
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 288], xmm0
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 320], xmm0
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 352], xmm0
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 384], xmm0
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 416], xmm0
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 448], xmm0
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 480], xmm0
     movdqu       [rdi + 496], xmm1
     movdqu       xmm0, [rdi + 512]
     movdqu       xmm1, [rdi + 528]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 512], xmm0
     movdqu       [rdi + 528], xmm1
     movdqu       xmm0, [rdi + 544]
     movdqu       xmm1, [rdi + 560]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 544], xmm0
     movdqu       [rdi + 560], xmm1
     movdqu       xmm0, [rdi + 576]
     movdqu       xmm1, [rdi + 592]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 576], xmm0
     movdqu       [rdi + 592], xmm1
     movdqu       xmm0, [rdi + 608]
     movdqu       xmm1, [rdi + 624]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 608], xmm0
     movdqu       [rdi + 624], xmm1
     movdqu       xmm0, [rdi + 640]
     movdqu       xmm1, [rdi + 656]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 640], xmm0
     movdqu       [rdi + 656], xmm1
     movdqu       xmm0, [rdi + 672]
     movdqu       xmm1, [rdi + 688]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 672], xmm0
     movdqu       [rdi + 688], xmm1
     movdqu       xmm0, [rdi + 704]
     movdqu       xmm1, [rdi + 720]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 704], xmm0
     movdqu       [rdi + 720], xmm1
     movdqu       xmm0, [rdi + 736]
     movdqu       xmm1, [rdi + 752]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 736], xmm0
     movdqu       [rdi + 752], xmm1
     movdqu       xmm0, [rdi + 768]
     movdqu       xmm1, [rdi + 784]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 768], xmm0
     movdqu       [rdi + 784], xmm1
     movdqu       xmm0, [rdi + 800]
     movdqu       xmm1, [rdi + 816]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 800], xmm0
     movdqu       [rdi + 816], xmm1
     movdqu       xmm0, [rdi + 832]
     movdqu       xmm1, [rdi + 848]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 832], xmm0
     movdqu       [rdi + 848], xmm1
     movdqu       xmm0, [rdi + 864]
     movdqu       xmm1, [rdi + 880]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 864], xmm0
     movdqu       [rdi + 880], xmm1
     movdqu       xmm0, [rdi + 896]
     movdqu       xmm1, [rdi + 912]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 896], xmm0
     movdqu       [rdi + 912], xmm1
     movdqu       xmm0, [rdi + 928]
     movdqu       xmm1, [rdi + 944]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 928], xmm0
     movdqu       [rdi + 944], xmm1
     movdqu       xmm0, [rdi + 960]
     movdqu       xmm1, [rdi + 976]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 960], xmm0
     movdqu       [rdi + 976], xmm1
     movdqu       xmm0, [rdi + 992]
     movdqu       xmm1, [rdi + 1008]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 992], xmm0
     movdqu       [rdi + 1008], xmm1
     movdqu       xmm0, [rdi + 1024]
     movdqu       xmm1, [rdi + 1040]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1024], xmm0
     movdqu       [rdi + 1040], xmm1
     movdqu       xmm0, [rdi + 1056]
     movdqu       xmm1, [rdi + 1072]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1056], xmm0
     movdqu       [rdi + 1072], xmm1
     movdqu       xmm0, [rdi + 1088]
     movdqu       xmm1, [rdi + 1104]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1088], xmm0
     movdqu       [rdi + 1104], xmm1
     movdqu       xmm0, [rdi + 1120]
     movdqu       xmm1, [rdi + 1136]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1120], xmm0
     movdqu       [rdi + 1136], xmm1
     movdqu       xmm0, [rdi + 1152]
     movdqu       xmm1, [rdi + 1168]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1152], xmm0
     movdqu       [rdi + 1168], xmm1
     movdqu       xmm0, [rdi + 1184]
     movdqu       xmm1, [rdi + 1200]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1184], xmm0
     movdqu       [rdi + 1200], xmm1
     movdqu       xmm0, [rdi + 1216]
     movdqu       xmm1, [rdi + 1232]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1216], xmm0
     movdqu       [rdi + 1232], xmm1
     movdqu       xmm0, [rdi + 1248]
     movdqu       xmm1, [rdi + 1264]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1248], xmm0
     movdqu       [rdi + 1264], xmm1
     movdqu       xmm0, [rdi + 1280]
     movdqu       xmm1, [rdi + 1296]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1280], xmm0
     movdqu       [rdi + 1296], xmm1
     movdqu       xmm0, [rdi + 1312]
     movdqu       xmm1, [rdi + 1328]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1312], xmm0
     movdqu       [rdi + 1328], xmm1
     movdqu       xmm0, [rdi + 1344]
     movdqu       xmm1, [rdi + 1360]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1344], xmm0
     movdqu       [rdi + 1360], xmm1
     movdqu       xmm0, [rdi + 1376]
     movdqu       xmm1, [rdi + 1392]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1376], xmm0
     movdqu       [rdi + 1392], xmm1
     movdqu       xmm0, [rdi + 1408]
     movdqu       xmm1, [rdi + 1424]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1408], xmm0
     movdqu       [rdi + 1424], xmm1
     movdqu       xmm0, [rdi + 1440]
     movdqu       xmm1, [rdi + 1456]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1440], xmm0
     movdqu       [rdi + 1456], xmm1
     movdqu       xmm0, [rdi + 1472]
     movdqu       xmm1, [rdi + 1488]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1472], xmm0
     movdqu       [rdi + 1488], xmm1
     movdqu       xmm0, [rdi + 1504]
     movdqu       xmm1, [rdi + 1520]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1504], xmm0
     movdqu       [rdi + 1520], xmm1
     movdqu       xmm0, [rdi + 1536]
     movdqu       xmm1, [rdi + 1552]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1536], xmm0
     movdqu       [rdi + 1552], xmm1
     movdqu       xmm0, [rdi + 1568]
     movdqu       xmm1, [rdi + 1584]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1568], xmm0
     movdqu       [rdi + 1584], xmm1
     movdqu       xmm0, [rdi + 1600]
     movdqu       xmm1, [rdi + 1616]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1600], xmm0
     movdqu       [rdi + 1616], xmm1
     movdqu       xmm0, [rdi + 1632]
     movdqu       xmm1, [rdi + 1648]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1632], xmm0
     movdqu       [rdi + 1648], xmm1
     movdqu       xmm0, [rdi + 1664]
     movdqu       xmm1, [rdi + 1680]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1664], xmm0
     movdqu       [rdi + 1680], xmm1
     movdqu       xmm0, [rdi + 1696]
     movdqu       xmm1, [rdi + 1712]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1696], xmm0
     movdqu       [rdi + 1712], xmm1
     movdqu       xmm0, [rdi + 1728]
     movdqu       xmm1, [rdi + 1744]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1728], xmm0
     movdqu       [rdi + 1744], xmm1
     movdqu       xmm0, [rdi + 1760]
     movdqu       xmm1, [rdi + 1776]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1760], xmm0
     movdqu       [rdi + 1776], xmm1
     movdqu       xmm0, [rdi + 1792]
     movdqu       xmm1, [rdi + 1808]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1792], xmm0
     movdqu       [rdi + 1808], xmm1
     movdqu       xmm0, [rdi + 1824]
     movdqu       xmm1, [rdi + 1840]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1824], xmm0
     movdqu       [rdi + 1840], xmm1
     movdqu       xmm0, [rdi + 1856]
     movdqu       xmm1, [rdi + 1872]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1856], xmm0
     movdqu       [rdi + 1872], xmm1
     movdqu       xmm0, [rdi + 1888]
     movdqu       xmm1, [rdi + 1904]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1888], xmm0
     movdqu       [rdi + 1904], xmm1
     movdqu       xmm0, [rdi + 1920]
     movdqu       xmm1, [rdi + 1936]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1920], xmm0
     movdqu       [rdi + 1936], xmm1
     movdqu       xmm0, [rdi + 1952]
     movdqu       xmm1, [rdi + 1968]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1952], xmm0
     movdqu       [rdi + 1968], xmm1
     movdqu       xmm0, [rdi + 1984]
     movdqu       xmm1, [rdi + 2000]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 1984], xmm0
     movdqu       [rdi + 2000], xmm1
     movdqu       xmm0, [rdi + 2016]
     movdqu       xmm1, [rdi + 2032]
-    movdqu       xmm2, [rel pd_1073479681]           ; shoup
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; shoup
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqu       [rdi + 2016], xmm0
     movdqu       [rdi + 2032], xmm1
     ret
@@ -44477,7 +43837,7 @@ kg_nfl1073479681_reduce_shoup_sse:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 1073479680] (proven over all 2^32 inputs), congruent to the input mod 1073479681: the canonical representative
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_freeze_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_freeze_sse.end - kg_nfl1073479681_freeze_sse)
 align 32
@@ -44485,25 +43845,24 @@ kg_nfl1073479681_freeze_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm0, [rdi]
     movdqu       xmm1, [rdi + 16]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44514,25 +43873,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 16], xmm1
     movdqu       xmm0, [rdi + 32]
     movdqu       xmm1, [rdi + 48]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44543,25 +43901,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 48], xmm1
     movdqu       xmm0, [rdi + 64]
     movdqu       xmm1, [rdi + 80]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44572,25 +43929,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 80], xmm1
     movdqu       xmm0, [rdi + 96]
     movdqu       xmm1, [rdi + 112]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44601,25 +43957,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 112], xmm1
     movdqu       xmm0, [rdi + 128]
     movdqu       xmm1, [rdi + 144]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44630,25 +43985,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 144], xmm1
     movdqu       xmm0, [rdi + 160]
     movdqu       xmm1, [rdi + 176]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44659,25 +44013,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 176], xmm1
     movdqu       xmm0, [rdi + 192]
     movdqu       xmm1, [rdi + 208]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44688,25 +44041,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 208], xmm1
     movdqu       xmm0, [rdi + 224]
     movdqu       xmm1, [rdi + 240]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44717,25 +44069,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 240], xmm1
     movdqu       xmm0, [rdi + 256]
     movdqu       xmm1, [rdi + 272]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44746,25 +44097,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 272], xmm1
     movdqu       xmm0, [rdi + 288]
     movdqu       xmm1, [rdi + 304]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44775,25 +44125,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 304], xmm1
     movdqu       xmm0, [rdi + 320]
     movdqu       xmm1, [rdi + 336]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44804,25 +44153,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 336], xmm1
     movdqu       xmm0, [rdi + 352]
     movdqu       xmm1, [rdi + 368]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44833,25 +44181,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 368], xmm1
     movdqu       xmm0, [rdi + 384]
     movdqu       xmm1, [rdi + 400]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44862,25 +44209,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 400], xmm1
     movdqu       xmm0, [rdi + 416]
     movdqu       xmm1, [rdi + 432]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44891,25 +44237,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 432], xmm1
     movdqu       xmm0, [rdi + 448]
     movdqu       xmm1, [rdi + 464]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44920,25 +44265,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 464], xmm1
     movdqu       xmm0, [rdi + 480]
     movdqu       xmm1, [rdi + 496]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44949,25 +44293,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 496], xmm1
     movdqu       xmm0, [rdi + 512]
     movdqu       xmm1, [rdi + 528]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -44978,25 +44321,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 528], xmm1
     movdqu       xmm0, [rdi + 544]
     movdqu       xmm1, [rdi + 560]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45007,25 +44349,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 560], xmm1
     movdqu       xmm0, [rdi + 576]
     movdqu       xmm1, [rdi + 592]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45036,25 +44377,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 592], xmm1
     movdqu       xmm0, [rdi + 608]
     movdqu       xmm1, [rdi + 624]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45065,25 +44405,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 624], xmm1
     movdqu       xmm0, [rdi + 640]
     movdqu       xmm1, [rdi + 656]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45094,25 +44433,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 656], xmm1
     movdqu       xmm0, [rdi + 672]
     movdqu       xmm1, [rdi + 688]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45123,25 +44461,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 688], xmm1
     movdqu       xmm0, [rdi + 704]
     movdqu       xmm1, [rdi + 720]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45152,25 +44489,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 720], xmm1
     movdqu       xmm0, [rdi + 736]
     movdqu       xmm1, [rdi + 752]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45181,25 +44517,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 752], xmm1
     movdqu       xmm0, [rdi + 768]
     movdqu       xmm1, [rdi + 784]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45210,25 +44545,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 784], xmm1
     movdqu       xmm0, [rdi + 800]
     movdqu       xmm1, [rdi + 816]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45239,25 +44573,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 816], xmm1
     movdqu       xmm0, [rdi + 832]
     movdqu       xmm1, [rdi + 848]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45268,25 +44601,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 848], xmm1
     movdqu       xmm0, [rdi + 864]
     movdqu       xmm1, [rdi + 880]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45297,25 +44629,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 880], xmm1
     movdqu       xmm0, [rdi + 896]
     movdqu       xmm1, [rdi + 912]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45326,25 +44657,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 912], xmm1
     movdqu       xmm0, [rdi + 928]
     movdqu       xmm1, [rdi + 944]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45355,25 +44685,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 944], xmm1
     movdqu       xmm0, [rdi + 960]
     movdqu       xmm1, [rdi + 976]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45384,25 +44713,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 976], xmm1
     movdqu       xmm0, [rdi + 992]
     movdqu       xmm1, [rdi + 1008]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45413,25 +44741,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1008], xmm1
     movdqu       xmm0, [rdi + 1024]
     movdqu       xmm1, [rdi + 1040]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45442,25 +44769,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1040], xmm1
     movdqu       xmm0, [rdi + 1056]
     movdqu       xmm1, [rdi + 1072]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45471,25 +44797,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1072], xmm1
     movdqu       xmm0, [rdi + 1088]
     movdqu       xmm1, [rdi + 1104]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45500,25 +44825,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1104], xmm1
     movdqu       xmm0, [rdi + 1120]
     movdqu       xmm1, [rdi + 1136]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45529,25 +44853,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1136], xmm1
     movdqu       xmm0, [rdi + 1152]
     movdqu       xmm1, [rdi + 1168]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45558,25 +44881,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1168], xmm1
     movdqu       xmm0, [rdi + 1184]
     movdqu       xmm1, [rdi + 1200]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45587,25 +44909,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1200], xmm1
     movdqu       xmm0, [rdi + 1216]
     movdqu       xmm1, [rdi + 1232]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45616,25 +44937,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1232], xmm1
     movdqu       xmm0, [rdi + 1248]
     movdqu       xmm1, [rdi + 1264]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45645,25 +44965,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1264], xmm1
     movdqu       xmm0, [rdi + 1280]
     movdqu       xmm1, [rdi + 1296]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45674,25 +44993,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1296], xmm1
     movdqu       xmm0, [rdi + 1312]
     movdqu       xmm1, [rdi + 1328]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45703,25 +45021,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1328], xmm1
     movdqu       xmm0, [rdi + 1344]
     movdqu       xmm1, [rdi + 1360]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45732,25 +45049,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1360], xmm1
     movdqu       xmm0, [rdi + 1376]
     movdqu       xmm1, [rdi + 1392]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45761,25 +45077,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1392], xmm1
     movdqu       xmm0, [rdi + 1408]
     movdqu       xmm1, [rdi + 1424]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45790,25 +45105,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1424], xmm1
     movdqu       xmm0, [rdi + 1440]
     movdqu       xmm1, [rdi + 1456]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45819,25 +45133,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1456], xmm1
     movdqu       xmm0, [rdi + 1472]
     movdqu       xmm1, [rdi + 1488]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45848,25 +45161,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1488], xmm1
     movdqu       xmm0, [rdi + 1504]
     movdqu       xmm1, [rdi + 1520]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45877,25 +45189,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1520], xmm1
     movdqu       xmm0, [rdi + 1536]
     movdqu       xmm1, [rdi + 1552]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45906,25 +45217,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1552], xmm1
     movdqu       xmm0, [rdi + 1568]
     movdqu       xmm1, [rdi + 1584]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45935,25 +45245,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1584], xmm1
     movdqu       xmm0, [rdi + 1600]
     movdqu       xmm1, [rdi + 1616]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45964,25 +45273,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1616], xmm1
     movdqu       xmm0, [rdi + 1632]
     movdqu       xmm1, [rdi + 1648]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -45993,25 +45301,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1648], xmm1
     movdqu       xmm0, [rdi + 1664]
     movdqu       xmm1, [rdi + 1680]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -46022,25 +45329,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1680], xmm1
     movdqu       xmm0, [rdi + 1696]
     movdqu       xmm1, [rdi + 1712]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -46051,25 +45357,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1712], xmm1
     movdqu       xmm0, [rdi + 1728]
     movdqu       xmm1, [rdi + 1744]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -46080,25 +45385,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1744], xmm1
     movdqu       xmm0, [rdi + 1760]
     movdqu       xmm1, [rdi + 1776]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -46109,25 +45413,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1776], xmm1
     movdqu       xmm0, [rdi + 1792]
     movdqu       xmm1, [rdi + 1808]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -46138,25 +45441,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1808], xmm1
     movdqu       xmm0, [rdi + 1824]
     movdqu       xmm1, [rdi + 1840]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -46167,25 +45469,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1840], xmm1
     movdqu       xmm0, [rdi + 1856]
     movdqu       xmm1, [rdi + 1872]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -46196,25 +45497,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1872], xmm1
     movdqu       xmm0, [rdi + 1888]
     movdqu       xmm1, [rdi + 1904]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -46225,25 +45525,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1904], xmm1
     movdqu       xmm0, [rdi + 1920]
     movdqu       xmm1, [rdi + 1936]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -46254,25 +45553,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1936], xmm1
     movdqu       xmm0, [rdi + 1952]
     movdqu       xmm1, [rdi + 1968]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -46283,25 +45581,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 1968], xmm1
     movdqu       xmm0, [rdi + 1984]
     movdqu       xmm1, [rdi + 2000]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -46312,25 +45609,24 @@ kg_nfl1073479681_freeze_sse:
     movdqu       [rdi + 2000], xmm1
     movdqu       xmm0, [rdi + 2016]
     movdqu       xmm1, [rdi + 2032]
-    movdqu       xmm2, [rel pd_1073479681]           ; freeze
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4 + 16]
+    movshdup     xmm2, xmm0                          ; freeze
+    movshdup     xmm3, xmm1
+    movdqa       xmm4, xmm0
+    pmuludq      xmm4, [rel pd_4]
+    movdqa       xmm5, xmm1
+    pmuludq      xmm5, [rel pd_4 + 16]
+    movshdup     xmm4, xmm4
     movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
+    pmuludq      xmm2, [rel pd_4]
+    pmuludq      xmm3, [rel pd_4 + 16]
+    pblendw      xmm4, xmm2, 204
     pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
     pmulld       xmm0, [rel pd_1]
     pmulld       xmm1, [rel pd_1 + 16]
-    pmulld       xmm5, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm5
-    psubd        xmm1, xmm6
+    pmulld       xmm4, [rel pd_1073479681]
+    pmulld       xmm5, [rel pd_1073479681 + 16]
+    psubd        xmm0, xmm4
+    psubd        xmm1, xmm5
     movdqa       xmm2, xmm0                          ; freeze
     psubd        xmm2, [rel pd_1073479681]
     movdqa       xmm3, xmm1
@@ -48449,25 +47745,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -48504,25 +47787,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 48]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -48559,25 +47829,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 80]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -48614,25 +47871,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 112]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -48669,25 +47913,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 144]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -48724,25 +47955,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 176]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -48779,25 +47997,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 208]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -48834,25 +48039,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 240]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -48889,25 +48081,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 272]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -48944,25 +48123,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 304]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -48999,25 +48165,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 336]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49054,25 +48207,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 368]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49109,25 +48249,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 400]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49164,25 +48291,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 432]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49219,25 +48333,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 464]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49274,25 +48375,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 496]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49329,25 +48417,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 528]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49384,25 +48459,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 560]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49439,25 +48501,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 592]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49494,25 +48543,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 624]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49549,25 +48585,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 656]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49604,25 +48627,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 688]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49659,25 +48669,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 720]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49714,25 +48711,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 752]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49769,25 +48753,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 784]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49824,25 +48795,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 816]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49879,25 +48837,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 848]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49934,25 +48879,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 880]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -49989,25 +48921,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 912]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50044,25 +48963,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 944]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50099,25 +49005,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 976]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50154,25 +49047,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1008]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50209,25 +49089,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1040]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50264,25 +49131,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1072]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50319,25 +49173,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1104]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50374,25 +49215,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1136]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50429,25 +49257,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1168]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50484,25 +49299,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1200]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50539,25 +49341,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1232]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50594,25 +49383,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1264]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50649,25 +49425,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1296]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50704,25 +49467,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1328]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50759,25 +49509,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1360]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50814,25 +49551,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1392]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50869,25 +49593,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1424]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50924,25 +49635,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1456]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -50979,25 +49677,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1488]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51034,25 +49719,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1520]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51089,25 +49761,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1552]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51144,25 +49803,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1584]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51199,25 +49845,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1616]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51254,25 +49887,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1648]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51309,25 +49929,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1680]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51364,25 +49971,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1712]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51419,25 +50013,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1744]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51474,25 +50055,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1776]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51529,25 +50097,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1808]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51584,25 +50139,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1840]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51639,25 +50181,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1872]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51694,25 +50223,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1904]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51749,25 +50265,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1936]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51804,25 +50307,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 1968]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51859,25 +50349,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 2000]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm2
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rel pd_4]
-    movdqa       xmm7, xmm2
-    pmuludq      xmm7, [rel pd_4 + 16]
-    movshdup     xmm6, xmm6
-    movshdup     xmm7, xmm7
-    pmuludq      xmm4, [rel pd_4]
-    pmuludq      xmm5, [rel pd_4 + 16]
-    pblendw      xmm6, xmm4, 204
-    pblendw      xmm7, xmm5, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm6, xmm3
-    pmulld       xmm7, xmm3
-    psubd        xmm1, xmm6
-    psubd        xmm2, xmm7
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubd        xmm3, [rel pd_2146959362]
+    movdqa       xmm4, xmm2
+    psubd        xmm4, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm3
+    pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubd        xmm3, [rel pd_1073479681]
     movdqa       xmm4, xmm2
@@ -51914,25 +50391,12 @@ kg_nfl1073479681_muladd_shoup_sse:
     movdqu       xmm3, [r8 + 2032]
     paddd        xmm1, xmm0
     paddd        xmm2, xmm3
-    movdqu       xmm0, [rel pd_1073479681]           ; freeze: to [0, q)
-    movshdup     xmm3, xmm1
-    movshdup     xmm4, xmm2
-    movdqa       xmm5, xmm1
-    pmuludq      xmm5, [rel pd_4]
-    movdqa       xmm6, xmm2
-    pmuludq      xmm6, [rel pd_4 + 16]
-    movshdup     xmm5, xmm5
-    movshdup     xmm6, xmm6
-    pmuludq      xmm3, [rel pd_4]
-    pmuludq      xmm4, [rel pd_4 + 16]
-    pblendw      xmm5, xmm3, 204
-    pblendw      xmm6, xmm4, 204
-    pmulld       xmm1, [rel pd_1]
-    pmulld       xmm2, [rel pd_1 + 16]
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
-    psubd        xmm1, xmm5
-    psubd        xmm2, xmm6
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubd        xmm0, [rel pd_2146959362]
+    movdqa       xmm3, xmm2
+    psubd        xmm3, [rel pd_2146959362 + 16]
+    pminud       xmm1, xmm0
+    pminud       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
     psubd        xmm0, [rel pd_1073479681]
     movdqa       xmm3, xmm2

@@ -143,10 +143,6 @@ kg_tiny257_ntt_inverse_twiddles_sse:
     dw -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080
 
 align 32
-pw_1:
-    dw 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
-
-align 32
 pw_1020:
     dw 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020
 
@@ -161,6 +157,10 @@ pw_257:
 align 32
 pw_32640:
     dw 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640
+
+align 32
+pw_514:
+    dw 514, 514, 514, 514, 514, 514, 514, 514, 514, 514, 514, 514, 514, 514, 514, 514
 
 align 32
 pw_64:
@@ -702,11 +702,8 @@ kg_tiny257_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_257]                  ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_255]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_514]            ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
@@ -719,11 +716,8 @@ kg_tiny257_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 32]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_257]                  ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_255]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_514]            ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
@@ -736,11 +730,8 @@ kg_tiny257_muladd_shoup_avx2:
     vpsubw       ymm1, ymm1, ymm2
     vmovdqu      ymm2, [r8 + 64]
     vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      ymm2, [rel pw_257]                  ; freeze: to [0, q)
-    vpmulhuw     ymm3, ymm1, [rel pw_255]
-    vpmullw      ymm1, ymm1, [rel pw_1]
-    vpmullw      ymm2, ymm3, ymm2
-    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, [rel pw_514]            ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, [rel pw_257]            ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
@@ -753,11 +744,8 @@ kg_tiny257_muladd_shoup_avx2:
     vpsubw       ymm0, ymm1, ymm0
     vmovdqu      ymm1, [r8 + 96]
     vpaddw       ymm0, ymm0, ymm1
-    vmovdqu      ymm1, [rel pw_257]                  ; freeze: to [0, q)
-    vpmulhuw     ymm2, ymm0, [rel pw_255]
-    vpmullw      ymm0, ymm0, [rel pw_1]
-    vpmullw      ymm1, ymm2, ymm1
-    vpsubw       ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, [rel pw_514]            ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, [rel pw_257]            ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 96], ymm0
@@ -1824,17 +1812,12 @@ kg_tiny257_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_257]                  ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_255]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_255 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_514]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_514 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_257]
     movdqa       xmm4, xmm2
@@ -1861,17 +1844,12 @@ kg_tiny257_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 48]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_257]                  ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_255]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_255 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_514]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_514 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_257]
     movdqa       xmm4, xmm2
@@ -1898,17 +1876,12 @@ kg_tiny257_muladd_shoup_sse:
     movdqu       xmm4, [r8 + 80]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       xmm3, [rel pw_257]                  ; freeze: to [0, q)
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rel pw_255]
-    movdqa       xmm5, xmm2
-    pmulhuw      xmm5, [rel pw_255 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm4, xmm3
-    pmullw       xmm5, xmm3
-    psubw        xmm1, xmm4
-    psubw        xmm2, xmm5
+    movdqa       xmm3, xmm1                          ; freeze: to [0, q)
+    psubw        xmm3, [rel pw_514]
+    movdqa       xmm4, xmm2
+    psubw        xmm4, [rel pw_514 + 16]
+    pminuw       xmm1, xmm3
+    pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
     psubw        xmm3, [rel pw_257]
     movdqa       xmm4, xmm2
@@ -1935,17 +1908,12 @@ kg_tiny257_muladd_shoup_sse:
     movdqu       xmm3, [r8 + 112]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
-    movdqu       xmm0, [rel pw_257]                  ; freeze: to [0, q)
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rel pw_255]
-    movdqa       xmm4, xmm2
-    pmulhuw      xmm4, [rel pw_255 + 16]
-    pmullw       xmm1, [rel pw_1]
-    pmullw       xmm2, [rel pw_1 + 16]
-    pmullw       xmm3, xmm0
-    pmullw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm0, xmm1                          ; freeze: to [0, q)
+    psubw        xmm0, [rel pw_514]
+    movdqa       xmm3, xmm2
+    psubw        xmm3, [rel pw_514 + 16]
+    pminuw       xmm1, xmm0
+    pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
     psubw        xmm0, [rel pw_257]
     movdqa       xmm3, xmm2

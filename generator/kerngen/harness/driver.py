@@ -93,6 +93,7 @@ class Arg:
     align: int
     data: tuple[int, ...] | None = None
     alias_of: int | None = None
+    unsigned: bool = False  # elements read back as unsigned (the runner prints them signed)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -377,7 +378,10 @@ def _describe_exit(code: int) -> str:
     return f"exit {code}"
 
 
-def parse_runner_output(text: str) -> list[CaseResult]:
+def parse_runner_output(text: str, cases: Sequence[Case]) -> list[CaseResult]:
+    """The runner's verdicts and outputs, each output element as its argument
+    reads it (the runner prints elements signed; unsigned arguments are masked back)."""
+    args = {c.case_id: c.args for c in cases}
     results: list[CaseResult] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         words = line.split()
@@ -386,7 +390,11 @@ def parse_runner_output(text: str) -> list[CaseResult]:
         if words[0] == "case" and len(words) >= 3:
             results.append(CaseResult(words[1], words[2], " ".join(words[3:]), {}))
         elif words[0] == "out" and len(words) >= 2 and results:
-            results[-1].outputs[int(words[1])] = [int(v) for v in words[2:]]
+            i, values = int(words[1]), [int(v) for v in words[2:]]
+            given = args.get(results[-1].case_id, ())
+            if i < len(given) and given[i].unsigned:
+                values = [v & ((1 << (8 * given[i].elem_bytes)) - 1) for v in values]
+            results[-1].outputs[i] = values
         else:
             raise HarnessError(f"runner output line {lineno} not understood: {line[:80]!r}")
     return results
@@ -423,7 +431,7 @@ def run_runner(
         except subprocess.TimeoutExpired as exc:
             raise HarnessError(f"kg_runner timed out after {timeout} s") from exc
         text = out.read_text() if out.exists() else ""
-    results = parse_runner_output(text)
+    results = parse_runner_output(text, cases)
     if proc.returncode != 0:
         detail = proc.stderr.strip()
         if proc.returncode < 0 and len(results) < len(cases):
@@ -537,7 +545,8 @@ def manifest_arg(arg: dict, dtype: str, data: Iterable[int] | None = None, alias
     """A harness argument for one entry of a manifest function's `args`, placed
     at exactly its required alignment (tests), or at its preferred one (`fastest`: timing)."""
     align = arg.get("preferred_align", arg["align"]) if fastest else arg["align"]
-    return Arg(arg["role"], element_bytes(dtype), arg["count"], align, None if data is None else tuple(data), alias_of)
+    return Arg(arg["role"], element_bytes(dtype), arg["count"], align, None if data is None else tuple(data), alias_of,
+               dtype.startswith("u"))
 
 
 def cpu_flags() -> set[str]:

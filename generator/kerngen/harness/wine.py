@@ -293,7 +293,7 @@ def run_runner_wine(
         argv = [str(runner), *map(to_windows_path, libs), to_windows_path(vec), to_windows_path(out)]
         proc = run_wine(workdir, argv, timeout, None if seed is None else {"KG_SEED": str(seed)})
         text = out.read_text() if out.exists() else ""
-    results = driver.parse_runner_output(text)
+    results = driver.parse_runner_output(text, cases)
     if proc.returncode != 0:
         detail = proc.stderr.strip()
         if proc.returncode == CRASH_STATUS and len(results) < len(cases):

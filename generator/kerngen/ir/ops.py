@@ -49,6 +49,16 @@ def unsigned(x, bits: int):
     return x & ((1 << bits) - 1)
 
 
+def lane_range(bits: int, signed: bool = True) -> tuple[int, int]:
+    """The least and greatest value of a `bits`-bit lane, read signed or unsigned."""
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
+def lane_value(x, bits: int, signed: bool = True):
+    """A lane's bits as the integer they mean, read signed or unsigned; ints and numpy arrays."""
+    return wrap(x, bits) if signed else unsigned(x, bits)
+
+
 def min_unsigned(a, b, bits: int):
     """The smaller of a and b read as unsigned `bits`-bit integers; ints and numpy arrays."""
     ua, ub = unsigned(a, bits), unsigned(b, bits)

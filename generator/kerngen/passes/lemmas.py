@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..ir.ops import Arith, by_width, spec, unsigned, wrap
+from ..ir.ops import Arith, by_width, lane_range, lane_value, spec, unsigned, wrap
 
 EXHAUSTIVE_BITS = 16  # widest lanes whose every input is run
 SMT_TIMEOUT_MS = 30_000  # an idiom the solver cannot settle in this time is not proven (refused)
@@ -53,13 +53,11 @@ class ScalarIdiom:
     @property
     def lane(self) -> tuple[int, int]:
         """The lane's values, least and greatest."""
-        if self.signed:
-            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
-        return 0, (1 << self.bits) - 1
+        return lane_range(self.bits, self.signed)
 
     def read(self, y):
         """A lane's bits as the integer the idiom's values mean."""
-        return wrap(y, self.bits) if self.signed else unsigned(y, self.bits)
+        return lane_value(y, self.bits, self.signed)
 
     def run(self, x):
         """The output for input x: an int, or a numpy array of inputs at once."""

@@ -35,7 +35,7 @@ from itertools import count
 from ..core.errors import VerifyError
 from ..ir.instr import ArgBase, Imm, Instr, Kernel, Mem, PhysReg, StackBase, TableBase
 from ..ir.lanes import SPLIT, move_lanes
-from ..ir.ops import Arith, generic_name, spec, unsigned, wrap
+from ..ir.ops import Arith, generic_name, lane_range, lane_value, spec, wrap
 from ..target.printer import instr_text
 from .lemmas import LemmaError, ScalarIdiom, prove, prove_montgomery, prove_pair_montgomery, prove_shoup
 
@@ -125,8 +125,7 @@ class _Machine:
         self.bits = kernel.target.lane_bits
         self.lane_bytes = self.bits // 8
         self.signed = v.signed
-        self.lo, self.hi = ((-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else
-                            (0, (1 << self.bits) - 1))
+        self.lo, self.hi = lane_range(self.bits, self.signed)
         self.lane_type = f"{'' if self.signed else 'u'}int{self.bits}"
         self.top: Interval = (self.lo, self.hi)
         self.model_lanes = kernel.target.isa.vector_bits // self.bits
@@ -152,7 +151,7 @@ class _Machine:
 
     def read(self, x: int) -> int:
         """A lane's bits as the integer they mean here."""
-        return wrap(x, self.bits) if self.signed else unsigned(x, self.bits)
+        return lane_value(x, self.bits, self.signed)
 
     def new(self, lanes, deps, form) -> Value:
         return Value(next(self.ids), tuple(lanes), tuple(deps), form)
@@ -406,6 +405,10 @@ class _Group:
     def record(self, ins: Instr, reads: list, sources: list[Value], result: Value) -> None:
         self.steps.append((ins, reads, sources, result))
 
+    def made_inside(self) -> set[int]:
+        """The values the group's instructions made (not the ones they copied)."""
+        return {made.vid for _, _, sources, made in self.steps if made.vid not in {v.vid for v in sources}}
+
     def apply_lemma(self, mc: _Machine, index: int, ins: Instr, result: Value) -> Value:
         """Rebuild the idiom in lane form from the values its instructions read
         and made, prove it, and take its result from the lemma."""
@@ -458,7 +461,7 @@ class _Group:
         if not mc.signed:
             bad(f"runs on {mc.lane_type} lanes (it is signed)")
         qinv = pow(q, -1, 1 << bits)
-        inside = {made.vid for _, _, sources, made in self.steps if made.vid not in {v.vid for v in sources}}  # not copies
+        inside = self.made_inside()
         active = ins.operands[0].bits // bits  # the lanes the product computes
         half = 1 << (bits - 1)
         u_lo, u_hi = (-half * q) >> bits, ((half - 1) * q) >> bits  # hi(t*q) for any t
@@ -601,7 +604,7 @@ class _Group:
         if mc.signed:
             bad(f"runs on {mc.lane_type} lanes (it needs unsigned ones)")
         lemma = prove_shoup(q, bits)
-        inside = {made.vid for _, _, sources, made in self.steps if made.vid not in {v.vid for v in sources}}
+        inside = self.made_inside()
         lanes, deps, form = list(result.lanes), list(result.deps), frozenset()
         shape = "not lo(x*w) - lo(hi(x*w')*q)"
         for lane in range(ins.operands[0].bits // bits):
@@ -656,6 +659,13 @@ def _input_element(mc: _Machine, v: Value, lane: int) -> tuple[int, int] | None:
         if arg is None or not dep or dep & (dep - 1) or dep.bit_length() - 1 < mc.bases[arg]:
             return None
         return arg, dep.bit_length() - 1 - mc.bases[arg]
+    moved = _moved_from(mc, made, v, lane)
+    return None if moved is None else _input_element(mc, *moved)
+
+
+def _moved_from(mc: _Machine, made: _Def, v: Value, lane: int) -> tuple[Value, int] | None:
+    """The source value and lane whose content lane `lane` of v takes, where
+    the instruction that made v moves whole lanes; None otherwise."""
     s = spec(made.op)
     if s.move is None:
         return None
@@ -664,7 +674,7 @@ def _input_element(mc: _Machine, v: Value, lane: int) -> tuple[int, int] | None:
     if got is None or got[lane] is None or got[lane] is SPLIT:
         return None
     i, k = got[lane]
-    return _input_element(mc, made.sources[i], k)
+    return made.sources[i], k
 
 
 def _lane_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad) -> tuple:
@@ -687,12 +697,9 @@ def _lane_term(mc: _Machine, v: Value, lane: int, inside: set[int], bad) -> tupl
     if s.arith is not None and s.elem in (None, mc.bits) and d.imm is None:
         a, b = d.sources
         return (d.generic, _lane_term(mc, a, lane, inside, bad), _lane_term(mc, b, lane, inside, bad))
-    if s.move is not None:
-        labels = [[(i, k) for k in range(len(src.lanes))] for i, src in enumerate(d.sources)]
-        got = move_lanes(s, labels, d.imm, mc.bits, len(v.lanes), None)
-        if got is not None and got[lane] is not None and got[lane] is not SPLIT:
-            i, k = got[lane]
-            return _lane_term(mc, d.sources[i], k, inside, bad)
+    moved = _moved_from(mc, d, v, lane)
+    if moved is not None:
+        return _lane_term(mc, *moved, inside, bad)
     bad(f"has a `{d.op}` that cannot be followed lane by lane")
 
 

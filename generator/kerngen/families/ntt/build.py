@@ -15,14 +15,14 @@ from ...core.errors import ParamError, VerifyError
 from ...core.params import names_manifest
 from ...core.proof import MapProof, monomials
 from ...ir.instr import ArgBase, ArgSpec, Mem
-from ...ir.ops import spec
+from ...ir.ops import lane_range, spec
 from ...passes.pipeline import Compiled, compile_kernel
 from ...target.target import Target
 from .kernels import build_basemul, build_mulmod_shoup, build_ntt, build_reduce, kernel_builder
 from .layout import plan
 from .maths import NttMath
 from .montgomery import Montgomery
-from .params import MULS, NttParams, inverse_input_top, shoup_fits
+from .params import NttParams, inverse_input_top, strategies
 from .reducers import Reducer, freezer, reducers
 from .schedule import Arithmetic, ReductionSchedule, ScheduleError, schedule
 from .shoup import HarveyReducer, Shoup, ShoupReduction, UnsignedFreeze
@@ -93,11 +93,15 @@ def butterfly_cost(ar: Arithmetic, direction: str) -> int:
     return sum(2 if spec(ins.op).cls == "mul" else 1 for ins in b.instrs[start:])
 
 
+def reduction_cost(r) -> int:
+    """One vector reduction by the cost model: instructions, multiplications counted twice."""
+    return r.instructions + 2 * r.multiplications
+
+
 def strategy_cost(ar: Arithmetic, p: NttParams) -> int:
     """Both NTTs' butterflies and scheduled reductions by the cost model (`butterfly_cost`)."""
-    r = ar.reducer
     butterflies = ar.math.layers * ar.layout.vectors // 2
-    return sum(butterflies * butterfly_cost(ar, d) + s.count * (r.instructions + 2 * r.multiplications)
+    return sum(butterflies * butterfly_cost(ar, d) + s.count * reduction_cost(ar.reducer)
                for d, s in _schedules(ar, p).items())
 
 
@@ -120,7 +124,7 @@ def choose_reducer(p: NttParams, math: NttMath, mul: Montgomery, layout, availab
         except ScheduleError as e:
             failure = e
             continue
-        costs[kind] = count * (r.instructions + 2 * r.multiplications)
+        costs[kind] = count * reduction_cost(r)
     if not costs:
         best = largest_feasible_q(p, layout, kinds)
         raise ParamError(p.source, "q", f"q = {p.q} is too large for n = {p.n} on {p.width}-bit lanes with "
@@ -156,7 +160,8 @@ def _arg(p: NttParams, t: Target, name: str, role: str, polys: int = 1, unsigned
     with unaligned vector moves, so any element-aligned array works;
     register-aligned ones are fastest (no vector access then crosses a page:
     measured up to 9% on an NTT, 1% for other offsets)."""
-    return ArgSpec(name, role, f"{'u' if unsigned else ''}int{t.lane_bits}_t", t.lane_bytes, p.n * polys, t.lane_bytes, t.isa.vector_bits // 8)
+    return ArgSpec(name, role, f"{'u' if unsigned else ''}int{t.lane_bits}_t", t.lane_bytes, p.n * polys, t.lane_bytes,
+                   t.isa.vector_bits // 8)
 
 
 def _sum_text(k: int) -> str:
@@ -217,7 +222,7 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     except ValueError as e:
         raise ParamError(p.source, "order", f"{p.order!r} is out of reach on {t.isa.name}: {e}; choose "
                                             "another order or leave that ISA out") from None
-    kinds = [p.mul] if p.mul != "auto" else [k for k in MULS[1:] if k != "shoup" or shoup_fits(p.width, p.q)]
+    kinds = strategies(p)
     options, failure = [], None
     for kind in kinds:
         if kind == "shoup":
@@ -298,7 +303,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
                                                  "centred": (None, ar.reducer, unsigned_freeze),
                                                  "canonical": (unsigned_freeze,)}
     ranges = {"lazy": None, "centred": Bound(-(q - 1), q - 1), "canonical": Bound(0, q - 1)}
-    lane_top = (1 << (bits - 1)) - 1  # base multiplication's signed lanes (Shoup bundles too)
+    lane_top = lane_range(bits)[1]  # base multiplication's signed lanes (Shoup bundles too)
 
     def first_fitting(output: str, make, arg: str, fits=lambda out: True, tries=finishers) -> Compiled:
         """The first build (by `make(finish)`) whose proven output has the range asked for and `fits`."""
@@ -379,7 +384,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
         f"inverse negacyclic NTT of a[{n}] in place, natural order out")
     fns.append(inverse)
 
-    lane = Bound(-(1 << (bits - 1)), lane_top) if signed else Bound(0, (1 << bits) - 1)
+    lane = Bound(*lane_range(bits, signed))
     lane_type = f"{'' if signed else 'u'}int{bits}"
     standalone = ([*available.items(), ("freeze", freezer(q, bits))] if signed else
                   [("shoup", ShoupReduction(q, bits)), ("freeze", unsigned_freeze.choose(lane.hi))])

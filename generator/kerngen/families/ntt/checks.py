@@ -58,14 +58,6 @@ def edge_inputs(lo: int, hi: int, n: int, rng: random.Random, randoms: int) -> l
     return out
 
 
-def _read(fn: dict, vals) -> list[int]:
-    """A kernel's output elements as its element type means them (the harness reports them signed)."""
-    if not fn["dtype"].startswith("u"):
-        return list(vals)
-    mask = (1 << (8 * driver.element_bytes(fn["dtype"]))) - 1
-    return [int(v) & mask for v in vals]
-
-
 def _requires(fn: dict, name: str) -> list[int]:
     """The bound argument `name` requires: the function's shared input bound, or its own."""
     arg = next(a for a in fn["args"] if a["name"] == name)
@@ -95,7 +87,7 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
 
     def forward_judge(a: list[int]):
         def judge(outputs: dict[int, list[int]]) -> str | None:
-            got = _read(fwd, outputs[0])
+            got = outputs[0]
             bad = _in_bound(got, fwd["output"]["bound"])
             if bad:
                 return bad
@@ -113,7 +105,7 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
 
     def inverse_judge(y: list[int]):
         def judge(outputs: dict[int, list[int]]) -> str | None:
-            got = _read(inv, outputs[0])
+            got = outputs[0]
             bad = _in_bound(got, inv["output"]["bound"])
             if bad:
                 return bad
@@ -133,7 +125,7 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
         copies = fn.get("k", 1)
 
         def judge(outputs: dict[int, list[int]]) -> str | None:
-            got = _read(fn, outputs[0])
+            got = outputs[0]
             bad = _in_bound(got, fn["output"]["bound"])
             if bad:
                 return bad
@@ -156,7 +148,7 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
 
         def reduce_judge(x: list[int], red=red):
             def judge(outputs: dict[int, list[int]]) -> str | None:
-                got = _read(red, outputs[0])
+                got = outputs[0]
                 bad = _in_bound(got, red["output"]["bound"])
                 if bad:
                     return bad
@@ -204,7 +196,7 @@ def _shoup_checks(fn: dict, n: int, q: int, rng: random.Random, randoms: int) ->
         data = (a, w, [shoup_quotient(x, q, bits) for x in w]) + ((b,) if accumulate else ())
 
         def judge(outputs, a=a, w=w, b=b) -> str | None:
-            got = _read(fn, outputs[0])
+            got = outputs[0]
             bad = _in_bound(got, fn["output"]["bound"])
             if bad:
                 return bad
@@ -246,7 +238,7 @@ def round_trips(manifest: dict, run: Runner, seed: int, count: int = 2) -> list[
         if not r3[0].ok:
             results.append((name, f"inverse: {r3[0].status} {r3[0].reason}"))
             continue
-        got = [v % q for v in _read(inv, r3[0].outputs[0])]
+        got = [v % q for v in r3[0].outputs[0]]
         want = negacyclic_product(a, b, q)
         bad = next((i for i in range(n) if got[i] != want[i]), None)
         results.append((name, None if bad is None else f"coefficient {bad}: got {got[bad]}, want {want[bad]}"))
@@ -277,7 +269,7 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                 want = lagrange_images(layout, n, q)
             else:  # a reduction: congruent to its input, element by element
                 want = eye
-            got = np.array([_read(fn, r) for r in calls.batch(fn, {0: eye})[0]], dtype=np.int64)
+            got = calls.batch(fn, {0: eye})[0]
             bad = np.argwhere((got - scale * want) % q)
             out.append((f"{name} ({n} unit vectors)", None if not len(bad) else
                         f"basis vector {bad[0][0]}: element {bad[0][1]} is {got[tuple(bad[0])]}, "
@@ -293,7 +285,7 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                 if "wp" in names:  # Shoup's w' follows w
                     w = data[ins[names.index("w")]][row]
                     data[ins[names.index("wp")]][row] = [shoup_quotient(int(x), q, bits) for x in w]
-            got = np.array([_read(fn, r) for r in calls.batch(fn, data)[0]], dtype=np.int64)
+            got = calls.batch(fn, data)[0]
             bad = np.argwhere((got - scale) % q)
             out.append((f"{name} (each of {len(mono)} monomials on every element)", None if not len(bad) else
                         f"monomial {mono[bad[0][0]]}: element {bad[0][1]} is {got[tuple(bad[0])]}, want {scale} "

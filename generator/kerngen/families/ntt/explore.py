@@ -27,7 +27,7 @@ from ...harness.driver import Arg, Case, bundle_library, run_bench
 from ...target.figures import mca_throughput, static_figures
 from .build import DIRECTIONS, build, schedules
 from .layout import NttLayout, layer_pairs, register_key
-from .params import MULS, POLICIES, NttParams, shoup_fits
+from .params import MULS, POLICIES, NttParams, strategies
 from .reducers import reducers
 from .schedule import ReductionSchedule
 
@@ -58,19 +58,17 @@ class Variant:
         return self.bundle.function(f"ntt_{direction}")
 
 
-def strategies(p: NttParams) -> dict[str, tuple[str, ...]]:
-    """The multiplication strategies that fit q, each with the reductions
-    its schedules can place (Shoup's lanes are unsigned: Harvey's only)."""
-    found = {"montgomery": tuple(reducers(p.q, p.width))}
-    if shoup_fits(p.width, p.q):
-        found["shoup"] = ("harvey",)
-    return found
+def reductions_by_strategy(p: NttParams) -> dict[str, tuple[str, ...]]:
+    """Every multiplication strategy that fits q, whatever the set names, with
+    the reductions its schedules can place (Shoup's lanes are unsigned: Harvey's only)."""
+    return {mul: tuple(reducers(p.q, p.width)) if mul == MULS[1] else ("harvey",)
+            for mul in strategies(dataclasses.replace(p, mul=MULS[0]))}
 
 
 def build_variants(base: NttParams, say: Say) -> list[Variant]:
     """Every (multiplication, policy, reduction kind) for q, each built and verified."""
     out = []
-    for mul, kinds in strategies(base).items():
+    for mul, kinds in reductions_by_strategy(base).items():
         for policy in POLICIES:
             for kind in kinds:
                 say(f"{base.name}: building and verifying {mul} multiplication, policy {policy} with {kind} "

@@ -78,6 +78,12 @@ def _reduce(b: Builder, x: VReg, reducer, why: str) -> VReg:
     return reducer.emit(b, x, f"{reducer.kind}: {why}" if why else reducer.kind)
 
 
+def _reduce_bounded(b: Builder, x: VReg, reducer, bound: int, why: str) -> tuple[VReg, int]:
+    """x reduced by what `reducer` chooses for lanes up to `bound`, and the bound after it."""
+    r = reducer.choose(bound)
+    return _reduce(b, x, r, why), r.reduced_bound(bound)
+
+
 def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label: str,
               finish: Reducer | None = None) -> None:
     """Forward (sched.direction == "forward") or inverse NTT on argument 0, in
@@ -108,9 +114,8 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                     bounds = [max(before[i] for i in idx[s]) for s in (lo, hi)]
                     for k, s in enumerate((lo, hi)):
                         if register_key(idx[s]) in due:
-                            r = ar.reducer.choose(bounds[k])
-                            regs[s] = _reduce(b, regs[s], r, f"before layer {st.layer}")
-                            bounds[k] = r.reduced_bound(bounds[k])
+                            regs[s], bounds[k] = _reduce_bounded(b, regs[s], ar.reducer, bounds[k],
+                                                                 f"before layer {st.layer}")
                     scaled = st.layer == first_layer
                     factor = mul.operands(math.twiddles(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1),
                                           table.vector)
@@ -125,8 +130,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                     for reducer, why in ((ar.reducer if sched.at_end else None, "eager, after the last layer"),
                                          (finish, "the output range asked for")):
                         if reducer is not None:
-                            r = reducer.choose(bound)
-                            regs[k], bound = _reduce(b, regs[k], r, why), r.reduced_bound(bound)
+                            regs[k], bound = _reduce_bounded(b, regs[k], reducer, bound, why)
             for v, r, ix in zip(group, regs, idx):
                 _store(b, _vector(layout, v), r)
                 memory[v] = ix
@@ -313,17 +317,15 @@ def build_mulmod_shoup(b: Builder, layout: NttLayout, shoup, freeze, accumulate:
     result is stored, so r may alias a or b."""
     bits, q, top = layout.lane_bits, shoup.q, (1 << layout.lane_bits) - 1
     qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
-    product = shoup.bound(top)
-    early = accumulate and product + q - 1 > top  # the sum could leave the lane: reduce the product first
-    bound = (q - 1 if early else product) + (q - 1 if accumulate else 0)
     for v in range(layout.vectors):
         x, w, wp = (_load(b, _vector(layout, v, arg)) for arg in (1, 2, 3))
-        r = shoup.multiply(b, x, (w, wp), qv)
-        if early:
-            r = _reduce(b, r, freeze.choose(product), "below q before the sum")
+        r, bound = shoup.multiply(b, x, (w, wp), qv), shoup.bound(top)
         if accumulate:
-            r = b.op(by_width("add", bits), r, _load(b, _vector(layout, v, 4)))
-        _store(b, _vector(layout, v), _reduce(b, r, freeze.choose(bound), "to [0, q)"))
+            if bound + q - 1 > top:  # the sum could leave the lane: the product below q first
+                r, bound = _reduce_bounded(b, r, freeze, bound, "below q before the sum")
+            r, bound = b.op(by_width("add", bits), r, _load(b, _vector(layout, v, 4))), bound + q - 1
+        r, _ = _reduce_bounded(b, r, freeze, bound, "to [0, q)")
+        _store(b, _vector(layout, v), r)
 
 
 def build_reduce(b: Builder, layout: NttLayout, reducer: Reducer) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
-from ...ir.ops import by_width, has, wrap
+from ...ir.ops import by_width, has, lane_range, wrap
 from ...passes.lemmas import MontgomeryLemma, prove_montgomery
 from .maths import centred
 from .reducers import broadcast_const
@@ -48,7 +48,7 @@ class Montgomery:
 
     @property
     def lane_max(self) -> int:
-        return (1 << (self.bits - 1)) - 1
+        return lane_range(self.bits)[1]
 
     @property
     def r(self) -> int:

@@ -147,6 +147,14 @@ def shoup_fits(width: int, q: int) -> bool:
     return q < 1 << (width - 2)
 
 
+def strategies(p: NttParams) -> tuple[str, ...]:
+    """The multiplication strategies to build with: the one named, or for
+    "auto" every one that fits q (the cost model chooses among them)."""
+    if p.mul != MULS[0]:
+        return (p.mul,)
+    return tuple(k for k in MULS[1:] if k != "shoup" or shoup_fits(p.width, p.q))
+
+
 def inverse_input_top(width: int, q: int) -> int:
     """|a[i]| at most this into the inverse NTT. The inverse adds pairs before
     its first multiplication (which carries the scaling), so its inputs may

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
-from ...ir.ops import by_width, has
+from ...ir.ops import by_width, has, lane_range
 from ...passes.lemmas import ShoupLemma, ScalarIdiom, prove, prove_shoup
 from ...passes.verify import SHOUP
 from .montgomery import ODD_LANES, odd_down
@@ -56,7 +56,7 @@ class Shoup:
 
     @property
     def lane_max(self) -> int:
-        return (1 << self.bits) - 1
+        return lane_range(self.bits, signed=False)[1]
 
     def constant(self, c: int) -> ShoupConstant:
         w = c % self.q
@@ -77,14 +77,15 @@ class Shoup:
             rows.append(odd_down(rows[1]))
         return tuple(vector(r) for r in rows)
 
-    def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg) -> VReg:
+    def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg, comment: str = "") -> VReg:
         """x*w mod q in [0, 2q) for (w, w') given by `operands`, or as two
         registers (variable w with its w'). Tagged as one Shoup product, which
         the verifier checks before relying on the lemma."""
         group = b.new_group()
 
         def op(name: str, *sources, role: str = "body") -> VReg:
-            return b.op(name, *sources, idiom=IdiomTag(group, SHOUP, role, 1))
+            return b.op(name, *sources, idiom=IdiomTag(group, SHOUP, role, 1),
+                        comment=comment if role == "start" else "")
 
         mullo = by_width("mullo", self.bits)
         if not self.even_odd:
@@ -99,23 +100,26 @@ class Shoup:
                           Imm(ODD_LANES))
         return op(by_width("sub", self.bits), op(mullo, x, w), op(mullo, quotient, q), role="end")
 
-    def bound(self, x_max: int, w_abs: int | None = None) -> int:
+    def bound(self, x_max: int) -> int:
         """Largest multiply(x, w) for 0 <= x <= x_max, any w (Shoup's lemma)."""
         return self.prove().range_for(0, x_max)[1]
 
-    def offset(self, y_max: int) -> int:
-        """The multiple of q added before subtracting a value up to y_max, so nothing goes below zero."""
-        return -(-y_max // self.q) * self.q
+    def offset(self, inverse: bool, y_register: int) -> int:
+        """c, the multiple of q added before a subtraction so nothing goes
+        below zero: at or above what is subtracted, the product w*y (forward)
+        or y itself (inverse), for a register y whose lanes reach `y_register`."""
+        subtracted = y_register if inverse else self.bound(y_register)
+        return -(-subtracted // self.q) * self.q
 
     def forward_bounds(self, x: int, y: int, w_abs: int, y_register: int) -> tuple[int, int] | None:
         """Cooley–Tukey (x + t, x + c - t), t = w*y; None where a lane could overflow."""
-        t, c = self.bound(y), self.offset(self.bound(y_register))
-        return None if x + c > self.lane_max else (x + t, x + c)
+        c = self.offset(False, y_register)
+        return None if x + c > self.lane_max else (x + self.bound(y), x + c)
 
     def inverse_bounds(self, x: int, y: int, w_abs: int, scale_abs: int | None,
                        y_register: int) -> tuple[int, int] | None:
         """Gentleman–Sande (x + y, w*(x + c - y)), the sum times the scale where asked."""
-        c = self.offset(y_register)
+        c = self.offset(True, y_register)
         if x + y > self.lane_max or x + c > self.lane_max:
             return None
         return (x + y if scale_abs is None else self.bound(x + y)), self.bound(x + c)
@@ -123,13 +127,12 @@ class Shoup:
     def butterfly(self, b: Builder, x: VReg, y: VReg, factor: tuple[Mem, ...], q: VReg, inverse: bool,
                   scale: tuple[Mem, ...] | None, y_register: int, comment: str) -> tuple[VReg, VReg]:
         add, sub = by_width("add", self.bits), by_width("sub", self.bits)
+        c = broadcast_const(b, self.offset(inverse, y_register), self.bits)
         if not inverse:
             t = self.multiply(b, y, factor, q)
-            c = self.offset(self.bound(y_register))
-            return b.op(add, x, t, comment=comment), b.op(sub, b.op(add, x, broadcast_const(b, c, self.bits)), t)
-        c = self.offset(y_register)
+            return b.op(add, x, t, comment=comment), b.op(sub, b.op(add, x, c), t)
         total = b.op(add, x, y, comment=comment)
-        diff = self.multiply(b, b.op(sub, b.op(add, x, broadcast_const(b, c, self.bits)), y), factor, q)
+        diff = self.multiply(b, b.op(sub, b.op(add, x, c), y), factor, q)
         if scale is not None:
             total = self.multiply(b, total, scale, q)
         return total, diff
@@ -153,8 +156,6 @@ class ConditionalSubtraction:
     bits: int
 
     kind = "csub"
-    multiplications = 0
-    instructions = 2
 
     @property
     def idiom(self) -> ScalarIdiom:
@@ -183,22 +184,13 @@ class ShoupReduction:
     def strategy(self) -> Shoup:
         return Shoup(self.q, self.bits)
 
-    @property
-    def multiplications(self) -> int:
-        return 4 if self.strategy.even_odd else 2
-
-    @property
-    def instructions(self) -> int:
-        return 7 if self.strategy.even_odd else 3
-
     def reduced_bound(self, bound: int) -> int:
         return self.strategy.bound(bound)
 
     def emit(self, b: Builder, x: VReg, comment: str) -> VReg:
         s = self.strategy
         one = s.operands([1], lambda row: broadcast_const(b, row[0], self.bits))
-        q = b.op("load", broadcast_const(b, self.q, self.bits), comment=comment)
-        return s.multiply(b, x, one, q)
+        return s.multiply(b, x, one, broadcast_const(b, self.q, self.bits), comment)
 
     def describe(self) -> str:
         return "Shoup's product by 1: x - hi(x*floor(2^W/q))*q"
@@ -252,9 +244,9 @@ class ReductionChain:
 
 @dataclass(frozen=True)
 class UnsignedFreeze:
-    """Unsigned lanes to [0, q): for lanes that may reach 2q, Shoup's product
-    by 1 first; then conditional subtractions of multiples of q, each
-    halving the range, down to one of q."""
+    """Unsigned lanes to [0, q): for lanes that may reach 4q, Shoup's product
+    by 1 first (to [0, 2q)); then conditional subtractions of multiples of
+    q, each halving the range, down to one of q."""
 
     q: int
     bits: int
@@ -264,7 +256,7 @@ class UnsignedFreeze:
     def choose(self, register_bound: int) -> ReductionChain:
         steps: list[ConditionalSubtraction | ShoupReduction] = []
         bound = register_bound
-        if bound >= 2 * self.q:
+        if bound >= 4 * self.q:
             steps.append(ShoupReduction(self.q, self.bits))
             bound = steps[-1].reduced_bound(bound)
         while bound >= self.q:
