@@ -12,6 +12,7 @@ import pytest
 from kerngen.core.errors import VerifyError
 from kerngen.families import load
 from kerngen.families.ntt.build import build, design, strategy_cost
+from kerngen.families.ntt.reducers import lift_idiom
 from kerngen.families.ntt.shoup import Shoup
 from kerngen.ir.instr import Mem
 from kerngen.passes.lemmas import LemmaError, ScalarIdiom, prove, prove_shoup
@@ -140,3 +141,21 @@ def test_shoup_products_bound_what_they_are_given():
     assert s.bound(0) == 3328 and s.bound(3328) == 3328 + 170 and s.bound(65535) == 6657  # q - 1 + ceil(q*x/2^16)
     assert s.offset(True, 6657) == 6658 and s.offset(True, 3329) == 3329
     assert s.offset(False, 3328) == 2 * 3329  # forward: above the product's bound q - 1 + ceil(q*x/2^16)
+
+
+def test_lift_takes_signed_products_into_the_unsigned_inverse_input():
+    """2q added where negative: congruent for every input, (-2q, 2q) into [0, 2q)."""
+    lemma = prove(lift_idiom(3329, 16))
+    assert lemma.range_for(-3328, 3328) == (0, 6657)
+    assert lemma.range_for(-6657, -1) == (1, 6657)
+
+
+def test_shoup_base_multiplication_is_lifted_not_frozen():
+    """Dilithium's base multiplication (Montgomery, signed) ends in three
+    instructions per vector into the inverse's [0, 2q), not in a Barrett freeze."""
+    p = load(REPO / "params/dilithium-8380417.toml")
+    fn = _function(REPO / "params/dilithium-8380417.toml", "basemul")
+    lo, hi = fn.manifest()["output"]["bound"]
+    assert 0 <= lo and hi < 2 * p.q and fn.manifest()["output_range"] == "lazy"
+    kinds = {ins.idiom.kind for ins in fn.kernel.body if ins.idiom is not None}
+    assert "lift" in kinds and "freeze" not in kinds

@@ -800,10 +800,6 @@ pd_16760834:
     dd 16760834, 16760834, 16760834, 16760834, 16760834, 16760834, 16760834, 16760834
 
 align 32
-pd_2097152:
-    dd 2097152, 2097152, 2097152, 2097152, 2097152, 2097152, 2097152, 2097152
-
-align 32
 pd_25141251:
     dd 25141251, 25141251, 25141251, 25141251, 25141251, 25141251, 25141251, 25141251
 
@@ -818,10 +814,6 @@ pd_41902085:
 align 32
 pd_512:
     dd 512, 512, 512, 512, 512, 512, 512, 512
-
-align 32
-pd_513:
-    dd 513, 513, 513, 513, 513, 513, 513, 513
 
 align 32
 pd_544727105:
@@ -2506,7 +2498,7 @@ kg_dilithium8380417_ntt_forward_avx2:
 ; kg_dilithium8380417_basemul_avx2: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 142467088] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 8380416] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
+;   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-4}, flags
@@ -2530,14 +2522,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -2554,14 +2540,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -2578,14 +2558,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -2602,14 +2576,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -2626,14 +2594,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -2650,14 +2612,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -2674,14 +2630,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -2698,14 +2648,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -2722,14 +2666,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -2746,14 +2684,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -2770,14 +2702,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -2794,14 +2720,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -2818,14 +2738,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -2842,14 +2756,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -2866,14 +2774,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -2890,14 +2792,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rsi + 512]
@@ -2914,14 +2810,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rsi + 544]
@@ -2938,14 +2828,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rsi + 576]
@@ -2962,14 +2846,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rsi + 608]
@@ -2986,14 +2864,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rsi + 640]
@@ -3010,14 +2882,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rsi + 672]
@@ -3034,14 +2900,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rsi + 704]
@@ -3058,14 +2918,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rsi + 736]
@@ -3082,14 +2936,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rsi + 768]
@@ -3106,14 +2954,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rsi + 800]
@@ -3130,14 +2972,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rsi + 832]
@@ -3154,14 +2990,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rsi + 864]
@@ -3178,14 +3008,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rsi + 896]
@@ -3202,14 +3026,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rsi + 928]
@@ -3226,14 +3044,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rsi + 960]
@@ -3250,14 +3062,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 10                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_513]
-    vpaddd       ymm2, ymm2, [rel pd_2097152]
-    vpsrad       ymm2, ymm2, 22
-    vpmulld      ymm2, ymm2, [rel pd_8380417]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_8380417]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_16760834]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rsi + 992]
@@ -3274,14 +3080,8 @@ kg_dilithium8380417_basemul_avx2:
     vpsubd       ymm0, ymm2, ymm0
     vmovshdup    ymm1, ymm1
     vpblendd     ymm0, ymm1, ymm0, 170
-    vpsrad       ymm1, ymm0, 10                      ; freeze: the output range asked for
-    vpmulld      ymm1, ymm1, [rel pd_513]
-    vpaddd       ymm1, ymm1, [rel pd_2097152]
-    vpsrad       ymm1, ymm1, 22
-    vpmulld      ymm1, ymm1, [rel pd_8380417]
-    vpsubd       ymm0, ymm0, ymm1
-    vpsrad       ymm1, ymm0, 31
-    vpand        ymm1, ymm1, [rel pd_8380417]
+    vpsrad       ymm1, ymm0, 31                      ; lift: the output range asked for
+    vpand        ymm1, ymm1, [rel pd_16760834]
     vpaddd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -11070,7 +10870,7 @@ kg_dilithium8380417_ntt_forward_sse:
 ; kg_dilithium8380417_basemul_sse: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 142467088] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 8380416] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
+;   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-8}, flags
@@ -11112,26 +10912,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -11168,26 +10954,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -11224,26 +10996,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -11280,26 +11038,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -11336,26 +11080,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -11392,26 +11122,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -11448,26 +11164,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -11504,26 +11206,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -11560,26 +11248,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -11616,26 +11290,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -11672,26 +11332,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -11728,26 +11374,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -11784,26 +11416,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -11840,26 +11458,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -11896,26 +11500,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -11952,26 +11542,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 480], xmm1
@@ -12008,26 +11584,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 512], xmm1
@@ -12064,26 +11626,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 544], xmm1
@@ -12120,26 +11668,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 576], xmm1
@@ -12176,26 +11710,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 608], xmm1
@@ -12232,26 +11752,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 640], xmm1
@@ -12288,26 +11794,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 672], xmm1
@@ -12344,26 +11836,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 704], xmm1
@@ -12400,26 +11878,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 736], xmm1
@@ -12456,26 +11920,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 768], xmm1
@@ -12512,26 +11962,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 800], xmm1
@@ -12568,26 +12004,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 832], xmm1
@@ -12624,26 +12046,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 864], xmm1
@@ -12680,26 +12088,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 896], xmm1
@@ -12736,26 +12130,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 928], xmm1
@@ -12792,26 +12172,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, [rel pd_513]
-    pmulld       xmm4, [rel pd_513 + 16]
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_8380417]
-    pand         xmm4, [rel pd_8380417 + 16]
+    pand         xmm3, [rel pd_16760834]
+    pand         xmm4, [rel pd_16760834 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 960], xmm1
@@ -12848,26 +12214,12 @@ kg_dilithium8380417_basemul_sse:
     movshdup     xmm1, xmm2
     pblendw      xmm0, xmm5, 204
     pblendw      xmm1, xmm6, 204
-    movdqa       xmm2, xmm0                          ; freeze: the output range asked for
-    psrad        xmm2, 10
-    movdqa       xmm3, xmm1
-    psrad        xmm3, 10
-    pmulld       xmm2, [rel pd_513]
-    pmulld       xmm3, [rel pd_513 + 16]
-    paddd        xmm2, [rel pd_2097152]
-    paddd        xmm3, [rel pd_2097152 + 16]
-    psrad        xmm2, 22
-    psrad        xmm3, 22
-    pmulld       xmm2, [rel pd_8380417]
-    pmulld       xmm3, [rel pd_8380417 + 16]
-    psubd        xmm0, xmm2
-    psubd        xmm1, xmm3
-    movdqa       xmm2, xmm0
+    movdqa       xmm2, xmm0                          ; lift: the output range asked for
     psrad        xmm2, 31
     movdqa       xmm3, xmm1
     psrad        xmm3, 31
-    pand         xmm2, [rel pd_8380417]
-    pand         xmm3, [rel pd_8380417 + 16]
+    pand         xmm2, [rel pd_16760834]
+    pand         xmm3, [rel pd_16760834 + 16]
     paddd        xmm0, xmm2
     paddd        xmm1, xmm3
     movdqu       [rdi + 992], xmm0

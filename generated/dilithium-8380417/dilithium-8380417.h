@@ -97,7 +97,7 @@ void kg_dilithium8380417_ntt_forward_avx2(uint32_t a[256]);
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
  *   requires: every a[i], b[i] in [0, 142467088] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [0, 8380416] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
+ *   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   r: 256 x uint32_t, out, 4-byte aligned (32-byte alignment is fastest)
@@ -172,7 +172,7 @@ void kg_dilithium8380417_ntt_forward_sse(uint32_t a[256]);
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
  *   requires: every a[i], b[i] in [0, 142467088] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [0, 8380416] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
+ *   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
  *   r: 256 x uint32_t, out, 4-byte aligned (16-byte alignment is fastest)

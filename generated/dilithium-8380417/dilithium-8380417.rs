@@ -88,7 +88,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [0, 142467088] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [0, 8380416] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
+    /// ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// r: 256 x u32, out, 4-byte aligned (32-byte alignment is fastest)
@@ -170,7 +170,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [0, 142467088] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [0, 8380416] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
+    /// ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
     /// r: 256 x u32, out, 4-byte aligned (16-byte alignment is fastest)

@@ -828,14 +828,6 @@ pw_128:
     dw 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128
 
 align 32
-pw_2048:
-    dw 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048
-
-align 32
-pw_21844:
-    dw 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844
-
-align 32
 pw_24578:
     dw 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578
 
@@ -2465,7 +2457,7 @@ kg_falcon12289_ntt_forward_avx2:
 ; kg_falcon12289_basemul_avx2: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 24577] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 12288] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-3}, flags
@@ -2482,13 +2474,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -2498,13 +2485,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -2514,13 +2496,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -2530,13 +2507,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -2546,13 +2518,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -2562,13 +2529,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -2578,13 +2540,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -2594,13 +2551,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -2610,13 +2562,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -2626,13 +2573,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -2642,13 +2584,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -2658,13 +2595,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -2674,13 +2606,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -2690,13 +2617,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -2706,13 +2628,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -2722,13 +2639,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rsi + 512]
@@ -2738,13 +2650,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rsi + 544]
@@ -2754,13 +2661,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rsi + 576]
@@ -2770,13 +2672,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rsi + 608]
@@ -2786,13 +2683,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rsi + 640]
@@ -2802,13 +2694,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rsi + 672]
@@ -2818,13 +2705,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rsi + 704]
@@ -2834,13 +2716,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rsi + 736]
@@ -2850,13 +2727,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rsi + 768]
@@ -2866,13 +2738,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rsi + 800]
@@ -2882,13 +2749,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rsi + 832]
@@ -2898,13 +2760,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rsi + 864]
@@ -2914,13 +2771,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rsi + 896]
@@ -2930,13 +2782,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rsi + 928]
@@ -2946,13 +2793,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rsi + 960]
@@ -2962,13 +2804,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rsi + 992]
@@ -2978,13 +2815,8 @@ kg_falcon12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm1, ymm1, [rel pw_2048]
-    vpsraw       ymm1, ymm1, 12
-    vpmullw      ymm1, ymm1, [rel pw_12289]
-    vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_12289]
+    vpsraw       ymm1, ymm0, 15                      ; lift: the output range asked for
+    vpand        ymm1, ymm1, [rel pw_24578]
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -10366,7 +10198,7 @@ kg_falcon12289_ntt_forward_sse:
 ; kg_falcon12289_basemul_sse: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 24577] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 12288] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-6}, flags
@@ -10392,24 +10224,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -10430,24 +10250,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -10468,24 +10276,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -10506,24 +10302,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -10544,24 +10328,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -10582,24 +10354,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -10620,24 +10380,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -10658,24 +10406,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -10696,24 +10432,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -10734,24 +10458,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -10772,24 +10484,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -10810,24 +10510,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -10848,24 +10536,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -10886,24 +10562,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -10924,24 +10588,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -10962,24 +10614,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 480], xmm1
@@ -11000,24 +10640,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 512], xmm1
@@ -11038,24 +10666,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 544], xmm1
@@ -11076,24 +10692,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 576], xmm1
@@ -11114,24 +10718,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 608], xmm1
@@ -11152,24 +10744,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 640], xmm1
@@ -11190,24 +10770,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 672], xmm1
@@ -11228,24 +10796,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 704], xmm1
@@ -11266,24 +10822,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 736], xmm1
@@ -11304,24 +10848,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 768], xmm1
@@ -11342,24 +10874,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 800], xmm1
@@ -11380,24 +10900,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 832], xmm1
@@ -11418,24 +10926,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 864], xmm1
@@ -11456,24 +10952,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 896], xmm1
@@ -11494,24 +10978,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 928], xmm1
@@ -11532,24 +11004,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 960], xmm1
@@ -11570,24 +11030,12 @@ kg_falcon12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm0, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm0, [rel pw_21844]
-    movdqa       xmm3, xmm2
-    pmulhw       xmm3, [rel pw_21844 + 16]
-    paddw        xmm0, [rel pw_2048]
-    paddw        xmm3, [rel pw_2048 + 16]
-    psraw        xmm0, 12
-    psraw        xmm3, 12
-    pmullw       xmm0, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
-    psubw        xmm1, xmm0
-    psubw        xmm2, xmm3
-    movdqa       xmm0, xmm1
+    movdqa       xmm0, xmm1                          ; lift: the output range asked for
     psraw        xmm0, 15
     movdqa       xmm3, xmm2
     psraw        xmm3, 15
-    pand         xmm0, [rel pw_12289]
-    pand         xmm3, [rel pw_12289 + 16]
+    pand         xmm0, [rel pw_24578]
+    pand         xmm3, [rel pw_24578 + 16]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqu       [rdi + 992], xmm1

@@ -129,7 +129,7 @@ void kg_falcon12289_ntt_forward_avx2(uint16_t a[512]);
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
  *   requires: every a[i], b[i] in [0, 24577] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [0, 12288] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+ *   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   r: 512 x uint16_t, out, 2-byte aligned (32-byte alignment is fastest)
@@ -204,7 +204,7 @@ void kg_falcon12289_ntt_forward_sse(uint16_t a[512]);
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
  *   requires: every a[i], b[i] in [0, 24577] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [0, 12288] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+ *   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
  *   r: 512 x uint16_t, out, 2-byte aligned (16-byte alignment is fastest)

@@ -432,10 +432,6 @@ pw_19974:
     dw 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974
 
 align 32
-pw_20159:
-    dw 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159
-
-align 32
 pw_3329:
     dw 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329
 
@@ -1087,7 +1083,7 @@ kg_kyber3329shoup_ntt_forward_avx2:
 ; kg_kyber3329shoup_basemul_avx2: base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 5865] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 3328] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+;   ensures:  every r[i] in [0, 6657] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-8}, flags
@@ -1125,21 +1121,11 @@ kg_kyber3329shoup_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm2, ymm7, ymm2
-    vpmulhw      ymm3, ymm2, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm2, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm1, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm1, ymm1, ymm3
-    vpsraw       ymm3, ymm1, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm1, ymm1, ymm3
     vmovdqu      [rdi], ymm2
     vmovdqu      [rdi + 32], ymm1
@@ -1171,21 +1157,11 @@ kg_kyber3329shoup_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm2, ymm7, ymm2
-    vpmulhw      ymm3, ymm2, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm2, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm1, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm1, ymm1, ymm3
-    vpsraw       ymm3, ymm1, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 64], ymm2
     vmovdqu      [rdi + 96], ymm1
@@ -1217,21 +1193,11 @@ kg_kyber3329shoup_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm2, ymm7, ymm2
-    vpmulhw      ymm3, ymm2, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm2, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm1, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm1, ymm1, ymm3
-    vpsraw       ymm3, ymm1, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 128], ymm2
     vmovdqu      [rdi + 160], ymm1
@@ -1263,21 +1229,11 @@ kg_kyber3329shoup_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm2, ymm7, ymm2
-    vpmulhw      ymm3, ymm2, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm2, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm1, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm1, ymm1, ymm3
-    vpsraw       ymm3, ymm1, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 192], ymm2
     vmovdqu      [rdi + 224], ymm1
@@ -1309,21 +1265,11 @@ kg_kyber3329shoup_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm2, ymm7, ymm2
-    vpmulhw      ymm3, ymm2, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm2, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm1, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm1, ymm1, ymm3
-    vpsraw       ymm3, ymm1, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 256], ymm2
     vmovdqu      [rdi + 288], ymm1
@@ -1355,21 +1301,11 @@ kg_kyber3329shoup_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm2, ymm7, ymm2
-    vpmulhw      ymm3, ymm2, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm2, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm1, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm1, ymm1, ymm3
-    vpsraw       ymm3, ymm1, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 320], ymm2
     vmovdqu      [rdi + 352], ymm1
@@ -1401,21 +1337,11 @@ kg_kyber3329shoup_basemul_avx2:
     vpmulhw      ymm3, ymm3, ymm0
     vpsubw       ymm2, ymm2, ymm3
     vpaddw       ymm2, ymm7, ymm2
-    vpmulhw      ymm3, ymm2, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm2, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
-    vpmulhw      ymm3, ymm1, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm3, ymm3, [rel pw_512]
-    vpsraw       ymm3, ymm3, 10
-    vpmullw      ymm3, ymm3, [rel pw_3329]
-    vpsubw       ymm1, ymm1, ymm3
-    vpsraw       ymm3, ymm1, 15
-    vpand        ymm3, ymm3, [rel pw_3329]
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm1, ymm1, ymm3
     vmovdqu      [rdi + 384], ymm2
     vmovdqu      [rdi + 416], ymm1
@@ -1447,21 +1373,11 @@ kg_kyber3329shoup_basemul_avx2:
     vpmulhw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm2, ymm0
     vpaddw       ymm0, ymm7, ymm0
-    vpmulhw      ymm2, ymm0, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_512]
-    vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3329]
-    vpsubw       ymm0, ymm0, ymm2
-    vpsraw       ymm2, ymm0, 15
-    vpand        ymm2, ymm2, [rel pw_3329]
+    vpsraw       ymm2, ymm0, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_6658]
     vpaddw       ymm0, ymm0, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_20159]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_512]
-    vpsraw       ymm2, ymm2, 10
-    vpmullw      ymm2, ymm2, [rel pw_3329]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_3329]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_6658]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      [rdi + 480], ymm1
@@ -4374,7 +4290,7 @@ kg_kyber3329shoup_ntt_forward_sse:
 ; kg_kyber3329shoup_basemul_sse: base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 5865] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 3328] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+;   ensures:  every r[i] in [0, 6657] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-15}, flags
@@ -4458,44 +4374,20 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm4, xmm7
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm5
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm15, xmm3
-    psubw        xmm5, xmm4
-    movdqa       xmm3, xmm15
+    movdqa       xmm3, xmm15                         ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm5
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi], xmm15
@@ -4572,44 +4464,20 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm4, xmm7
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm5
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm15, xmm3
-    psubw        xmm5, xmm4
-    movdqa       xmm3, xmm15
+    movdqa       xmm3, xmm15                         ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm5
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 64], xmm15
@@ -4686,44 +4554,20 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm4, xmm7
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm5
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm15, xmm3
-    psubw        xmm5, xmm4
-    movdqa       xmm3, xmm15
+    movdqa       xmm3, xmm15                         ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm5
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 128], xmm15
@@ -4800,44 +4644,20 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm4, xmm7
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm5
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm15, xmm3
-    psubw        xmm5, xmm4
-    movdqa       xmm3, xmm15
+    movdqa       xmm3, xmm15                         ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm5
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 192], xmm15
@@ -4914,44 +4734,20 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm4, xmm7
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm5
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm15, xmm3
-    psubw        xmm5, xmm4
-    movdqa       xmm3, xmm15
+    movdqa       xmm3, xmm15                         ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm5
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 256], xmm15
@@ -5028,44 +4824,20 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm4, xmm7
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm5
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm15, xmm3
-    psubw        xmm5, xmm4
-    movdqa       xmm3, xmm15
+    movdqa       xmm3, xmm15                         ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm5
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 320], xmm15
@@ -5142,44 +4914,20 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm4, xmm7
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm5
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm15, xmm3
-    psubw        xmm5, xmm4
-    movdqa       xmm3, xmm15
+    movdqa       xmm3, xmm15                         ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm5
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_20159]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_20159 + 16]
-    paddw        xmm3, [rel pw_512]
-    paddw        xmm4, [rel pw_512 + 16]
-    psraw        xmm3, 10
-    psraw        xmm4, 10
-    pmullw       xmm3, [rel pw_3329]
-    pmullw       xmm4, [rel pw_3329 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_3329]
-    pand         xmm4, [rel pw_3329 + 16]
+    pand         xmm3, [rel pw_6658]
+    pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 384], xmm15
@@ -5256,44 +5004,20 @@ kg_kyber3329shoup_basemul_sse:
     psubw        xmm4, xmm7
     paddw        xmm15, xmm3
     paddw        xmm5, xmm4
-    movdqa       xmm0, xmm15                         ; freeze: the output range asked for
-    pmulhw       xmm0, [rel pw_20159]
-    movdqa       xmm3, xmm5
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm0, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
-    psraw        xmm0, 10
-    psraw        xmm3, 10
-    pmullw       xmm0, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
-    psubw        xmm15, xmm0
-    psubw        xmm5, xmm3
-    movdqa       xmm0, xmm15
+    movdqa       xmm0, xmm15                         ; lift: the output range asked for
     psraw        xmm0, 15
     movdqa       xmm3, xmm5
     psraw        xmm3, 15
-    pand         xmm0, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm0, [rel pw_6658]
+    pand         xmm3, [rel pw_6658 + 16]
     paddw        xmm15, xmm0
     paddw        xmm5, xmm3
-    movdqa       xmm0, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm0, [rel pw_20159]
-    movdqa       xmm3, xmm2
-    pmulhw       xmm3, [rel pw_20159 + 16]
-    paddw        xmm0, [rel pw_512]
-    paddw        xmm3, [rel pw_512 + 16]
-    psraw        xmm0, 10
-    psraw        xmm3, 10
-    pmullw       xmm0, [rel pw_3329]
-    pmullw       xmm3, [rel pw_3329 + 16]
-    psubw        xmm1, xmm0
-    psubw        xmm2, xmm3
-    movdqa       xmm0, xmm1
+    movdqa       xmm0, xmm1                          ; lift: the output range asked for
     psraw        xmm0, 15
     movdqa       xmm3, xmm2
     psraw        xmm3, 15
-    pand         xmm0, [rel pw_3329]
-    pand         xmm3, [rel pw_3329 + 16]
+    pand         xmm0, [rel pw_6658]
+    pand         xmm3, [rel pw_6658 + 16]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqu       [rdi + 448], xmm15

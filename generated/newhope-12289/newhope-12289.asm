@@ -1592,14 +1592,6 @@ pw_12289:
     dw 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289
 
 align 32
-pw_2048:
-    dw 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048
-
-align 32
-pw_21844:
-    dw 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844, 21844
-
-align 32
 pw_24578:
     dw 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578
 
@@ -5098,7 +5090,7 @@ kg_newhope12289_ntt_forward_avx2:
 ; kg_newhope12289_basemul_avx2: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 24577] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 12288] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-3}, flags
@@ -5115,13 +5107,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -5131,13 +5118,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -5147,13 +5129,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -5163,13 +5140,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -5179,13 +5151,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -5195,13 +5162,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -5211,13 +5173,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -5227,13 +5184,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -5243,13 +5195,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -5259,13 +5206,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -5275,13 +5217,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -5291,13 +5228,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -5307,13 +5239,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -5323,13 +5250,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -5339,13 +5261,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -5355,13 +5272,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rsi + 512]
@@ -5371,13 +5283,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rsi + 544]
@@ -5387,13 +5294,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rsi + 576]
@@ -5403,13 +5305,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rsi + 608]
@@ -5419,13 +5316,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rsi + 640]
@@ -5435,13 +5327,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rsi + 672]
@@ -5451,13 +5338,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rsi + 704]
@@ -5467,13 +5349,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rsi + 736]
@@ -5483,13 +5360,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rsi + 768]
@@ -5499,13 +5371,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rsi + 800]
@@ -5515,13 +5382,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rsi + 832]
@@ -5531,13 +5393,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rsi + 864]
@@ -5547,13 +5404,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rsi + 896]
@@ -5563,13 +5415,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rsi + 928]
@@ -5579,13 +5426,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rsi + 960]
@@ -5595,13 +5437,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rsi + 992]
@@ -5611,13 +5448,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 992], ymm1
     vmovdqu      ymm1, [rsi + 1024]
@@ -5627,13 +5459,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1024], ymm1
     vmovdqu      ymm1, [rsi + 1056]
@@ -5643,13 +5470,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1056], ymm1
     vmovdqu      ymm1, [rsi + 1088]
@@ -5659,13 +5481,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1088], ymm1
     vmovdqu      ymm1, [rsi + 1120]
@@ -5675,13 +5492,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1120], ymm1
     vmovdqu      ymm1, [rsi + 1152]
@@ -5691,13 +5503,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1152], ymm1
     vmovdqu      ymm1, [rsi + 1184]
@@ -5707,13 +5514,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1184], ymm1
     vmovdqu      ymm1, [rsi + 1216]
@@ -5723,13 +5525,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1216], ymm1
     vmovdqu      ymm1, [rsi + 1248]
@@ -5739,13 +5536,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1248], ymm1
     vmovdqu      ymm1, [rsi + 1280]
@@ -5755,13 +5547,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1280], ymm1
     vmovdqu      ymm1, [rsi + 1312]
@@ -5771,13 +5558,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1312], ymm1
     vmovdqu      ymm1, [rsi + 1344]
@@ -5787,13 +5569,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1344], ymm1
     vmovdqu      ymm1, [rsi + 1376]
@@ -5803,13 +5580,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1376], ymm1
     vmovdqu      ymm1, [rsi + 1408]
@@ -5819,13 +5591,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1408], ymm1
     vmovdqu      ymm1, [rsi + 1440]
@@ -5835,13 +5602,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1440], ymm1
     vmovdqu      ymm1, [rsi + 1472]
@@ -5851,13 +5613,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1472], ymm1
     vmovdqu      ymm1, [rsi + 1504]
@@ -5867,13 +5624,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1504], ymm1
     vmovdqu      ymm1, [rsi + 1536]
@@ -5883,13 +5635,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1536], ymm1
     vmovdqu      ymm1, [rsi + 1568]
@@ -5899,13 +5646,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1568], ymm1
     vmovdqu      ymm1, [rsi + 1600]
@@ -5915,13 +5657,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1600], ymm1
     vmovdqu      ymm1, [rsi + 1632]
@@ -5931,13 +5668,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1632], ymm1
     vmovdqu      ymm1, [rsi + 1664]
@@ -5947,13 +5679,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1664], ymm1
     vmovdqu      ymm1, [rsi + 1696]
@@ -5963,13 +5690,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1696], ymm1
     vmovdqu      ymm1, [rsi + 1728]
@@ -5979,13 +5701,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1728], ymm1
     vmovdqu      ymm1, [rsi + 1760]
@@ -5995,13 +5712,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1760], ymm1
     vmovdqu      ymm1, [rsi + 1792]
@@ -6011,13 +5723,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1792], ymm1
     vmovdqu      ymm1, [rsi + 1824]
@@ -6027,13 +5734,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1824], ymm1
     vmovdqu      ymm1, [rsi + 1856]
@@ -6043,13 +5745,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1856], ymm1
     vmovdqu      ymm1, [rsi + 1888]
@@ -6059,13 +5756,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1888], ymm1
     vmovdqu      ymm1, [rsi + 1920]
@@ -6075,13 +5767,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1920], ymm1
     vmovdqu      ymm1, [rsi + 1952]
@@ -6091,13 +5778,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1952], ymm1
     vmovdqu      ymm1, [rsi + 1984]
@@ -6107,13 +5789,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm2, ymm3, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm1, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm2, ymm2, [rel pw_2048]
-    vpsraw       ymm2, ymm2, 12
-    vpmullw      ymm2, ymm2, [rel pw_12289]
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15
-    vpand        ymm2, ymm2, [rel pw_12289]
+    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1984], ymm1
     vmovdqu      ymm1, [rsi + 2016]
@@ -6123,13 +5800,8 @@ kg_newhope12289_basemul_avx2:
     vpmulhw      ymm1, ymm1, ymm2
     vpmulhw      ymm0, ymm3, ymm0
     vpsubw       ymm0, ymm1, ymm0
-    vpmulhw      ymm1, ymm0, [rel pw_21844]          ; freeze: the output range asked for
-    vpaddw       ymm1, ymm1, [rel pw_2048]
-    vpsraw       ymm1, ymm1, 12
-    vpmullw      ymm1, ymm1, [rel pw_12289]
-    vpsubw       ymm0, ymm0, ymm1
-    vpsraw       ymm1, ymm0, 15
-    vpand        ymm1, ymm1, [rel pw_12289]
+    vpsraw       ymm1, ymm0, 15                      ; lift: the output range asked for
+    vpand        ymm1, ymm1, [rel pw_24578]
     vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper
@@ -21997,7 +21669,7 @@ kg_newhope12289_ntt_forward_sse:
 ; kg_newhope12289_basemul_sse: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 24577] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 12288] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
 ;   clobbers: xmm{0-6}, flags
@@ -22023,24 +21695,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -22061,24 +21721,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -22099,24 +21747,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -22137,24 +21773,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -22175,24 +21799,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -22213,24 +21825,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -22251,24 +21851,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -22289,24 +21877,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -22327,24 +21903,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -22365,24 +21929,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -22403,24 +21955,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -22441,24 +21981,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -22479,24 +22007,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -22517,24 +22033,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -22555,24 +22059,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -22593,24 +22085,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 480], xmm1
@@ -22631,24 +22111,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 512], xmm1
@@ -22669,24 +22137,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 544], xmm1
@@ -22707,24 +22163,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 576], xmm1
@@ -22745,24 +22189,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 608], xmm1
@@ -22783,24 +22215,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 640], xmm1
@@ -22821,24 +22241,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 672], xmm1
@@ -22859,24 +22267,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 704], xmm1
@@ -22897,24 +22293,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 736], xmm1
@@ -22935,24 +22319,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 768], xmm1
@@ -22973,24 +22345,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 800], xmm1
@@ -23011,24 +22371,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 832], xmm1
@@ -23049,24 +22397,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 864], xmm1
@@ -23087,24 +22423,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 896], xmm1
@@ -23125,24 +22449,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 928], xmm1
@@ -23163,24 +22475,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 960], xmm1
@@ -23201,24 +22501,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 992], xmm1
@@ -23239,24 +22527,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1024], xmm1
@@ -23277,24 +22553,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1056], xmm1
@@ -23315,24 +22579,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1088], xmm1
@@ -23353,24 +22605,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1120], xmm1
@@ -23391,24 +22631,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1152], xmm1
@@ -23429,24 +22657,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1184], xmm1
@@ -23467,24 +22683,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1216], xmm1
@@ -23505,24 +22709,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1248], xmm1
@@ -23543,24 +22735,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1280], xmm1
@@ -23581,24 +22761,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1312], xmm1
@@ -23619,24 +22787,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1344], xmm1
@@ -23657,24 +22813,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1376], xmm1
@@ -23695,24 +22839,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1408], xmm1
@@ -23733,24 +22865,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1440], xmm1
@@ -23771,24 +22891,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1472], xmm1
@@ -23809,24 +22917,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1504], xmm1
@@ -23847,24 +22943,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1536], xmm1
@@ -23885,24 +22969,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1568], xmm1
@@ -23923,24 +22995,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1600], xmm1
@@ -23961,24 +23021,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1632], xmm1
@@ -23999,24 +23047,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1664], xmm1
@@ -24037,24 +23073,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1696], xmm1
@@ -24075,24 +23099,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1728], xmm1
@@ -24113,24 +23125,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1760], xmm1
@@ -24151,24 +23151,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1792], xmm1
@@ -24189,24 +23177,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1824], xmm1
@@ -24227,24 +23203,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1856], xmm1
@@ -24265,24 +23229,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1888], xmm1
@@ -24303,24 +23255,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1920], xmm1
@@ -24341,24 +23281,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1952], xmm1
@@ -24379,24 +23307,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm3, [rel pw_21844]
-    movdqa       xmm4, xmm2
-    pmulhw       xmm4, [rel pw_21844 + 16]
-    paddw        xmm3, [rel pw_2048]
-    paddw        xmm4, [rel pw_2048 + 16]
-    psraw        xmm3, 12
-    psraw        xmm4, 12
-    pmullw       xmm3, [rel pw_12289]
-    pmullw       xmm4, [rel pw_12289 + 16]
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
     psraw        xmm4, 15
-    pand         xmm3, [rel pw_12289]
-    pand         xmm4, [rel pw_12289 + 16]
+    pand         xmm3, [rel pw_24578]
+    pand         xmm4, [rel pw_24578 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqu       [rdi + 1984], xmm1
@@ -24417,24 +23333,12 @@ kg_newhope12289_basemul_sse:
     pmulhw       xmm6, xmm0
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
-    movdqa       xmm0, xmm1                          ; freeze: the output range asked for
-    pmulhw       xmm0, [rel pw_21844]
-    movdqa       xmm3, xmm2
-    pmulhw       xmm3, [rel pw_21844 + 16]
-    paddw        xmm0, [rel pw_2048]
-    paddw        xmm3, [rel pw_2048 + 16]
-    psraw        xmm0, 12
-    psraw        xmm3, 12
-    pmullw       xmm0, [rel pw_12289]
-    pmullw       xmm3, [rel pw_12289 + 16]
-    psubw        xmm1, xmm0
-    psubw        xmm2, xmm3
-    movdqa       xmm0, xmm1
+    movdqa       xmm0, xmm1                          ; lift: the output range asked for
     psraw        xmm0, 15
     movdqa       xmm3, xmm2
     psraw        xmm3, 15
-    pand         xmm0, [rel pw_12289]
-    pand         xmm3, [rel pw_12289 + 16]
+    pand         xmm0, [rel pw_24578]
+    pand         xmm3, [rel pw_24578 + 16]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqu       [rdi + 2016], xmm1

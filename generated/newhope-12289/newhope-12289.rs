@@ -184,7 +184,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [0, 24577] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [0, 12288] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+    /// ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// r: 1024 x u16, out, 2-byte aligned (32-byte alignment is fastest)
@@ -266,7 +266,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [0, 24577] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [0, 12288] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
+    /// ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2 (is_x86_feature_detected!: "sse2")
     /// r: 1024 x u16, out, 2-byte aligned (16-byte alignment is fastest)

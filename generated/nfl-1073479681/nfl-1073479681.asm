@@ -1528,16 +1528,8 @@ pd_1073479681:
     dd 1073479681, 1073479681, 1073479681, 1073479681, 1073479681, 1073479681, 1073479681, 1073479681
 
 align 32
-pd_2049:
-    dd 2049, 2049, 2049, 2049, 2049, 2049, 2049, 2049
-
-align 32
 pd_2146959362:
     dd 2146959362, 2146959362, 2146959362, 2146959362, 2146959362, 2146959362, 2146959362, 2146959362
-
-align 32
-pd_268435456:
-    dd 268435456, 268435456, 268435456, 268435456, 268435456, 268435456, 268435456, 268435456
 
 align 32
 pd_33562625:
@@ -5850,7 +5842,7 @@ kg_nfl1073479681_ntt_forward_avx2:
 ; kg_nfl1073479681_basemul_avx2: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 2146959361] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 1073479680] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
+;   ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   clobbers: ymm{0-4}, flags
@@ -5874,14 +5866,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rsi + 32]
@@ -5898,14 +5884,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rsi + 64]
@@ -5922,14 +5902,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rsi + 96]
@@ -5946,14 +5920,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rsi + 128]
@@ -5970,14 +5938,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rsi + 160]
@@ -5994,14 +5956,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rsi + 192]
@@ -6018,14 +5974,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rsi + 224]
@@ -6042,14 +5992,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rsi + 256]
@@ -6066,14 +6010,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rsi + 288]
@@ -6090,14 +6028,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rsi + 320]
@@ -6114,14 +6046,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rsi + 352]
@@ -6138,14 +6064,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rsi + 384]
@@ -6162,14 +6082,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rsi + 416]
@@ -6186,14 +6100,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rsi + 448]
@@ -6210,14 +6118,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rsi + 480]
@@ -6234,14 +6136,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rsi + 512]
@@ -6258,14 +6154,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rsi + 544]
@@ -6282,14 +6172,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rsi + 576]
@@ -6306,14 +6190,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rsi + 608]
@@ -6330,14 +6208,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rsi + 640]
@@ -6354,14 +6226,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rsi + 672]
@@ -6378,14 +6244,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rsi + 704]
@@ -6402,14 +6262,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rsi + 736]
@@ -6426,14 +6280,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rsi + 768]
@@ -6450,14 +6298,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rsi + 800]
@@ -6474,14 +6316,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rsi + 832]
@@ -6498,14 +6334,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rsi + 864]
@@ -6522,14 +6352,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rsi + 896]
@@ -6546,14 +6370,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rsi + 928]
@@ -6570,14 +6388,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rsi + 960]
@@ -6594,14 +6406,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rsi + 992]
@@ -6618,14 +6424,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 992], ymm1
     vmovdqu      ymm1, [rsi + 1024]
@@ -6642,14 +6442,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1024], ymm1
     vmovdqu      ymm1, [rsi + 1056]
@@ -6666,14 +6460,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1056], ymm1
     vmovdqu      ymm1, [rsi + 1088]
@@ -6690,14 +6478,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1088], ymm1
     vmovdqu      ymm1, [rsi + 1120]
@@ -6714,14 +6496,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1120], ymm1
     vmovdqu      ymm1, [rsi + 1152]
@@ -6738,14 +6514,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1152], ymm1
     vmovdqu      ymm1, [rsi + 1184]
@@ -6762,14 +6532,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1184], ymm1
     vmovdqu      ymm1, [rsi + 1216]
@@ -6786,14 +6550,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1216], ymm1
     vmovdqu      ymm1, [rsi + 1248]
@@ -6810,14 +6568,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1248], ymm1
     vmovdqu      ymm1, [rsi + 1280]
@@ -6834,14 +6586,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1280], ymm1
     vmovdqu      ymm1, [rsi + 1312]
@@ -6858,14 +6604,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1312], ymm1
     vmovdqu      ymm1, [rsi + 1344]
@@ -6882,14 +6622,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1344], ymm1
     vmovdqu      ymm1, [rsi + 1376]
@@ -6906,14 +6640,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1376], ymm1
     vmovdqu      ymm1, [rsi + 1408]
@@ -6930,14 +6658,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1408], ymm1
     vmovdqu      ymm1, [rsi + 1440]
@@ -6954,14 +6676,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1440], ymm1
     vmovdqu      ymm1, [rsi + 1472]
@@ -6978,14 +6694,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1472], ymm1
     vmovdqu      ymm1, [rsi + 1504]
@@ -7002,14 +6712,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1504], ymm1
     vmovdqu      ymm1, [rsi + 1536]
@@ -7026,14 +6730,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1536], ymm1
     vmovdqu      ymm1, [rsi + 1568]
@@ -7050,14 +6748,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1568], ymm1
     vmovdqu      ymm1, [rsi + 1600]
@@ -7074,14 +6766,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1600], ymm1
     vmovdqu      ymm1, [rsi + 1632]
@@ -7098,14 +6784,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1632], ymm1
     vmovdqu      ymm1, [rsi + 1664]
@@ -7122,14 +6802,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1664], ymm1
     vmovdqu      ymm1, [rsi + 1696]
@@ -7146,14 +6820,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1696], ymm1
     vmovdqu      ymm1, [rsi + 1728]
@@ -7170,14 +6838,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1728], ymm1
     vmovdqu      ymm1, [rsi + 1760]
@@ -7194,14 +6856,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1760], ymm1
     vmovdqu      ymm1, [rsi + 1792]
@@ -7218,14 +6874,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1792], ymm1
     vmovdqu      ymm1, [rsi + 1824]
@@ -7242,14 +6892,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1824], ymm1
     vmovdqu      ymm1, [rsi + 1856]
@@ -7266,14 +6910,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1856], ymm1
     vmovdqu      ymm1, [rsi + 1888]
@@ -7290,14 +6928,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1888], ymm1
     vmovdqu      ymm1, [rsi + 1920]
@@ -7314,14 +6946,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1920], ymm1
     vmovdqu      ymm1, [rsi + 1952]
@@ -7338,14 +6964,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1952], ymm1
     vmovdqu      ymm1, [rsi + 1984]
@@ -7362,14 +6982,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm2, ymm2, ymm3
     vmovshdup    ymm1, ymm1
     vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 12                      ; freeze: the output range asked for
-    vpmulld      ymm2, ymm2, [rel pd_2049]
-    vpaddd       ymm2, ymm2, [rel pd_268435456]
-    vpsrad       ymm2, ymm2, 29
-    vpmulld      ymm2, ymm2, [rel pd_1073479681]
-    vpsubd       ymm1, ymm1, ymm2
-    vpsrad       ymm2, ymm1, 31
-    vpand        ymm2, ymm2, [rel pd_1073479681]
+    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpand        ymm2, ymm2, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1984], ymm1
     vmovdqu      ymm1, [rsi + 2016]
@@ -7386,14 +7000,8 @@ kg_nfl1073479681_basemul_avx2:
     vpsubd       ymm0, ymm2, ymm0
     vmovshdup    ymm1, ymm1
     vpblendd     ymm0, ymm1, ymm0, 170
-    vpsrad       ymm1, ymm0, 12                      ; freeze: the output range asked for
-    vpmulld      ymm1, ymm1, [rel pd_2049]
-    vpaddd       ymm1, ymm1, [rel pd_268435456]
-    vpsrad       ymm1, ymm1, 29
-    vpmulld      ymm1, ymm1, [rel pd_1073479681]
-    vpsubd       ymm0, ymm0, ymm1
-    vpsrad       ymm1, ymm0, 31
-    vpand        ymm1, ymm1, [rel pd_1073479681]
+    vpsrad       ymm1, ymm0, 31                      ; lift: the output range asked for
+    vpand        ymm1, ymm1, [rel pd_2146959362]
     vpaddd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper
@@ -27006,7 +26614,7 @@ kg_nfl1073479681_ntt_forward_sse:
 ; kg_nfl1073479681_basemul_sse: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 2146959361] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 1073479680] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
+;   ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   clobbers: xmm{0-8}, flags
@@ -27048,26 +26656,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi], xmm1
@@ -27104,26 +26698,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 32], xmm1
@@ -27160,26 +26740,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 64], xmm1
@@ -27216,26 +26782,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 96], xmm1
@@ -27272,26 +26824,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 128], xmm1
@@ -27328,26 +26866,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 160], xmm1
@@ -27384,26 +26908,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 192], xmm1
@@ -27440,26 +26950,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 224], xmm1
@@ -27496,26 +26992,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 256], xmm1
@@ -27552,26 +27034,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 288], xmm1
@@ -27608,26 +27076,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 320], xmm1
@@ -27664,26 +27118,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 352], xmm1
@@ -27720,26 +27160,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 384], xmm1
@@ -27776,26 +27202,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 416], xmm1
@@ -27832,26 +27244,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 448], xmm1
@@ -27888,26 +27286,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 480], xmm1
@@ -27944,26 +27328,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 512], xmm1
@@ -28000,26 +27370,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 544], xmm1
@@ -28056,26 +27412,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 576], xmm1
@@ -28112,26 +27454,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 608], xmm1
@@ -28168,26 +27496,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 640], xmm1
@@ -28224,26 +27538,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 672], xmm1
@@ -28280,26 +27580,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 704], xmm1
@@ -28336,26 +27622,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 736], xmm1
@@ -28392,26 +27664,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 768], xmm1
@@ -28448,26 +27706,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 800], xmm1
@@ -28504,26 +27748,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 832], xmm1
@@ -28560,26 +27790,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 864], xmm1
@@ -28616,26 +27832,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 896], xmm1
@@ -28672,26 +27874,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 928], xmm1
@@ -28728,26 +27916,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 960], xmm1
@@ -28784,26 +27958,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 992], xmm1
@@ -28840,26 +28000,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1024], xmm1
@@ -28896,26 +28042,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1056], xmm1
@@ -28952,26 +28084,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1088], xmm1
@@ -29008,26 +28126,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1120], xmm1
@@ -29064,26 +28168,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1152], xmm1
@@ -29120,26 +28210,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1184], xmm1
@@ -29176,26 +28252,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1216], xmm1
@@ -29232,26 +28294,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1248], xmm1
@@ -29288,26 +28336,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1280], xmm1
@@ -29344,26 +28378,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1312], xmm1
@@ -29400,26 +28420,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1344], xmm1
@@ -29456,26 +28462,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1376], xmm1
@@ -29512,26 +28504,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1408], xmm1
@@ -29568,26 +28546,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1440], xmm1
@@ -29624,26 +28588,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1472], xmm1
@@ -29680,26 +28630,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1504], xmm1
@@ -29736,26 +28672,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1536], xmm1
@@ -29792,26 +28714,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1568], xmm1
@@ -29848,26 +28756,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1600], xmm1
@@ -29904,26 +28798,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1632], xmm1
@@ -29960,26 +28840,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1664], xmm1
@@ -30016,26 +28882,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1696], xmm1
@@ -30072,26 +28924,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1728], xmm1
@@ -30128,26 +28966,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1760], xmm1
@@ -30184,26 +29008,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1792], xmm1
@@ -30240,26 +29050,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1824], xmm1
@@ -30296,26 +29092,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1856], xmm1
@@ -30352,26 +29134,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1888], xmm1
@@ -30408,26 +29176,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1920], xmm1
@@ -30464,26 +29218,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1952], xmm1
@@ -30520,26 +29260,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
-    movdqa       xmm3, xmm1                          ; freeze: the output range asked for
-    psrad        xmm3, 12
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 12
-    pmulld       xmm3, [rel pd_2049]
-    pmulld       xmm4, [rel pd_2049 + 16]
-    paddd        xmm3, [rel pd_268435456]
-    paddd        xmm4, [rel pd_268435456 + 16]
-    psrad        xmm3, 29
-    psrad        xmm4, 29
-    pmulld       xmm3, [rel pd_1073479681]
-    pmulld       xmm4, [rel pd_1073479681 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psrad        xmm3, 31
     movdqa       xmm4, xmm2
     psrad        xmm4, 31
-    pand         xmm3, [rel pd_1073479681]
-    pand         xmm4, [rel pd_1073479681 + 16]
+    pand         xmm3, [rel pd_2146959362]
+    pand         xmm4, [rel pd_2146959362 + 16]
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqu       [rdi + 1984], xmm1
@@ -30576,26 +29302,12 @@ kg_nfl1073479681_basemul_sse:
     movshdup     xmm1, xmm2
     pblendw      xmm0, xmm5, 204
     pblendw      xmm1, xmm6, 204
-    movdqa       xmm2, xmm0                          ; freeze: the output range asked for
-    psrad        xmm2, 12
-    movdqa       xmm3, xmm1
-    psrad        xmm3, 12
-    pmulld       xmm2, [rel pd_2049]
-    pmulld       xmm3, [rel pd_2049 + 16]
-    paddd        xmm2, [rel pd_268435456]
-    paddd        xmm3, [rel pd_268435456 + 16]
-    psrad        xmm2, 29
-    psrad        xmm3, 29
-    pmulld       xmm2, [rel pd_1073479681]
-    pmulld       xmm3, [rel pd_1073479681 + 16]
-    psubd        xmm0, xmm2
-    psubd        xmm1, xmm3
-    movdqa       xmm2, xmm0
+    movdqa       xmm2, xmm0                          ; lift: the output range asked for
     psrad        xmm2, 31
     movdqa       xmm3, xmm1
     psrad        xmm3, 31
-    pand         xmm2, [rel pd_1073479681]
-    pand         xmm3, [rel pd_1073479681 + 16]
+    pand         xmm2, [rel pd_2146959362]
+    pand         xmm3, [rel pd_2146959362 + 16]
     paddd        xmm0, xmm2
     paddd        xmm1, xmm3
     movdqu       [rdi + 2016], xmm0

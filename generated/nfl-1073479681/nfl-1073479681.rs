@@ -120,7 +120,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [0, 2146959361] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [0, 1073479680] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
+    /// ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// r: 512 x u32, out, 4-byte aligned (32-byte alignment is fastest)
@@ -202,7 +202,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [0, 2146959361] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [0, 1073479680] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
+    /// ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
     /// r: 512 x u32, out, 4-byte aligned (16-byte alignment is fastest)

@@ -338,8 +338,8 @@ def _prove(idiom: ScalarIdiom, method: str | None) -> Lemma:
 
 def _congruent_by_structure(idiom: ScalarIdiom, z3, x) -> bool:
     """Congruence from the idiom's shape, where it has one: y built from x by
-    adding and subtracting multiples of q (mullo(t, q); and(sign mask, q),
-    which is 0 or q). Followed in wide arithmetic, where nothing wraps, y is x
+    adding and subtracting multiples of q (mullo(t, q); and(sign mask, k*q),
+    which is 0 or k*q). Followed in wide arithmetic, where nothing wraps, y is x
     plus multiples of q; the solver proves the lane's y equals that wide value
     (cheap, where a remainder by q needs a divider circuit: Barrett, freeze).
     False when the shape is another (special forms) or y can differ."""
@@ -354,8 +354,9 @@ def _congruent_by_structure(idiom: ScalarIdiom, z3, x) -> bool:
             exact[dst] = wide(env[b if a == q else a]) * z3.BitVecVal(q, 2 * bits)
         elif op == "sra" and b == bits - 1:
             masks.add(dst)  # 0 or -1
-        elif op == "and" and q in (a, b) and (a in masks or b in masks):
-            multiple.add(dst)  # 0 or q
+        elif op == "and" and any(isinstance(v, int) and v and v % q == 0 for v in (a, b)) and \
+                (a in masks or b in masks):
+            multiple.add(dst)  # 0 or a multiple of q
             exact[dst] = wide(env[dst])
         elif op in ("add", "sub") and a in exact and b in exact and (a in multiple) + (b in multiple) == 1 \
                 and (op == "add" or b in multiple):

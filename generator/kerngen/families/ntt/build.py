@@ -23,7 +23,7 @@ from .layout import plan
 from .maths import NttMath
 from .montgomery import Montgomery
 from .params import NttParams, inverse_input_top, strategies
-from .reducers import Reducer, freezer, reducers
+from .reducers import Reducer, freezer, lifter, reducers
 from .schedule import Arithmetic, ReductionSchedule, ScheduleError, schedule
 from .shoup import HarveyReducer, Shoup, ShoupReduction, UnsignedFreeze
 
@@ -344,7 +344,11 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
     inv_in = inverse_input(bits, q, signed)
     bm_in = Values(fwd_out, layout="ntt_forward output")
     bm_ar = montgomery_basemul(p, ar)
-    bm_output = outputs["basemul"] if signed else "canonical"  # the unsigned inverse takes no negative value
+    if signed:
+        bm_output, bm_finishers = outputs["basemul"], signed_finishers
+    else:  # the unsigned inverse takes no negative value: its input range [0, 2q), else [0, q)
+        bm_output = "lazy" if outputs["basemul"] == "lazy" else "canonical"
+        bm_finishers = {"lazy": (lifter(q, bits), freezer(q, bits)), "canonical": (freezer(q, bits),)}
     representation = _REPRESENTATION[bm_output]
     for k in (1, *p.basemul_acc):
         kind = "basemul" if k == 1 else f"basemul_acc{k}"
@@ -367,7 +371,7 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
 
         # reduced at the end only if the output could exceed the range asked for, or the inverse's input
         bc = first_fitting(bm_output, make, "r", lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi,
-                           signed_finishers)
+                           bm_finishers)
         facts = (("aliasing", "r may be the same array as a or b"), ("output_range", bm_output))
         fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,
                             f"base multiplication r = a*b blockwise mod (x^{d} - zeta_j), NTT domain" if k == 1 else

@@ -108,12 +108,20 @@ def freeze_idiom(q: int, bits: int) -> ScalarIdiom:
     Barrett, then q added where the result is negative (the sign, spread over
     the lane by an arithmetic shift, masks q). The lemma proves the range."""
     barrett = barrett_idiom(q, bits)
-    r = barrett.steps[-1][1]
-    return ScalarIdiom("freeze", q, barrett.steps + (
-        ("sra", "s", r, bits - 1),
-        ("and", "m", "s", q),
-        ("add", "f", r, "m"),
-    ), bits)
+    return ScalarIdiom("freeze", q, barrett.steps + _plus_where_negative(barrett.steps[-1][1], q, bits), bits)
+
+
+def lift_idiom(q: int, bits: int) -> ScalarIdiom:
+    """2q added where the lane is negative: (-2q, 2q) into [0, 2q), what a
+    Shoup bundle's unsigned inverse NTT takes from base multiplication's
+    signed Montgomery products (three instructions, where a freeze is nine on
+    32-bit lanes). Congruent for every input: a negative lane takes 2q without wrapping."""
+    return ScalarIdiom("lift", q, _plus_where_negative("x", 2 * q, bits), bits)
+
+
+def _plus_where_negative(r: str, c: int, bits: int) -> tuple[tuple[str, str, str | int, str | int], ...]:
+    """Steps adding c to r where r is negative: the sign, spread over the lane by an arithmetic shift, masks c."""
+    return (("sra", "s", r, bits - 1), ("and", "m", "s", c), ("add", "f", r, "m"))
 
 
 def signed_digits(value: int) -> tuple[tuple[int, int], ...]:
@@ -231,6 +239,11 @@ def reducers(q: int, bits: int) -> dict[str, Reducer]:
 def freezer(q: int, bits: int) -> Reducer:
     """The reduction to [0, q), as a Reducer (for the freeze kernel, not for schedules)."""
     return _reducer("freeze", freeze_idiom(q, bits))
+
+
+def lifter(q: int, bits: int) -> Reducer:
+    """`lift_idiom` as a Reducer (a final step of base multiplication in Shoup bundles)."""
+    return _reducer("lift", lift_idiom(q, bits))
 
 
 def _sample(bits: int) -> tuple[int, ...]:
