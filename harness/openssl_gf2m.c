@@ -151,6 +151,16 @@ void kg_ossl_reduce(uint64_t *out, const uint64_t *c)
     finish(&s, fresh, out);
 }
 
+void kg_ossl_freeze(uint64_t *out, const uint64_t *a)
+{
+    static struct kg_slot s;
+    const uint64_t *x[] = {a};
+    int fresh = prepare(&s, x, 1, KG_LIMBS);
+    if (!BN_GF2m_mod_arr(s.r, s.in[0], kg_poly))
+        abort();
+    finish(&s, fresh, out);
+}
+
 void kg_ossl_mulwide(uint64_t *out, const uint64_t *a, const uint64_t *b)
 {
     /* OpenSSL has no public unreduced product; the nearest is the reduced one */

@@ -58,7 +58,8 @@ def test_shipped_field_passes_all_checks(path, work):
     bundle = gf2m_build(p)
     kinds = {f.kind for f in bundle.functions}
     assert kinds == {"gf2m_mul", "gf2m_sqr", "gf2m_reduce", "gf2m_mulwide", "gf2m_muladd",
-                     "gf2m_msqr", "gf2m_inv", "gf2m_ladder_step"}
+                     "gf2m_msqr", "gf2m_inv", "gf2m_ladder_step", "gf2m_mul_lazy", "gf2m_sqr_lazy",
+                     "gf2m_freeze"}
     for f in bundle.functions:
         assert f.kernel.symbol.startswith(p.prefix + "_") and f.kernel.symbol.endswith("_avx2")
         assert f.manifest()["m"] == p.m and f.manifest()["poly"] == list(p.poly)
@@ -81,6 +82,12 @@ def test_manifest_states_contracts():
     assert by_kind["gf2m_mul"]["input"]["bound"] == [0, 2**233 - 1]
     assert by_kind["gf2m_reduce"]["input"]["bound"] == [0, 2**465 - 1]
     assert by_kind["gf2m_mulwide"]["output"]["representation"] == "unreduced"
+    for kind in ("gf2m_mul_lazy", "gf2m_sqr_lazy"):
+        assert by_kind[kind]["input"] == by_kind[kind]["output"]
+        assert by_kind[kind]["output"]["bound"] == [0, 2**256 - 1]
+        assert by_kind[kind]["output"]["representation"] == "lazy"
+    assert by_kind["gf2m_freeze"]["input"]["representation"] == "lazy"
+    assert by_kind["gf2m_freeze"]["output"] == by_kind["gf2m_mul"]["output"]
     assert by_kind["gf2m_msqr"]["k"] == 4
     assert [a["role"] for a in by_kind["gf2m_muladd"]["args"]] == ["out", "in", "in", "in", "in"]
     assert "fully reduced" in files["gf2m-233.h"]
@@ -246,7 +253,7 @@ def test_openssl_comparisons_agree_with_kernels(work):
     for ours, theirs, it in zip(results[::2], results[1::2], items):
         assert ours.ok and theirs.ok
         n = p.limbs
-        if it.kind == "gf2m_mulwide":  # OpenSSL's figure is for the reduced product
+        if it.kind in ("gf2m_mulwide", "gf2m_mul_lazy", "gf2m_sqr_lazy"):  # OpenSSL's result is reduced
             assert gf2m_checks.value_of(theirs.outputs[0]) == reference.ref_rem(
                 gf2m_checks.value_of(ours.outputs[0]), p.poly)
         else:

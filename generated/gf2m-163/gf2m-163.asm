@@ -14,9 +14,9 @@
 ;
 ; f = x^163 + x^7 + x^6 + x^3 + 1, 3 limbs of 64 bits, slack s = 29 bits
 ; products: s4 blocks of 128 bits, schoolbook over blocks
-; f - x^163 chunk 0: 0xc9 (one carry-less product per word)
-; fold 1: degree <= 324 -> <= 168 (3 words above x^163 times f - x^163)
-; fold 2: degree <= 168 -> <= 162 (1 words above x^163 times f - x^163)
+; lazy form (degree < 192): remainders modulo x^29 f = x^192 + x^36 + x^35 + x^32 + x^29, in one pass from the top pair down, each word folded once
+; x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
+; reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
@@ -31,15 +31,15 @@ default rel
 
 section .rodata align=32
 
-; terms x^0*(...) of f - x^163, chunk 0
+; terms x^0*(...) of f - x^192, chunk 0
 align 32
-gf2m_g_c9:
-    dq 0x00000000000000c9, 0x0000000000000000
+gf2m_g_1920000000:
+    dq 0x0000001920000000, 0x0000000000000000
 
-; terms x^0*(...) of f - x^163, chunk 0
+; terms x^0*(...) of f - x^192, chunk 0
 align 32
-gf2m_g_c9_x2:
-    dq 0x00000000000000c9, 0x0000000000000000, 0x00000000000000c9, 0x0000000000000000
+gf2m_g_1920000000_x2:
+    dq 0x0000001920000000, 0x0000000000000000, 0x0000001920000000, 0x0000000000000000
 
 ; bits of limb 2 below x^163
 align 32
@@ -55,6 +55,16 @@ gf2m_mask_7ffffffff_0:
 align 32
 gf2m_mask_7ffffffff_0_x2:
     dq 0x00000007ffffffff, 0x0000000000000000, 0x00000007ffffffff, 0x0000000000000000
+
+; limb 2 alone
+align 32
+gf2m_mask_ffffffffffffffff_0:
+    dq 0xffffffffffffffff, 0x0000000000000000
+
+; limb 2 alone
+align 32
+gf2m_mask_ffffffffffffffff_0_x2:
+    dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000
 
 ; a -> a^(2^16) mod f: columns x^j -> x^(j 2^16), pre-rotated by lane
 align 32
@@ -1122,9 +1132,9 @@ section .text
 ;
 ; reduction schedule:
 ;   products: s4 blocks of 128 bits, schoolbook over blocks
-;   f - x^163 chunk 0: 0xc9 (one carry-less product per word)
-;   fold 1: degree <= 324 -> <= 168 (3 words above x^163 times f - x^163)
-;   fold 2: degree <= 168 -> <= 162 (1 words above x^163 times f - x^163)
+;   lazy form (degree < 192): remainders modulo x^29 f = x^192 + x^36 + x^35 + x^32 + x^29, in one pass from the top pair down, each word folded once
+;   x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
+;   reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_mul_avx2.end - kg_gf2m163_mul_avx2)
 align 32
@@ -1153,36 +1163,30 @@ kg_gf2m163_mul_avx2:
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm3, 29
-    vpalignr     xmm4, xmm3, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm1, xmm1, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm1, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm1, xmm2, xmm1
+    vpclmulqdq   xmm1, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm3, xmm0
-    vpslldq      xmm2, xmm4, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
+    vpsrldq      xmm3, xmm1, 8
+    vpxor        xmm3, xmm0, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_1920000000], 0
     vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpslldq      xmm3, xmm1, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm1, xmm0, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm2, xmm1
     vmovdqu      [rdi], xmm1
     vmovq        qword [rdi + 16], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -1195,7 +1199,7 @@ kg_gf2m163_mul_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_sqr_avx2.end - kg_gf2m163_sqr_avx2)
 align 32
@@ -1206,36 +1210,155 @@ kg_gf2m163_sqr_avx2:
     vpclmulqdq   xmm2, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm3, xmm0, 29
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm1, 29
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpsrlq       xmm1, xmm1, 35
-    vpxor        xmm1, xmm4, xmm1
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm1, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vmovdqu      [rdi], xmm1
     vmovq        qword [rdi + 16], xmm0
-    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_mul_lazy_avx2: out = a * b mod f in GF(2^163), lazy form (degree < 192; gf2m_freeze reduces it)
+;
+;   requires: a, b: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+;   ensures: out ≡ a*b (mod f): 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   clobbers: ymm{0-9}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_mul_lazy_avx2.end - kg_gf2m163_mul_lazy_avx2)
+align 32
+kg_gf2m163_mul_lazy_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vmovdqu      xmm2, [rdx]
+    vmovq        xmm3, qword [rdx + 16]
+    vpclmulqdq   xmm4, xmm0, xmm2, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 1
+    vpclmulqdq   xmm6, xmm0, xmm2, 16
+    vpclmulqdq   xmm7, xmm0, xmm2, 17
+    vpclmulqdq   xmm8, xmm0, xmm3, 0
+    vpclmulqdq   xmm0, xmm0, xmm3, 1
+    vpclmulqdq   xmm9, xmm1, xmm2, 0
+    vpclmulqdq   xmm2, xmm1, xmm2, 16
+    vpclmulqdq   xmm1, xmm1, xmm3, 0
+    vpxor        xmm3, xmm5, xmm6
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm0, xmm0, xmm2
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpclmulqdq   xmm1, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm1, 8
+    vpxor        xmm3, xmm0, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_1920000000], 0
+    vpxor        xmm2, xmm2, xmm3
+    vpslldq      xmm3, xmm1, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqu      [rdi], xmm2
+    vmovq        qword [rdi + 16], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_sqr_lazy_avx2: out = a^2 mod f in GF(2^163), lazy form (degree < 192; gf2m_freeze reduces it)
+;
+;   requires: a: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+;   ensures: out ≡ a^2 (mod f): 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   clobbers: ymm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_sqr_lazy_avx2.end - kg_gf2m163_sqr_lazy_avx2)
+align 32
+kg_gf2m163_sqr_lazy_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vpclmulqdq   xmm2, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm1, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 1
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
+    vpxor        xmm1, xmm2, xmm1
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqu      [rdi], xmm1
+    vmovq        qword [rdi + 16], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_freeze_avx2: out = a mod f: a lazy element in its reduced form
+;
+;   requires: a: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+;   ensures: out = a mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX (check CPUID before calling)
+;   clobbers: ymm{0-5}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_freeze_avx2.end - kg_gf2m163_freeze_avx2)
+align 32
+kg_gf2m163_freeze_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vpsrlq       xmm2, xmm1, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm0, xmm0, xmm2
+    vmovdqu      [rdi], xmm0
+    vmovq        qword [rdi + 16], xmm1
     ret
 .end:
 
@@ -1248,13 +1371,13 @@ kg_gf2m163_sqr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-5}, flags
 ;
 ; reduction schedule:
 ;   products: s4 blocks of 128 bits, schoolbook over blocks
-;   f - x^163 chunk 0: 0xc9 (one carry-less product per word)
-;   fold 1: degree <= 324 -> <= 168 (3 words above x^163 times f - x^163)
-;   fold 2: degree <= 168 -> <= 162 (1 words above x^163 times f - x^163)
+;   lazy form (degree < 192): remainders modulo x^29 f = x^192 + x^36 + x^35 + x^32 + x^29, in one pass from the top pair down, each word folded once
+;   x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
+;   reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_reduce_avx2.end - kg_gf2m163_reduce_avx2)
 align 32
@@ -1263,36 +1386,30 @@ kg_gf2m163_reduce_avx2:
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm0, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm1, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm0, xmm0, xmm3
+    vpclmulqdq   xmm3, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
     vpxor        xmm1, xmm1, xmm2
-    vpslldq      xmm2, xmm4, 8
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 0
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm1, xmm1, xmm2
-    vpsllq       xmm2, xmm1, 29
-    vpalignr     xmm3, xmm1, xmm0, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm0, xmm0, xmm2
     vmovdqu      [rdi], xmm0
     vmovq        qword [rdi + 16], xmm1
-    vzeroupper
     ret
 .end:
 
@@ -1337,7 +1454,6 @@ kg_gf2m163_mulwide_avx2:
     vmovdqu      [rdi], xmm2
     vmovdqu      [rdi + 16], xmm3
     vmovdqu      [rdi + 32], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -1401,36 +1517,30 @@ kg_gf2m163_muladd_avx2:
     vpxor        xmm3, xmm6, xmm3
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm3, 29
-    vpalignr     xmm4, xmm3, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm1, xmm1, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm1, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm1, xmm2, xmm1
+    vpclmulqdq   xmm1, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm3, xmm0
-    vpslldq      xmm2, xmm4, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
+    vpsrldq      xmm3, xmm1, 8
+    vpxor        xmm3, xmm0, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_1920000000], 0
     vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpslldq      xmm3, xmm1, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm1, xmm0, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm2, xmm1
     vmovdqu      [rdi], xmm1
     vmovq        qword [rdi + 16], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -1447,9 +1557,9 @@ kg_gf2m163_muladd_avx2:
 ;
 ; reduction schedule:
 ;   products: s4 blocks of 128 bits, schoolbook over blocks
-;   f - x^163 chunk 0: 0xc9 (one carry-less product per word)
-;   fold 1: degree <= 324 -> <= 168 (3 words above x^163 times f - x^163)
-;   fold 2: degree <= 168 -> <= 162 (1 words above x^163 times f - x^163)
+;   lazy form (degree < 192): remainders modulo x^29 f = x^192 + x^36 + x^35 + x^32 + x^29, in one pass from the top pair down, each word folded once
+;   x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
+;   reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_reduce_gpr_avx2.end - kg_gf2m163_reduce_gpr_avx2)
 align 32
@@ -1537,7 +1647,7 @@ kg_gf2m163_reduce_gpr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr2_avx2.end - kg_gf2m163_msqr2_avx2)
 align 32
@@ -1548,66 +1658,55 @@ kg_gf2m163_msqr2_avx2:
     vpclmulqdq   xmm2, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm3, xmm0, 29
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm1, 29
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpsrlq       xmm1, xmm1, 35
-    vpxor        xmm1, xmm4, xmm1
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm1, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vmovdqu      [rdi], xmm1
     vmovq        qword [rdi + 16], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -1620,7 +1719,7 @@ kg_gf2m163_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr4_avx2.end - kg_gf2m163_msqr4_avx2)
 align 32
@@ -1631,126 +1730,105 @@ kg_gf2m163_msqr4_avx2:
     vpclmulqdq   xmm2, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm3, xmm0, 29
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm1, 29
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpsrlq       xmm1, xmm1, 35
-    vpxor        xmm1, xmm4, xmm1
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm1, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vmovdqu      [rdi], xmm1
     vmovq        qword [rdi + 16], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -1763,7 +1841,7 @@ kg_gf2m163_msqr4_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr8_avx2.end - kg_gf2m163_msqr8_avx2)
 align 32
@@ -1774,246 +1852,205 @@ kg_gf2m163_msqr8_avx2:
     vpclmulqdq   xmm2, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm3, xmm0, 29
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm1, 29
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpsrlq       xmm1, xmm1, 35
-    vpxor        xmm1, xmm4, xmm1
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm1, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vmovdqu      [rdi], xmm1
     vmovq        qword [rdi + 16], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -2763,34 +2800,20 @@ kg_gf2m163_ladder_step_avx2:
     vpxor        xmm9, xmm9, xmm11
     vpsrldq      xmm6, xmm6, 8
     vpxor        xmm6, xmm7, xmm6
-    vpsllq       xmm7, xmm9, 29
-    vpalignr     xmm11, xmm9, xmm8, 8
-    vpsrlq       xmm11, xmm11, 35
-    vpxor        xmm7, xmm7, xmm11
-    vpsllq       xmm11, xmm6, 29
-    vpalignr     xmm6, xmm6, xmm9, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm6, xmm11, xmm6
-    vpsrldq      xmm11, xmm7, 8
-    vpand        xmm9, xmm9, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm7, xmm8, xmm7
+    vpclmulqdq   xmm7, xmm6, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_1920000000], 1
     vpxor        xmm6, xmm9, xmm6
-    vpslldq      xmm8, xmm11, 8
-    vpxor        xmm7, xmm7, xmm8
-    vpsrldq      xmm8, xmm11, 8
-    vpxor        xmm6, xmm6, xmm8
-    vpsllq       xmm8, xmm6, 29
-    vpalignr     xmm9, xmm6, xmm7, 8
-    vpsrlq       xmm9, xmm9, 35
+    vpsrldq      xmm9, xmm7, 8
+    vpxor        xmm9, xmm6, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_1920000000], 0
     vpxor        xmm8, xmm8, xmm9
-    vpsrldq      xmm9, xmm8, 8
-    vpand        xmm6, xmm6, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_c9], 1
-    vpxor        xmm7, xmm7, xmm8
-    vpclmulqdq   xmm8, xmm4, xmm2, 0
+    vpslldq      xmm9, xmm7, 8
+    vpxor        xmm8, xmm8, xmm9
+    vpsrldq      xmm7, xmm7, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpand        xmm6, xmm6, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm7, xmm4, xmm2, 0
     vpclmulqdq   xmm9, xmm4, xmm2, 1
     vpclmulqdq   xmm11, xmm4, xmm2, 16
     vpclmulqdq   xmm12, xmm4, xmm2, 17
@@ -2804,130 +2827,74 @@ kg_gf2m163_ladder_step_avx2:
     vpxor        xmm11, xmm11, xmm14
     vpxor        xmm4, xmm4, xmm15
     vpslldq      xmm12, xmm9, 8
-    vpxor        xmm8, xmm8, xmm12
+    vpxor        xmm7, xmm7, xmm12
     vpalignr     xmm9, xmm4, xmm9, 8
     vpxor        xmm9, xmm11, xmm9
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
-    vpsllq       xmm5, xmm9, 29
-    vpalignr     xmm11, xmm9, xmm8, 8
-    vpsrlq       xmm11, xmm11, 35
-    vpxor        xmm5, xmm5, xmm11
-    vpsllq       xmm11, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm9, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm11, xmm4
-    vpsrldq      xmm11, xmm5, 8
-    vpand        xmm9, xmm9, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm8, xmm5
+    vpclmulqdq   xmm5, xmm4, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 1
     vpxor        xmm4, xmm9, xmm4
-    vpslldq      xmm8, xmm11, 8
-    vpxor        xmm5, xmm5, xmm8
-    vpsrldq      xmm8, xmm11, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpsllq       xmm8, xmm4, 29
-    vpalignr     xmm9, xmm4, xmm5, 8
-    vpsrlq       xmm9, xmm9, 35
-    vpxor        xmm8, xmm8, xmm9
-    vpsrldq      xmm9, xmm8, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm8
-    vpclmulqdq   xmm8, xmm0, xmm0, 0
+    vpsrldq      xmm9, xmm5, 8
+    vpxor        xmm9, xmm4, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_1920000000], 0
+    vpxor        xmm7, xmm7, xmm9
+    vpslldq      xmm9, xmm5, 8
+    vpxor        xmm7, xmm7, xmm9
+    vpsrldq      xmm5, xmm5, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm9, xmm0, 29
-    vpalignr     xmm11, xmm0, xmm8, 8
-    vpsrlq       xmm11, xmm11, 35
-    vpxor        xmm9, xmm9, xmm11
-    vpsllq       xmm11, xmm1, 29
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpsrlq       xmm1, xmm1, 35
-    vpxor        xmm1, xmm11, xmm1
-    vpsrldq      xmm11, xmm9, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_c9], 1
-    vpxor        xmm8, xmm8, xmm9
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm11, 8
-    vpxor        xmm1, xmm8, xmm1
-    vpsrldq      xmm8, xmm11, 8
-    vpxor        xmm0, xmm0, xmm8
-    vpsllq       xmm8, xmm0, 29
-    vpalignr     xmm9, xmm0, xmm1, 8
-    vpsrlq       xmm9, xmm9, 35
-    vpxor        xmm8, xmm8, xmm9
-    vpsrldq      xmm9, xmm8, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_c9], 1
-    vpxor        xmm1, xmm1, xmm8
-    vpclmulqdq   xmm8, xmm2, xmm2, 0
+    vpsrldq      xmm1, xmm9, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
+    vpxor        xmm1, xmm5, xmm1
+    vpslldq      xmm5, xmm9, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpsrldq      xmm5, xmm9, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm9, xmm2, 29
-    vpalignr     xmm11, xmm2, xmm8, 8
-    vpsrlq       xmm11, xmm11, 35
-    vpxor        xmm9, xmm9, xmm11
-    vpsllq       xmm11, xmm3, 29
-    vpalignr     xmm3, xmm3, xmm2, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm3, xmm11, xmm3
-    vpsrldq      xmm11, xmm9, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpxor        xmm8, xmm8, xmm9
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_1920000000], 1
     vpxor        xmm2, xmm2, xmm3
-    vpslldq      xmm3, xmm11, 8
-    vpxor        xmm3, xmm8, xmm3
-    vpsrldq      xmm8, xmm11, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpsllq       xmm8, xmm2, 29
-    vpalignr     xmm9, xmm2, xmm3, 8
-    vpsrlq       xmm9, xmm9, 35
-    vpxor        xmm8, xmm8, xmm9
-    vpsrldq      xmm9, xmm8, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm8, xmm7, xmm5
+    vpsrldq      xmm3, xmm9, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_1920000000], 0
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm9, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm5, xmm9, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpxor        xmm5, xmm8, xmm7
     vpxor        xmm9, xmm6, xmm4
-    vpclmulqdq   xmm11, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm8, xmm8, 17
+    vpclmulqdq   xmm11, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
     vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpsllq       xmm12, xmm8, 29
-    vpalignr     xmm13, xmm8, xmm11, 8
-    vpsrlq       xmm13, xmm13, 35
-    vpxor        xmm12, xmm12, xmm13
-    vpsllq       xmm13, xmm9, 29
-    vpalignr     xmm9, xmm9, xmm8, 8
-    vpsrlq       xmm9, xmm9, 35
-    vpxor        xmm9, xmm13, xmm9
-    vpsrldq      xmm13, xmm12, 8
-    vpand        xmm8, xmm8, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm12, xmm12, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm13, xmm9, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_c9], 1
-    vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm8, xmm8, xmm9
-    vpslldq      xmm9, xmm13, 8
+    vpclmulqdq   xmm12, xmm9, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_1920000000], 1
+    vpxor        xmm5, xmm5, xmm9
+    vpsrldq      xmm9, xmm12, 8
+    vpxor        xmm9, xmm5, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_1920000000], 0
     vpxor        xmm9, xmm11, xmm9
-    vpsrldq      xmm11, xmm13, 8
-    vpxor        xmm8, xmm8, xmm11
-    vpsllq       xmm11, xmm8, 29
-    vpalignr     xmm12, xmm8, xmm9, 8
-    vpsrlq       xmm12, xmm12, 35
-    vpxor        xmm11, xmm11, xmm12
-    vpsrldq      xmm12, xmm11, 8
-    vpand        xmm8, xmm8, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_c9], 1
+    vpslldq      xmm11, xmm12, 8
     vpxor        xmm9, xmm9, xmm11
+    vpsrldq      xmm11, xmm12, 8
+    vpxor        xmm5, xmm5, xmm11
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm11, xmm1, xmm3, 0
     vpclmulqdq   xmm12, xmm1, xmm3, 1
     vpclmulqdq   xmm13, xmm1, xmm3, 16
@@ -2937,49 +2904,35 @@ kg_gf2m163_ladder_step_avx2:
     vpclmulqdq   xmm6, xmm1, xmm2, 1
     vmovdqa      [rsp + 128], xmm4                   ; spill
     vpclmulqdq   xmm4, xmm0, xmm3, 0
-    vmovdqa      [rsp + 160], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm3, 16
-    vmovdqa      [rsp + 192], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm0, xmm2, 0
+    vmovdqa      [rsp + 160], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm0, xmm3, 16
+    vmovdqa      [rsp + 192], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm0, xmm2, 0
     vpxor        xmm12, xmm12, xmm13
     vpxor        xmm13, xmm14, xmm15
     vpxor        xmm4, xmm13, xmm4
-    vpxor        xmm5, xmm6, xmm5
-    vpslldq      xmm6, xmm12, 8
-    vpxor        xmm6, xmm11, xmm6
-    vpalignr     xmm11, xmm5, xmm12, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpslldq      xmm7, xmm12, 8
+    vpxor        xmm7, xmm11, xmm7
+    vpalignr     xmm11, xmm6, xmm12, 8
     vpxor        xmm4, xmm4, xmm11
-    vpsrldq      xmm5, xmm5, 8
-    vpxor        xmm5, xmm7, xmm5
-    vpsllq       xmm7, xmm4, 29
-    vpalignr     xmm11, xmm4, xmm6, 8
-    vpsrlq       xmm11, xmm11, 35
-    vpxor        xmm7, xmm7, xmm11
-    vpsllq       xmm11, xmm5, 29
-    vpalignr     xmm5, xmm5, xmm4, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm5, xmm11, xmm5
-    vpsrldq      xmm11, xmm7, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm11, xmm5, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm5
-    vpslldq      xmm5, xmm11, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm11, 8
+    vpsrldq      xmm6, xmm6, 8
+    vpxor        xmm6, xmm8, xmm6
+    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_1920000000], 1
     vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm6, xmm4, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_1920000000], 0
+    vpxor        xmm6, xmm7, xmm6
+    vpslldq      xmm7, xmm8, 8
     vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm10, xmm3, 0
-    vpclmulqdq   xmm7, xmm10, xmm3, 1
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm7, xmm10, xmm3, 0
+    vpclmulqdq   xmm8, xmm10, xmm3, 1
     vpclmulqdq   xmm11, xmm10, xmm3, 16
     vpclmulqdq   xmm12, xmm10, xmm3, 17
     vpclmulqdq   xmm13, xmm10, xmm2, 0
@@ -2988,162 +2941,155 @@ kg_gf2m163_ladder_step_avx2:
     vpclmulqdq   xmm15, xmm14, xmm3, 0
     vpclmulqdq   xmm3, xmm14, xmm3, 16
     vpclmulqdq   xmm2, xmm14, xmm2, 0
-    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm8, xmm8, xmm11
     vpxor        xmm11, xmm12, xmm13
     vpxor        xmm11, xmm11, xmm15
     vpxor        xmm3, xmm10, xmm3
-    vpslldq      xmm10, xmm7, 8
-    vpxor        xmm6, xmm6, xmm10
-    vpalignr     xmm7, xmm3, xmm7, 8
-    vpxor        xmm7, xmm11, xmm7
+    vpslldq      xmm10, xmm8, 8
+    vpxor        xmm7, xmm7, xmm10
+    vpalignr     xmm8, xmm3, xmm8, 8
+    vpxor        xmm8, xmm11, xmm8
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm7, 29
-    vpalignr     xmm10, xmm7, xmm6, 8
-    vpsrlq       xmm10, xmm10, 35
-    vpxor        xmm3, xmm3, xmm10
-    vpsllq       xmm10, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm7, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm10, xmm2
-    vpsrldq      xmm10, xmm3, 8
-    vpand        xmm7, xmm7, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm2, xmm7, xmm2
-    vpslldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsllq       xmm6, xmm2, 29
-    vpalignr     xmm7, xmm2, xmm3, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
+    vpxor        xmm2, xmm8, xmm2
+    vpsrldq      xmm8, xmm3, 8
+    vpxor        xmm8, xmm2, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_1920000000], 0
+    vpxor        xmm7, xmm7, xmm8
+    vpslldq      xmm8, xmm3, 8
+    vpxor        xmm7, xmm7, xmm8
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpxor        xmm1, xmm1, xmm7
     vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm6, xmm1, xmm2, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm6, xmm0
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm6, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpslldq      xmm2, xmm3, 8
     vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm2, [rsp + 32]                    ; reload
     vpclmulqdq   xmm3, xmm2, xmm9, 0
-    vpclmulqdq   xmm6, xmm2, xmm9, 1
-    vpclmulqdq   xmm7, xmm2, xmm9, 16
+    vpclmulqdq   xmm7, xmm2, xmm9, 1
+    vpclmulqdq   xmm8, xmm2, xmm9, 16
     vpclmulqdq   xmm10, xmm2, xmm9, 17
-    vpclmulqdq   xmm11, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
+    vpclmulqdq   xmm11, xmm2, xmm5, 0
+    vpclmulqdq   xmm2, xmm2, xmm5, 1
     vmovdqa      xmm12, [rsp]                        ; reload
     vpclmulqdq   xmm13, xmm12, xmm9, 0
     vpclmulqdq   xmm14, xmm12, xmm9, 16
-    vpclmulqdq   xmm12, xmm12, xmm8, 0
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm7, xmm7, xmm13
+    vpclmulqdq   xmm12, xmm12, xmm5, 0
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm8, xmm10, xmm11
+    vpxor        xmm8, xmm8, xmm13
     vpxor        xmm2, xmm2, xmm14
     vmovdqa      xmm10, [rsp + 192]                  ; reload
     vpclmulqdq   xmm11, xmm10, [rsp + 160], 0
     vpclmulqdq   xmm13, xmm10, [rsp + 160], 1
     vpclmulqdq   xmm14, xmm10, [rsp + 160], 16
     vpclmulqdq   xmm15, xmm10, [rsp + 160], 17
-    vmovdqa      [rsp], xmm8                         ; spill
-    vpclmulqdq   xmm8, xmm10, [rsp + 128], 0
+    vmovdqa      [rsp], xmm9                         ; spill
+    vpclmulqdq   xmm9, xmm10, [rsp + 128], 0
     vpclmulqdq   xmm10, xmm10, [rsp + 128], 1
-    vmovdqa      [rsp + 192], xmm9                   ; spill
-    vmovdqa      xmm9, [rsp + 96]                    ; reload
-    vmovdqa      [rsp + 32], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm9, [rsp + 160], 0
-    vmovdqa      [rsp + 64], xmm5                    ; spill
-    vpclmulqdq   xmm5, xmm9, [rsp + 160], 16
-    vpclmulqdq   xmm9, xmm9, [rsp + 128], 0
+    vmovdqa      [rsp + 192], xmm5                   ; spill
+    vmovdqa      xmm5, [rsp + 96]                    ; reload
+    vmovdqa      [rsp + 32], xmm6                    ; spill
+    vpclmulqdq   xmm6, xmm5, [rsp + 160], 0
+    vmovdqa      [rsp + 64], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm5, [rsp + 160], 16
+    vpclmulqdq   xmm5, xmm5, [rsp + 128], 0
     vpxor        xmm13, xmm13, xmm14
-    vpxor        xmm8, xmm15, xmm8
-    vpxor        xmm4, xmm8, xmm4
-    vpxor        xmm5, xmm10, xmm5
+    vpxor        xmm9, xmm15, xmm9
+    vpxor        xmm6, xmm9, xmm6
+    vpxor        xmm4, xmm10, xmm4
     vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm6, xmm6, xmm13
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm12, xmm9
-    vpslldq      xmm7, xmm6, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm6, xmm2, xmm6, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsllq       xmm5, xmm4, 29
-    vpalignr     xmm6, xmm4, xmm3, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm6, xmm2
-    vpsrldq      xmm6, xmm5, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm2, xmm4, xmm2
-    vpslldq      xmm4, xmm6, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm6, 8
+    vpxor        xmm7, xmm7, xmm13
+    vpxor        xmm6, xmm8, xmm6
     vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm2, 29
-    vpalignr     xmm5, xmm2, xmm3, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm4, xmm12, xmm5
+    vpslldq      xmm5, xmm7, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm5, xmm2, xmm7, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
+    vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm5, xmm4, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm5, xmm2, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm3, xmm3, xmm5
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm0, 35
+    vpsllq       xmm5, xmm4, 7
+    vpsllq       xmm6, xmm4, 6
+    vpsllq       xmm7, xmm4, 3
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm1, xmm1, xmm4
     vmovdqu      [rdi], xmm1
     vmovq        qword [rdi + 16], xmm0
     vmovdqa      xmm0, [rsp + 64]                    ; reload
-    vmovdqu      [rdi + 24], xmm0
-    vmovdqa      xmm0, [rsp + 32]                    ; reload
+    vpsrlq       xmm1, xmm0, 35
+    vpsllq       xmm4, xmm1, 7
+    vpsllq       xmm5, xmm1, 6
+    vpsllq       xmm6, xmm1, 3
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vmovdqa      xmm4, [rsp + 32]                    ; reload
+    vpxor        xmm1, xmm4, xmm1
+    vmovdqu      [rdi + 24], xmm1
     vmovq        qword [rdi + 40], xmm0
-    vmovdqu      [rdi + 48], xmm3
+    vpsrlq       xmm0, xmm2, 35
+    vpsllq       xmm1, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm0, xmm5, xmm0
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vmovdqu      [rdi + 48], xmm0
     vmovq        qword [rdi + 64], xmm2
     vmovdqa      xmm0, [rsp + 192]                   ; reload
-    vmovdqu      [rdi + 72], xmm0
-    vmovdqa      xmm0, [rsp]                         ; reload
+    vpsrlq       xmm1, xmm0, 35
+    vpsllq       xmm2, xmm1, 7
+    vpsllq       xmm3, xmm1, 6
+    vpsllq       xmm4, xmm1, 3
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vmovdqa      xmm2, [rsp]                         ; reload
+    vpxor        xmm1, xmm2, xmm1
+    vmovdqu      [rdi + 72], xmm1
     vmovq        qword [rdi + 88], xmm0
     mov rsp, rbp
     pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -3216,225 +3162,182 @@ kg_gf2m163_ladder_step2_avx2:
     vpxor        ymm5, ymm7, ymm5
     vpsrldq      ymm2, ymm2, 8
     vpxor        ymm2, ymm3, ymm2
-    vpsllq       ymm3, ymm5, 29
-    vpalignr     ymm6, ymm5, ymm4, 8
-    vpsrlq       ymm6, ymm6, 35
-    vpxor        ymm3, ymm3, ymm6
-    vpsllq       ymm6, ymm2, 29
-    vpalignr     ymm2, ymm2, ymm5, 8
-    vpsrlq       ymm2, ymm2, 35
-    vpxor        ymm2, ymm6, ymm2
-    vpsrldq      ymm6, ymm3, 8
-    vpand        ymm5, ymm5, [rel gf2m_mask_7ffffffff_0_x2]
-    vpclmulqdq   ymm3, ymm3, [rel gf2m_g_c9_x2], 1
-    vpclmulqdq   ymm6, ymm2, [rel gf2m_g_c9_x2], 0
-    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_c9_x2], 1
-    vpxor        ymm3, ymm4, ymm3
+    vpclmulqdq   ymm3, ymm2, [rel gf2m_g_1920000000_x2], 0
+    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_1920000000_x2], 1
     vpxor        ymm2, ymm5, ymm2
-    vpslldq      ymm4, ymm6, 8
-    vpxor        ymm3, ymm3, ymm4
-    vpsrldq      ymm4, ymm6, 8
-    vpxor        ymm2, ymm2, ymm4
-    vpsllq       ymm4, ymm2, 29
-    vpalignr     ymm5, ymm2, ymm3, 8
-    vpsrlq       ymm5, ymm5, 35
+    vpsrldq      ymm5, ymm3, 8
+    vpxor        ymm5, ymm2, ymm5
+    vpsrldq      ymm5, ymm5, 8
+    vpclmulqdq   ymm5, ymm5, [rel gf2m_g_1920000000_x2], 0
     vpxor        ymm4, ymm4, ymm5
-    vpsrldq      ymm5, ymm4, 8
-    vpand        ymm2, ymm2, [rel gf2m_mask_7ffffffff_0_x2]
-    vpclmulqdq   ymm4, ymm4, [rel gf2m_g_c9_x2], 1
-    vpxor        ymm3, ymm3, ymm4
-    vpclmulqdq   ymm4, ymm0, ymm0, 0
+    vpslldq      ymm5, ymm3, 8
+    vpxor        ymm4, ymm4, ymm5
+    vpsrldq      ymm3, ymm3, 8
+    vpxor        ymm2, ymm2, ymm3
+    vpand        ymm2, ymm2, [rel gf2m_mask_ffffffffffffffff_0_x2]
+    vpclmulqdq   ymm3, ymm0, ymm0, 0
     vpclmulqdq   ymm0, ymm0, ymm0, 17
     vpclmulqdq   ymm1, ymm1, ymm1, 0
-    vpsllq       ymm5, ymm0, 29
-    vpalignr     ymm6, ymm0, ymm4, 8
-    vpsrlq       ymm6, ymm6, 35
-    vpxor        ymm5, ymm5, ymm6
-    vpsllq       ymm6, ymm1, 29
-    vpalignr     ymm1, ymm1, ymm0, 8
-    vpsrlq       ymm1, ymm1, 35
-    vpxor        ymm1, ymm6, ymm1
-    vpsrldq      ymm6, ymm5, 8
-    vpand        ymm0, ymm0, [rel gf2m_mask_7ffffffff_0_x2]
-    vpclmulqdq   ymm5, ymm5, [rel gf2m_g_c9_x2], 1
-    vpclmulqdq   ymm6, ymm1, [rel gf2m_g_c9_x2], 0
-    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_c9_x2], 1
-    vpxor        ymm4, ymm4, ymm5
+    vpclmulqdq   ymm5, ymm1, [rel gf2m_g_1920000000_x2], 0
+    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_1920000000_x2], 1
     vpxor        ymm0, ymm0, ymm1
-    vpslldq      ymm1, ymm6, 8
-    vpxor        ymm1, ymm4, ymm1
-    vpsrldq      ymm4, ymm6, 8
-    vpxor        ymm0, ymm0, ymm4
-    vpsllq       ymm4, ymm0, 29
-    vpalignr     ymm5, ymm0, ymm1, 8
-    vpsrlq       ymm5, ymm5, 35
-    vpxor        ymm4, ymm4, ymm5
-    vpsrldq      ymm5, ymm4, 8
-    vpand        ymm0, ymm0, [rel gf2m_mask_7ffffffff_0_x2]
-    vpclmulqdq   ymm4, ymm4, [rel gf2m_g_c9_x2], 1
-    vpxor        ymm1, ymm1, ymm4
-    vinserti128  ymm4, ymm1, xmm10, 1
+    vpsrldq      ymm1, ymm5, 8
+    vpxor        ymm1, ymm0, ymm1
+    vpsrldq      ymm1, ymm1, 8
+    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_1920000000_x2], 0
+    vpxor        ymm1, ymm3, ymm1
+    vpslldq      ymm3, ymm5, 8
+    vpxor        ymm1, ymm1, ymm3
+    vpsrldq      ymm3, ymm5, 8
+    vpxor        ymm0, ymm0, ymm3
+    vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_0_x2]
+    vinserti128  ymm3, ymm1, xmm10, 1
     vinserti128  ymm5, ymm0, xmm11, 1
     vperm2i128   ymm6, ymm1, ymm1, 17
     vperm2i128   ymm7, ymm0, ymm0, 17
-    vpclmulqdq   ymm10, ymm4, ymm6, 0
-    vpclmulqdq   ymm11, ymm4, ymm6, 1
-    vpclmulqdq   ymm12, ymm4, ymm6, 16
-    vpclmulqdq   ymm13, ymm4, ymm6, 17
-    vpclmulqdq   ymm14, ymm4, ymm7, 0
-    vpclmulqdq   ymm4, ymm4, ymm7, 1
+    vpclmulqdq   ymm10, ymm3, ymm6, 0
+    vpclmulqdq   ymm11, ymm3, ymm6, 1
+    vpclmulqdq   ymm12, ymm3, ymm6, 16
+    vpclmulqdq   ymm13, ymm3, ymm6, 17
+    vpclmulqdq   ymm14, ymm3, ymm7, 0
+    vpclmulqdq   ymm3, ymm3, ymm7, 1
     vpclmulqdq   ymm15, ymm5, ymm6, 0
     vpclmulqdq   ymm6, ymm5, ymm6, 16
     vpclmulqdq   ymm5, ymm5, ymm7, 0
     vpxor        ymm7, ymm11, ymm12
     vpxor        ymm11, ymm13, ymm14
     vpxor        ymm11, ymm11, ymm15
-    vpxor        ymm4, ymm4, ymm6
+    vpxor        ymm3, ymm3, ymm6
     vpslldq      ymm6, ymm7, 8
     vpxor        ymm6, ymm10, ymm6
-    vpalignr     ymm7, ymm4, ymm7, 8
+    vpalignr     ymm7, ymm3, ymm7, 8
     vpxor        ymm7, ymm11, ymm7
-    vpsrldq      ymm4, ymm4, 8
-    vpxor        ymm4, ymm5, ymm4
-    vpsllq       ymm5, ymm7, 29
-    vpalignr     ymm10, ymm7, ymm6, 8
-    vpsrlq       ymm10, ymm10, 35
-    vpxor        ymm5, ymm5, ymm10
-    vpsllq       ymm10, ymm4, 29
-    vpalignr     ymm4, ymm4, ymm7, 8
-    vpsrlq       ymm4, ymm4, 35
-    vpxor        ymm4, ymm10, ymm4
-    vpsrldq      ymm10, ymm5, 8
-    vpand        ymm7, ymm7, [rel gf2m_mask_7ffffffff_0_x2]
-    vpclmulqdq   ymm5, ymm5, [rel gf2m_g_c9_x2], 1
-    vpclmulqdq   ymm10, ymm4, [rel gf2m_g_c9_x2], 0
-    vpclmulqdq   ymm4, ymm4, [rel gf2m_g_c9_x2], 1
-    vpxor        ymm5, ymm6, ymm5
-    vpxor        ymm4, ymm7, ymm4
-    vpslldq      ymm6, ymm10, 8
-    vpxor        ymm5, ymm5, ymm6
-    vpsrldq      ymm6, ymm10, 8
-    vpxor        ymm4, ymm4, ymm6
-    vpsllq       ymm6, ymm4, 29
-    vpalignr     ymm7, ymm4, ymm5, 8
-    vpsrlq       ymm7, ymm7, 35
+    vpsrldq      ymm3, ymm3, 8
+    vpxor        ymm3, ymm5, ymm3
+    vpclmulqdq   ymm5, ymm3, [rel gf2m_g_1920000000_x2], 0
+    vpclmulqdq   ymm3, ymm3, [rel gf2m_g_1920000000_x2], 1
+    vpxor        ymm3, ymm7, ymm3
+    vpsrldq      ymm7, ymm5, 8
+    vpxor        ymm7, ymm3, ymm7
+    vpsrldq      ymm7, ymm7, 8
+    vpclmulqdq   ymm7, ymm7, [rel gf2m_g_1920000000_x2], 0
     vpxor        ymm6, ymm6, ymm7
-    vpsrldq      ymm7, ymm6, 8
-    vpand        ymm4, ymm4, [rel gf2m_mask_7ffffffff_0_x2]
-    vpclmulqdq   ymm6, ymm6, [rel gf2m_g_c9_x2], 1
-    vpxor        ymm5, ymm5, ymm6
-    vperm2i128   ymm6, ymm3, ymm5, 48
-    vperm2i128   ymm1, ymm3, ymm1, 33
-    vpxor        ymm1, ymm6, ymm1
-    vperm2i128   ymm6, ymm2, ymm4, 48
+    vpslldq      ymm7, ymm5, 8
+    vpxor        ymm6, ymm6, ymm7
+    vpsrldq      ymm5, ymm5, 8
+    vpxor        ymm3, ymm3, ymm5
+    vpand        ymm3, ymm3, [rel gf2m_mask_ffffffffffffffff_0_x2]
+    vperm2i128   ymm5, ymm4, ymm6, 48
+    vperm2i128   ymm1, ymm4, ymm1, 33
+    vpxor        ymm1, ymm5, ymm1
+    vperm2i128   ymm5, ymm2, ymm3, 48
     vperm2i128   ymm0, ymm2, ymm0, 33
-    vpxor        ymm0, ymm6, ymm0
-    vpclmulqdq   ymm6, ymm1, ymm1, 0
+    vpxor        ymm0, ymm5, ymm0
+    vpclmulqdq   ymm5, ymm1, ymm1, 0
     vpclmulqdq   ymm1, ymm1, ymm1, 17
     vpclmulqdq   ymm0, ymm0, ymm0, 0
-    vpsllq       ymm7, ymm1, 29
-    vpalignr     ymm10, ymm1, ymm6, 8
-    vpsrlq       ymm10, ymm10, 35
-    vpxor        ymm7, ymm7, ymm10
-    vpsllq       ymm10, ymm0, 29
-    vpalignr     ymm0, ymm0, ymm1, 8
-    vpsrlq       ymm0, ymm0, 35
-    vpxor        ymm0, ymm10, ymm0
-    vpsrldq      ymm10, ymm7, 8
-    vpand        ymm1, ymm1, [rel gf2m_mask_7ffffffff_0_x2]
-    vpclmulqdq   ymm7, ymm7, [rel gf2m_g_c9_x2], 1
-    vpclmulqdq   ymm10, ymm0, [rel gf2m_g_c9_x2], 0
-    vpclmulqdq   ymm0, ymm0, [rel gf2m_g_c9_x2], 1
-    vpxor        ymm6, ymm6, ymm7
+    vpclmulqdq   ymm7, ymm0, [rel gf2m_g_1920000000_x2], 0
+    vpclmulqdq   ymm0, ymm0, [rel gf2m_g_1920000000_x2], 1
     vpxor        ymm0, ymm1, ymm0
-    vpslldq      ymm1, ymm10, 8
-    vpxor        ymm1, ymm6, ymm1
-    vpsrldq      ymm6, ymm10, 8
-    vpxor        ymm0, ymm0, ymm6
-    vpsllq       ymm6, ymm0, 29
-    vpalignr     ymm7, ymm0, ymm1, 8
-    vpsrlq       ymm7, ymm7, 35
-    vpxor        ymm6, ymm6, ymm7
-    vpsrldq      ymm7, ymm6, 8
-    vpand        ymm0, ymm0, [rel gf2m_mask_7ffffffff_0_x2]
-    vpclmulqdq   ymm6, ymm6, [rel gf2m_g_c9_x2], 1
-    vpxor        ymm1, ymm1, ymm6
-    vinserti128  ymm6, ymm3, xmm8, 1
+    vpsrldq      ymm1, ymm7, 8
+    vpxor        ymm1, ymm0, ymm1
+    vpsrldq      ymm1, ymm1, 8
+    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_1920000000_x2], 0
+    vpxor        ymm1, ymm5, ymm1
+    vpslldq      ymm5, ymm7, 8
+    vpxor        ymm1, ymm1, ymm5
+    vpsrldq      ymm5, ymm7, 8
+    vpxor        ymm0, ymm0, ymm5
+    vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_0_x2]
+    vinserti128  ymm5, ymm4, xmm8, 1
     vinserti128  ymm7, ymm2, xmm9, 1
-    vperm2i128   ymm3, ymm3, ymm1, 33
+    vperm2i128   ymm4, ymm4, ymm1, 33
     vperm2i128   ymm2, ymm2, ymm0, 33
-    vpclmulqdq   ymm8, ymm6, ymm3, 0
-    vpclmulqdq   ymm9, ymm6, ymm3, 1
-    vpclmulqdq   ymm10, ymm6, ymm3, 16
-    vpclmulqdq   ymm11, ymm6, ymm3, 17
-    vpclmulqdq   ymm12, ymm6, ymm2, 0
-    vpclmulqdq   ymm6, ymm6, ymm2, 1
-    vpclmulqdq   ymm13, ymm7, ymm3, 0
-    vpclmulqdq   ymm3, ymm7, ymm3, 16
+    vpclmulqdq   ymm8, ymm5, ymm4, 0
+    vpclmulqdq   ymm9, ymm5, ymm4, 1
+    vpclmulqdq   ymm10, ymm5, ymm4, 16
+    vpclmulqdq   ymm11, ymm5, ymm4, 17
+    vpclmulqdq   ymm12, ymm5, ymm2, 0
+    vpclmulqdq   ymm5, ymm5, ymm2, 1
+    vpclmulqdq   ymm13, ymm7, ymm4, 0
+    vpclmulqdq   ymm4, ymm7, ymm4, 16
     vpclmulqdq   ymm2, ymm7, ymm2, 0
     vpxor        ymm7, ymm9, ymm10
     vpxor        ymm9, ymm11, ymm12
     vpxor        ymm9, ymm9, ymm13
-    vpxor        ymm3, ymm6, ymm3
-    vextracti128 xmm6, ymm8, 0
+    vpxor        ymm4, ymm5, ymm4
+    vextracti128 xmm5, ymm8, 0
     vextracti128 xmm8, ymm8, 1
-    vpxor        xmm6, xmm6, xmm8
+    vpxor        xmm5, xmm5, xmm8
     vextracti128 xmm8, ymm7, 0
     vextracti128 xmm7, ymm7, 1
     vpxor        xmm7, xmm8, xmm7
     vextracti128 xmm8, ymm9, 0
     vextracti128 xmm9, ymm9, 1
     vpxor        xmm8, xmm8, xmm9
-    vextracti128 xmm9, ymm3, 0
-    vextracti128 xmm3, ymm3, 1
-    vpxor        xmm3, xmm9, xmm3
+    vextracti128 xmm9, ymm4, 0
+    vextracti128 xmm4, ymm4, 1
+    vpxor        xmm4, xmm9, xmm4
     vextracti128 xmm9, ymm2, 0
     vextracti128 xmm2, ymm2, 1
     vpxor        xmm2, xmm9, xmm2
     vpslldq      xmm9, xmm7, 8
-    vpxor        xmm6, xmm6, xmm9
-    vpalignr     xmm7, xmm3, xmm7, 8
+    vpxor        xmm5, xmm5, xmm9
+    vpalignr     xmm7, xmm4, xmm7, 8
     vpxor        xmm7, xmm8, xmm7
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm7, 29
-    vpalignr     xmm8, xmm7, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm3, xmm3, xmm8
-    vpsllq       xmm8, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm7, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm8, xmm2
-    vpsrldq      xmm8, xmm3, 8
-    vpand        xmm7, xmm7, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm6, xmm3
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
     vpxor        xmm2, xmm7, xmm2
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsllq       xmm6, xmm2, 29
-    vpalignr     xmm7, xmm2, xmm3, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
+    vpsrldq      xmm7, xmm4, 8
+    vpxor        xmm7, xmm2, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm5, xmm7
+    vpslldq      xmm7, xmm4, 8
+    vpxor        xmm5, xmm5, xmm7
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       ymm4, ymm0, 35
+    vpsllq       ymm7, ymm4, 7
+    vpsllq       ymm8, ymm4, 6
+    vpsllq       ymm9, ymm4, 3
+    vpand        ymm0, ymm0, [rel gf2m_mask_7ffffffff_0_x2]
+    vpxor        ymm7, ymm7, ymm8
+    vpxor        ymm4, ymm9, ymm4
+    vpxor        ymm4, ymm7, ymm4
+    vpxor        ymm1, ymm1, ymm4
+    vpsrlq       ymm4, ymm3, 35
+    vpsllq       ymm7, ymm4, 7
+    vpsllq       ymm8, ymm4, 6
+    vpsllq       ymm9, ymm4, 3
+    vpand        ymm3, ymm3, [rel gf2m_mask_7ffffffff_0_x2]
+    vpxor        ymm7, ymm7, ymm8
+    vpxor        ymm4, ymm9, ymm4
+    vpxor        ymm4, ymm7, ymm4
+    vpxor        ymm4, ymm6, ymm4
+    vpsrlq       xmm6, xmm2, 35
+    vpsllq       xmm7, xmm6, 7
+    vpsllq       xmm8, xmm6, 6
+    vpsllq       xmm9, xmm6, 3
     vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm6, xmm9, xmm6
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm5, xmm5, xmm6
     vextracti128 xmm6, ymm1, 1
     vextracti128 xmm7, ymm0, 1
-    vextracti128 xmm5, ymm5, 0
     vextracti128 xmm4, ymm4, 0
+    vextracti128 xmm3, ymm3, 0
     vextracti128 xmm1, ymm1, 0
     vextracti128 xmm0, ymm0, 0
     vmovdqu      [rdi], xmm6
     vmovq        qword [rdi + 16], xmm7
-    vmovdqu      [rdi + 24], xmm5
-    vmovq        qword [rdi + 40], xmm4
-    vmovdqu      [rdi + 48], xmm3
+    vmovdqu      [rdi + 24], xmm4
+    vmovq        qword [rdi + 40], xmm3
+    vmovdqu      [rdi + 48], xmm5
     vmovq        qword [rdi + 64], xmm2
     vmovdqu      [rdi + 72], xmm1
     vmovq        qword [rdi + 88], xmm0
@@ -3462,33 +3365,19 @@ kg_gf2m163_inv_avx2:
     vpclmulqdq   xmm2, xmm0, xmm0, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpsllq       xmm5, xmm3, 29
-    vpalignr     xmm6, xmm3, xmm2, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm3, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm6, xmm4
-    vpsrldq      xmm6, xmm5, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm6, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm5
+    vpclmulqdq   xmm5, xmm4, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 1
     vpxor        xmm3, xmm3, xmm4
-    vpslldq      xmm4, xmm6, 8
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm3, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 0
     vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm6, 8
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm5, 8
     vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm3, 29
-    vpalignr     xmm5, xmm3, xmm2, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm4
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm2, xmm0, 0
     vpclmulqdq   xmm5, xmm2, xmm0, 1
     vpclmulqdq   xmm6, xmm2, xmm0, 16
@@ -3508,169 +3397,99 @@ kg_gf2m163_inv_avx2:
     vpxor        xmm5, xmm6, xmm5
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm2, xmm3, xmm2
-    vpsllq       xmm3, xmm5, 29
-    vpalignr     xmm6, xmm5, xmm4, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm6, xmm2
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm3, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
     vpxor        xmm2, xmm5, xmm2
-    vpslldq      xmm4, xmm6, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm6, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm2, 29
-    vpalignr     xmm5, xmm2, xmm3, 8
-    vpsrlq       xmm5, xmm5, 35
+    vpsrldq      xmm5, xmm3, 8
+    vpxor        xmm5, xmm2, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
     vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm4, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 29
-    vpalignr     xmm6, xmm6, xmm5, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm6, xmm8, xmm6
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 29
-    vpalignr     xmm7, xmm5, xmm4, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpsllq       xmm7, xmm4, 29
-    vpalignr     xmm8, xmm4, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm5, 29
-    vpalignr     xmm5, xmm5, xmm4, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm5, xmm8, xmm5
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
+    vpslldq      xmm5, xmm3, 8
     vpxor        xmm4, xmm4, xmm5
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm7, xmm5, xmm3, 1
-    vpclmulqdq   xmm8, xmm5, xmm3, 16
-    vpclmulqdq   xmm9, xmm5, xmm3, 17
-    vpclmulqdq   xmm10, xmm5, xmm2, 0
-    vpclmulqdq   xmm5, xmm5, xmm2, 1
-    vpclmulqdq   xmm11, xmm4, xmm3, 0
-    vpclmulqdq   xmm3, xmm4, xmm3, 16
-    vpclmulqdq   xmm2, xmm4, xmm2, 0
-    vpxor        xmm4, xmm7, xmm8
-    vpxor        xmm7, xmm9, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm4, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm7, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm4, 29
-    vpalignr     xmm6, xmm4, xmm5, 8
-    vpsrlq       xmm6, xmm6, 35
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm4, xmm4, 0
+    vpclmulqdq   xmm5, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm7, xmm6, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_1920000000], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm6, xmm5, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_1920000000], 0
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm6, xmm2
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm2, xmm4, xmm2
-    vpslldq      xmm4, xmm6, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 1
+    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm3, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm4, 0
+    vpclmulqdq   xmm7, xmm5, xmm4, 1
+    vpclmulqdq   xmm8, xmm5, xmm4, 16
+    vpclmulqdq   xmm9, xmm5, xmm4, 17
+    vpclmulqdq   xmm10, xmm5, xmm2, 0
+    vpclmulqdq   xmm5, xmm5, xmm2, 1
+    vpclmulqdq   xmm11, xmm3, xmm4, 0
+    vpclmulqdq   xmm4, xmm3, xmm4, 16
+    vpclmulqdq   xmm2, xmm3, xmm2, 0
+    vpxor        xmm3, xmm7, xmm8
+    vpxor        xmm7, xmm9, xmm10
+    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm3, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm3, xmm4, xmm3, 8
+    vpxor        xmm3, xmm7, xmm3
+    vpsrldq      xmm4, xmm4, 8
     vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm2, 29
-    vpalignr     xmm5, xmm2, xmm3, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm3, xmm4
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_1920000000], 0
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpsllq       xmm5, xmm3, 29
-    vpalignr     xmm6, xmm3, xmm4, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm3, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm6, xmm2
-    vpsrldq      xmm6, xmm5, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm4, xmm4, xmm5
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
     vpxor        xmm2, xmm3, xmm2
-    vpslldq      xmm3, xmm6, 8
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_1920000000], 0
     vpxor        xmm3, xmm4, xmm3
-    vpsrldq      xmm4, xmm6, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm2, 29
-    vpalignr     xmm5, xmm2, xmm3, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
+    vpslldq      xmm4, xmm5, 8
     vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm3, xmm0, 0
     vpclmulqdq   xmm5, xmm3, xmm0, 1
     vpclmulqdq   xmm6, xmm3, xmm0, 16
@@ -3690,591 +3509,348 @@ kg_gf2m163_inv_avx2:
     vpxor        xmm5, xmm6, xmm5
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm5, 29
-    vpalignr     xmm6, xmm5, xmm4, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm6, xmm2
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm3, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
     vpxor        xmm2, xmm5, xmm2
-    vpslldq      xmm4, xmm6, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm6, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm2, 29
-    vpalignr     xmm5, xmm2, xmm3, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm4, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 29
-    vpalignr     xmm6, xmm6, xmm5, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm6, xmm8, xmm6
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 29
-    vpalignr     xmm7, xmm5, xmm4, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpsllq       xmm7, xmm4, 29
-    vpalignr     xmm8, xmm4, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm5, 29
-    vpalignr     xmm5, xmm5, xmm4, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm5, xmm8, xmm5
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm5
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm5, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm8, xmm4
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm5, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm8, xmm4
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm5, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm8, xmm4
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm7, xmm5, xmm3, 1
-    vpclmulqdq   xmm8, xmm5, xmm3, 16
-    vpclmulqdq   xmm9, xmm5, xmm3, 17
-    vpclmulqdq   xmm10, xmm5, xmm2, 0
-    vpclmulqdq   xmm5, xmm5, xmm2, 1
-    vpclmulqdq   xmm11, xmm4, xmm3, 0
-    vpclmulqdq   xmm3, xmm4, xmm3, 16
-    vpclmulqdq   xmm2, xmm4, xmm2, 0
-    vpxor        xmm4, xmm7, xmm8
-    vpxor        xmm7, xmm9, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm4, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm7, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm4, 29
-    vpalignr     xmm6, xmm4, xmm5, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm6, xmm2
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm2, xmm4, xmm2
-    vpslldq      xmm4, xmm6, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm6, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm2, 29
-    vpalignr     xmm5, xmm2, xmm3, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm4, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 29
-    vpalignr     xmm6, xmm6, xmm5, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm6, xmm8, xmm6
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 29
-    vpalignr     xmm7, xmm5, xmm4, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpsllq       xmm7, xmm4, 29
-    vpalignr     xmm8, xmm4, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm5, 29
-    vpalignr     xmm5, xmm5, xmm4, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm5, xmm8, xmm5
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm5
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm5, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm8, xmm4
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm5, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm8, xmm4
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm5, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm8, xmm4
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm5, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm8, xmm4
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm5, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm8, xmm4
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm5, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm8, xmm4
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm5, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm8, xmm4
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm5, 29
-    vpalignr     xmm8, xmm5, xmm6, 8
-    vpsrlq       xmm8, xmm8, 35
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 29
-    vpalignr     xmm4, xmm4, xmm5, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm4, xmm8, xmm4
-    vpsrldq      xmm8, xmm7, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm8, xmm4, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpsrldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 29
-    vpalignr     xmm7, xmm4, xmm5, 8
-    vpsrlq       xmm7, xmm7, 35
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_c9], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm7, xmm5, xmm3, 1
-    vpclmulqdq   xmm8, xmm5, xmm3, 16
-    vpclmulqdq   xmm9, xmm5, xmm3, 17
-    vpclmulqdq   xmm10, xmm5, xmm2, 0
-    vpclmulqdq   xmm5, xmm5, xmm2, 1
-    vpclmulqdq   xmm11, xmm4, xmm3, 0
-    vpclmulqdq   xmm3, xmm4, xmm3, 16
-    vpclmulqdq   xmm2, xmm4, xmm2, 0
-    vpxor        xmm4, xmm7, xmm8
-    vpxor        xmm7, xmm9, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm4, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm7, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm4, 29
-    vpalignr     xmm6, xmm4, xmm5, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm6, xmm2
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm2, xmm4, xmm2
-    vpslldq      xmm4, xmm6, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm6, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm2, 29
-    vpalignr     xmm5, xmm2, xmm3, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpbroadcastq ymm4, xmm3
     vpsrldq      xmm5, xmm3, 8
-    vpbroadcastq ymm5, xmm5
-    vpbroadcastq ymm6, xmm2
-    vpblendd     ymm4, ymm4, ymm5, 12
-    vpblendd     ymm4, ymm4, ymm6, 48
+    vpxor        xmm5, xmm2, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm4, xmm4, xmm5
+    vpslldq      xmm5, xmm3, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm4, xmm4, 0
+    vpclmulqdq   xmm5, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm7, xmm6, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_1920000000], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm6, xmm5, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_1920000000], 0
+    vpxor        xmm3, xmm3, xmm6
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 1
+    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm3, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_1920000000], 1
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm3, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_1920000000], 1
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm3, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_1920000000], 1
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm3, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm4, 0
+    vpclmulqdq   xmm7, xmm5, xmm4, 1
+    vpclmulqdq   xmm8, xmm5, xmm4, 16
+    vpclmulqdq   xmm9, xmm5, xmm4, 17
+    vpclmulqdq   xmm10, xmm5, xmm2, 0
+    vpclmulqdq   xmm5, xmm5, xmm2, 1
+    vpclmulqdq   xmm11, xmm3, xmm4, 0
+    vpclmulqdq   xmm4, xmm3, xmm4, 16
+    vpclmulqdq   xmm2, xmm3, xmm2, 0
+    vpxor        xmm3, xmm7, xmm8
+    vpxor        xmm7, xmm9, xmm10
+    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm3, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm3, xmm4, xmm3, 8
+    vpxor        xmm3, xmm7, xmm3
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_1920000000], 0
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm7, xmm6, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_1920000000], 1
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm6, xmm5, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_1920000000], 0
+    vpxor        xmm4, xmm4, xmm6
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 1
+    vpxor        xmm4, xmm4, xmm5
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm7, xmm4, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 1
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm7, xmm4, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 1
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm7, xmm4, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 1
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm7, xmm4, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 1
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm7, xmm4, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 1
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm7, xmm4, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 1
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm7, xmm4, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 1
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm7, xmm4, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 1
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_1920000000], 0
+    vpxor        xmm5, xmm6, xmm5
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm5, xmm3, 0
+    vpclmulqdq   xmm7, xmm5, xmm3, 1
+    vpclmulqdq   xmm8, xmm5, xmm3, 16
+    vpclmulqdq   xmm9, xmm5, xmm3, 17
+    vpclmulqdq   xmm10, xmm5, xmm2, 0
+    vpclmulqdq   xmm5, xmm5, xmm2, 1
+    vpclmulqdq   xmm11, xmm4, xmm3, 0
+    vpclmulqdq   xmm3, xmm4, xmm3, 16
+    vpclmulqdq   xmm2, xmm4, xmm2, 0
+    vpxor        xmm4, xmm7, xmm8
+    vpxor        xmm7, xmm9, xmm10
+    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm4, xmm3, xmm4, 8
+    vpxor        xmm4, xmm7, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 0
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm3, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 35
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 6
+    vpsllq       xmm7, xmm3, 3
+    vpand        xmm8, xmm2, [rel gf2m_mask_7ffffffff_0]
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpbroadcastq ymm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpbroadcastq ymm3, xmm3
+    vpbroadcastq ymm6, xmm8
+    vpblendd     ymm3, ymm5, ymm3, 12
+    vpblendd     ymm3, ymm3, ymm6, 48
     vmovdqu      ymm5, [rel gf2m_zero4]
-    vpblendd     ymm4, ymm4, ymm5, 192
+    vpblendd     ymm3, ymm3, ymm5, 192
     vmovdqu      ymm5, [rel gf2m_zero4]
-    vpsllq       ymm6, ymm4, 63
+    vpsllq       ymm6, ymm3, 63
     vpcmpgtq     ymm6, ymm5, ymm6
     vpand        ymm7, ymm6, [rel gf2m_sq20_map]
     vpand        ymm8, ymm6, [rel gf2m_sq20_map + 32]
     vpand        ymm9, ymm6, [rel gf2m_sq20_map + 64]
     vpand        ymm6, ymm6, [rel gf2m_sq20_map + 96]
-    vpsllq       ymm10, ymm4, 62
+    vpsllq       ymm10, ymm3, 62
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 128]
     vpxor        ymm7, ymm7, ymm11
@@ -4284,7 +3860,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 224]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 61
+    vpsllq       ymm10, ymm3, 61
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 256]
     vpxor        ymm7, ymm7, ymm11
@@ -4294,7 +3870,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 352]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 60
+    vpsllq       ymm10, ymm3, 60
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 384]
     vpxor        ymm7, ymm7, ymm11
@@ -4304,7 +3880,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 480]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 59
+    vpsllq       ymm10, ymm3, 59
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 512]
     vpxor        ymm7, ymm7, ymm11
@@ -4314,7 +3890,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 608]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 58
+    vpsllq       ymm10, ymm3, 58
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 640]
     vpxor        ymm7, ymm7, ymm11
@@ -4324,7 +3900,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 736]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 57
+    vpsllq       ymm10, ymm3, 57
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 768]
     vpxor        ymm7, ymm7, ymm11
@@ -4334,7 +3910,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 864]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 56
+    vpsllq       ymm10, ymm3, 56
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 896]
     vpxor        ymm7, ymm7, ymm11
@@ -4344,7 +3920,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 992]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 55
+    vpsllq       ymm10, ymm3, 55
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 1024]
     vpxor        ymm7, ymm7, ymm11
@@ -4354,7 +3930,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 1120]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 54
+    vpsllq       ymm10, ymm3, 54
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 1152]
     vpxor        ymm7, ymm7, ymm11
@@ -4364,7 +3940,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 1248]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 53
+    vpsllq       ymm10, ymm3, 53
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 1280]
     vpxor        ymm7, ymm7, ymm11
@@ -4374,7 +3950,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 1376]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 52
+    vpsllq       ymm10, ymm3, 52
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 1408]
     vpxor        ymm7, ymm7, ymm11
@@ -4384,7 +3960,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 1504]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 51
+    vpsllq       ymm10, ymm3, 51
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 1536]
     vpxor        ymm7, ymm7, ymm11
@@ -4394,7 +3970,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 1632]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 50
+    vpsllq       ymm10, ymm3, 50
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 1664]
     vpxor        ymm7, ymm7, ymm11
@@ -4404,7 +3980,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 1760]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 49
+    vpsllq       ymm10, ymm3, 49
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 1792]
     vpxor        ymm7, ymm7, ymm11
@@ -4414,7 +3990,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 1888]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 48
+    vpsllq       ymm10, ymm3, 48
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 1920]
     vpxor        ymm7, ymm7, ymm11
@@ -4424,7 +4000,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 2016]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 47
+    vpsllq       ymm10, ymm3, 47
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 2048]
     vpxor        ymm7, ymm7, ymm11
@@ -4434,7 +4010,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 2144]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 46
+    vpsllq       ymm10, ymm3, 46
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 2176]
     vpxor        ymm7, ymm7, ymm11
@@ -4444,7 +4020,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 2272]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 45
+    vpsllq       ymm10, ymm3, 45
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 2304]
     vpxor        ymm7, ymm7, ymm11
@@ -4454,7 +4030,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 2400]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 44
+    vpsllq       ymm10, ymm3, 44
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 2432]
     vpxor        ymm7, ymm7, ymm11
@@ -4464,7 +4040,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 2528]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 43
+    vpsllq       ymm10, ymm3, 43
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 2560]
     vpxor        ymm7, ymm7, ymm11
@@ -4474,7 +4050,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 2656]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 42
+    vpsllq       ymm10, ymm3, 42
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 2688]
     vpxor        ymm7, ymm7, ymm11
@@ -4484,7 +4060,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 2784]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 41
+    vpsllq       ymm10, ymm3, 41
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 2816]
     vpxor        ymm7, ymm7, ymm11
@@ -4494,7 +4070,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 2912]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 40
+    vpsllq       ymm10, ymm3, 40
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 2944]
     vpxor        ymm7, ymm7, ymm11
@@ -4504,7 +4080,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 3040]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 39
+    vpsllq       ymm10, ymm3, 39
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 3072]
     vpxor        ymm7, ymm7, ymm11
@@ -4514,7 +4090,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 3168]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 38
+    vpsllq       ymm10, ymm3, 38
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 3200]
     vpxor        ymm7, ymm7, ymm11
@@ -4524,7 +4100,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 3296]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 37
+    vpsllq       ymm10, ymm3, 37
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 3328]
     vpxor        ymm7, ymm7, ymm11
@@ -4534,7 +4110,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 3424]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 36
+    vpsllq       ymm10, ymm3, 36
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 3456]
     vpxor        ymm7, ymm7, ymm11
@@ -4544,7 +4120,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 3552]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 35
+    vpsllq       ymm10, ymm3, 35
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 3584]
     vpxor        ymm7, ymm7, ymm11
@@ -4554,7 +4130,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 3680]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 34
+    vpsllq       ymm10, ymm3, 34
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 3712]
     vpxor        ymm7, ymm7, ymm11
@@ -4564,7 +4140,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 3808]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 33
+    vpsllq       ymm10, ymm3, 33
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 3840]
     vpxor        ymm7, ymm7, ymm11
@@ -4574,7 +4150,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 3936]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 32
+    vpsllq       ymm10, ymm3, 32
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 3968]
     vpxor        ymm7, ymm7, ymm11
@@ -4584,7 +4160,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 4064]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 31
+    vpsllq       ymm10, ymm3, 31
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 4096]
     vpxor        ymm7, ymm7, ymm11
@@ -4594,7 +4170,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 4192]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 30
+    vpsllq       ymm10, ymm3, 30
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 4224]
     vpxor        ymm7, ymm7, ymm11
@@ -4604,7 +4180,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 4320]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 29
+    vpsllq       ymm10, ymm3, 29
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 4352]
     vpxor        ymm7, ymm7, ymm11
@@ -4614,7 +4190,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 4448]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 28
+    vpsllq       ymm10, ymm3, 28
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 4480]
     vpxor        ymm7, ymm7, ymm11
@@ -4624,7 +4200,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 4576]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 27
+    vpsllq       ymm10, ymm3, 27
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 4608]
     vpxor        ymm7, ymm7, ymm11
@@ -4634,7 +4210,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 4704]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 26
+    vpsllq       ymm10, ymm3, 26
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 4736]
     vpxor        ymm7, ymm7, ymm11
@@ -4644,7 +4220,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 4832]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 25
+    vpsllq       ymm10, ymm3, 25
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 4864]
     vpxor        ymm7, ymm7, ymm11
@@ -4654,7 +4230,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 4960]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 24
+    vpsllq       ymm10, ymm3, 24
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 4992]
     vpxor        ymm7, ymm7, ymm11
@@ -4664,7 +4240,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 5088]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 23
+    vpsllq       ymm10, ymm3, 23
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 5120]
     vpxor        ymm7, ymm7, ymm11
@@ -4674,7 +4250,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 5216]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 22
+    vpsllq       ymm10, ymm3, 22
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 5248]
     vpxor        ymm7, ymm7, ymm11
@@ -4684,7 +4260,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 5344]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 21
+    vpsllq       ymm10, ymm3, 21
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 5376]
     vpxor        ymm7, ymm7, ymm11
@@ -4694,7 +4270,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 5472]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 20
+    vpsllq       ymm10, ymm3, 20
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 5504]
     vpxor        ymm7, ymm7, ymm11
@@ -4704,7 +4280,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 5600]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 19
+    vpsllq       ymm10, ymm3, 19
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 5632]
     vpxor        ymm7, ymm7, ymm11
@@ -4714,7 +4290,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 5728]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 18
+    vpsllq       ymm10, ymm3, 18
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 5760]
     vpxor        ymm7, ymm7, ymm11
@@ -4724,7 +4300,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 5856]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 17
+    vpsllq       ymm10, ymm3, 17
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 5888]
     vpxor        ymm7, ymm7, ymm11
@@ -4734,7 +4310,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 5984]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 16
+    vpsllq       ymm10, ymm3, 16
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 6016]
     vpxor        ymm7, ymm7, ymm11
@@ -4744,7 +4320,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 6112]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 15
+    vpsllq       ymm10, ymm3, 15
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 6144]
     vpxor        ymm7, ymm7, ymm11
@@ -4754,7 +4330,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 6240]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 14
+    vpsllq       ymm10, ymm3, 14
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 6272]
     vpxor        ymm7, ymm7, ymm11
@@ -4764,7 +4340,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 6368]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 13
+    vpsllq       ymm10, ymm3, 13
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 6400]
     vpxor        ymm7, ymm7, ymm11
@@ -4774,7 +4350,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 6496]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 12
+    vpsllq       ymm10, ymm3, 12
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 6528]
     vpxor        ymm7, ymm7, ymm11
@@ -4784,7 +4360,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 6624]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 11
+    vpsllq       ymm10, ymm3, 11
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 6656]
     vpxor        ymm7, ymm7, ymm11
@@ -4794,7 +4370,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 6752]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 10
+    vpsllq       ymm10, ymm3, 10
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 6784]
     vpxor        ymm7, ymm7, ymm11
@@ -4804,7 +4380,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 6880]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 9
+    vpsllq       ymm10, ymm3, 9
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 6912]
     vpxor        ymm7, ymm7, ymm11
@@ -4814,7 +4390,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 7008]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 8
+    vpsllq       ymm10, ymm3, 8
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 7040]
     vpxor        ymm7, ymm7, ymm11
@@ -4824,7 +4400,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 7136]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 7
+    vpsllq       ymm10, ymm3, 7
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 7168]
     vpxor        ymm7, ymm7, ymm11
@@ -4834,7 +4410,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 7264]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 6
+    vpsllq       ymm10, ymm3, 6
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 7296]
     vpxor        ymm7, ymm7, ymm11
@@ -4844,7 +4420,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 7392]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 5
+    vpsllq       ymm10, ymm3, 5
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 7424]
     vpxor        ymm7, ymm7, ymm11
@@ -4854,7 +4430,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 7520]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 4
+    vpsllq       ymm10, ymm3, 4
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 7552]
     vpxor        ymm7, ymm7, ymm11
@@ -4864,7 +4440,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 7648]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 3
+    vpsllq       ymm10, ymm3, 3
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 7680]
     vpxor        ymm7, ymm7, ymm11
@@ -4874,7 +4450,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 7776]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 2
+    vpsllq       ymm10, ymm3, 2
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 7808]
     vpxor        ymm7, ymm7, ymm11
@@ -4884,7 +4460,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 7904]
     vpxor        ymm6, ymm6, ymm10
-    vpsllq       ymm10, ymm4, 1
+    vpsllq       ymm10, ymm3, 1
     vpcmpgtq     ymm10, ymm5, ymm10
     vpand        ymm11, ymm10, [rel gf2m_sq20_map + 7936]
     vpxor        ymm7, ymm7, ymm11
@@ -4894,74 +4470,69 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rel gf2m_sq20_map + 8032]
     vpxor        ymm6, ymm6, ymm10
-    vpcmpgtq     ymm4, ymm5, ymm4
-    vpand        ymm5, ymm4, [rel gf2m_sq20_map + 8064]
+    vpcmpgtq     ymm3, ymm5, ymm3
+    vpand        ymm5, ymm3, [rel gf2m_sq20_map + 8064]
     vpxor        ymm5, ymm7, ymm5
-    vpand        ymm7, ymm4, [rel gf2m_sq20_map + 8096]
+    vpand        ymm7, ymm3, [rel gf2m_sq20_map + 8096]
     vpxor        ymm7, ymm8, ymm7
-    vpand        ymm8, ymm4, [rel gf2m_sq20_map + 8128]
+    vpand        ymm8, ymm3, [rel gf2m_sq20_map + 8128]
     vpxor        ymm8, ymm9, ymm8
-    vpand        ymm4, ymm4, [rel gf2m_sq20_map + 8160]
-    vpxor        ymm4, ymm6, ymm4
+    vpand        ymm3, ymm3, [rel gf2m_sq20_map + 8160]
+    vpxor        ymm3, ymm6, ymm3
     vpermq       ymm6, ymm7, 147
     vpermq       ymm7, ymm8, 78
-    vpermq       ymm4, ymm4, 57
+    vpermq       ymm3, ymm3, 57
     vpxor        ymm5, ymm5, ymm6
     vpxor        ymm5, ymm5, ymm7
-    vpxor        ymm4, ymm5, ymm4
-    vextracti128 xmm5, ymm4, 0
-    vextracti128 xmm4, ymm4, 1
-    vpclmulqdq   xmm6, xmm5, xmm3, 0
-    vpclmulqdq   xmm7, xmm5, xmm3, 1
-    vpclmulqdq   xmm8, xmm5, xmm3, 16
-    vpclmulqdq   xmm9, xmm5, xmm3, 17
+    vpxor        ymm3, ymm5, ymm3
+    vextracti128 xmm5, ymm3, 0
+    vextracti128 xmm3, ymm3, 1
+    vpclmulqdq   xmm6, xmm5, xmm4, 0
+    vpclmulqdq   xmm7, xmm5, xmm4, 1
+    vpclmulqdq   xmm8, xmm5, xmm4, 16
+    vpclmulqdq   xmm9, xmm5, xmm4, 17
     vpclmulqdq   xmm10, xmm5, xmm2, 0
     vpclmulqdq   xmm5, xmm5, xmm2, 1
-    vpclmulqdq   xmm11, xmm4, xmm3, 0
-    vpclmulqdq   xmm3, xmm4, xmm3, 16
-    vpclmulqdq   xmm2, xmm4, xmm2, 0
-    vpxor        xmm4, xmm7, xmm8
+    vpclmulqdq   xmm11, xmm3, xmm4, 0
+    vpclmulqdq   xmm4, xmm3, xmm4, 16
+    vpclmulqdq   xmm2, xmm3, xmm2, 0
+    vpxor        xmm3, xmm7, xmm8
     vpxor        xmm7, xmm9, xmm10
     vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm3, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm3, xmm4, xmm3, 8
+    vpxor        xmm3, xmm7, xmm3
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_1920000000], 0
     vpxor        xmm3, xmm5, xmm3
     vpslldq      xmm5, xmm4, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm4, xmm7, xmm4
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm4, 29
-    vpalignr     xmm6, xmm4, xmm5, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm6, xmm2
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm2, xmm4, xmm2
-    vpslldq      xmm4, xmm6, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm6, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm4, xmm4, 8
     vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm2, 29
-    vpalignr     xmm5, xmm2, xmm3, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpbroadcastq ymm4, xmm3
-    vpsrldq      xmm5, xmm3, 8
-    vpbroadcastq ymm5, xmm5
-    vpbroadcastq ymm6, xmm2
-    vpblendd     ymm4, ymm4, ymm5, 12
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm2, 35
+    vpsllq       xmm5, xmm4, 7
+    vpsllq       xmm6, xmm4, 6
+    vpsllq       xmm7, xmm4, 3
+    vpand        xmm8, xmm2, [rel gf2m_mask_7ffffffff_0]
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm4, xmm3, xmm4
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    vpbroadcastq ymm6, xmm8
+    vpblendd     ymm4, ymm5, ymm4, 12
     vpblendd     ymm4, ymm4, ymm6, 48
     vmovdqu      ymm5, [rel gf2m_zero4]
     vpblendd     ymm4, ymm4, ymm5, 192
@@ -5628,63 +5199,35 @@ kg_gf2m163_inv_avx2:
     vpxor        xmm4, xmm7, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm4, 29
-    vpalignr     xmm6, xmm4, xmm5, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm6, xmm2
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm5, xmm3
+    vpclmulqdq   xmm3, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
     vpxor        xmm2, xmm4, xmm2
-    vpslldq      xmm4, xmm6, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm6, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm2, 29
-    vpalignr     xmm5, xmm2, xmm3, 8
-    vpsrlq       xmm5, xmm5, 35
+    vpsrldq      xmm4, xmm3, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 0
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm3, 8
     vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpsllq       xmm5, xmm3, 29
-    vpalignr     xmm6, xmm3, xmm4, 8
-    vpsrlq       xmm6, xmm6, 35
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 29
-    vpalignr     xmm2, xmm2, xmm3, 8
-    vpsrlq       xmm2, xmm2, 35
-    vpxor        xmm2, xmm6, xmm2
-    vpsrldq      xmm6, xmm5, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm2, xmm3, xmm2
-    vpslldq      xmm3, xmm6, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpsrldq      xmm4, xmm6, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm2, 29
-    vpalignr     xmm5, xmm2, xmm3, 8
-    vpsrlq       xmm5, xmm5, 35
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_c9], 1
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_1920000000], 0
     vpxor        xmm3, xmm3, xmm4
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm3, xmm0, 0
     vpclmulqdq   xmm5, xmm3, xmm0, 1
     vpclmulqdq   xmm6, xmm3, xmm0, 16
@@ -5704,49 +5247,44 @@ kg_gf2m163_inv_avx2:
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm2, 29
-    vpalignr     xmm4, xmm2, xmm3, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm1, xmm1, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm1, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm1, xmm3, xmm1
+    vpclmulqdq   xmm1, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm4, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
+    vpsrldq      xmm2, xmm1, 8
+    vpxor        xmm2, xmm0, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_1920000000], 0
+    vpxor        xmm2, xmm3, xmm2
+    vpslldq      xmm3, xmm1, 8
     vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm1, xmm1, xmm2
-    vpbroadcastq ymm2, xmm1
-    vpsrldq      xmm3, xmm1, 8
-    vpbroadcastq ymm3, xmm3
-    vpbroadcastq ymm4, xmm0
-    vpblendd     ymm2, ymm2, ymm3, 12
-    vpblendd     ymm2, ymm2, ymm4, 48
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm1, xmm0, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpand        xmm6, xmm0, [rel gf2m_mask_7ffffffff_0]
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpbroadcastq ymm3, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpbroadcastq ymm1, xmm1
+    vpbroadcastq ymm4, xmm6
+    vpblendd     ymm1, ymm3, ymm1, 12
+    vpblendd     ymm1, ymm1, ymm4, 48
     vmovdqu      ymm3, [rel gf2m_zero4]
-    vpblendd     ymm2, ymm2, ymm3, 192
+    vpblendd     ymm1, ymm1, ymm3, 192
     vmovdqu      ymm3, [rel gf2m_zero4]
-    vpsllq       ymm4, ymm2, 63
+    vpsllq       ymm4, ymm1, 63
     vpcmpgtq     ymm4, ymm3, ymm4
     vpand        ymm5, ymm4, [rel gf2m_sq81_map]
     vpand        ymm6, ymm4, [rel gf2m_sq81_map + 32]
     vpand        ymm7, ymm4, [rel gf2m_sq81_map + 64]
     vpand        ymm4, ymm4, [rel gf2m_sq81_map + 96]
-    vpsllq       ymm8, ymm2, 62
+    vpsllq       ymm8, ymm1, 62
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 128]
     vpxor        ymm5, ymm5, ymm9
@@ -5756,7 +5294,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 224]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 61
+    vpsllq       ymm8, ymm1, 61
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 256]
     vpxor        ymm5, ymm5, ymm9
@@ -5766,7 +5304,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 352]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 60
+    vpsllq       ymm8, ymm1, 60
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 384]
     vpxor        ymm5, ymm5, ymm9
@@ -5776,7 +5314,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 480]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 59
+    vpsllq       ymm8, ymm1, 59
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 512]
     vpxor        ymm5, ymm5, ymm9
@@ -5786,7 +5324,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 608]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 58
+    vpsllq       ymm8, ymm1, 58
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 640]
     vpxor        ymm5, ymm5, ymm9
@@ -5796,7 +5334,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 736]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 57
+    vpsllq       ymm8, ymm1, 57
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 768]
     vpxor        ymm5, ymm5, ymm9
@@ -5806,7 +5344,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 864]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 56
+    vpsllq       ymm8, ymm1, 56
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 896]
     vpxor        ymm5, ymm5, ymm9
@@ -5816,7 +5354,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 992]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 55
+    vpsllq       ymm8, ymm1, 55
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 1024]
     vpxor        ymm5, ymm5, ymm9
@@ -5826,7 +5364,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 1120]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 54
+    vpsllq       ymm8, ymm1, 54
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 1152]
     vpxor        ymm5, ymm5, ymm9
@@ -5836,7 +5374,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 1248]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 53
+    vpsllq       ymm8, ymm1, 53
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 1280]
     vpxor        ymm5, ymm5, ymm9
@@ -5846,7 +5384,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 1376]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 52
+    vpsllq       ymm8, ymm1, 52
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 1408]
     vpxor        ymm5, ymm5, ymm9
@@ -5856,7 +5394,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 1504]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 51
+    vpsllq       ymm8, ymm1, 51
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 1536]
     vpxor        ymm5, ymm5, ymm9
@@ -5866,7 +5404,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 1632]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 50
+    vpsllq       ymm8, ymm1, 50
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 1664]
     vpxor        ymm5, ymm5, ymm9
@@ -5876,7 +5414,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 1760]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 49
+    vpsllq       ymm8, ymm1, 49
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 1792]
     vpxor        ymm5, ymm5, ymm9
@@ -5886,7 +5424,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 1888]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 48
+    vpsllq       ymm8, ymm1, 48
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 1920]
     vpxor        ymm5, ymm5, ymm9
@@ -5896,7 +5434,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 2016]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 47
+    vpsllq       ymm8, ymm1, 47
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 2048]
     vpxor        ymm5, ymm5, ymm9
@@ -5906,7 +5444,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 2144]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 46
+    vpsllq       ymm8, ymm1, 46
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 2176]
     vpxor        ymm5, ymm5, ymm9
@@ -5916,7 +5454,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 2272]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 45
+    vpsllq       ymm8, ymm1, 45
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 2304]
     vpxor        ymm5, ymm5, ymm9
@@ -5926,7 +5464,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 2400]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 44
+    vpsllq       ymm8, ymm1, 44
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 2432]
     vpxor        ymm5, ymm5, ymm9
@@ -5936,7 +5474,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 2528]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 43
+    vpsllq       ymm8, ymm1, 43
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 2560]
     vpxor        ymm5, ymm5, ymm9
@@ -5946,7 +5484,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 2656]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 42
+    vpsllq       ymm8, ymm1, 42
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 2688]
     vpxor        ymm5, ymm5, ymm9
@@ -5956,7 +5494,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 2784]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 41
+    vpsllq       ymm8, ymm1, 41
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 2816]
     vpxor        ymm5, ymm5, ymm9
@@ -5966,7 +5504,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 2912]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 40
+    vpsllq       ymm8, ymm1, 40
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 2944]
     vpxor        ymm5, ymm5, ymm9
@@ -5976,7 +5514,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 3040]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 39
+    vpsllq       ymm8, ymm1, 39
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 3072]
     vpxor        ymm5, ymm5, ymm9
@@ -5986,7 +5524,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 3168]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 38
+    vpsllq       ymm8, ymm1, 38
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 3200]
     vpxor        ymm5, ymm5, ymm9
@@ -5996,7 +5534,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 3296]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 37
+    vpsllq       ymm8, ymm1, 37
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 3328]
     vpxor        ymm5, ymm5, ymm9
@@ -6006,7 +5544,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 3424]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 36
+    vpsllq       ymm8, ymm1, 36
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 3456]
     vpxor        ymm5, ymm5, ymm9
@@ -6016,7 +5554,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 3552]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 35
+    vpsllq       ymm8, ymm1, 35
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 3584]
     vpxor        ymm5, ymm5, ymm9
@@ -6026,7 +5564,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 3680]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 34
+    vpsllq       ymm8, ymm1, 34
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 3712]
     vpxor        ymm5, ymm5, ymm9
@@ -6036,7 +5574,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 3808]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 33
+    vpsllq       ymm8, ymm1, 33
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 3840]
     vpxor        ymm5, ymm5, ymm9
@@ -6046,7 +5584,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 3936]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 32
+    vpsllq       ymm8, ymm1, 32
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 3968]
     vpxor        ymm5, ymm5, ymm9
@@ -6056,7 +5594,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 4064]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 31
+    vpsllq       ymm8, ymm1, 31
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 4096]
     vpxor        ymm5, ymm5, ymm9
@@ -6066,7 +5604,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 4192]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 30
+    vpsllq       ymm8, ymm1, 30
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 4224]
     vpxor        ymm5, ymm5, ymm9
@@ -6076,7 +5614,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 4320]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 29
+    vpsllq       ymm8, ymm1, 29
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 4352]
     vpxor        ymm5, ymm5, ymm9
@@ -6086,7 +5624,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 4448]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 28
+    vpsllq       ymm8, ymm1, 28
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 4480]
     vpxor        ymm5, ymm5, ymm9
@@ -6096,7 +5634,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 4576]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 27
+    vpsllq       ymm8, ymm1, 27
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 4608]
     vpxor        ymm5, ymm5, ymm9
@@ -6106,7 +5644,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 4704]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 26
+    vpsllq       ymm8, ymm1, 26
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 4736]
     vpxor        ymm5, ymm5, ymm9
@@ -6116,7 +5654,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 4832]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 25
+    vpsllq       ymm8, ymm1, 25
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 4864]
     vpxor        ymm5, ymm5, ymm9
@@ -6126,7 +5664,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 4960]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 24
+    vpsllq       ymm8, ymm1, 24
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 4992]
     vpxor        ymm5, ymm5, ymm9
@@ -6136,7 +5674,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 5088]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 23
+    vpsllq       ymm8, ymm1, 23
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 5120]
     vpxor        ymm5, ymm5, ymm9
@@ -6146,7 +5684,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 5216]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 22
+    vpsllq       ymm8, ymm1, 22
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 5248]
     vpxor        ymm5, ymm5, ymm9
@@ -6156,7 +5694,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 5344]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 21
+    vpsllq       ymm8, ymm1, 21
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 5376]
     vpxor        ymm5, ymm5, ymm9
@@ -6166,7 +5704,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 5472]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 20
+    vpsllq       ymm8, ymm1, 20
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 5504]
     vpxor        ymm5, ymm5, ymm9
@@ -6176,7 +5714,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 5600]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 19
+    vpsllq       ymm8, ymm1, 19
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 5632]
     vpxor        ymm5, ymm5, ymm9
@@ -6186,7 +5724,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 5728]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 18
+    vpsllq       ymm8, ymm1, 18
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 5760]
     vpxor        ymm5, ymm5, ymm9
@@ -6196,7 +5734,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 5856]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 17
+    vpsllq       ymm8, ymm1, 17
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 5888]
     vpxor        ymm5, ymm5, ymm9
@@ -6206,7 +5744,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 5984]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 16
+    vpsllq       ymm8, ymm1, 16
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 6016]
     vpxor        ymm5, ymm5, ymm9
@@ -6216,7 +5754,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 6112]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 15
+    vpsllq       ymm8, ymm1, 15
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 6144]
     vpxor        ymm5, ymm5, ymm9
@@ -6226,7 +5764,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 6240]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 14
+    vpsllq       ymm8, ymm1, 14
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 6272]
     vpxor        ymm5, ymm5, ymm9
@@ -6236,7 +5774,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 6368]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 13
+    vpsllq       ymm8, ymm1, 13
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 6400]
     vpxor        ymm5, ymm5, ymm9
@@ -6246,7 +5784,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 6496]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 12
+    vpsllq       ymm8, ymm1, 12
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 6528]
     vpxor        ymm5, ymm5, ymm9
@@ -6256,7 +5794,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 6624]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 11
+    vpsllq       ymm8, ymm1, 11
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 6656]
     vpxor        ymm5, ymm5, ymm9
@@ -6266,7 +5804,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 6752]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 10
+    vpsllq       ymm8, ymm1, 10
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 6784]
     vpxor        ymm5, ymm5, ymm9
@@ -6276,7 +5814,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 6880]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 9
+    vpsllq       ymm8, ymm1, 9
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 6912]
     vpxor        ymm5, ymm5, ymm9
@@ -6286,7 +5824,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 7008]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 8
+    vpsllq       ymm8, ymm1, 8
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 7040]
     vpxor        ymm5, ymm5, ymm9
@@ -6296,7 +5834,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 7136]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 7
+    vpsllq       ymm8, ymm1, 7
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 7168]
     vpxor        ymm5, ymm5, ymm9
@@ -6306,7 +5844,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 7264]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 6
+    vpsllq       ymm8, ymm1, 6
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 7296]
     vpxor        ymm5, ymm5, ymm9
@@ -6316,7 +5854,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 7392]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 5
+    vpsllq       ymm8, ymm1, 5
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 7424]
     vpxor        ymm5, ymm5, ymm9
@@ -6326,7 +5864,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 7520]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 4
+    vpsllq       ymm8, ymm1, 4
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 7552]
     vpxor        ymm5, ymm5, ymm9
@@ -6336,7 +5874,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 7648]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 3
+    vpsllq       ymm8, ymm1, 3
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 7680]
     vpxor        ymm5, ymm5, ymm9
@@ -6346,7 +5884,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 7776]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 2
+    vpsllq       ymm8, ymm1, 2
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 7808]
     vpxor        ymm5, ymm5, ymm9
@@ -6356,7 +5894,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 7904]
     vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 1
+    vpsllq       ymm8, ymm1, 1
     vpcmpgtq     ymm8, ymm3, ymm8
     vpand        ymm9, ymm8, [rel gf2m_sq81_map + 7936]
     vpxor        ymm5, ymm5, ymm9
@@ -6366,98 +5904,79 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm7, ymm9
     vpand        ymm8, ymm8, [rel gf2m_sq81_map + 8032]
     vpxor        ymm4, ymm4, ymm8
-    vpcmpgtq     ymm2, ymm3, ymm2
-    vpand        ymm3, ymm2, [rel gf2m_sq81_map + 8064]
+    vpcmpgtq     ymm1, ymm3, ymm1
+    vpand        ymm3, ymm1, [rel gf2m_sq81_map + 8064]
     vpxor        ymm3, ymm5, ymm3
-    vpand        ymm5, ymm2, [rel gf2m_sq81_map + 8096]
+    vpand        ymm5, ymm1, [rel gf2m_sq81_map + 8096]
     vpxor        ymm5, ymm6, ymm5
-    vpand        ymm6, ymm2, [rel gf2m_sq81_map + 8128]
+    vpand        ymm6, ymm1, [rel gf2m_sq81_map + 8128]
     vpxor        ymm6, ymm7, ymm6
-    vpand        ymm2, ymm2, [rel gf2m_sq81_map + 8160]
-    vpxor        ymm2, ymm4, ymm2
+    vpand        ymm1, ymm1, [rel gf2m_sq81_map + 8160]
+    vpxor        ymm1, ymm4, ymm1
     vpermq       ymm4, ymm5, 147
     vpermq       ymm5, ymm6, 78
-    vpermq       ymm2, ymm2, 57
+    vpermq       ymm1, ymm1, 57
     vpxor        ymm3, ymm3, ymm4
     vpxor        ymm3, ymm3, ymm5
-    vpxor        ymm2, ymm3, ymm2
-    vextracti128 xmm3, ymm2, 0
-    vextracti128 xmm2, ymm2, 1
-    vpclmulqdq   xmm4, xmm3, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm1, 1
-    vpclmulqdq   xmm6, xmm3, xmm1, 16
-    vpclmulqdq   xmm7, xmm3, xmm1, 17
+    vpxor        ymm1, ymm3, ymm1
+    vextracti128 xmm3, ymm1, 0
+    vextracti128 xmm1, ymm1, 1
+    vpclmulqdq   xmm4, xmm3, xmm2, 0
+    vpclmulqdq   xmm5, xmm3, xmm2, 1
+    vpclmulqdq   xmm6, xmm3, xmm2, 16
+    vpclmulqdq   xmm7, xmm3, xmm2, 17
     vpclmulqdq   xmm8, xmm3, xmm0, 0
     vpclmulqdq   xmm3, xmm3, xmm0, 1
-    vpclmulqdq   xmm9, xmm2, xmm1, 0
-    vpclmulqdq   xmm1, xmm2, xmm1, 16
-    vpclmulqdq   xmm0, xmm2, xmm0, 0
-    vpxor        xmm2, xmm5, xmm6
+    vpclmulqdq   xmm9, xmm1, xmm2, 0
+    vpclmulqdq   xmm2, xmm1, xmm2, 16
+    vpclmulqdq   xmm0, xmm1, xmm0, 0
+    vpxor        xmm1, xmm5, xmm6
     vpxor        xmm5, xmm7, xmm8
     vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm2, xmm3, xmm2
+    vpslldq      xmm3, xmm1, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm2, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm3, xmm1
     vpslldq      xmm3, xmm2, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsllq       xmm1, xmm2, 29
-    vpalignr     xmm4, xmm2, xmm3, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm1, xmm1, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm1, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm4, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm4, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpsrldq      xmm2, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
-    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm3, xmm1, 29
-    vpalignr     xmm4, xmm1, xmm2, 8
-    vpsrlq       xmm4, xmm4, 35
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm0, 29
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 35
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_c9], 1
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_c9], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_c9], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_1920000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_1920000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm4, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_1920000000], 0
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
+    vpslldq      xmm2, xmm3, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm0, 29
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 35
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm0, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_c9], 1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm1, xmm1, xmm2
     vmovdqu      [rdi], xmm1
     vmovq        qword [rdi + 16], xmm0

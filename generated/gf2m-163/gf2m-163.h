@@ -52,6 +52,43 @@ void kg_gf2m163_mul_avx2(uint64_t out[3], const uint64_t a[3], const uint64_t b[
 void kg_gf2m163_sqr_avx2(uint64_t out[3], const uint64_t a[3]);
 
 
+/* out = a * b mod f in GF(2^163), lazy form (degree < 192; gf2m_freeze reduces it)
+ *   requires: a, b: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+ *   ensures: out ≡ a*b (mod f): 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   out: 3 x uint64_t, out, 8-byte aligned
+ *   a: 3 x uint64_t, in, 8-byte aligned
+ *   b: 3 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m163_mul_lazy_avx2(uint64_t out[3], const uint64_t a[3], const uint64_t b[3]);
+
+
+/* out = a^2 mod f in GF(2^163), lazy form (degree < 192; gf2m_freeze reduces it)
+ *   requires: a: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+ *   ensures: out ≡ a^2 (mod f): 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   out: 3 x uint64_t, out, 8-byte aligned
+ *   a: 3 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m163_sqr_lazy_avx2(uint64_t out[3], const uint64_t a[3]);
+
+
+/* out = a mod f: a lazy element in its reduced form
+ *   requires: a: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+ *   ensures: out = a mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX (check CPUID before calling)
+ *   out: 3 x uint64_t, out, 8-byte aligned
+ *   a: 3 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m163_freeze_avx2(uint64_t out[3], const uint64_t a[3]);
+
+
 /* out = c mod f for an unreduced c of degree <= 324
  *   requires: c: 6 little-endian uint64 limbs, degree <= 324 (below 2^325); limbs above 5 are not read
  *   ensures: out = c mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)

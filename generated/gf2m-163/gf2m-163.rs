@@ -42,6 +42,46 @@ unsafe extern "C" {
     /// ```
     pub fn kg_gf2m163_sqr_avx2(out: *mut u64, a: *const u64);
 
+    /// out = a * b mod f in GF(2^163), lazy form (degree < 192; gf2m_freeze reduces it)
+    ///
+    /// ```text
+    /// requires: a, b: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+    /// ensures: out ≡ a*b (mod f): 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX, PCLMULQDQ (is_x86_feature_detected!: "avx", "pclmulqdq")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// b: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_mul_lazy_avx2(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// out = a^2 mod f in GF(2^163), lazy form (degree < 192; gf2m_freeze reduces it)
+    ///
+    /// ```text
+    /// requires: a: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+    /// ensures: out ≡ a^2 (mod f): 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX, PCLMULQDQ (is_x86_feature_detected!: "avx", "pclmulqdq")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_sqr_lazy_avx2(out: *mut u64, a: *const u64);
+
+    /// out = a mod f: a lazy element in its reduced form
+    ///
+    /// ```text
+    /// requires: a: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+    /// ensures: out = a mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX (is_x86_feature_detected!: "avx")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_freeze_avx2(out: *mut u64, a: *const u64);
+
     /// out = c mod f for an unreduced c of degree <= 324
     ///
     /// ```text

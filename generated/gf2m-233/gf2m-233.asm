@@ -13,11 +13,11 @@
 ;   visibility = "hidden"
 ;
 ; f = x^233 + x^74 + 1, 4 limbs of 64 bits, slack s = 23 bits
-; products: s4 blocks of 128 bits, schoolbook over blocks
-; f - x^233 chunk 0: 0x1 (plain xor)
-; f - x^233 chunk 1: 0x400 (two shifts per pair)
-; fold 1: degree <= 464 -> <= 305 (4 words above x^233 times f - x^233)
-; fold 2: degree <= 305 -> <= 232 (2 words above x^233 times f - x^233)
+; products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
+; lazy form (degree < 256): remainders modulo x^23 f = x^256 + x^97 + x^23, in one pass from the top pair down, each word folded once
+; x^23(f - x^233) chunk 0: 0x800000 (two shifts per pair)
+; x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
+; reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
@@ -1369,23 +1369,19 @@ section .text
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-10}, flags
 ;
 ; reduction schedule:
-;   products: s4 blocks of 128 bits, schoolbook over blocks
-;   f - x^233 chunk 0: 0x1 (plain xor)
-;   f - x^233 chunk 1: 0x400 (two shifts per pair)
-;   fold 1: degree <= 464 -> <= 305 (4 words above x^233 times f - x^233)
-;   fold 2: degree <= 305 -> <= 232 (2 words above x^233 times f - x^233)
+;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
+;   lazy form (degree < 256): remainders modulo x^23 f = x^256 + x^97 + x^23, in one pass from the top pair down, each word folded once
+;   x^23(f - x^233) chunk 0: 0x800000 (two shifts per pair)
+;   x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
+;   reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_mul_avx2.end - kg_gf2m233_mul_avx2)
 align 32
 kg_gf2m233_mul_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    push rbp
-    mov rbp, rsp
-    and rsp, -32
-    sub rsp, 32
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rdx]
@@ -1394,77 +1390,61 @@ kg_gf2m233_mul_avx2:
     vpclmulqdq   xmm5, xmm0, xmm2, 1
     vpclmulqdq   xmm6, xmm0, xmm2, 16
     vpclmulqdq   xmm7, xmm0, xmm2, 17
-    vpclmulqdq   xmm8, xmm0, xmm3, 0
-    vpclmulqdq   xmm9, xmm0, xmm3, 1
-    vpclmulqdq   xmm10, xmm0, xmm3, 16
-    vpclmulqdq   xmm0, xmm0, xmm3, 17
-    vpclmulqdq   xmm11, xmm1, xmm2, 0
-    vpclmulqdq   xmm12, xmm1, xmm2, 1
-    vpclmulqdq   xmm13, xmm1, xmm2, 16
-    vpclmulqdq   xmm2, xmm1, xmm2, 17
-    vpclmulqdq   xmm14, xmm1, xmm3, 0
-    vpclmulqdq   xmm15, xmm1, xmm3, 1
-    vmovdqa      [rsp], xmm4                         ; spill
-    vpclmulqdq   xmm4, xmm1, xmm3, 16
-    vpclmulqdq   xmm1, xmm1, xmm3, 17
-    vpxor        xmm3, xmm5, xmm6
-    vpxor        xmm5, xmm7, xmm8
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm6, xmm9, xmm10
-    vpxor        xmm7, xmm12, xmm13
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm2, xmm15, xmm4
-    vpslldq      xmm4, xmm3, 8
-    vmovdqa      xmm7, [rsp]                         ; reload
-    vpxor        xmm4, xmm7, xmm4
-    vpalignr     xmm3, xmm6, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpalignr     xmm5, xmm2, xmm6, 8
-    vpxor        xmm0, xmm0, xmm5
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsllq       xmm2, xmm0, 23
-    vpalignr     xmm5, xmm0, xmm3, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm2, xmm2, xmm5
-    vpsllq       xmm5, xmm1, 23
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm5, xmm2, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm1, xmm3, 0
+    vpclmulqdq   xmm8, xmm1, xmm3, 1
+    vpclmulqdq   xmm9, xmm1, xmm3, 16
+    vpclmulqdq   xmm10, xmm1, xmm3, 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 1
+    vpclmulqdq   xmm9, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxor        xmm1, xmm3, xmm9
+    vpxor        xmm3, xmm7, xmm6
     vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm0, xmm0, xmm3
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm1, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm1, xmm8, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm8, 8
+    vpxor        xmm1, xmm10, xmm1
+    vpsllq       xmm4, xmm1, 23
+    vpsrlq       xmm5, xmm1, 41
+    vpsllq       xmm6, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm5, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsllq       xmm1, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm0, xmm2, xmm0
     vpslldq      xmm2, xmm3, 8
     vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
+    vpsrlq       xmm2, xmm0, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm1, xmm2
     vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm0
-    mov rsp, rbp
-    pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -1489,44 +1469,182 @@ kg_gf2m233_sqr_avx2:
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm0, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm1, 23
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpsrlq       xmm1, xmm1, 41
-    vpxor        xmm1, xmm5, xmm1
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm1, 10
-    vpsrlq       xmm7, xmm1, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm1, 23
+    vpsrlq       xmm5, xmm1, 41
+    vpsllq       xmm6, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpsllq       xmm3, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm0, xmm0, xmm4
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
+    vmovdqu      [rdi], xmm1
+    vmovdqu      [rdi + 16], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_mul_lazy_avx2: out = a * b mod f in GF(2^233), lazy form (degree < 256; gf2m_freeze reduces it)
+;
+;   requires: a, b: 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+;   ensures: out ≡ a*b (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   clobbers: ymm{0-10}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_mul_lazy_avx2.end - kg_gf2m233_mul_lazy_avx2)
+align 32
+kg_gf2m233_mul_lazy_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      xmm0, [rsi]
+    vmovdqu      xmm1, [rsi + 16]
+    vmovdqu      xmm2, [rdx]
+    vmovdqu      xmm3, [rdx + 16]
+    vpclmulqdq   xmm4, xmm0, xmm2, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 1
+    vpclmulqdq   xmm6, xmm0, xmm2, 16
+    vpclmulqdq   xmm7, xmm0, xmm2, 17
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm1, xmm3, 0
+    vpclmulqdq   xmm8, xmm1, xmm3, 1
+    vpclmulqdq   xmm9, xmm1, xmm3, 16
+    vpclmulqdq   xmm10, xmm1, xmm3, 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 1
+    vpclmulqdq   xmm9, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxor        xmm1, xmm3, xmm9
+    vpxor        xmm3, xmm7, xmm6
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm0, xmm0, xmm3
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm1, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm1, xmm8, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm8, 8
+    vpxor        xmm1, xmm10, xmm1
+    vpsllq       xmm4, xmm1, 23
+    vpsrlq       xmm5, xmm1, 41
+    vpsllq       xmm6, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm5, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsllq       xmm1, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm0, xmm2, xmm0
     vpslldq      xmm2, xmm3, 8
     vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
     vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm0
-    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_sqr_lazy_avx2: out = a^2 mod f in GF(2^233), lazy form (degree < 256; gf2m_freeze reduces it)
+;
+;   requires: a: 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+;   ensures: out ≡ a^2 (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   clobbers: ymm{0-7}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_sqr_lazy_avx2.end - kg_gf2m233_sqr_lazy_avx2)
+align 32
+kg_gf2m233_sqr_lazy_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      xmm0, [rsi]
+    vmovdqu      xmm1, [rsi + 16]
+    vpclmulqdq   xmm2, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpsllq       xmm4, xmm1, 23
+    vpsrlq       xmm5, xmm1, 41
+    vpsllq       xmm6, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpsllq       xmm3, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm0, xmm0, xmm1
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vmovdqu      [rdi], xmm1
+    vmovdqu      [rdi + 16], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_freeze_avx2: out = a mod f: a lazy element in its reduced form
+;
+;   requires: a: 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+;   ensures: out = a mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX (check CPUID before calling)
+;   clobbers: ymm{0-3}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_freeze_avx2.end - kg_gf2m233_freeze_avx2)
+align 32
+kg_gf2m233_freeze_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      xmm0, [rsi]
+    vmovdqu      xmm1, [rsi + 16]
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm1
     ret
 .end:
 
@@ -1542,11 +1660,11 @@ kg_gf2m233_sqr_avx2:
 ;   clobbers: ymm{0-7}, flags
 ;
 ; reduction schedule:
-;   products: s4 blocks of 128 bits, schoolbook over blocks
-;   f - x^233 chunk 0: 0x1 (plain xor)
-;   f - x^233 chunk 1: 0x400 (two shifts per pair)
-;   fold 1: degree <= 464 -> <= 305 (4 words above x^233 times f - x^233)
-;   fold 2: degree <= 305 -> <= 232 (2 words above x^233 times f - x^233)
+;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
+;   lazy form (degree < 256): remainders modulo x^23 f = x^256 + x^97 + x^23, in one pass from the top pair down, each word folded once
+;   x^23(f - x^233) chunk 0: 0x800000 (two shifts per pair)
+;   x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
+;   reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_reduce_avx2.end - kg_gf2m233_reduce_avx2)
 align 32
@@ -1556,44 +1674,33 @@ kg_gf2m233_reduce_avx2:
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
     vmovdqu      xmm3, [rsi + 48]
-    vpsllq       xmm4, xmm2, 23
-    vpalignr     xmm5, xmm2, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm3, 23
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm5, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm2, 10
-    vpsrlq       xmm7, xmm2, 54
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm1, xmm1, xmm5
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
+    vpsllq       xmm4, xmm3, 23
+    vpsrlq       xmm5, xmm3, 41
+    vpsllq       xmm6, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
     vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm1, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm0, xmm0, xmm2
+    vpsrlq       xmm6, xmm2, 41
+    vpsllq       xmm7, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm3, xmm6, xmm7
     vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm1, xmm1, xmm2
     vpslldq      xmm2, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm1, xmm1, xmm2
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm0, xmm2
     vmovdqu      [rdi], xmm0
     vmovdqu      [rdi + 16], xmm1
-    vzeroupper
     ret
 .end:
 
@@ -1606,16 +1713,12 @@ kg_gf2m233_reduce_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_mulwide_avx2.end - kg_gf2m233_mulwide_avx2)
 align 32
 kg_gf2m233_mulwide_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    push rbp
-    mov rbp, rsp
-    and rsp, -32
-    sub rsp, 32
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rdx]
@@ -1624,44 +1727,38 @@ kg_gf2m233_mulwide_avx2:
     vpclmulqdq   xmm5, xmm0, xmm2, 1
     vpclmulqdq   xmm6, xmm0, xmm2, 16
     vpclmulqdq   xmm7, xmm0, xmm2, 17
-    vpclmulqdq   xmm8, xmm0, xmm3, 0
-    vpclmulqdq   xmm9, xmm0, xmm3, 1
-    vpclmulqdq   xmm10, xmm0, xmm3, 16
-    vpclmulqdq   xmm0, xmm0, xmm3, 17
-    vpclmulqdq   xmm11, xmm1, xmm2, 0
-    vpclmulqdq   xmm12, xmm1, xmm2, 1
-    vpclmulqdq   xmm13, xmm1, xmm2, 16
-    vpclmulqdq   xmm2, xmm1, xmm2, 17
-    vpclmulqdq   xmm14, xmm1, xmm3, 0
-    vpclmulqdq   xmm15, xmm1, xmm3, 1
-    vmovdqa      [rsp], xmm4                         ; spill
-    vpclmulqdq   xmm4, xmm1, xmm3, 16
-    vpclmulqdq   xmm1, xmm1, xmm3, 17
-    vpxor        xmm3, xmm5, xmm6
-    vpxor        xmm5, xmm7, xmm8
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm6, xmm9, xmm10
-    vpxor        xmm7, xmm12, xmm13
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm2, xmm15, xmm4
-    vpslldq      xmm4, xmm3, 8
-    vmovdqa      xmm7, [rsp]                         ; reload
-    vpxor        xmm4, xmm7, xmm4
-    vpalignr     xmm3, xmm6, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpalignr     xmm5, xmm2, xmm6, 8
-    vpxor        xmm0, xmm0, xmm5
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vmovdqu      [rdi], xmm4
-    vmovdqu      [rdi + 16], xmm3
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm1, xmm3, 0
+    vpclmulqdq   xmm8, xmm1, xmm3, 1
+    vpclmulqdq   xmm9, xmm1, xmm3, 16
+    vpclmulqdq   xmm10, xmm1, xmm3, 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 1
+    vpclmulqdq   xmm9, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxor        xmm1, xmm3, xmm9
+    vpxor        xmm3, xmm7, xmm6
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm0, xmm0, xmm3
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm1, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm1, xmm8, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm8, 8
+    vpxor        xmm1, xmm10, xmm1
+    vmovdqu      [rdi], xmm3
+    vmovdqu      [rdi + 16], xmm2
     vmovdqu      [rdi + 32], xmm0
     vmovdqu      [rdi + 48], xmm1
-    mov rsp, rbp
-    pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -1683,7 +1780,7 @@ kg_gf2m233_muladd_avx2:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 288
+    sub rsp, 64
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rdx]
@@ -1696,127 +1793,98 @@ kg_gf2m233_muladd_avx2:
     vpclmulqdq   xmm9, xmm0, xmm2, 1
     vpclmulqdq   xmm10, xmm0, xmm2, 16
     vpclmulqdq   xmm11, xmm0, xmm2, 17
-    vpclmulqdq   xmm12, xmm0, xmm3, 0
-    vpclmulqdq   xmm13, xmm0, xmm3, 1
-    vpclmulqdq   xmm14, xmm0, xmm3, 16
-    vpclmulqdq   xmm0, xmm0, xmm3, 17
-    vpclmulqdq   xmm15, xmm1, xmm2, 0
-    vmovdqa      [rsp], xmm8                         ; spill
-    vpclmulqdq   xmm8, xmm1, xmm2, 1
-    vmovdqa      [rsp + 32], xmm5                    ; spill
-    vpclmulqdq   xmm5, xmm1, xmm2, 16
-    vpclmulqdq   xmm2, xmm1, xmm2, 17
-    vmovdqa      [rsp + 64], xmm7                    ; spill
-    vpclmulqdq   xmm7, xmm1, xmm3, 0
-    vmovdqa      [rsp + 96], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm1, xmm3, 1
-    vmovdqa      [rsp + 128], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm1, xmm3, 16
-    vpclmulqdq   xmm1, xmm1, xmm3, 17
-    vpxor        xmm3, xmm9, xmm10
-    vpxor        xmm9, xmm11, xmm12
-    vpxor        xmm9, xmm9, xmm15
-    vpxor        xmm10, xmm13, xmm14
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm2, xmm4, xmm6
-    vmovdqa      xmm4, [rsp + 96]                    ; reload
-    vpclmulqdq   xmm6, xmm4, [rsp + 128], 0
-    vpclmulqdq   xmm7, xmm4, [rsp + 128], 1
-    vpclmulqdq   xmm8, xmm4, [rsp + 128], 16
-    vpclmulqdq   xmm10, xmm4, [rsp + 128], 17
-    vpclmulqdq   xmm11, xmm4, [rsp + 64], 0
-    vpclmulqdq   xmm12, xmm4, [rsp + 64], 1
-    vpclmulqdq   xmm13, xmm4, [rsp + 64], 16
-    vpclmulqdq   xmm4, xmm4, [rsp + 64], 17
-    vmovdqa      xmm14, [rsp + 32]                   ; reload
-    vpclmulqdq   xmm15, xmm14, [rsp + 128], 0
-    vmovdqa      [rsp + 96], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm14, [rsp + 128], 1
-    vmovdqa      [rsp + 160], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm14, [rsp + 128], 16
-    vmovdqa      [rsp + 192], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm14, [rsp + 128], 17
-    vmovdqa      [rsp + 128], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm14, [rsp + 64], 0
-    vmovdqa      [rsp + 224], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm14, [rsp + 64], 1
-    vmovdqa      [rsp + 256], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm14, [rsp + 64], 16
-    vpclmulqdq   xmm14, xmm14, [rsp + 64], 17
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm8, xmm10, xmm11
-    vpxor        xmm8, xmm8, xmm15
-    vpxor        xmm10, xmm12, xmm13
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpxor        xmm2, xmm9, xmm3
-    vmovdqa      xmm3, [rsp]                         ; reload
-    vpxor        xmm3, xmm3, xmm6
-    vmovdqa      xmm4, [rsp + 256]                   ; reload
-    vpxor        xmm4, xmm4, xmm7
-    vmovdqa      xmm5, [rsp + 224]                   ; reload
-    vpxor        xmm5, xmm5, xmm8
-    vmovdqa      xmm6, [rsp + 128]                   ; reload
-    vpxor        xmm1, xmm6, xmm1
-    vmovdqa      xmm6, [rsp + 192]                   ; reload
-    vpxor        xmm0, xmm6, xmm0
-    vmovdqa      xmm6, [rsp + 160]                   ; reload
-    vpxor        xmm2, xmm6, xmm2
-    vmovdqa      xmm6, [rsp + 96]                    ; reload
-    vpxor        xmm6, xmm6, xmm14
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm1, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm9, xmm9, xmm10
+    vpclmulqdq   xmm10, xmm1, xmm3, 0
+    vpclmulqdq   xmm12, xmm1, xmm3, 1
+    vpclmulqdq   xmm13, xmm1, xmm3, 16
+    vpclmulqdq   xmm14, xmm1, xmm3, 17
+    vpxor        xmm12, xmm12, xmm13
     vpxor        xmm0, xmm0, xmm1
-    vpsrldq      xmm1, xmm2, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpsllq       xmm2, xmm0, 23
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm2, xmm2, xmm5
-    vpsllq       xmm5, xmm1, 23
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm4, xmm2, 10
-    vpsrlq       xmm5, xmm2, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm4, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm4, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 1
+    vpclmulqdq   xmm13, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxor        xmm1, xmm3, xmm13
+    vpxor        xmm3, xmm11, xmm10
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm0, xmm0, xmm3
+    vpclmulqdq   xmm3, xmm4, xmm6, 0
+    vpclmulqdq   xmm10, xmm4, xmm6, 1
+    vpclmulqdq   xmm11, xmm4, xmm6, 16
+    vpclmulqdq   xmm13, xmm4, xmm6, 17
+    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm11, xmm5, xmm7, 0
+    vpclmulqdq   xmm15, xmm5, xmm7, 1
+    vmovdqa      [rsp], xmm14                        ; spill
+    vpclmulqdq   xmm14, xmm5, xmm7, 16
+    vmovdqa      [rsp + 32], xmm12                   ; spill
+    vpclmulqdq   xmm12, xmm5, xmm7, 17
+    vpxor        xmm14, xmm15, xmm14
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm5, xmm6, xmm7
+    vpclmulqdq   xmm6, xmm4, xmm5, 0
+    vpclmulqdq   xmm7, xmm4, xmm5, 1
+    vpclmulqdq   xmm15, xmm4, xmm5, 16
+    vpclmulqdq   xmm4, xmm4, xmm5, 17
+    vpxor        xmm5, xmm7, xmm15
+    vpxor        xmm7, xmm13, xmm11
+    vpxor        xmm6, xmm3, xmm6
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm5, xmm10, xmm5
+    vpxor        xmm5, xmm5, xmm14
+    vpxor        xmm4, xmm4, xmm12
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm7, xmm9, xmm10
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm1, xmm1, xmm5
     vpxor        xmm0, xmm0, xmm4
+    vmovdqa      xmm4, [rsp + 32]                    ; reload
+    vpxor        xmm4, xmm4, xmm14
+    vmovdqa      xmm5, [rsp]                         ; reload
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm4, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsllq       xmm4, xmm1, 23
+    vpsrlq       xmm5, xmm1, 41
+    vpsllq       xmm6, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm5, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsllq       xmm1, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm0, xmm2, xmm0
     vpslldq      xmm2, xmm3, 8
     vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
+    vpsrlq       xmm2, xmm0, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm1, xmm2
     vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm0
     mov rsp, rbp
     pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -1832,11 +1900,11 @@ kg_gf2m233_muladd_avx2:
 ;   clobbers: rax, rcx, rdx, r8, r9, r10, flags
 ;
 ; reduction schedule:
-;   products: s4 blocks of 128 bits, schoolbook over blocks
-;   f - x^233 chunk 0: 0x1 (plain xor)
-;   f - x^233 chunk 1: 0x400 (two shifts per pair)
-;   fold 1: degree <= 464 -> <= 305 (4 words above x^233 times f - x^233)
-;   fold 2: degree <= 305 -> <= 232 (2 words above x^233 times f - x^233)
+;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
+;   lazy form (degree < 256): remainders modulo x^23 f = x^256 + x^97 + x^23, in one pass from the top pair down, each word folded once
+;   x^23(f - x^233) chunk 0: 0x800000 (two shifts per pair)
+;   x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
+;   reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_reduce_gpr_avx2.end - kg_gf2m233_reduce_gpr_avx2)
 align 32
@@ -1911,83 +1979,62 @@ kg_gf2m233_msqr2_avx2:
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm0, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm1, 23
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpsrlq       xmm1, xmm1, 41
-    vpxor        xmm1, xmm5, xmm1
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm1, 10
-    vpsrlq       xmm7, xmm1, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm1, 23
+    vpsrlq       xmm5, xmm1, 41
+    vpsllq       xmm6, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpsllq       xmm3, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm0, xmm0, xmm4
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -2012,161 +2059,120 @@ kg_gf2m233_msqr4_avx2:
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm0, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm1, 23
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpsrlq       xmm1, xmm1, 41
-    vpxor        xmm1, xmm5, xmm1
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm1, 10
-    vpsrlq       xmm7, xmm1, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm1, 23
+    vpsrlq       xmm5, xmm1, 41
+    vpsllq       xmm6, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpsllq       xmm3, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm0, xmm0, xmm4
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -2191,317 +2197,236 @@ kg_gf2m233_msqr8_avx2:
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm0, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm1, 23
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpsrlq       xmm1, xmm1, 41
-    vpxor        xmm1, xmm5, xmm1
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm1, 10
-    vpsrlq       xmm7, xmm1, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm1, 23
+    vpsrlq       xmm5, xmm1, 41
+    vpsllq       xmm6, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpsllq       xmm3, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm0, xmm0, xmm4
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -3200,7 +3125,7 @@ kg_gf2m233_ladder_step_avx2:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 480
+    sub rsp, 320
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -3234,612 +3159,456 @@ kg_gf2m233_ladder_step_avx2:
     vpclmulqdq   xmm13, xmm0, xmm6, 1
     vpclmulqdq   xmm14, xmm0, xmm6, 16
     vpclmulqdq   xmm15, xmm0, xmm6, 17
-    vmovdqa      [rsp], xmm9                         ; spill
-    vpclmulqdq   xmm9, xmm0, xmm7, 0
-    vmovdqa      [rsp + 32], xmm8                    ; spill
-    vpclmulqdq   xmm8, xmm0, xmm7, 1
-    vmovdqa      [rsp + 64], xmm11                   ; spill
-    vpclmulqdq   xmm11, xmm0, xmm7, 16
-    vmovdqa      [rsp + 96], xmm10                   ; spill
-    vpclmulqdq   xmm10, xmm0, xmm7, 17
-    vmovdqa      [rsp + 128], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm1, xmm6, 0
-    vmovdqa      [rsp + 160], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm1, xmm6, 1
-    vmovdqa      [rsp + 192], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm1, xmm6, 16
-    vpclmulqdq   xmm6, xmm1, xmm6, 17
-    vmovdqa      [rsp + 224], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm1, xmm7, 0
-    vmovdqa      [rsp + 256], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm1, xmm7, 1
-    vmovdqa      [rsp + 288], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm1, xmm7, 16
-    vpclmulqdq   xmm7, xmm1, xmm7, 17
     vpxor        xmm13, xmm13, xmm14
-    vpxor        xmm9, xmm15, xmm9
-    vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm5, xmm10, xmm6
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm4, xmm12
-    vpslldq      xmm5, xmm13, 8
-    vmovdqa      xmm6, [rsp + 288]                   ; reload
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm3, xmm13, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm3, xmm7, xmm3
-    vpsllq       xmm4, xmm2, 23
-    vpalignr     xmm6, xmm2, xmm0, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm3, 23
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm6, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpsllq       xmm7, xmm2, 10
-    vpsrlq       xmm8, xmm2, 54
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm0, xmm0, xmm6
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpalignr     xmm3, xmm7, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm3, xmm8, xmm3
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm3, xmm3, xmm0, 8
-    vpsrlq       xmm3, xmm3, 41
-    vpxor        xmm3, xmm4, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm4, xmm3, 10
-    vpsrlq       xmm5, xmm3, 54
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm3, xmm4, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm0, xmm0, xmm3
-    vmovdqa      xmm3, [rsp + 256]                   ; reload
-    vpclmulqdq   xmm4, xmm3, [rsp + 224], 0
-    vpclmulqdq   xmm5, xmm3, [rsp + 224], 1
-    vpclmulqdq   xmm6, xmm3, [rsp + 224], 16
-    vpclmulqdq   xmm7, xmm3, [rsp + 224], 17
-    vpclmulqdq   xmm8, xmm3, [rsp + 192], 0
-    vpclmulqdq   xmm9, xmm3, [rsp + 192], 1
-    vpclmulqdq   xmm10, xmm3, [rsp + 192], 16
-    vpclmulqdq   xmm3, xmm3, [rsp + 192], 17
-    vmovdqa      xmm11, [rsp + 160]                  ; reload
-    vpclmulqdq   xmm12, xmm11, [rsp + 224], 0
-    vpclmulqdq   xmm13, xmm11, [rsp + 224], 1
-    vpclmulqdq   xmm14, xmm11, [rsp + 224], 16
-    vpclmulqdq   xmm15, xmm11, [rsp + 224], 17
-    vmovdqa      [rsp + 256], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm11, [rsp + 192], 0
-    vmovdqa      [rsp + 288], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm11, [rsp + 192], 1
-    vmovdqa      [rsp + 320], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm11, [rsp + 192], 16
-    vpclmulqdq   xmm11, xmm11, [rsp + 192], 17
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm6, xmm7, xmm8
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm7, xmm9, xmm10
-    vpxor        xmm8, xmm13, xmm14
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm1, xmm2, xmm1
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm3, xmm6, xmm3
-    vpalignr     xmm4, xmm1, xmm7, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm11, xmm1
-    vpsllq       xmm4, xmm0, 23
-    vpalignr     xmm5, xmm0, xmm3, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm1, 23
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqa      xmm2, [rsp + 128]                   ; reload
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vmovdqa      xmm4, [rsp + 320]                   ; reload
-    vpclmulqdq   xmm5, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm2, 8
-    vpsrlq       xmm7, xmm7, 41
+    vpclmulqdq   xmm14, xmm1, xmm7, 0
+    vmovdqa      [rsp], xmm9                         ; spill
+    vpclmulqdq   xmm9, xmm1, xmm7, 1
+    vmovdqa      [rsp + 32], xmm8                    ; spill
+    vpclmulqdq   xmm8, xmm1, xmm7, 16
+    vmovdqa      [rsp + 64], xmm11                   ; spill
+    vpclmulqdq   xmm11, xmm1, xmm7, 17
+    vpxor        xmm8, xmm9, xmm8
+    vpxor        xmm9, xmm0, xmm1
     vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm5, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm7, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm4, 10
-    vpsrlq       xmm9, xmm4, 54
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vmovdqa      xmm4, [rsp + 224]                   ; reload
-    vpclmulqdq   xmm5, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vmovdqa      xmm6, [rsp + 192]                   ; reload
-    vpclmulqdq   xmm7, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm6, xmm6, 17
-    vpsllq       xmm8, xmm7, 23
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm7, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm9, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm8, 10
-    vpsrlq       xmm9, xmm8, 54
-    vpsllq       xmm10, xmm6, 10
-    vpsrlq       xmm11, xmm6, 54
-    vpxor        xmm5, xmm5, xmm8
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpclmulqdq   xmm7, xmm9, xmm6, 0
+    vmovdqa      [rsp + 96], xmm10                   ; spill
+    vpclmulqdq   xmm10, xmm9, xmm6, 1
+    vmovdqa      [rsp + 128], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm9, xmm6, 16
+    vpclmulqdq   xmm6, xmm9, xmm6, 17
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm9, xmm15, xmm14
+    vpxor        xmm7, xmm12, xmm7
+    vpxor        xmm7, xmm7, xmm9
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm6, xmm6, xmm11
+    vpxor        xmm6, xmm6, xmm9
+    vpslldq      xmm9, xmm13, 8
+    vpxor        xmm9, xmm12, xmm9
+    vpalignr     xmm10, xmm1, xmm13, 8
+    vpxor        xmm7, xmm7, xmm10
+    vpalignr     xmm1, xmm8, xmm1, 8
+    vpxor        xmm1, xmm6, xmm1
+    vpsrldq      xmm6, xmm8, 8
     vpxor        xmm6, xmm11, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm6, xmm7, xmm6
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm7, xmm6, 10
-    vpsrlq       xmm8, xmm6, 54
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm7, 8
-    vpxor        xmm4, xmm4, xmm6
-    vmovdqa      xmm6, [rsp + 288]                   ; reload
-    vpxor        xmm7, xmm6, xmm1
-    vmovdqa      xmm8, [rsp + 256]                   ; reload
-    vpxor        xmm9, xmm8, xmm0
-    vpclmulqdq   xmm10, xmm7, xmm7, 0
-    vpclmulqdq   xmm7, xmm7, xmm7, 17
+    vpsllq       xmm8, xmm6, 23
+    vpsrlq       xmm10, xmm6, 41
+    vpsllq       xmm11, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm1, xmm1, xmm6
+    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpsllq       xmm6, xmm1, 23
+    vpsrlq       xmm11, xmm1, 41
+    vpsllq       xmm12, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm6, xmm9, xmm6
+    vpxor        xmm9, xmm11, xmm12
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm1, xmm7, xmm1
+    vpslldq      xmm7, xmm9, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpalignr     xmm7, xmm10, xmm9, 8
+    vpxor        xmm1, xmm1, xmm7
+    vpclmulqdq   xmm7, xmm4, xmm2, 0
+    vpclmulqdq   xmm8, xmm4, xmm2, 1
+    vpclmulqdq   xmm9, xmm4, xmm2, 16
+    vpclmulqdq   xmm10, xmm4, xmm2, 17
+    vpxor        xmm8, xmm8, xmm9
+    vpclmulqdq   xmm9, xmm5, xmm3, 0
+    vpclmulqdq   xmm11, xmm5, xmm3, 1
+    vpclmulqdq   xmm12, xmm5, xmm3, 16
+    vpclmulqdq   xmm13, xmm5, xmm3, 17
+    vpxor        xmm11, xmm11, xmm12
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm5, xmm2, xmm3
+    vpclmulqdq   xmm12, xmm4, xmm5, 0
+    vpclmulqdq   xmm14, xmm4, xmm5, 1
+    vpclmulqdq   xmm15, xmm4, xmm5, 16
+    vpclmulqdq   xmm4, xmm4, xmm5, 17
+    vpxor        xmm5, xmm14, xmm15
+    vpxor        xmm9, xmm10, xmm9
+    vpxor        xmm10, xmm7, xmm12
+    vpxor        xmm10, xmm10, xmm9
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm4, xmm4, xmm9
+    vpslldq      xmm9, xmm8, 8
+    vpxor        xmm7, xmm7, xmm9
+    vpalignr     xmm8, xmm5, xmm8, 8
+    vpxor        xmm8, xmm10, xmm8
+    vpalignr     xmm5, xmm11, xmm5, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpsrldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm13, xmm5
+    vpsllq       xmm9, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm4, xmm4, xmm5
+    vpsrldq      xmm5, xmm10, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpsllq       xmm5, xmm4, 23
+    vpsrlq       xmm11, xmm4, 41
+    vpsllq       xmm12, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm5, xmm7, xmm5
+    vpxor        xmm7, xmm11, xmm12
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm4, xmm8, xmm4
+    vpslldq      xmm8, xmm7, 8
+    vpxor        xmm5, xmm5, xmm8
+    vpalignr     xmm7, xmm10, xmm7, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpclmulqdq   xmm7, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vmovdqa      xmm8, [rsp + 128]                   ; reload
+    vpclmulqdq   xmm9, xmm8, xmm8, 0
+    vpclmulqdq   xmm8, xmm8, xmm8, 17
+    vpsllq       xmm10, xmm8, 23
+    vpsrlq       xmm11, xmm8, 41
+    vpsllq       xmm12, xmm8, 33
+    vpsrlq       xmm8, xmm8, 31
+    vpxor        xmm11, xmm11, xmm12
+    vpxor        xmm8, xmm9, xmm8
+    vpsrldq      xmm9, xmm11, 8
+    vpxor        xmm8, xmm8, xmm9
+    vpsllq       xmm9, xmm8, 23
+    vpsrlq       xmm12, xmm8, 41
+    vpsllq       xmm13, xmm8, 33
+    vpsrlq       xmm8, xmm8, 31
+    vpxor        xmm7, xmm7, xmm9
+    vpxor        xmm9, xmm12, xmm13
+    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm0, xmm0, xmm8
+    vpslldq      xmm8, xmm9, 8
+    vpxor        xmm7, xmm7, xmm8
+    vpalignr     xmm8, xmm11, xmm9, 8
+    vpxor        xmm0, xmm0, xmm8
+    vpclmulqdq   xmm8, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm9, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpsllq       xmm10, xmm3, 23
+    vpsrlq       xmm11, xmm3, 41
+    vpsllq       xmm12, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxor        xmm11, xmm11, xmm12
+    vpxor        xmm3, xmm9, xmm3
+    vpsrldq      xmm9, xmm11, 8
+    vpxor        xmm3, xmm3, xmm9
+    vpsllq       xmm9, xmm3, 23
+    vpsrlq       xmm12, xmm3, 41
+    vpsllq       xmm13, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm9, xmm12, xmm13
+    vpxor        xmm2, xmm2, xmm10
+    vpxor        xmm2, xmm2, xmm3
+    vpslldq      xmm3, xmm9, 8
+    vpxor        xmm3, xmm8, xmm3
+    vpalignr     xmm8, xmm11, xmm9, 8
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm8, xmm6, xmm5
+    vpxor        xmm9, xmm1, xmm4
+    vpclmulqdq   xmm10, xmm8, xmm8, 0
+    vpclmulqdq   xmm8, xmm8, xmm8, 17
     vpclmulqdq   xmm11, xmm9, xmm9, 0
     vpclmulqdq   xmm9, xmm9, xmm9, 17
-    vpsllq       xmm12, xmm11, 23
-    vpalignr     xmm13, xmm11, xmm7, 8
-    vpsrlq       xmm13, xmm13, 41
-    vpxor        xmm12, xmm12, xmm13
-    vpsllq       xmm13, xmm9, 23
-    vpalignr     xmm9, xmm9, xmm11, 8
-    vpsrlq       xmm9, xmm9, 41
-    vpxor        xmm9, xmm13, xmm9
-    vpand        xmm7, xmm7, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm11, xmm12, 10
-    vpsrlq       xmm13, xmm12, 54
-    vpsllq       xmm14, xmm9, 10
-    vpsrlq       xmm15, xmm9, 54
-    vpxor        xmm10, xmm10, xmm12
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm7, xmm7, xmm13
+    vpsllq       xmm12, xmm9, 23
+    vpsrlq       xmm13, xmm9, 41
+    vpsllq       xmm14, xmm9, 33
+    vpsrlq       xmm9, xmm9, 31
+    vpxor        xmm13, xmm13, xmm14
+    vpxor        xmm9, xmm11, xmm9
+    vpsrldq      xmm11, xmm13, 8
+    vpxor        xmm9, xmm9, xmm11
+    vpsllq       xmm11, xmm9, 23
+    vpsrlq       xmm14, xmm9, 41
+    vpsllq       xmm15, xmm9, 33
+    vpsrlq       xmm9, xmm9, 31
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm11, xmm14, xmm15
+    vpxor        xmm8, xmm8, xmm12
+    vpxor        xmm8, xmm8, xmm9
     vpslldq      xmm9, xmm11, 8
     vpxor        xmm9, xmm10, xmm9
-    vpalignr     xmm10, xmm14, xmm11, 8
-    vpxor        xmm7, xmm7, xmm10
-    vpsrldq      xmm10, xmm14, 8
-    vpxor        xmm10, xmm15, xmm10
-    vpsllq       xmm11, xmm10, 23
-    vpalignr     xmm10, xmm10, xmm7, 8
-    vpsrlq       xmm10, xmm10, 41
-    vpxor        xmm10, xmm11, xmm10
-    vpand        xmm7, xmm7, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm11, xmm10, 10
-    vpsrlq       xmm12, xmm10, 54
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm7, xmm7, xmm12
-    vpslldq      xmm10, xmm11, 8
-    vpxor        xmm9, xmm9, xmm10
-    vpsrldq      xmm10, xmm11, 8
-    vpxor        xmm7, xmm7, xmm10
-    vpclmulqdq   xmm10, xmm3, xmm5, 0
-    vpclmulqdq   xmm11, xmm3, xmm5, 1
-    vpclmulqdq   xmm12, xmm3, xmm5, 16
-    vpclmulqdq   xmm13, xmm3, xmm5, 17
-    vpclmulqdq   xmm14, xmm3, xmm4, 0
-    vpclmulqdq   xmm15, xmm3, xmm4, 1
-    vpclmulqdq   xmm8, xmm3, xmm4, 16
-    vmovdqa      [rsp + 192], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm3, xmm4, 17
-    vmovdqa      [rsp + 224], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm2, xmm5, 0
-    vpclmulqdq   xmm6, xmm2, xmm5, 1
-    vmovdqa      [rsp + 320], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm2, xmm5, 16
-    vmovdqa      [rsp + 128], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm2, xmm5, 17
-    vmovdqa      [rsp + 160], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm2, xmm4, 0
-    vmovdqa      [rsp + 352], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm2, xmm4, 1
-    vmovdqa      [rsp + 384], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm2, xmm4, 16
-    vmovdqa      [rsp + 416], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm2, xmm4, 17
+    vpalignr     xmm10, xmm13, xmm11, 8
+    vpxor        xmm8, xmm8, xmm10
+    vpclmulqdq   xmm10, xmm7, xmm3, 0
+    vpclmulqdq   xmm11, xmm7, xmm3, 1
+    vpclmulqdq   xmm12, xmm7, xmm3, 16
+    vpclmulqdq   xmm13, xmm7, xmm3, 17
     vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm12, xmm13, xmm14
-    vpxor        xmm1, xmm12, xmm1
-    vpxor        xmm8, xmm15, xmm8
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm6, xmm8, xmm6
-    vpxor        xmm0, xmm0, xmm9
-    vpxor        xmm0, xmm0, xmm3
-    vmovdqa      xmm3, [rsp + 416]                   ; reload
-    vpxor        xmm3, xmm3, xmm10
-    vpslldq      xmm7, xmm11, 8
-    vmovdqa      xmm8, [rsp + 384]                   ; reload
-    vpxor        xmm7, xmm8, xmm7
-    vpalignr     xmm8, xmm6, xmm11, 8
-    vpxor        xmm1, xmm1, xmm8
-    vpalignr     xmm6, xmm3, xmm6, 8
-    vpxor        xmm0, xmm0, xmm6
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm6, xmm0, xmm1, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm3, 23
-    vpalignr     xmm0, xmm3, xmm0, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm6, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm5, 10
-    vpsrlq       xmm6, xmm5, 54
-    vpsllq       xmm8, xmm0, 10
-    vpsrlq       xmm9, xmm0, 54
-    vpxor        xmm5, xmm7, xmm5
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm6
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm5, xmm1
-    vpalignr     xmm3, xmm8, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm8, 8
-    vpxor        xmm3, xmm9, xmm3
-    vpsllq       xmm5, xmm3, 23
-    vpalignr     xmm3, xmm3, xmm0, 8
-    vpsrlq       xmm3, xmm3, 41
-    vpxor        xmm3, xmm5, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm3, 10
-    vpsrlq       xmm6, xmm3, 54
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm0, xmm0, xmm6
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vmovdqa      xmm3, [rsp + 96]                    ; reload
-    vpclmulqdq   xmm5, xmm3, [rsp + 352], 0
-    vpclmulqdq   xmm6, xmm3, [rsp + 352], 1
-    vpclmulqdq   xmm7, xmm3, [rsp + 352], 16
-    vpclmulqdq   xmm8, xmm3, [rsp + 352], 17
-    vpclmulqdq   xmm9, xmm3, xmm4, 0
-    vpclmulqdq   xmm10, xmm3, xmm4, 1
-    vpclmulqdq   xmm11, xmm3, xmm4, 16
-    vpclmulqdq   xmm3, xmm3, xmm4, 17
-    vmovdqa      xmm12, [rsp + 64]                   ; reload
-    vpclmulqdq   xmm13, xmm12, [rsp + 352], 0
-    vpclmulqdq   xmm14, xmm12, [rsp + 352], 1
-    vpclmulqdq   xmm15, xmm12, [rsp + 352], 16
-    vmovdqa      [rsp + 96], xmm0                    ; spill
-    vpclmulqdq   xmm0, xmm12, [rsp + 352], 17
-    vmovdqa      [rsp + 352], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm12, xmm4, 0
-    vmovdqa      [rsp + 384], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm12, xmm4, 1
-    vmovdqa      [rsp + 416], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm12, xmm4, 16
-    vpclmulqdq   xmm4, xmm12, xmm4, 17
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm7, xmm8, xmm9
-    vpxor        xmm7, xmm7, xmm13
-    vpxor        xmm8, xmm10, xmm11
-    vpxor        xmm9, xmm14, xmm15
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm1, xmm2, xmm5
-    vpslldq      xmm2, xmm6, 8
-    vmovdqa      xmm3, [rsp + 416]                   ; reload
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm8, xmm6, 8
-    vpxor        xmm3, xmm7, xmm3
-    vpalignr     xmm5, xmm1, xmm8, 8
-    vpxor        xmm0, xmm0, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpsllq       xmm4, xmm0, 23
-    vpalignr     xmm5, xmm0, xmm3, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm1, 23
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqa      xmm2, [rsp + 160]                   ; reload
-    vpxor        xmm1, xmm2, xmm1
-    vmovdqa      xmm2, [rsp + 384]                   ; reload
-    vpxor        xmm0, xmm2, xmm0
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqa      xmm2, [rsp + 32]                    ; reload
-    vpclmulqdq   xmm3, xmm2, [rsp + 128], 0
-    vpclmulqdq   xmm4, xmm2, [rsp + 128], 1
-    vpclmulqdq   xmm5, xmm2, [rsp + 128], 16
-    vpclmulqdq   xmm6, xmm2, [rsp + 128], 17
-    vpclmulqdq   xmm7, xmm2, [rsp + 320], 0
-    vpclmulqdq   xmm8, xmm2, [rsp + 320], 1
-    vpclmulqdq   xmm9, xmm2, [rsp + 320], 16
-    vpclmulqdq   xmm2, xmm2, [rsp + 320], 17
-    vmovdqa      xmm10, [rsp]                        ; reload
-    vpclmulqdq   xmm11, xmm10, [rsp + 128], 0
-    vpclmulqdq   xmm12, xmm10, [rsp + 128], 1
-    vpclmulqdq   xmm13, xmm10, [rsp + 128], 16
-    vpclmulqdq   xmm14, xmm10, [rsp + 128], 17
-    vpclmulqdq   xmm15, xmm10, [rsp + 320], 0
-    vmovdqa      [rsp + 32], xmm0                    ; spill
-    vpclmulqdq   xmm0, xmm10, [rsp + 320], 1
-    vmovdqa      [rsp + 384], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm10, [rsp + 320], 16
-    vpclmulqdq   xmm10, xmm10, [rsp + 320], 17
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm6, xmm8, xmm9
-    vpxor        xmm7, xmm12, xmm13
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm0, xmm0, xmm1
-    vmovdqa      xmm1, [rsp + 288]                   ; reload
-    vpclmulqdq   xmm7, xmm1, [rsp + 224], 0
-    vpclmulqdq   xmm8, xmm1, [rsp + 224], 1
-    vpclmulqdq   xmm9, xmm1, [rsp + 224], 16
-    vpclmulqdq   xmm11, xmm1, [rsp + 224], 17
-    vpclmulqdq   xmm12, xmm1, [rsp + 192], 0
-    vpclmulqdq   xmm13, xmm1, [rsp + 192], 1
-    vpclmulqdq   xmm14, xmm1, [rsp + 192], 16
-    vpclmulqdq   xmm1, xmm1, [rsp + 192], 17
-    vmovdqa      xmm15, [rsp + 256]                  ; reload
-    vmovdqa      [rsp + 288], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm15, [rsp + 224], 0
-    vmovdqa      [rsp], xmm0                         ; spill
-    vpclmulqdq   xmm0, xmm15, [rsp + 224], 1
-    vmovdqa      [rsp + 160], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm15, [rsp + 224], 16
-    vmovdqa      [rsp + 416], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm15, [rsp + 224], 17
-    vmovdqa      [rsp + 224], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm15, [rsp + 192], 0
-    vmovdqa      [rsp + 64], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm15, [rsp + 192], 1
-    vmovdqa      [rsp + 448], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm15, [rsp + 192], 16
-    vpclmulqdq   xmm15, xmm15, [rsp + 192], 17
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm11, xmm12
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm10, xmm13, xmm14
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm2, xmm4, xmm3
-    vmovdqa      xmm3, [rsp + 448]                   ; reload
-    vpxor        xmm3, xmm3, xmm7
-    vmovdqa      xmm4, [rsp + 64]                    ; reload
+    vpclmulqdq   xmm12, xmm0, xmm2, 0
+    vpclmulqdq   xmm14, xmm0, xmm2, 1
+    vpclmulqdq   xmm15, xmm0, xmm2, 16
+    vmovdqa      [rsp + 128], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm0, xmm2, 17
+    vpxor        xmm14, xmm14, xmm15
+    vpxor        xmm15, xmm7, xmm0
+    vmovdqa      [rsp + 160], xmm4                   ; spill
+    vpxor        xmm4, xmm3, xmm2
+    vmovdqa      [rsp + 192], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm15, xmm4, 0
+    vmovdqa      [rsp + 224], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm15, xmm4, 1
+    vmovdqa      [rsp + 256], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm15, xmm4, 16
+    vpclmulqdq   xmm4, xmm15, xmm4, 17
+    vpxor        xmm6, xmm6, xmm8
+    vpxor        xmm8, xmm13, xmm12
+    vpxor        xmm5, xmm10, xmm5
+    vpxor        xmm5, xmm5, xmm8
+    vpxor        xmm6, xmm11, xmm6
+    vpxor        xmm6, xmm6, xmm14
+    vpxor        xmm4, xmm4, xmm1
     vpxor        xmm4, xmm4, xmm8
-    vmovdqa      xmm5, [rsp + 224]                   ; reload
-    vpxor        xmm5, xmm5, xmm9
-    vmovdqa      xmm6, [rsp + 416]                   ; reload
-    vpxor        xmm0, xmm6, xmm0
-    vmovdqa      xmm6, [rsp + 160]                   ; reload
-    vpxor        xmm1, xmm6, xmm1
-    vmovdqa      xmm6, [rsp]                         ; reload
-    vpxor        xmm2, xmm6, xmm2
-    vmovdqa      xmm6, [rsp + 288]                   ; reload
-    vpxor        xmm6, xmm6, xmm15
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm0, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm2, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm1, xmm2, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpsllq       xmm2, xmm0, 23
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 41
+    vpslldq      xmm8, xmm11, 8
+    vpxor        xmm8, xmm10, xmm8
+    vpalignr     xmm10, xmm6, xmm11, 8
+    vpxor        xmm5, xmm5, xmm10
+    vpalignr     xmm6, xmm14, xmm6, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm14, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpsllq       xmm6, xmm1, 23
+    vpsrlq       xmm10, xmm1, 41
+    vpsllq       xmm11, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm10, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpsllq       xmm4, xmm1, 23
+    vpsrlq       xmm11, xmm1, 41
+    vpsllq       xmm12, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxor        xmm4, xmm8, xmm4
+    vpxor        xmm8, xmm11, xmm12
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm1, xmm5, xmm1
+    vpslldq      xmm5, xmm8, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpalignr     xmm5, xmm10, xmm8, 8
+    vpxor        xmm1, xmm1, xmm5
+    vmovdqa      xmm5, [rsp + 96]                    ; reload
+    vpclmulqdq   xmm6, xmm5, xmm3, 0
+    vpclmulqdq   xmm8, xmm5, xmm3, 1
+    vpclmulqdq   xmm10, xmm5, xmm3, 16
+    vpclmulqdq   xmm11, xmm5, xmm3, 17
+    vpxor        xmm8, xmm8, xmm10
+    vmovdqa      xmm10, [rsp + 64]                   ; reload
+    vpclmulqdq   xmm12, xmm10, xmm2, 0
+    vpclmulqdq   xmm13, xmm10, xmm2, 1
+    vpclmulqdq   xmm14, xmm10, xmm2, 16
+    vpclmulqdq   xmm15, xmm10, xmm2, 17
+    vpxor        xmm13, xmm13, xmm14
+    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm5, xmm2, 0
+    vpclmulqdq   xmm10, xmm5, xmm2, 1
+    vpclmulqdq   xmm14, xmm5, xmm2, 16
+    vpclmulqdq   xmm2, xmm5, xmm2, 17
+    vpxor        xmm5, xmm10, xmm14
+    vpxor        xmm10, xmm11, xmm12
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm3, xmm10
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm13
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm2, xmm2, xmm10
+    vpslldq      xmm10, xmm8, 8
+    vpxor        xmm6, xmm6, xmm10
+    vpalignr     xmm8, xmm5, xmm8, 8
+    vpxor        xmm3, xmm3, xmm8
+    vpalignr     xmm5, xmm13, xmm5, 8
     vpxor        xmm2, xmm2, xmm5
-    vpsllq       xmm5, xmm1, 23
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 41
+    vpsrldq      xmm5, xmm13, 8
+    vpxor        xmm5, xmm15, xmm5
+    vpsllq       xmm8, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm2, xmm2, xmm5
+    vpsrldq      xmm5, xmm10, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpsllq       xmm5, xmm2, 23
+    vpsrlq       xmm11, xmm2, 41
+    vpsllq       xmm12, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm5, xmm6, xmm5
+    vpxor        xmm6, xmm11, xmm12
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm2, xmm3, xmm2
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm10, xmm6, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpsllq       xmm6, xmm0, 23
+    vpsrlq       xmm7, xmm0, 41
+    vpsllq       xmm8, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm7, xmm7, xmm8
     vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm4, xmm2, 10
-    vpsrlq       xmm5, xmm2, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm5, xmm7, 8
     vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm4, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm4, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
+    vpsllq       xmm5, xmm0, 23
+    vpsrlq       xmm8, xmm0, 41
+    vpsllq       xmm10, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm5
+    vpxor        xmm5, xmm8, xmm10
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpalignr     xmm3, xmm7, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vmovdqa      xmm3, [rsp + 32]                    ; reload
+    vpclmulqdq   xmm5, xmm3, xmm9, 0
+    vpclmulqdq   xmm6, xmm3, xmm9, 1
+    vpclmulqdq   xmm7, xmm3, xmm9, 16
+    vpclmulqdq   xmm8, xmm3, xmm9, 17
+    vpxor        xmm6, xmm6, xmm7
+    vmovdqa      xmm7, [rsp]                         ; reload
+    vpclmulqdq   xmm10, xmm7, [rsp + 256], 0
+    vpclmulqdq   xmm11, xmm7, [rsp + 256], 1
+    vpclmulqdq   xmm12, xmm7, [rsp + 256], 16
+    vpclmulqdq   xmm13, xmm7, [rsp + 256], 17
+    vpxor        xmm11, xmm11, xmm12
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm7, xmm9, [rsp + 256]
+    vpclmulqdq   xmm12, xmm3, xmm7, 0
+    vpclmulqdq   xmm14, xmm3, xmm7, 1
+    vpclmulqdq   xmm15, xmm3, xmm7, 16
+    vpclmulqdq   xmm3, xmm3, xmm7, 17
+    vpxor        xmm7, xmm14, xmm15
+    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm10, xmm5, xmm12
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm7, xmm6, xmm7
+    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm3, xmm3, xmm13
+    vpxor        xmm3, xmm3, xmm8
+    vmovdqa      xmm8, [rsp + 224]                   ; reload
+    vpclmulqdq   xmm12, xmm8, [rsp + 192], 0
+    vpclmulqdq   xmm14, xmm8, [rsp + 192], 1
+    vpclmulqdq   xmm15, xmm8, [rsp + 192], 16
+    vmovdqa      [rsp], xmm9                         ; spill
+    vpclmulqdq   xmm9, xmm8, [rsp + 192], 17
+    vpxor        xmm14, xmm14, xmm15
+    vmovdqa      xmm15, [rsp + 128]                  ; reload
+    vmovdqa      [rsp + 32], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm15, [rsp + 160], 0
+    vmovdqa      [rsp + 64], xmm1                    ; spill
+    vpclmulqdq   xmm1, xmm15, [rsp + 160], 1
+    vmovdqa      [rsp + 96], xmm2                    ; spill
+    vpclmulqdq   xmm2, xmm15, [rsp + 160], 16
+    vmovdqa      [rsp + 288], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm15, [rsp + 160], 17
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm2, xmm8, xmm15
+    vmovdqa      xmm8, [rsp + 192]                   ; reload
+    vpxor        xmm8, xmm8, [rsp + 160]
+    vpclmulqdq   xmm15, xmm2, xmm8, 0
+    vmovdqa      [rsp + 160], xmm13                  ; spill
+    vpclmulqdq   xmm13, xmm2, xmm8, 1
+    vmovdqa      [rsp + 192], xmm11                  ; spill
+    vpclmulqdq   xmm11, xmm2, xmm8, 16
+    vpclmulqdq   xmm2, xmm2, xmm8, 17
+    vpxor        xmm8, xmm13, xmm11
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm9, xmm12, xmm15
+    vpxor        xmm9, xmm9, xmm4
+    vpxor        xmm8, xmm14, xmm8
+    vpxor        xmm8, xmm8, xmm1
+    vpxor        xmm2, xmm2, xmm0
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm4, xmm5, xmm12
+    vpxor        xmm5, xmm6, xmm14
+    vpxor        xmm6, xmm10, xmm9
+    vpxor        xmm7, xmm7, xmm8
     vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
+    vmovdqa      xmm3, [rsp + 192]                   ; reload
+    vpxor        xmm1, xmm3, xmm1
+    vmovdqa      xmm3, [rsp + 160]                   ; reload
+    vpxor        xmm0, xmm3, xmm0
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm7, xmm5, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm5, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsllq       xmm1, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm2, xmm0
+    vpsrldq      xmm2, xmm5, 8
     vpxor        xmm0, xmm0, xmm2
-    vmovdqa      xmm2, [rsp + 384]                   ; reload
-    vmovdqu      [rdi], xmm2
-    vmovdqa      xmm2, [rsp + 32]                    ; reload
+    vpsllq       xmm2, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vmovdqa      xmm2, [rsp + 288]                   ; reload
+    vpsrlq       xmm3, xmm2, 41
+    vpsllq       xmm4, xmm3, 10
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm3, xmm3, xmm4
+    vmovdqa      xmm4, [rsp + 96]                    ; reload
+    vpxor        xmm3, xmm4, xmm3
+    vmovdqu      [rdi], xmm3
     vmovdqu      [rdi + 16], xmm2
-    vmovdqa      xmm2, [rsp + 352]                   ; reload
-    vmovdqu      [rdi + 32], xmm2
-    vmovdqa      xmm2, [rsp + 96]                    ; reload
+    vmovdqa      xmm2, [rsp + 64]                    ; reload
+    vpsrlq       xmm3, xmm2, 41
+    vpsllq       xmm4, xmm3, 10
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm3, xmm3, xmm4
+    vmovdqa      xmm4, [rsp + 32]                    ; reload
+    vpxor        xmm3, xmm4, xmm3
+    vmovdqu      [rdi + 32], xmm3
     vmovdqu      [rdi + 48], xmm2
+    vpsrlq       xmm2, xmm0, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm1, xmm2
     vmovdqu      [rdi + 64], xmm1
     vmovdqu      [rdi + 80], xmm0
-    vmovdqa      xmm0, [rsp + 128]                   ; reload
-    vmovdqu      [rdi + 96], xmm0
-    vmovdqa      xmm0, [rsp + 320]                   ; reload
+    vmovdqa      xmm0, [rsp + 256]                   ; reload
+    vpsrlq       xmm1, xmm0, 41
+    vpsllq       xmm2, xmm1, 10
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm1, xmm1, xmm2
+    vmovdqa      xmm2, [rsp]                         ; reload
+    vpxor        xmm1, xmm2, xmm1
+    vmovdqu      [rdi + 96], xmm1
     vmovdqu      [rdi + 112], xmm0
     mov rsp, rbp
     pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -3862,7 +3631,7 @@ kg_gf2m233_ladder_step2_avx2:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 224
+    sub rsp, 32
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -3901,361 +3670,271 @@ kg_gf2m233_ladder_step2_avx2:
     vpclmulqdq   ymm7, ymm4, ymm2, 1
     vpclmulqdq   ymm12, ymm4, ymm2, 16
     vpclmulqdq   ymm13, ymm4, ymm2, 17
-    vpclmulqdq   ymm14, ymm4, ymm3, 0
-    vpclmulqdq   ymm15, ymm4, ymm3, 1
+    vpxor        ymm7, ymm7, ymm12
+    vpclmulqdq   ymm12, ymm5, ymm3, 0
+    vpclmulqdq   ymm14, ymm5, ymm3, 1
+    vpclmulqdq   ymm15, ymm5, ymm3, 16
     vmovdqa      [rsp], xmm9                         ; spill
-    vpclmulqdq   ymm9, ymm4, ymm3, 16
-    vpclmulqdq   ymm4, ymm4, ymm3, 17
-    vmovdqa      [rsp + 32], xmm8                    ; spill
-    vpclmulqdq   ymm8, ymm5, ymm2, 0
-    vmovdqa      [rsp + 64], xmm11                   ; spill
-    vpclmulqdq   ymm11, ymm5, ymm2, 1
-    vmovdqa      [rsp + 96], xmm10                   ; spill
-    vpclmulqdq   ymm10, ymm5, ymm2, 16
-    vpclmulqdq   ymm2, ymm5, ymm2, 17
-    vmovdqa      [rsp + 128], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm5, ymm3, 0
-    vmovdqa      [rsp + 160], ymm0                   ; spill
-    vpclmulqdq   ymm0, ymm5, ymm3, 1
-    vmovdqa      [rsp + 192], ymm6                   ; spill
-    vpclmulqdq   ymm6, ymm5, ymm3, 16
-    vpclmulqdq   ymm3, ymm5, ymm3, 17
-    vpxor        ymm5, ymm7, ymm12
-    vpxor        ymm7, ymm13, ymm14
-    vpxor        ymm7, ymm7, ymm8
-    vpxor        ymm8, ymm15, ymm9
-    vpxor        ymm9, ymm11, ymm10
-    vpxor        ymm8, ymm8, ymm9
-    vpxor        ymm2, ymm4, ymm2
-    vpxor        ymm1, ymm2, ymm1
-    vpxor        ymm0, ymm0, ymm6
-    vpslldq      ymm2, ymm5, 8
-    vmovdqa      ymm4, [rsp + 192]                   ; reload
-    vpxor        ymm2, ymm4, ymm2
-    vpalignr     ymm4, ymm8, ymm5, 8
-    vpxor        ymm4, ymm7, ymm4
-    vpalignr     ymm5, ymm0, ymm8, 8
-    vpxor        ymm1, ymm1, ymm5
-    vpsrldq      ymm0, ymm0, 8
-    vpxor        ymm0, ymm3, ymm0
-    vpsllq       ymm3, ymm1, 23
-    vpalignr     ymm5, ymm1, ymm4, 8
-    vpsrlq       ymm5, ymm5, 41
+    vpclmulqdq   ymm9, ymm5, ymm3, 17
+    vpxor        ymm14, ymm14, ymm15
+    vpxor        ymm4, ymm4, ymm5
+    vpxor        ymm2, ymm2, ymm3
+    vpclmulqdq   ymm3, ymm4, ymm2, 0
+    vpclmulqdq   ymm5, ymm4, ymm2, 1
+    vpclmulqdq   ymm15, ymm4, ymm2, 16
+    vpclmulqdq   ymm2, ymm4, ymm2, 17
+    vpxor        ymm4, ymm5, ymm15
+    vpxor        ymm5, ymm13, ymm12
+    vpxor        ymm3, ymm6, ymm3
     vpxor        ymm3, ymm3, ymm5
-    vpsllq       ymm5, ymm0, 23
-    vpalignr     ymm0, ymm0, ymm1, 8
-    vpsrlq       ymm0, ymm0, 41
-    vpxor        ymm0, ymm5, ymm0
-    vpand        ymm1, ymm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
-    vpsllq       ymm4, ymm3, 10
-    vpsrlq       ymm5, ymm3, 54
-    vpsllq       ymm6, ymm0, 10
-    vpsrlq       ymm7, ymm0, 54
-    vpxor        ymm2, ymm2, ymm3
-    vpxor        ymm0, ymm1, ymm0
-    vpxor        ymm0, ymm0, ymm5
-    vpslldq      ymm1, ymm4, 8
-    vpxor        ymm1, ymm2, ymm1
-    vpalignr     ymm2, ymm6, ymm4, 8
-    vpxor        ymm0, ymm0, ymm2
-    vpsrldq      ymm2, ymm6, 8
-    vpxor        ymm2, ymm7, ymm2
-    vpsllq       ymm3, ymm2, 23
-    vpalignr     ymm2, ymm2, ymm0, 8
-    vpsrlq       ymm2, ymm2, 41
-    vpxor        ymm2, ymm3, ymm2
-    vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
-    vpsllq       ymm3, ymm2, 10
-    vpsrlq       ymm4, ymm2, 54
-    vpxor        ymm1, ymm1, ymm2
-    vpxor        ymm0, ymm0, ymm4
-    vpslldq      ymm2, ymm3, 8
-    vpxor        ymm1, ymm1, ymm2
-    vpsrldq      ymm2, ymm3, 8
-    vpxor        ymm0, ymm0, ymm2
-    vmovdqa      ymm2, [rsp + 160]                   ; reload
-    vpclmulqdq   ymm3, ymm2, ymm2, 0
-    vpclmulqdq   ymm2, ymm2, ymm2, 17
-    vmovdqa      ymm4, [rsp + 128]                   ; reload
-    vpclmulqdq   ymm5, ymm4, ymm4, 0
-    vpclmulqdq   ymm4, ymm4, ymm4, 17
-    vpsllq       ymm6, ymm5, 23
-    vpalignr     ymm7, ymm5, ymm2, 8
-    vpsrlq       ymm7, ymm7, 41
-    vpxor        ymm6, ymm6, ymm7
-    vpsllq       ymm7, ymm4, 23
-    vpalignr     ymm4, ymm4, ymm5, 8
-    vpsrlq       ymm4, ymm4, 41
     vpxor        ymm4, ymm7, ymm4
-    vpand        ymm2, ymm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
-    vpsllq       ymm5, ymm6, 10
-    vpsrlq       ymm7, ymm6, 54
-    vpsllq       ymm8, ymm4, 10
-    vpsrlq       ymm9, ymm4, 54
-    vpxor        ymm3, ymm3, ymm6
-    vpxor        ymm2, ymm2, ymm4
-    vpxor        ymm2, ymm2, ymm7
-    vpslldq      ymm4, ymm5, 8
-    vpxor        ymm3, ymm3, ymm4
-    vpalignr     ymm4, ymm8, ymm5, 8
-    vpxor        ymm2, ymm2, ymm4
-    vpsrldq      ymm4, ymm8, 8
-    vpxor        ymm4, ymm9, ymm4
-    vpsllq       ymm5, ymm4, 23
-    vpalignr     ymm4, ymm4, ymm2, 8
-    vpsrlq       ymm4, ymm4, 41
-    vpxor        ymm4, ymm5, ymm4
-    vpand        ymm2, ymm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
-    vpsllq       ymm5, ymm4, 10
-    vpsrlq       ymm6, ymm4, 54
-    vpxor        ymm3, ymm3, ymm4
-    vpxor        ymm2, ymm2, ymm6
-    vpslldq      ymm4, ymm5, 8
-    vpxor        ymm3, ymm3, ymm4
-    vpsrldq      ymm4, ymm5, 8
-    vpxor        ymm2, ymm2, ymm4
-    vinserti128  ymm4, ymm3, [rsp + 96], 1
-    vinserti128  ymm5, ymm2, [rsp + 64], 1
-    vperm2i128   ymm6, ymm3, ymm3, 17
-    vperm2i128   ymm7, ymm2, ymm2, 17
-    vpclmulqdq   ymm8, ymm4, ymm6, 0
-    vpclmulqdq   ymm9, ymm4, ymm6, 1
-    vpclmulqdq   ymm10, ymm4, ymm6, 16
-    vpclmulqdq   ymm11, ymm4, ymm6, 17
-    vpclmulqdq   ymm12, ymm4, ymm7, 0
-    vpclmulqdq   ymm13, ymm4, ymm7, 1
-    vpclmulqdq   ymm14, ymm4, ymm7, 16
-    vpclmulqdq   ymm4, ymm4, ymm7, 17
-    vpclmulqdq   ymm15, ymm5, ymm6, 0
-    vmovdqa      [rsp + 64], ymm2                    ; spill
-    vpclmulqdq   ymm2, ymm5, ymm6, 1
-    vmovdqa      [rsp + 96], ymm0                    ; spill
-    vpclmulqdq   ymm0, ymm5, ymm6, 16
-    vpclmulqdq   ymm6, ymm5, ymm6, 17
-    vmovdqa      [rsp + 128], ymm3                   ; spill
-    vpclmulqdq   ymm3, ymm5, ymm7, 0
-    vmovdqa      [rsp + 160], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm5, ymm7, 1
-    vmovdqa      [rsp + 192], ymm8                   ; spill
-    vpclmulqdq   ymm8, ymm5, ymm7, 16
-    vpclmulqdq   ymm5, ymm5, ymm7, 17
-    vpxor        ymm7, ymm9, ymm10
-    vpxor        ymm9, ymm11, ymm12
-    vpxor        ymm9, ymm9, ymm15
-    vpxor        ymm10, ymm13, ymm14
-    vpxor        ymm0, ymm2, ymm0
-    vpxor        ymm0, ymm10, ymm0
-    vpxor        ymm2, ymm4, ymm6
-    vpxor        ymm2, ymm2, ymm3
-    vpxor        ymm1, ymm1, ymm8
-    vpslldq      ymm3, ymm7, 8
-    vmovdqa      ymm4, [rsp + 192]                   ; reload
-    vpxor        ymm3, ymm4, ymm3
-    vpalignr     ymm4, ymm0, ymm7, 8
-    vpxor        ymm4, ymm9, ymm4
-    vpalignr     ymm0, ymm1, ymm0, 8
-    vpxor        ymm0, ymm2, ymm0
-    vpsrldq      ymm1, ymm1, 8
-    vpxor        ymm1, ymm5, ymm1
-    vpsllq       ymm2, ymm0, 23
-    vpalignr     ymm5, ymm0, ymm4, 8
-    vpsrlq       ymm5, ymm5, 41
+    vpxor        ymm4, ymm4, ymm14
+    vpxor        ymm2, ymm2, ymm9
     vpxor        ymm2, ymm2, ymm5
-    vpsllq       ymm5, ymm1, 23
-    vpalignr     ymm0, ymm1, ymm0, 8
-    vpsrlq       ymm0, ymm0, 41
-    vpxor        ymm0, ymm5, ymm0
-    vpand        ymm1, ymm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
-    vpsllq       ymm4, ymm2, 10
-    vpsrlq       ymm5, ymm2, 54
-    vpsllq       ymm6, ymm0, 10
-    vpsrlq       ymm7, ymm0, 54
-    vpxor        ymm2, ymm3, ymm2
-    vpxor        ymm0, ymm1, ymm0
-    vpxor        ymm0, ymm0, ymm5
-    vpslldq      ymm1, ymm4, 8
-    vpxor        ymm1, ymm2, ymm1
-    vpalignr     ymm2, ymm6, ymm4, 8
-    vpxor        ymm0, ymm0, ymm2
-    vpsrldq      ymm2, ymm6, 8
-    vpxor        ymm2, ymm7, ymm2
-    vpsllq       ymm3, ymm2, 23
-    vpalignr     ymm2, ymm2, ymm0, 8
-    vpsrlq       ymm2, ymm2, 41
-    vpxor        ymm2, ymm3, ymm2
-    vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
-    vpsllq       ymm3, ymm2, 10
-    vpsrlq       ymm4, ymm2, 54
-    vpxor        ymm1, ymm1, ymm2
-    vpxor        ymm0, ymm0, ymm4
-    vpslldq      ymm2, ymm3, 8
-    vpxor        ymm1, ymm1, ymm2
-    vpsrldq      ymm2, ymm3, 8
-    vpxor        ymm0, ymm0, ymm2
-    vmovdqa      ymm2, [rsp + 160]                   ; reload
-    vperm2i128   ymm3, ymm2, ymm1, 48
-    vperm2i128   ymm4, ymm2, [rsp + 128], 33
-    vpxor        ymm3, ymm3, ymm4
-    vmovdqa      ymm4, [rsp + 96]                    ; reload
-    vperm2i128   ymm5, ymm4, ymm0, 48
-    vperm2i128   ymm6, ymm4, [rsp + 64], 33
-    vpxor        ymm5, ymm5, ymm6
-    vpclmulqdq   ymm6, ymm3, ymm3, 0
-    vpclmulqdq   ymm3, ymm3, ymm3, 17
-    vpclmulqdq   ymm7, ymm5, ymm5, 0
-    vpclmulqdq   ymm5, ymm5, ymm5, 17
-    vpsllq       ymm8, ymm7, 23
-    vpalignr     ymm9, ymm7, ymm3, 8
-    vpsrlq       ymm9, ymm9, 41
-    vpxor        ymm8, ymm8, ymm9
-    vpsllq       ymm9, ymm5, 23
-    vpalignr     ymm5, ymm5, ymm7, 8
-    vpsrlq       ymm5, ymm5, 41
-    vpxor        ymm5, ymm9, ymm5
-    vpand        ymm3, ymm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
-    vpsllq       ymm7, ymm8, 10
-    vpsrlq       ymm9, ymm8, 54
-    vpsllq       ymm10, ymm5, 10
-    vpsrlq       ymm11, ymm5, 54
-    vpxor        ymm6, ymm6, ymm8
-    vpxor        ymm3, ymm3, ymm5
-    vpxor        ymm3, ymm3, ymm9
     vpslldq      ymm5, ymm7, 8
     vpxor        ymm5, ymm6, ymm5
-    vpalignr     ymm6, ymm10, ymm7, 8
+    vpalignr     ymm6, ymm4, ymm7, 8
     vpxor        ymm3, ymm3, ymm6
-    vpsrldq      ymm6, ymm10, 8
-    vpxor        ymm6, ymm11, ymm6
-    vpsllq       ymm7, ymm6, 23
-    vpalignr     ymm6, ymm6, ymm3, 8
-    vpsrlq       ymm6, ymm6, 41
-    vpxor        ymm6, ymm7, ymm6
-    vpand        ymm3, ymm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
-    vpsllq       ymm7, ymm6, 10
-    vpsrlq       ymm8, ymm6, 54
-    vpxor        ymm5, ymm5, ymm6
-    vpxor        ymm3, ymm3, ymm8
+    vpalignr     ymm4, ymm14, ymm4, 8
+    vpxor        ymm2, ymm2, ymm4
+    vpsrldq      ymm4, ymm14, 8
+    vpxor        ymm4, ymm9, ymm4
+    vpsllq       ymm6, ymm4, 23
+    vpsrlq       ymm7, ymm4, 41
+    vpsllq       ymm9, ymm4, 33
+    vpsrlq       ymm4, ymm4, 31
+    vpxor        ymm7, ymm7, ymm9
+    vpxor        ymm2, ymm2, ymm4
+    vpsrldq      ymm4, ymm7, 8
+    vpxor        ymm2, ymm2, ymm4
+    vpsllq       ymm4, ymm2, 23
+    vpsrlq       ymm9, ymm2, 41
+    vpsllq       ymm12, ymm2, 33
+    vpsrlq       ymm2, ymm2, 31
+    vpxor        ymm4, ymm5, ymm4
+    vpxor        ymm5, ymm9, ymm12
+    vpxor        ymm3, ymm3, ymm6
+    vpxor        ymm2, ymm3, ymm2
+    vpslldq      ymm3, ymm5, 8
+    vpxor        ymm3, ymm4, ymm3
+    vpalignr     ymm4, ymm7, ymm5, 8
+    vpxor        ymm2, ymm2, ymm4
+    vpclmulqdq   ymm4, ymm0, ymm0, 0
+    vpclmulqdq   ymm0, ymm0, ymm0, 17
+    vpclmulqdq   ymm5, ymm1, ymm1, 0
+    vpclmulqdq   ymm1, ymm1, ymm1, 17
+    vpsllq       ymm6, ymm1, 23
+    vpsrlq       ymm7, ymm1, 41
+    vpsllq       ymm9, ymm1, 33
+    vpsrlq       ymm1, ymm1, 31
+    vpxor        ymm7, ymm7, ymm9
+    vpxor        ymm1, ymm5, ymm1
+    vpsrldq      ymm5, ymm7, 8
+    vpxor        ymm1, ymm1, ymm5
+    vpsllq       ymm5, ymm1, 23
+    vpsrlq       ymm9, ymm1, 41
+    vpsllq       ymm12, ymm1, 33
+    vpsrlq       ymm1, ymm1, 31
+    vpxor        ymm4, ymm4, ymm5
+    vpxor        ymm5, ymm9, ymm12
+    vpxor        ymm0, ymm0, ymm6
+    vpxor        ymm0, ymm0, ymm1
+    vpslldq      ymm1, ymm5, 8
+    vpxor        ymm1, ymm4, ymm1
+    vpalignr     ymm4, ymm7, ymm5, 8
+    vpxor        ymm0, ymm0, ymm4
+    vinserti128  ymm4, ymm1, xmm10, 1
+    vinserti128  ymm5, ymm0, xmm11, 1
+    vperm2i128   ymm6, ymm1, ymm1, 17
+    vperm2i128   ymm7, ymm0, ymm0, 17
+    vpclmulqdq   ymm9, ymm4, ymm6, 0
+    vpclmulqdq   ymm10, ymm4, ymm6, 1
+    vpclmulqdq   ymm11, ymm4, ymm6, 16
+    vpclmulqdq   ymm12, ymm4, ymm6, 17
+    vpxor        ymm10, ymm10, ymm11
+    vpclmulqdq   ymm11, ymm5, ymm7, 0
+    vpclmulqdq   ymm13, ymm5, ymm7, 1
+    vpclmulqdq   ymm14, ymm5, ymm7, 16
+    vpclmulqdq   ymm15, ymm5, ymm7, 17
+    vpxor        ymm13, ymm13, ymm14
+    vpxor        ymm4, ymm4, ymm5
+    vpxor        ymm5, ymm6, ymm7
+    vpclmulqdq   ymm6, ymm4, ymm5, 0
+    vpclmulqdq   ymm7, ymm4, ymm5, 1
+    vpclmulqdq   ymm14, ymm4, ymm5, 16
+    vpclmulqdq   ymm4, ymm4, ymm5, 17
+    vpxor        ymm5, ymm7, ymm14
+    vpxor        ymm7, ymm12, ymm11
+    vpxor        ymm6, ymm9, ymm6
+    vpxor        ymm6, ymm6, ymm7
+    vpxor        ymm5, ymm10, ymm5
+    vpxor        ymm5, ymm5, ymm13
+    vpxor        ymm4, ymm4, ymm15
+    vpxor        ymm4, ymm4, ymm7
+    vpslldq      ymm7, ymm10, 8
+    vpxor        ymm7, ymm9, ymm7
+    vpalignr     ymm9, ymm5, ymm10, 8
+    vpxor        ymm6, ymm6, ymm9
+    vpalignr     ymm5, ymm13, ymm5, 8
+    vpxor        ymm4, ymm4, ymm5
+    vpsrldq      ymm5, ymm13, 8
+    vpxor        ymm5, ymm15, ymm5
+    vpsllq       ymm9, ymm5, 23
+    vpsrlq       ymm10, ymm5, 41
+    vpsllq       ymm11, ymm5, 33
+    vpsrlq       ymm5, ymm5, 31
+    vpxor        ymm10, ymm10, ymm11
+    vpxor        ymm4, ymm4, ymm5
+    vpsrldq      ymm5, ymm10, 8
+    vpxor        ymm4, ymm4, ymm5
+    vpsllq       ymm5, ymm4, 23
+    vpsrlq       ymm11, ymm4, 41
+    vpsllq       ymm12, ymm4, 33
+    vpsrlq       ymm4, ymm4, 31
+    vpxor        ymm5, ymm7, ymm5
+    vpxor        ymm7, ymm11, ymm12
+    vpxor        ymm6, ymm6, ymm9
+    vpxor        ymm4, ymm6, ymm4
     vpslldq      ymm6, ymm7, 8
     vpxor        ymm5, ymm5, ymm6
-    vpsrldq      ymm6, ymm7, 8
-    vpxor        ymm3, ymm3, ymm6
-    vinserti128  ymm6, ymm2, [rsp + 32], 1
-    vinserti128  ymm7, ymm4, [rsp], 1
-    vperm2i128   ymm2, ymm2, ymm5, 33
-    vperm2i128   ymm4, ymm4, ymm3, 33
-    vpclmulqdq   ymm8, ymm6, ymm2, 0
-    vpclmulqdq   ymm9, ymm6, ymm2, 1
-    vpclmulqdq   ymm10, ymm6, ymm2, 16
-    vpclmulqdq   ymm11, ymm6, ymm2, 17
-    vpclmulqdq   ymm12, ymm6, ymm4, 0
-    vpclmulqdq   ymm13, ymm6, ymm4, 1
-    vpclmulqdq   ymm14, ymm6, ymm4, 16
-    vpclmulqdq   ymm6, ymm6, ymm4, 17
-    vpclmulqdq   ymm15, ymm7, ymm2, 0
-    vmovdqa      [rsp + 96], ymm0                    ; spill
-    vpclmulqdq   ymm0, ymm7, ymm2, 1
-    vmovdqa      [rsp + 160], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm7, ymm2, 16
-    vpclmulqdq   ymm2, ymm7, ymm2, 17
-    vmovdqa      [rsp], ymm3                         ; spill
-    vpclmulqdq   ymm3, ymm7, ymm4, 0
-    vmovdqa      [rsp + 32], ymm5                    ; spill
-    vpclmulqdq   ymm5, ymm7, ymm4, 1
-    vmovdqa      [rsp + 64], ymm8                    ; spill
-    vpclmulqdq   ymm8, ymm7, ymm4, 16
-    vpclmulqdq   ymm4, ymm7, ymm4, 17
-    vpxor        ymm7, ymm9, ymm10
-    vpxor        ymm9, ymm11, ymm12
-    vpxor        ymm9, ymm9, ymm15
-    vpxor        ymm10, ymm13, ymm14
-    vpxor        ymm0, ymm0, ymm1
-    vpxor        ymm0, ymm10, ymm0
-    vpxor        ymm1, ymm6, ymm2
-    vpxor        ymm1, ymm1, ymm3
-    vpxor        ymm2, ymm5, ymm8
-    vmovdqa      ymm3, [rsp + 64]                    ; reload
-    vextracti128 xmm5, ymm3, 0
+    vpalignr     ymm6, ymm10, ymm7, 8
+    vpxor        ymm4, ymm4, ymm6
+    vperm2i128   ymm6, ymm3, ymm5, 48
+    vperm2i128   ymm1, ymm3, ymm1, 33
+    vpxor        ymm1, ymm6, ymm1
+    vperm2i128   ymm6, ymm2, ymm4, 48
+    vperm2i128   ymm0, ymm2, ymm0, 33
+    vpxor        ymm0, ymm6, ymm0
+    vpclmulqdq   ymm6, ymm1, ymm1, 0
+    vpclmulqdq   ymm1, ymm1, ymm1, 17
+    vpclmulqdq   ymm7, ymm0, ymm0, 0
+    vpclmulqdq   ymm0, ymm0, ymm0, 17
+    vpsllq       ymm9, ymm0, 23
+    vpsrlq       ymm10, ymm0, 41
+    vpsllq       ymm11, ymm0, 33
+    vpsrlq       ymm0, ymm0, 31
+    vpxor        ymm10, ymm10, ymm11
+    vpxor        ymm0, ymm7, ymm0
+    vpsrldq      ymm7, ymm10, 8
+    vpxor        ymm0, ymm0, ymm7
+    vpsllq       ymm7, ymm0, 23
+    vpsrlq       ymm11, ymm0, 41
+    vpsllq       ymm12, ymm0, 33
+    vpsrlq       ymm0, ymm0, 31
+    vpxor        ymm6, ymm6, ymm7
+    vpxor        ymm7, ymm11, ymm12
+    vpxor        ymm1, ymm1, ymm9
+    vpxor        ymm0, ymm1, ymm0
+    vpslldq      ymm1, ymm7, 8
+    vpxor        ymm1, ymm6, ymm1
+    vpalignr     ymm6, ymm10, ymm7, 8
+    vpxor        ymm0, ymm0, ymm6
+    vinserti128  ymm6, ymm3, xmm8, 1
+    vinserti128  ymm7, ymm2, [rsp], 1
+    vperm2i128   ymm3, ymm3, ymm1, 33
+    vperm2i128   ymm2, ymm2, ymm0, 33
+    vpclmulqdq   ymm8, ymm6, ymm3, 0
+    vpclmulqdq   ymm9, ymm6, ymm3, 1
+    vpclmulqdq   ymm10, ymm6, ymm3, 16
+    vpclmulqdq   ymm11, ymm6, ymm3, 17
+    vpxor        ymm9, ymm9, ymm10
+    vpclmulqdq   ymm10, ymm7, ymm2, 0
+    vpclmulqdq   ymm12, ymm7, ymm2, 1
+    vpclmulqdq   ymm13, ymm7, ymm2, 16
+    vpclmulqdq   ymm14, ymm7, ymm2, 17
+    vpxor        ymm12, ymm12, ymm13
+    vpxor        ymm6, ymm6, ymm7
+    vpxor        ymm2, ymm3, ymm2
+    vpclmulqdq   ymm3, ymm6, ymm2, 0
+    vpclmulqdq   ymm7, ymm6, ymm2, 1
+    vpclmulqdq   ymm13, ymm6, ymm2, 16
+    vpclmulqdq   ymm2, ymm6, ymm2, 17
+    vpxor        ymm6, ymm7, ymm13
+    vpxor        ymm7, ymm11, ymm10
+    vpxor        ymm3, ymm8, ymm3
+    vpxor        ymm3, ymm3, ymm7
+    vpxor        ymm6, ymm9, ymm6
+    vpxor        ymm6, ymm6, ymm12
+    vpxor        ymm2, ymm2, ymm14
+    vpxor        ymm2, ymm2, ymm7
+    vextracti128 xmm7, ymm8, 0
+    vextracti128 xmm8, ymm8, 1
+    vpxor        xmm7, xmm7, xmm8
+    vextracti128 xmm8, ymm9, 0
+    vextracti128 xmm9, ymm9, 1
+    vpxor        xmm8, xmm8, xmm9
+    vextracti128 xmm9, ymm3, 0
     vextracti128 xmm3, ymm3, 1
-    vpxor        xmm3, xmm5, xmm3
-    vextracti128 xmm5, ymm7, 0
-    vextracti128 xmm6, ymm7, 1
-    vpxor        xmm5, xmm5, xmm6
-    vextracti128 xmm6, ymm9, 0
-    vextracti128 xmm7, ymm9, 1
-    vpxor        xmm6, xmm6, xmm7
-    vextracti128 xmm7, ymm0, 0
-    vextracti128 xmm0, ymm0, 1
-    vpxor        xmm0, xmm7, xmm0
-    vextracti128 xmm7, ymm1, 0
-    vextracti128 xmm1, ymm1, 1
-    vpxor        xmm1, xmm7, xmm1
-    vextracti128 xmm7, ymm2, 0
+    vpxor        xmm3, xmm9, xmm3
+    vextracti128 xmm9, ymm6, 0
+    vextracti128 xmm6, ymm6, 1
+    vpxor        xmm6, xmm9, xmm6
+    vextracti128 xmm9, ymm2, 0
     vextracti128 xmm2, ymm2, 1
-    vpxor        xmm2, xmm7, xmm2
-    vextracti128 xmm7, ymm4, 0
-    vextracti128 xmm4, ymm4, 1
-    vpxor        xmm4, xmm7, xmm4
-    vpslldq      xmm7, xmm5, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm5, xmm0, xmm5, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm2, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm1, xmm2, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpsllq       xmm2, xmm0, 23
-    vpalignr     xmm4, xmm0, xmm5, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm1, 23
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm4, xmm0
-    vpand        xmm1, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm4, xmm2, 10
-    vpsrlq       xmm5, xmm2, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
+    vpxor        xmm2, xmm9, xmm2
+    vextracti128 xmm9, ymm12, 0
+    vextracti128 xmm10, ymm12, 1
+    vpxor        xmm9, xmm9, xmm10
+    vextracti128 xmm10, ymm14, 0
+    vextracti128 xmm11, ymm14, 1
+    vpxor        xmm10, xmm10, xmm11
+    vpslldq      xmm11, xmm8, 8
+    vpxor        xmm7, xmm7, xmm11
+    vpalignr     xmm8, xmm6, xmm8, 8
+    vpxor        xmm3, xmm3, xmm8
+    vpalignr     xmm6, xmm9, xmm6, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpsrldq      xmm6, xmm9, 8
+    vpxor        xmm6, xmm10, xmm6
+    vpsllq       xmm8, xmm6, 23
+    vpsrlq       xmm9, xmm6, 41
+    vpsllq       xmm10, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm2, xmm2, xmm6
+    vpsrldq      xmm6, xmm9, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm10, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm3, xmm3, xmm8
     vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm4, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm4, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqa      ymm2, [rsp + 32]                    ; reload
-    vextracti128 xmm3, ymm2, 1
-    vmovdqa      ymm4, [rsp]                         ; reload
-    vextracti128 xmm5, ymm4, 1
-    vmovdqa      ymm6, [rsp + 160]                   ; reload
-    vextracti128 xmm6, ymm6, 0
-    vmovdqa      ymm7, [rsp + 96]                    ; reload
-    vextracti128 xmm7, ymm7, 0
-    vextracti128 xmm2, ymm2, 0
+    vpslldq      xmm3, xmm7, 8
+    vpxor        xmm3, xmm6, xmm3
+    vpalignr     xmm6, xmm9, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpsrlq       ymm6, ymm0, 41
+    vpsllq       ymm7, ymm6, 10
+    vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
+    vpunpckhqdq  ymm6, ymm6, ymm7
+    vpxor        ymm1, ymm1, ymm6
+    vpsrlq       ymm6, ymm4, 41
+    vpsllq       ymm7, ymm6, 10
+    vpand        ymm4, ymm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
+    vpunpckhqdq  ymm6, ymm6, ymm7
+    vpxor        ymm5, ymm5, ymm6
+    vpsrlq       xmm6, xmm2, 41
+    vpsllq       xmm7, xmm6, 10
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm3, xmm6
+    vextracti128 xmm6, ymm1, 1
+    vextracti128 xmm7, ymm0, 1
+    vextracti128 xmm5, ymm5, 0
     vextracti128 xmm4, ymm4, 0
-    vmovdqu      [rdi], xmm3
-    vmovdqu      [rdi + 16], xmm5
-    vmovdqu      [rdi + 32], xmm6
-    vmovdqu      [rdi + 48], xmm7
-    vmovdqu      [rdi + 64], xmm1
-    vmovdqu      [rdi + 80], xmm0
-    vmovdqu      [rdi + 96], xmm2
-    vmovdqu      [rdi + 112], xmm4
+    vextracti128 xmm1, ymm1, 0
+    vextracti128 xmm0, ymm0, 0
+    vmovdqu      [rdi], xmm6
+    vmovdqu      [rdi + 16], xmm7
+    vmovdqu      [rdi + 32], xmm5
+    vmovdqu      [rdi + 48], xmm4
+    vmovdqu      [rdi + 64], xmm3
+    vmovdqu      [rdi + 80], xmm2
+    vmovdqu      [rdi + 96], xmm1
+    vmovdqu      [rdi + 112], xmm0
     mov rsp, rbp
     pop rbp
     vzeroupper
@@ -4271,1714 +3950,1386 @@ kg_gf2m233_ladder_step2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-15}, flags
+;   clobbers: ymm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_inv_avx2.end - kg_gf2m233_inv_avx2)
 align 32
 kg_gf2m233_inv_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    push rbp
-    mov rbp, rsp
-    and rsp, -32
-    sub rsp, 96
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vpclmulqdq   xmm2, xmm0, xmm0, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm4, xmm1, xmm1, 0
     vpclmulqdq   xmm5, xmm1, xmm1, 17
-    vpsllq       xmm6, xmm4, 23
-    vpalignr     xmm7, xmm4, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm5, 23
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm7, xmm4
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm4, 10
-    vpsrlq       xmm9, xmm4, 54
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
+    vpsllq       xmm6, xmm5, 23
+    vpsrlq       xmm7, xmm5, 41
+    vpsllq       xmm8, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm4, xmm4, xmm5
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm4, xmm4, xmm5
     vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm3, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsrlq       xmm8, xmm4, 41
+    vpsllq       xmm9, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm2, xmm2, xmm5
+    vpxor        xmm5, xmm8, xmm9
     vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm3, xmm3, xmm4
     vpslldq      xmm4, xmm5, 8
     vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm5, 8
+    vpalignr     xmm4, xmm7, xmm5, 8
     vpxor        xmm3, xmm3, xmm4
     vpclmulqdq   xmm4, xmm2, xmm0, 0
     vpclmulqdq   xmm5, xmm2, xmm0, 1
     vpclmulqdq   xmm6, xmm2, xmm0, 16
     vpclmulqdq   xmm7, xmm2, xmm0, 17
-    vpclmulqdq   xmm8, xmm2, xmm1, 0
-    vpclmulqdq   xmm9, xmm2, xmm1, 1
-    vpclmulqdq   xmm10, xmm2, xmm1, 16
-    vpclmulqdq   xmm2, xmm2, xmm1, 17
-    vpclmulqdq   xmm11, xmm3, xmm0, 0
-    vpclmulqdq   xmm12, xmm3, xmm0, 1
-    vpclmulqdq   xmm13, xmm3, xmm0, 16
-    vpclmulqdq   xmm14, xmm3, xmm0, 17
-    vpclmulqdq   xmm15, xmm3, xmm1, 0
-    vmovdqa      [rsp], xmm0                         ; spill
-    vpclmulqdq   xmm0, xmm3, xmm1, 1
-    vmovdqa      [rsp + 32], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm3, xmm1, 16
-    vpclmulqdq   xmm3, xmm3, xmm1, 17
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm6, xmm7, xmm8
-    vpxor        xmm6, xmm6, xmm11
-    vpxor        xmm7, xmm9, xmm10
-    vpxor        xmm8, xmm12, xmm13
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm4, xmm5, 8
-    vmovdqa      xmm8, [rsp + 32]                    ; reload
-    vpxor        xmm4, xmm8, xmm4
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm0, xmm7, 8
+    vpclmulqdq   xmm6, xmm3, xmm1, 0
+    vpclmulqdq   xmm8, xmm3, xmm1, 1
+    vpclmulqdq   xmm9, xmm3, xmm1, 16
+    vpclmulqdq   xmm10, xmm3, xmm1, 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm2, xmm3, 0
+    vpclmulqdq   xmm11, xmm2, xmm3, 1
+    vpclmulqdq   xmm12, xmm2, xmm3, 16
+    vpclmulqdq   xmm2, xmm2, xmm3, 17
+    vpxor        xmm3, xmm11, xmm12
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm4, xmm9
+    vpxor        xmm7, xmm7, xmm6
+    vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm2, xmm2, xmm10
     vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
+    vpslldq      xmm6, xmm5, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm5, xmm3, xmm5, 8
+    vpxor        xmm5, xmm7, xmm5
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm8, 8
+    vpxor        xmm3, xmm10, xmm3
+    vpsllq       xmm6, xmm3, 23
+    vpsrlq       xmm7, xmm3, 41
+    vpsllq       xmm8, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm7, 8
+    vpxor        xmm2, xmm2, xmm3
     vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm6, xmm2, xmm5, 8
-    vpsrlq       xmm6, xmm6, 41
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm6, xmm0
-    vpand        xmm2, xmm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm3, 10
-    vpsrlq       xmm6, xmm3, 54
-    vpsllq       xmm7, xmm0, 10
-    vpsrlq       xmm8, xmm0, 54
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm9, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm0, xmm0, xmm6
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm3, xmm8, xmm3
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm3, xmm3, xmm0, 8
-    vpsrlq       xmm3, xmm3, 41
-    vpxor        xmm3, xmm4, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm4, xmm3, 10
-    vpsrlq       xmm5, xmm3, 54
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm3, xmm4, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 41
+    vpxor        xmm4, xmm8, xmm9
     vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm6, xmm0
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm4, xmm5, 10
-    vpsrlq       xmm6, xmm5, 54
-    vpsllq       xmm7, xmm0, 10
-    vpsrlq       xmm8, xmm0, 54
+    vpxor        xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm4, 8
     vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm0, xmm0, xmm6
-    vpslldq      xmm2, xmm4, 8
+    vpalignr     xmm4, xmm7, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm8, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpsllq       xmm5, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm9, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm5, xmm8, xmm9
+    vpxor        xmm3, xmm3, xmm6
     vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm4, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm3, xmm8, xmm3
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm3, xmm3, xmm0, 8
-    vpsrlq       xmm3, xmm3, 41
+    vpslldq      xmm3, xmm5, 8
     vpxor        xmm3, xmm4, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm4, xmm3, 10
-    vpsrlq       xmm5, xmm3, 54
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm3, xmm4, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpclmulqdq   xmm3, xmm2, [rsp], 0
-    vpclmulqdq   xmm4, xmm2, [rsp], 1
-    vpclmulqdq   xmm5, xmm2, [rsp], 16
-    vpclmulqdq   xmm6, xmm2, [rsp], 17
-    vpclmulqdq   xmm7, xmm2, xmm1, 0
+    vpalignr     xmm4, xmm7, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm0, 0
+    vpclmulqdq   xmm5, xmm3, xmm0, 1
+    vpclmulqdq   xmm6, xmm3, xmm0, 16
+    vpclmulqdq   xmm7, xmm3, xmm0, 17
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm1, 0
     vpclmulqdq   xmm8, xmm2, xmm1, 1
     vpclmulqdq   xmm9, xmm2, xmm1, 16
-    vpclmulqdq   xmm2, xmm2, xmm1, 17
-    vpclmulqdq   xmm10, xmm0, [rsp], 0
-    vpclmulqdq   xmm11, xmm0, [rsp], 1
-    vpclmulqdq   xmm12, xmm0, [rsp], 16
-    vpclmulqdq   xmm13, xmm0, [rsp], 17
-    vpclmulqdq   xmm14, xmm0, xmm1, 0
-    vpclmulqdq   xmm15, xmm0, xmm1, 1
-    vmovdqa      [rsp + 32], xmm3                    ; spill
-    vpclmulqdq   xmm3, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm10
-    vpxor        xmm6, xmm8, xmm9
-    vpxor        xmm7, xmm11, xmm12
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm2, xmm2, xmm13
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm3, xmm15, xmm3
-    vpslldq      xmm7, xmm4, 8
-    vmovdqa      xmm8, [rsp + 32]                    ; reload
-    vpxor        xmm7, xmm8, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm5, xmm3, xmm6, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm5, xmm2, xmm4, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm3, xmm3, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm2, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm4, xmm3, 10
-    vpsrlq       xmm5, xmm3, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm8, xmm0, 54
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm2, xmm4, 8
+    vpclmulqdq   xmm10, xmm2, xmm1, 17
+    vpxor        xmm8, xmm8, xmm9
     vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm6, xmm4, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm6, 8
-    vpxor        xmm3, xmm8, xmm3
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm3, xmm3, xmm0, 8
-    vpsrlq       xmm3, xmm3, 41
-    vpxor        xmm3, xmm4, xmm3
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm4, xmm3, 10
-    vpsrlq       xmm5, xmm3, 54
+    vpxor        xmm3, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm2, xmm3, 0
+    vpclmulqdq   xmm11, xmm2, xmm3, 1
+    vpclmulqdq   xmm12, xmm2, xmm3, 16
+    vpclmulqdq   xmm2, xmm2, xmm3, 17
+    vpxor        xmm3, xmm11, xmm12
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm4, xmm9
+    vpxor        xmm7, xmm7, xmm6
+    vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm2, xmm2, xmm10
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm6, xmm5, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm5, xmm3, xmm5, 8
+    vpxor        xmm5, xmm7, xmm5
+    vpalignr     xmm3, xmm8, xmm3, 8
     vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm3, xmm4, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm4, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpsllq       xmm7, xmm5, 23
-    vpalignr     xmm8, xmm5, xmm4, 8
-    vpsrlq       xmm8, xmm8, 41
+    vpsrldq      xmm3, xmm8, 8
+    vpxor        xmm3, xmm10, xmm3
+    vpsllq       xmm6, xmm3, 23
+    vpsrlq       xmm7, xmm3, 41
+    vpsllq       xmm8, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
     vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 23
-    vpalignr     xmm5, xmm6, xmm5, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm5, xmm8, xmm5
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm6, xmm7, 10
-    vpsrlq       xmm8, xmm7, 54
-    vpsllq       xmm9, xmm5, 10
-    vpsrlq       xmm10, xmm5, 54
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm5, xmm6, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm7, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsllq       xmm3, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm9, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm4, xmm8, xmm9
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm4, 8
     vpxor        xmm3, xmm3, xmm5
-    vpalignr     xmm5, xmm9, xmm6, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm9, 8
-    vpxor        xmm5, xmm10, xmm5
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm5, xmm5, xmm4, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm5, xmm6, xmm5
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm6, xmm5, 10
-    vpsrlq       xmm7, xmm5, 54
-    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm4, xmm7, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm7, xmm2, xmm2, 17
+    vpsllq       xmm8, xmm7, 23
+    vpsrlq       xmm9, xmm7, 41
+    vpsllq       xmm10, xmm7, 33
+    vpsrlq       xmm7, xmm7, 31
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm9, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm6, 23
+    vpsrlq       xmm10, xmm6, 41
+    vpsllq       xmm11, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
     vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm6, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm6, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm8
+    vpxor        xmm5, xmm5, xmm6
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm9, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm8, xmm6, xmm3, 8
-    vpsrlq       xmm8, xmm8, 41
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm6, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm8, xmm4
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm6, xmm7, 10
-    vpsrlq       xmm8, xmm7, 54
-    vpsllq       xmm9, xmm4, 10
-    vpsrlq       xmm10, xmm4, 54
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpsllq       xmm8, xmm5, 23
+    vpsrlq       xmm9, xmm5, 41
+    vpsllq       xmm10, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm9, 8
     vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm3, xmm3, xmm8
-    vpslldq      xmm4, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm5, xmm9, xmm6, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm9, 8
-    vpxor        xmm5, xmm10, xmm5
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm5, xmm5, xmm3, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm5, xmm6, xmm5
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm6, xmm5, 10
-    vpsrlq       xmm7, xmm5, 54
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm6, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm6, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpclmulqdq   xmm5, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpsllq       xmm7, xmm6, 23
-    vpalignr     xmm8, xmm6, xmm4, 8
-    vpsrlq       xmm8, xmm8, 41
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm3, 23
-    vpalignr     xmm3, xmm3, xmm6, 8
-    vpsrlq       xmm3, xmm3, 41
-    vpxor        xmm3, xmm8, xmm3
-    vpand        xmm4, xmm4, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm6, xmm7, 10
-    vpsrlq       xmm8, xmm7, 54
-    vpsllq       xmm9, xmm3, 10
-    vpsrlq       xmm10, xmm3, 54
-    vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm3, xmm3, xmm8
-    vpslldq      xmm4, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm5, xmm9, xmm6, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm9, 8
-    vpxor        xmm5, xmm10, xmm5
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm5, xmm5, xmm3, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm5, xmm6, xmm5
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm6, xmm5, 10
-    vpsrlq       xmm7, xmm5, 54
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm6, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm6, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpclmulqdq   xmm5, xmm4, xmm2, 0
-    vpclmulqdq   xmm6, xmm4, xmm2, 1
-    vpclmulqdq   xmm7, xmm4, xmm2, 16
-    vpclmulqdq   xmm8, xmm4, xmm2, 17
-    vpclmulqdq   xmm9, xmm4, xmm0, 0
-    vpclmulqdq   xmm10, xmm4, xmm0, 1
-    vpclmulqdq   xmm11, xmm4, xmm0, 16
-    vpclmulqdq   xmm4, xmm4, xmm0, 17
-    vpclmulqdq   xmm12, xmm3, xmm2, 0
-    vpclmulqdq   xmm13, xmm3, xmm2, 1
-    vpclmulqdq   xmm14, xmm3, xmm2, 16
-    vpclmulqdq   xmm2, xmm3, xmm2, 17
-    vpclmulqdq   xmm15, xmm3, xmm0, 0
-    vmovdqa      [rsp + 32], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm3, xmm0, 1
-    vmovdqa      [rsp + 64], xmm5                    ; spill
-    vpclmulqdq   xmm5, xmm3, xmm0, 16
-    vpclmulqdq   xmm0, xmm3, xmm0, 17
-    vpxor        xmm3, xmm6, xmm7
-    vpxor        xmm6, xmm8, xmm9
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm7, xmm10, xmm11
-    vpxor        xmm8, xmm13, xmm14
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm1, xmm1, xmm5
-    vpslldq      xmm4, xmm3, 8
-    vmovdqa      xmm5, [rsp + 64]                    ; reload
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm3, xmm7, xmm3, 8
-    vpxor        xmm3, xmm6, xmm3
-    vpalignr     xmm5, xmm1, xmm7, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsllq       xmm1, xmm2, 23
-    vpalignr     xmm5, xmm2, xmm3, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm1, xmm1, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm2, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm1, 10
-    vpsrlq       xmm5, xmm1, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm1, [rsp], 0
-    vpclmulqdq   xmm3, xmm1, [rsp], 1
-    vpclmulqdq   xmm4, xmm1, [rsp], 16
-    vpclmulqdq   xmm5, xmm1, [rsp], 17
-    vpclmulqdq   xmm6, xmm1, [rsp + 32], 0
-    vpclmulqdq   xmm7, xmm1, [rsp + 32], 1
-    vpclmulqdq   xmm8, xmm1, [rsp + 32], 16
-    vpclmulqdq   xmm1, xmm1, [rsp + 32], 17
-    vpclmulqdq   xmm9, xmm0, [rsp], 0
-    vpclmulqdq   xmm10, xmm0, [rsp], 1
-    vpclmulqdq   xmm11, xmm0, [rsp], 16
-    vpclmulqdq   xmm12, xmm0, [rsp], 17
-    vpclmulqdq   xmm13, xmm0, [rsp + 32], 0
-    vpclmulqdq   xmm14, xmm0, [rsp + 32], 1
-    vpclmulqdq   xmm15, xmm0, [rsp + 32], 16
-    vpclmulqdq   xmm0, xmm0, [rsp + 32], 17
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm7, xmm8
-    vpxor        xmm6, xmm10, xmm11
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpxor        xmm6, xmm14, xmm15
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm3, xmm5, xmm3, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm6, xmm5, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpsrldq      xmm4, xmm6, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpsllq       xmm4, xmm1, 23
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm0, xmm0, 17
-    vpsllq       xmm6, xmm4, 23
-    vpalignr     xmm7, xmm4, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
     vpsllq       xmm7, xmm5, 23
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpsrlq       xmm4, xmm4, 41
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm4, xmm4, xmm8
+    vpxor        xmm4, xmm4, xmm5
+    vpslldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm9, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpsllq       xmm8, xmm4, 23
+    vpsrlq       xmm9, xmm4, 41
+    vpsllq       xmm10, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm9, xmm9, xmm10
     vpxor        xmm4, xmm7, xmm4
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm4, 10
-    vpsrlq       xmm9, xmm4, 54
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm3, 8
-    vpsrlq       xmm4, xmm4, 41
+    vpsrldq      xmm7, xmm9, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpsllq       xmm7, xmm4, 23
+    vpsrlq       xmm10, xmm4, 41
+    vpsllq       xmm11, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm8
     vpxor        xmm4, xmm5, xmm4
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpslldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm9, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm3, 0
+    vpclmulqdq   xmm7, xmm5, xmm3, 1
+    vpclmulqdq   xmm8, xmm5, xmm3, 16
+    vpclmulqdq   xmm9, xmm5, xmm3, 17
+    vpxor        xmm7, xmm7, xmm8
+    vpclmulqdq   xmm8, xmm4, xmm2, 0
+    vpclmulqdq   xmm10, xmm4, xmm2, 1
+    vpclmulqdq   xmm11, xmm4, xmm2, 16
+    vpclmulqdq   xmm12, xmm4, xmm2, 17
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm4, xmm2, 0
+    vpclmulqdq   xmm5, xmm4, xmm2, 1
+    vpclmulqdq   xmm11, xmm4, xmm2, 16
+    vpclmulqdq   xmm2, xmm4, xmm2, 17
+    vpxor        xmm4, xmm5, xmm11
+    vpxor        xmm5, xmm9, xmm8
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm2, xmm2, xmm12
+    vpxor        xmm2, xmm2, xmm5
+    vpslldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm4, xmm7, 8
     vpxor        xmm3, xmm3, xmm6
-    vpslldq      xmm4, xmm5, 8
+    vpalignr     xmm4, xmm10, xmm4, 8
     vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm2, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm3, 23
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 41
-    vpxor        xmm3, xmm7, xmm3
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm3, 10
-    vpsrlq       xmm9, xmm3, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm2, xmm2, xmm7
+    vpsrldq      xmm4, xmm10, 8
+    vpxor        xmm4, xmm12, xmm4
+    vpsllq       xmm6, xmm4, 23
+    vpsrlq       xmm7, xmm4, 41
+    vpsllq       xmm8, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm7, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm9, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm5, xmm8, xmm9
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm2, xmm3, xmm2
     vpslldq      xmm3, xmm5, 8
     vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
+    vpalignr     xmm4, xmm7, xmm5, 8
     vpxor        xmm2, xmm2, xmm4
     vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpsllq       xmm6, xmm5, 23
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 41
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm5, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm7, xmm2
-    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm6, 10
-    vpsrlq       xmm7, xmm6, 54
-    vpsllq       xmm8, xmm2, 10
-    vpsrlq       xmm9, xmm2, 54
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm8, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm5, xmm4, 23
-    vpalignr     xmm4, xmm4, xmm2, 8
-    vpsrlq       xmm4, xmm4, 41
-    vpxor        xmm4, xmm5, xmm4
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm5, xmm4, 10
-    vpsrlq       xmm6, xmm4, 54
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpslldq      xmm4, xmm5, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm5, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm1, 1
-    vpclmulqdq   xmm6, xmm3, xmm1, 16
-    vpclmulqdq   xmm7, xmm3, xmm1, 17
-    vpclmulqdq   xmm8, xmm3, xmm0, 0
-    vpclmulqdq   xmm9, xmm3, xmm0, 1
-    vpclmulqdq   xmm10, xmm3, xmm0, 16
-    vpclmulqdq   xmm3, xmm3, xmm0, 17
-    vpclmulqdq   xmm11, xmm2, xmm1, 0
-    vpclmulqdq   xmm12, xmm2, xmm1, 1
-    vpclmulqdq   xmm13, xmm2, xmm1, 16
-    vpclmulqdq   xmm1, xmm2, xmm1, 17
-    vpclmulqdq   xmm14, xmm2, xmm0, 0
-    vpclmulqdq   xmm15, xmm2, xmm0, 1
-    vmovdqa      [rsp + 64], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm2, xmm0, 16
-    vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpxor        xmm2, xmm5, xmm6
-    vpxor        xmm5, xmm7, xmm8
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm6, xmm9, xmm10
-    vpxor        xmm7, xmm12, xmm13
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm3, xmm15, xmm4
-    vpslldq      xmm4, xmm2, 8
-    vmovdqa      xmm7, [rsp + 64]                    ; reload
-    vpxor        xmm4, xmm7, xmm4
-    vpalignr     xmm2, xmm6, xmm2, 8
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm8, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm7, xmm7, xmm8
     vpxor        xmm2, xmm5, xmm2
-    vpalignr     xmm5, xmm3, xmm6, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm1, 23
-    vpalignr     xmm5, xmm1, xmm2, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm3, xmm3, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm2, xmm3, 10
-    vpsrlq       xmm5, xmm3, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm2, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm2, xmm6, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpbroadcastq ymm2, xmm1
-    vpsrldq      xmm3, xmm1, 8
-    vpbroadcastq ymm3, xmm3
-    vpbroadcastq ymm4, xmm0
-    vpsrldq      xmm5, xmm0, 8
-    vpbroadcastq ymm5, xmm5
-    vpblendd     ymm2, ymm2, ymm3, 12
-    vpblendd     ymm2, ymm2, ymm4, 48
-    vpblendd     ymm2, ymm2, ymm5, 192
-    vmovdqu      ymm3, [rel gf2m_zero4]
-    vpsllq       ymm4, ymm2, 63
-    vpcmpgtq     ymm4, ymm3, ymm4
-    vpand        ymm5, ymm4, [rel gf2m_sq14_map]
-    vpand        ymm6, ymm4, [rel gf2m_sq14_map + 32]
-    vpand        ymm7, ymm4, [rel gf2m_sq14_map + 64]
-    vpand        ymm4, ymm4, [rel gf2m_sq14_map + 96]
-    vpsllq       ymm8, ymm2, 62
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 128]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 160]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 192]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 224]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 61
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 256]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 288]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 320]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 352]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 60
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 384]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 416]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 448]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 480]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 59
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 512]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 544]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 576]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 608]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 58
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 640]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 672]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 704]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 736]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 57
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 768]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 800]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 832]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 864]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 56
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 896]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 928]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 960]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 992]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 55
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1024]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1056]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1088]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 1120]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 54
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1152]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1184]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1216]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 1248]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 53
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1280]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1312]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1344]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 1376]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 52
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1408]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1440]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1472]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 1504]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 51
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1536]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1568]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1600]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 1632]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 50
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1664]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1696]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1728]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 1760]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 49
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1792]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1824]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1856]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 1888]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 48
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1920]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1952]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 1984]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 2016]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 47
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2048]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2080]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2112]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 2144]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 46
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2176]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2208]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2240]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 2272]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 45
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2304]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2336]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2368]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 2400]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 44
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2432]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2464]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2496]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 2528]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 43
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2560]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2592]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2624]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 2656]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 42
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2688]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2720]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2752]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 2784]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 41
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2816]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2848]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2880]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 2912]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 40
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2944]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 2976]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3008]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 3040]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 39
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3072]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3104]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3136]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 3168]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 38
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3200]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3232]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3264]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 3296]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 37
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3328]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3360]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3392]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 3424]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 36
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3456]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3488]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3520]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 3552]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 35
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3584]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3616]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3648]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 3680]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 34
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3712]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3744]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3776]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 3808]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 33
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3840]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3872]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3904]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 3936]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 32
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 3968]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4000]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4032]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 4064]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 31
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4096]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4128]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4160]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 4192]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 30
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4224]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4256]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4288]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 4320]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 29
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4352]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4384]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4416]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 4448]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 28
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4480]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4512]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4544]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 4576]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 27
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4608]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4640]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4672]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 4704]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 26
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4736]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4768]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4800]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 4832]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 25
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4864]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4896]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4928]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 4960]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 24
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 4992]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5024]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5056]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 5088]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 23
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5120]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5152]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5184]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 5216]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 22
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5248]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5280]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5312]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 5344]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 21
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5376]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5408]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5440]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 5472]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 20
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5504]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5536]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5568]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 5600]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 19
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5632]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5664]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5696]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 5728]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 18
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5760]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5792]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5824]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 5856]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 17
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5888]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5920]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 5952]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 5984]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 16
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6016]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6048]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6080]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 6112]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 15
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6144]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6176]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6208]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 6240]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 14
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6272]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6304]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6336]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 6368]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 13
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6400]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6432]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6464]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 6496]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 12
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6528]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6560]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6592]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 6624]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 11
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6656]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6688]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6720]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 6752]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 10
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6784]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6816]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6848]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 6880]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 9
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6912]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6944]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 6976]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 7008]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 8
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7040]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7072]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7104]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 7136]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 7
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7168]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7200]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7232]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 7264]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 6
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7296]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7328]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7360]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 7392]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 5
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7424]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7456]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7488]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 7520]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 4
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7552]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7584]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7616]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 7648]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 3
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7680]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7712]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7744]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 7776]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 2
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7808]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7840]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7872]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 7904]
-    vpxor        ymm4, ymm4, ymm8
-    vpsllq       ymm8, ymm2, 1
-    vpcmpgtq     ymm8, ymm3, ymm8
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7936]
-    vpxor        ymm5, ymm5, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 7968]
-    vpxor        ymm6, ymm6, ymm9
-    vpand        ymm9, ymm8, [rel gf2m_sq14_map + 8000]
-    vpxor        ymm7, ymm7, ymm9
-    vpand        ymm8, ymm8, [rel gf2m_sq14_map + 8032]
-    vpxor        ymm4, ymm4, ymm8
-    vpcmpgtq     ymm2, ymm3, ymm2
-    vpand        ymm3, ymm2, [rel gf2m_sq14_map + 8064]
-    vpxor        ymm3, ymm5, ymm3
-    vpand        ymm5, ymm2, [rel gf2m_sq14_map + 8096]
-    vpxor        ymm5, ymm6, ymm5
-    vpand        ymm6, ymm2, [rel gf2m_sq14_map + 8128]
-    vpxor        ymm6, ymm7, ymm6
-    vpand        ymm2, ymm2, [rel gf2m_sq14_map + 8160]
-    vpxor        ymm2, ymm4, ymm2
-    vpermq       ymm4, ymm5, 147
-    vpermq       ymm5, ymm6, 78
-    vpermq       ymm2, ymm2, 57
-    vpxor        ymm3, ymm3, ymm4
-    vpxor        ymm3, ymm3, ymm5
-    vpxor        ymm2, ymm3, ymm2
-    vextracti128 xmm3, ymm2, 0
-    vextracti128 xmm2, ymm2, 1
-    vpclmulqdq   xmm4, xmm3, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm1, 1
-    vpclmulqdq   xmm6, xmm3, xmm1, 16
-    vpclmulqdq   xmm7, xmm3, xmm1, 17
-    vpclmulqdq   xmm8, xmm3, xmm0, 0
-    vpclmulqdq   xmm9, xmm3, xmm0, 1
-    vpclmulqdq   xmm10, xmm3, xmm0, 16
-    vpclmulqdq   xmm3, xmm3, xmm0, 17
-    vpclmulqdq   xmm11, xmm2, xmm1, 0
-    vpclmulqdq   xmm12, xmm2, xmm1, 1
-    vpclmulqdq   xmm13, xmm2, xmm1, 16
-    vpclmulqdq   xmm1, xmm2, xmm1, 17
-    vpclmulqdq   xmm14, xmm2, xmm0, 0
-    vpclmulqdq   xmm15, xmm2, xmm0, 1
-    vmovdqa      [rsp + 64], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm2, xmm0, 16
-    vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpxor        xmm2, xmm5, xmm6
-    vpxor        xmm5, xmm7, xmm8
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm6, xmm9, xmm10
-    vpxor        xmm7, xmm12, xmm13
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm3, xmm15, xmm4
-    vpslldq      xmm4, xmm2, 8
-    vmovdqa      xmm7, [rsp + 64]                    ; reload
-    vpxor        xmm4, xmm7, xmm4
-    vpalignr     xmm2, xmm6, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpalignr     xmm5, xmm3, xmm6, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm1, 23
-    vpalignr     xmm5, xmm1, xmm2, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm3, xmm3, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm2, xmm3, 10
-    vpsrlq       xmm5, xmm3, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm2, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm2, xmm6, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpsllq       xmm5, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm9, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm5, xmm8, xmm9
+    vpxor        xmm3, xmm3, xmm6
     vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm1, [rsp], 0
-    vpclmulqdq   xmm3, xmm1, [rsp], 1
-    vpclmulqdq   xmm4, xmm1, [rsp], 16
-    vpclmulqdq   xmm5, xmm1, [rsp], 17
-    vpclmulqdq   xmm6, xmm1, [rsp + 32], 0
-    vpclmulqdq   xmm7, xmm1, [rsp + 32], 1
-    vpclmulqdq   xmm8, xmm1, [rsp + 32], 16
-    vpclmulqdq   xmm1, xmm1, [rsp + 32], 17
-    vpclmulqdq   xmm9, xmm0, [rsp], 0
-    vpclmulqdq   xmm10, xmm0, [rsp], 1
-    vpclmulqdq   xmm11, xmm0, [rsp], 16
-    vpclmulqdq   xmm12, xmm0, [rsp], 17
-    vpclmulqdq   xmm13, xmm0, [rsp + 32], 0
-    vpclmulqdq   xmm14, xmm0, [rsp + 32], 1
-    vpclmulqdq   xmm15, xmm0, [rsp + 32], 16
-    vpclmulqdq   xmm0, xmm0, [rsp + 32], 17
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm5, xmm6
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm7, xmm8
-    vpxor        xmm6, xmm10, xmm11
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm7, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm0, 0
+    vpclmulqdq   xmm5, xmm3, xmm0, 1
+    vpclmulqdq   xmm6, xmm3, xmm0, 16
+    vpclmulqdq   xmm7, xmm3, xmm0, 17
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpxor        xmm6, xmm14, xmm15
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm3, xmm5, xmm3, 8
+    vpclmulqdq   xmm6, xmm2, xmm1, 0
+    vpclmulqdq   xmm8, xmm2, xmm1, 1
+    vpclmulqdq   xmm9, xmm2, xmm1, 16
+    vpclmulqdq   xmm10, xmm2, xmm1, 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm2, xmm3, 0
+    vpclmulqdq   xmm11, xmm2, xmm3, 1
+    vpclmulqdq   xmm12, xmm2, xmm3, 16
+    vpclmulqdq   xmm2, xmm2, xmm3, 17
+    vpxor        xmm3, xmm11, xmm12
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm4, xmm9
+    vpxor        xmm7, xmm7, xmm6
+    vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm2, xmm2, xmm10
+    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm6, xmm5, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm5, xmm3, xmm5, 8
+    vpxor        xmm5, xmm7, xmm5
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm8, 8
+    vpxor        xmm3, xmm10, xmm3
+    vpsllq       xmm6, xmm3, 23
+    vpsrlq       xmm7, xmm3, 41
+    vpsllq       xmm8, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm7, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsllq       xmm3, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm9, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
     vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm6, xmm5, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpsrldq      xmm4, xmm6, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpsllq       xmm4, xmm1, 23
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm3, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
+    vpxor        xmm4, xmm8, xmm9
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm4, xmm7, xmm4, 8
     vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm7, xmm2, xmm2, 17
+    vpsllq       xmm8, xmm7, 23
+    vpsrlq       xmm9, xmm7, 41
+    vpsllq       xmm10, xmm7, 33
+    vpsrlq       xmm7, xmm7, 31
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm6, xmm6, xmm7
+    vpsrldq      xmm7, xmm9, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpsllq       xmm7, xmm6, 23
+    vpsrlq       xmm10, xmm6, 41
+    vpsllq       xmm11, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm8
+    vpxor        xmm5, xmm5, xmm6
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm9, xmm7, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpsllq       xmm8, xmm5, 23
+    vpsrlq       xmm9, xmm5, 41
+    vpsllq       xmm10, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm9, 8
+    vpxor        xmm5, xmm5, xmm7
+    vpsllq       xmm7, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm4, xmm4, xmm8
+    vpxor        xmm4, xmm4, xmm5
+    vpslldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm9, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpsllq       xmm8, xmm4, 23
+    vpsrlq       xmm9, xmm4, 41
+    vpsllq       xmm10, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm9, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpsllq       xmm7, xmm4, 23
+    vpsrlq       xmm10, xmm4, 41
+    vpsllq       xmm11, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm8
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm9, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpsllq       xmm8, xmm4, 23
+    vpsrlq       xmm9, xmm4, 41
+    vpsllq       xmm10, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm9, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpsllq       xmm7, xmm4, 23
+    vpsrlq       xmm10, xmm4, 41
+    vpsllq       xmm11, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm8
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm9, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpsllq       xmm8, xmm4, 23
+    vpsrlq       xmm9, xmm4, 41
+    vpsllq       xmm10, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm9, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpsllq       xmm7, xmm4, 23
+    vpsrlq       xmm10, xmm4, 41
+    vpsllq       xmm11, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm8
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm9, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpsllq       xmm8, xmm4, 23
+    vpsrlq       xmm9, xmm4, 41
+    vpsllq       xmm10, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm9, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpsllq       xmm7, xmm4, 23
+    vpsrlq       xmm10, xmm4, 41
+    vpsllq       xmm11, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm8
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm9, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm7, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpsllq       xmm8, xmm4, 23
+    vpsrlq       xmm9, xmm4, 41
+    vpsllq       xmm10, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm9, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpsllq       xmm7, xmm4, 23
+    vpsrlq       xmm10, xmm4, 41
+    vpsllq       xmm11, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm7, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm8
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm9, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm5, xmm3, 0
+    vpclmulqdq   xmm7, xmm5, xmm3, 1
+    vpclmulqdq   xmm8, xmm5, xmm3, 16
+    vpclmulqdq   xmm9, xmm5, xmm3, 17
+    vpxor        xmm7, xmm7, xmm8
+    vpclmulqdq   xmm8, xmm4, xmm2, 0
+    vpclmulqdq   xmm10, xmm4, xmm2, 1
+    vpclmulqdq   xmm11, xmm4, xmm2, 16
+    vpclmulqdq   xmm12, xmm4, xmm2, 17
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm4, xmm2, 0
+    vpclmulqdq   xmm5, xmm4, xmm2, 1
+    vpclmulqdq   xmm11, xmm4, xmm2, 16
+    vpclmulqdq   xmm2, xmm4, xmm2, 17
+    vpxor        xmm4, xmm5, xmm11
+    vpxor        xmm5, xmm9, xmm8
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm2, xmm2, xmm12
+    vpxor        xmm2, xmm2, xmm5
+    vpslldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm4, xmm10, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm10, 8
+    vpxor        xmm4, xmm12, xmm4
+    vpsllq       xmm6, xmm4, 23
+    vpsrlq       xmm7, xmm4, 41
+    vpsllq       xmm8, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm7, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm9, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm5, xmm8, xmm9
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm7, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrlq       xmm4, xmm2, 41
+    vpsllq       xmm5, xmm4, 10
+    vpand        xmm6, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm4, xmm4, xmm5
+    vpxor        xmm4, xmm3, xmm4
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    vpbroadcastq ymm7, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpbroadcastq ymm6, xmm6
+    vpblendd     ymm4, ymm5, ymm4, 12
+    vpblendd     ymm4, ymm4, ymm7, 48
+    vpblendd     ymm4, ymm4, ymm6, 192
+    vmovdqu      ymm5, [rel gf2m_zero4]
+    vpsllq       ymm6, ymm4, 63
+    vpcmpgtq     ymm6, ymm5, ymm6
+    vpand        ymm7, ymm6, [rel gf2m_sq14_map]
+    vpand        ymm8, ymm6, [rel gf2m_sq14_map + 32]
+    vpand        ymm9, ymm6, [rel gf2m_sq14_map + 64]
+    vpand        ymm6, ymm6, [rel gf2m_sq14_map + 96]
+    vpsllq       ymm10, ymm4, 62
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 128]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 160]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 192]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 224]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 61
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 256]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 288]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 320]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 352]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 60
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 384]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 416]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 448]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 480]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 59
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 512]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 544]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 576]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 608]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 58
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 640]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 672]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 704]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 736]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 57
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 768]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 800]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 832]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 864]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 56
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 896]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 928]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 960]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 992]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 55
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1024]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1056]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1088]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1120]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 54
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1152]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1184]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1216]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1248]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 53
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1280]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1312]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1344]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1376]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 52
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1408]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1440]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1472]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1504]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 51
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1536]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1568]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1600]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1632]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 50
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1664]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1696]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1728]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1760]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 49
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1792]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1824]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1856]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 1888]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 48
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1920]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1952]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 1984]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2016]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 47
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2048]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2080]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2112]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2144]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 46
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2176]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2208]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2240]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2272]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 45
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2304]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2336]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2368]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2400]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 44
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2432]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2464]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2496]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2528]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 43
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2560]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2592]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2624]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2656]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 42
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2688]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2720]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2752]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2784]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 41
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2816]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2848]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2880]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 2912]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 40
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2944]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 2976]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3008]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3040]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 39
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3072]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3104]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3136]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3168]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 38
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3200]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3232]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3264]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3296]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 37
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3328]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3360]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3392]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3424]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 36
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3456]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3488]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3520]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3552]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 35
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3584]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3616]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3648]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3680]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 34
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3712]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3744]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3776]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3808]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 33
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3840]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3872]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3904]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 3936]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 32
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 3968]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4000]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4032]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4064]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 31
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4096]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4128]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4160]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4192]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 30
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4224]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4256]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4288]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4320]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 29
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4352]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4384]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4416]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4448]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 28
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4480]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4512]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4544]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4576]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 27
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4608]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4640]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4672]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4704]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 26
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4736]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4768]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4800]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4832]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 25
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4864]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4896]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4928]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 4960]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 24
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 4992]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5024]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5056]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5088]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 23
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5120]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5152]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5184]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5216]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 22
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5248]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5280]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5312]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5344]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 21
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5376]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5408]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5440]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5472]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 20
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5504]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5536]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5568]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5600]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 19
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5632]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5664]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5696]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5728]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 18
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5760]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5792]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5824]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5856]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 17
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5888]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5920]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 5952]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 5984]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 16
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6016]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6048]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6080]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6112]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 15
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6144]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6176]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6208]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6240]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 14
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6272]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6304]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6336]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6368]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 13
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6400]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6432]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6464]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6496]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 12
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6528]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6560]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6592]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6624]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 11
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6656]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6688]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6720]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6752]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 10
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6784]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6816]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6848]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 6880]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 9
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6912]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6944]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 6976]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7008]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 8
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7040]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7072]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7104]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7136]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 7
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7168]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7200]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7232]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7264]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 6
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7296]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7328]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7360]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7392]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 5
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7424]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7456]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7488]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7520]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 4
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7552]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7584]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7616]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7648]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 3
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7680]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7712]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7744]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7776]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 2
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7808]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7840]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7872]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 7904]
+    vpxor        ymm6, ymm6, ymm10
+    vpsllq       ymm10, ymm4, 1
+    vpcmpgtq     ymm10, ymm5, ymm10
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7936]
+    vpxor        ymm7, ymm7, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 7968]
+    vpxor        ymm8, ymm8, ymm11
+    vpand        ymm11, ymm10, [rel gf2m_sq14_map + 8000]
+    vpxor        ymm9, ymm9, ymm11
+    vpand        ymm10, ymm10, [rel gf2m_sq14_map + 8032]
+    vpxor        ymm6, ymm6, ymm10
+    vpcmpgtq     ymm4, ymm5, ymm4
+    vpand        ymm5, ymm4, [rel gf2m_sq14_map + 8064]
+    vpxor        ymm5, ymm7, ymm5
+    vpand        ymm7, ymm4, [rel gf2m_sq14_map + 8096]
+    vpxor        ymm7, ymm8, ymm7
+    vpand        ymm8, ymm4, [rel gf2m_sq14_map + 8128]
+    vpxor        ymm8, ymm9, ymm8
+    vpand        ymm4, ymm4, [rel gf2m_sq14_map + 8160]
+    vpxor        ymm4, ymm6, ymm4
+    vpermq       ymm6, ymm7, 147
+    vpermq       ymm7, ymm8, 78
+    vpermq       ymm4, ymm4, 57
+    vpxor        ymm5, ymm5, ymm6
+    vpxor        ymm5, ymm5, ymm7
+    vpxor        ymm4, ymm5, ymm4
+    vextracti128 xmm5, ymm4, 0
+    vextracti128 xmm4, ymm4, 1
+    vpclmulqdq   xmm6, xmm5, xmm3, 0
+    vpclmulqdq   xmm7, xmm5, xmm3, 1
+    vpclmulqdq   xmm8, xmm5, xmm3, 16
+    vpclmulqdq   xmm9, xmm5, xmm3, 17
+    vpxor        xmm7, xmm7, xmm8
+    vpclmulqdq   xmm8, xmm4, xmm2, 0
+    vpclmulqdq   xmm10, xmm4, xmm2, 1
+    vpclmulqdq   xmm11, xmm4, xmm2, 16
+    vpclmulqdq   xmm12, xmm4, xmm2, 17
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm4, xmm2, 0
+    vpclmulqdq   xmm5, xmm4, xmm2, 1
+    vpclmulqdq   xmm11, xmm4, xmm2, 16
+    vpclmulqdq   xmm2, xmm4, xmm2, 17
+    vpxor        xmm4, xmm5, xmm11
+    vpxor        xmm5, xmm9, xmm8
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm2, xmm2, xmm12
+    vpxor        xmm2, xmm2, xmm5
+    vpslldq      xmm5, xmm7, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm4, xmm10, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm10, 8
+    vpxor        xmm4, xmm12, xmm4
+    vpsllq       xmm6, xmm4, 23
+    vpsrlq       xmm7, xmm4, 41
+    vpsllq       xmm8, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm4, xmm7, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm9, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm5, xmm8, xmm9
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm7, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm8, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm7, xmm7, xmm8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm5, xmm7, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpsllq       xmm5, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm9, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm5, xmm8, xmm9
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm2, xmm3, xmm2
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm7, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm0, 0
+    vpclmulqdq   xmm5, xmm3, xmm0, 1
+    vpclmulqdq   xmm6, xmm3, xmm0, 16
+    vpclmulqdq   xmm7, xmm3, xmm0, 17
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm1, 0
+    vpclmulqdq   xmm8, xmm2, xmm1, 1
+    vpclmulqdq   xmm9, xmm2, xmm1, 16
+    vpclmulqdq   xmm10, xmm2, xmm1, 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm0, xmm0, xmm1
+    vpclmulqdq   xmm1, xmm2, xmm0, 0
+    vpclmulqdq   xmm3, xmm2, xmm0, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm0, xmm2, xmm0, 17
+    vpxor        xmm2, xmm3, xmm9
+    vpxor        xmm3, xmm7, xmm6
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm0, xmm0, xmm3
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpalignr     xmm2, xmm8, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm8, 8
+    vpxor        xmm2, xmm10, xmm2
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpbroadcastq ymm2, xmm1
-    vpsrldq      xmm3, xmm1, 8
-    vpbroadcastq ymm3, xmm3
-    vpbroadcastq ymm4, xmm0
-    vpsrldq      xmm5, xmm0, 8
-    vpbroadcastq ymm5, xmm5
-    vpblendd     ymm2, ymm2, ymm3, 12
-    vpblendd     ymm2, ymm2, ymm4, 48
-    vpblendd     ymm2, ymm2, ymm5, 192
+    vpand        xmm4, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm2, xmm1, xmm2
+    vpbroadcastq ymm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpbroadcastq ymm2, xmm2
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    vpblendd     ymm2, ymm3, ymm2, 12
+    vpblendd     ymm2, ymm2, ymm5, 48
+    vpblendd     ymm2, ymm2, ymm4, 192
     vmovdqu      ymm3, [rel gf2m_zero4]
     vpsllq       ymm4, ymm2, 63
     vpcmpgtq     ymm4, ymm3, ymm4
@@ -6627,81 +5978,68 @@ kg_gf2m233_inv_avx2:
     vpclmulqdq   xmm5, xmm3, xmm1, 1
     vpclmulqdq   xmm6, xmm3, xmm1, 16
     vpclmulqdq   xmm7, xmm3, xmm1, 17
-    vpclmulqdq   xmm8, xmm3, xmm0, 0
-    vpclmulqdq   xmm9, xmm3, xmm0, 1
-    vpclmulqdq   xmm10, xmm3, xmm0, 16
-    vpclmulqdq   xmm3, xmm3, xmm0, 17
-    vpclmulqdq   xmm11, xmm2, xmm1, 0
-    vpclmulqdq   xmm12, xmm2, xmm1, 1
-    vpclmulqdq   xmm13, xmm2, xmm1, 16
-    vpclmulqdq   xmm1, xmm2, xmm1, 17
-    vpclmulqdq   xmm14, xmm2, xmm0, 0
-    vpclmulqdq   xmm15, xmm2, xmm0, 1
-    vmovdqa      [rsp + 32], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm2, xmm0, 16
-    vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpxor        xmm2, xmm5, xmm6
-    vpxor        xmm5, xmm7, xmm8
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm6, xmm9, xmm10
-    vpxor        xmm7, xmm12, xmm13
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm3, xmm15, xmm4
-    vpslldq      xmm4, xmm2, 8
-    vmovdqa      xmm7, [rsp + 32]                    ; reload
-    vpxor        xmm4, xmm7, xmm4
-    vpalignr     xmm2, xmm6, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpalignr     xmm5, xmm3, xmm6, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm1, 23
-    vpalignr     xmm5, xmm1, xmm2, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm3, xmm3, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm2, xmm3, 10
-    vpsrlq       xmm5, xmm3, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm2, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm2, xmm6, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm0, 0
+    vpclmulqdq   xmm8, xmm2, xmm0, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm10, xmm2, xmm0, 17
+    vpxor        xmm8, xmm8, xmm9
     vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpclmulqdq   xmm1, xmm2, xmm0, 0
+    vpclmulqdq   xmm3, xmm2, xmm0, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm0, xmm2, xmm0, 17
+    vpxor        xmm2, xmm3, xmm9
+    vpxor        xmm3, xmm7, xmm6
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm0, xmm0, xmm3
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpalignr     xmm2, xmm8, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
-    vpbroadcastq ymm2, xmm1
-    vpsrldq      xmm3, xmm1, 8
-    vpbroadcastq ymm3, xmm3
-    vpbroadcastq ymm4, xmm0
-    vpsrldq      xmm5, xmm0, 8
-    vpbroadcastq ymm5, xmm5
-    vpblendd     ymm2, ymm2, ymm3, 12
-    vpblendd     ymm2, ymm2, ymm4, 48
-    vpblendd     ymm2, ymm2, ymm5, 192
+    vpsrldq      xmm2, xmm8, 8
+    vpxor        xmm2, xmm10, xmm2
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrlq       xmm2, xmm0, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm4, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm2, xmm1, xmm2
+    vpbroadcastq ymm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpbroadcastq ymm2, xmm2
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    vpblendd     ymm2, ymm3, ymm2, 12
+    vpblendd     ymm2, ymm2, ymm5, 48
+    vpblendd     ymm2, ymm2, ymm4, 192
     vmovdqu      ymm3, [rel gf2m_zero4]
     vpsllq       ymm4, ymm2, 63
     vpcmpgtq     ymm4, ymm3, ymm4
@@ -7350,81 +6688,68 @@ kg_gf2m233_inv_avx2:
     vpclmulqdq   xmm5, xmm3, xmm1, 1
     vpclmulqdq   xmm6, xmm3, xmm1, 16
     vpclmulqdq   xmm7, xmm3, xmm1, 17
-    vpclmulqdq   xmm8, xmm3, xmm0, 0
-    vpclmulqdq   xmm9, xmm3, xmm0, 1
-    vpclmulqdq   xmm10, xmm3, xmm0, 16
-    vpclmulqdq   xmm3, xmm3, xmm0, 17
-    vpclmulqdq   xmm11, xmm2, xmm1, 0
-    vpclmulqdq   xmm12, xmm2, xmm1, 1
-    vpclmulqdq   xmm13, xmm2, xmm1, 16
-    vpclmulqdq   xmm1, xmm2, xmm1, 17
-    vpclmulqdq   xmm14, xmm2, xmm0, 0
-    vpclmulqdq   xmm15, xmm2, xmm0, 1
-    vmovdqa      [rsp + 32], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm2, xmm0, 16
-    vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpxor        xmm2, xmm5, xmm6
-    vpxor        xmm5, xmm7, xmm8
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm6, xmm9, xmm10
-    vpxor        xmm7, xmm12, xmm13
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm3, xmm15, xmm4
-    vpslldq      xmm4, xmm2, 8
-    vmovdqa      xmm7, [rsp + 32]                    ; reload
-    vpxor        xmm4, xmm7, xmm4
-    vpalignr     xmm2, xmm6, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpalignr     xmm5, xmm3, xmm6, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm1, 23
-    vpalignr     xmm5, xmm1, xmm2, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm3, xmm3, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm2, xmm3, 10
-    vpsrlq       xmm5, xmm3, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm2, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm2, xmm6, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm0, 0
+    vpclmulqdq   xmm8, xmm2, xmm0, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm10, xmm2, xmm0, 17
+    vpxor        xmm8, xmm8, xmm9
     vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpclmulqdq   xmm1, xmm2, xmm0, 0
+    vpclmulqdq   xmm3, xmm2, xmm0, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm0, xmm2, xmm0, 17
+    vpxor        xmm2, xmm3, xmm9
+    vpxor        xmm3, xmm7, xmm6
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm0, xmm0, xmm3
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpalignr     xmm2, xmm8, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
-    vpbroadcastq ymm2, xmm1
-    vpsrldq      xmm3, xmm1, 8
-    vpbroadcastq ymm3, xmm3
-    vpbroadcastq ymm4, xmm0
-    vpsrldq      xmm5, xmm0, 8
-    vpbroadcastq ymm5, xmm5
-    vpblendd     ymm2, ymm2, ymm3, 12
-    vpblendd     ymm2, ymm2, ymm4, 48
-    vpblendd     ymm2, ymm2, ymm5, 192
+    vpsrldq      xmm2, xmm8, 8
+    vpxor        xmm2, xmm10, xmm2
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm5, xmm3, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrlq       xmm2, xmm0, 41
+    vpsllq       xmm3, xmm2, 10
+    vpand        xmm4, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxor        xmm2, xmm1, xmm2
+    vpbroadcastq ymm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpbroadcastq ymm2, xmm2
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    vpblendd     ymm2, ymm3, ymm2, 12
+    vpblendd     ymm2, ymm2, ymm5, 48
+    vpblendd     ymm2, ymm2, ymm4, 192
     vmovdqu      ymm3, [rel gf2m_zero4]
     vpsllq       ymm4, ymm2, 63
     vpcmpgtq     ymm4, ymm3, ymm4
@@ -8073,115 +7398,85 @@ kg_gf2m233_inv_avx2:
     vpclmulqdq   xmm5, xmm3, xmm1, 1
     vpclmulqdq   xmm6, xmm3, xmm1, 16
     vpclmulqdq   xmm7, xmm3, xmm1, 17
-    vpclmulqdq   xmm8, xmm3, xmm0, 0
-    vpclmulqdq   xmm9, xmm3, xmm0, 1
-    vpclmulqdq   xmm10, xmm3, xmm0, 16
-    vpclmulqdq   xmm3, xmm3, xmm0, 17
-    vpclmulqdq   xmm11, xmm2, xmm1, 0
-    vpclmulqdq   xmm12, xmm2, xmm1, 1
-    vpclmulqdq   xmm13, xmm2, xmm1, 16
-    vpclmulqdq   xmm1, xmm2, xmm1, 17
-    vpclmulqdq   xmm14, xmm2, xmm0, 0
-    vpclmulqdq   xmm15, xmm2, xmm0, 1
-    vmovdqa      [rsp + 32], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm2, xmm0, 16
-    vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpxor        xmm2, xmm5, xmm6
-    vpxor        xmm5, xmm7, xmm8
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm6, xmm9, xmm10
-    vpxor        xmm7, xmm12, xmm13
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm3, xmm15, xmm4
-    vpslldq      xmm4, xmm2, 8
-    vmovdqa      xmm7, [rsp + 32]                    ; reload
-    vpxor        xmm4, xmm7, xmm4
-    vpalignr     xmm2, xmm6, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpalignr     xmm5, xmm3, xmm6, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm1, 23
-    vpalignr     xmm5, xmm1, xmm2, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm3, xmm3, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm2, xmm3, 10
-    vpsrlq       xmm5, xmm3, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
-    vpslldq      xmm1, xmm2, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm2, xmm6, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm0, 0
+    vpclmulqdq   xmm8, xmm2, xmm0, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm10, xmm2, xmm0, 17
+    vpxor        xmm8, xmm8, xmm9
     vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpclmulqdq   xmm1, xmm2, xmm0, 0
+    vpclmulqdq   xmm3, xmm2, xmm0, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm0, xmm2, xmm0, 17
+    vpxor        xmm2, xmm3, xmm9
+    vpxor        xmm3, xmm7, xmm6
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm0, xmm0, xmm3
+    vpslldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpalignr     xmm2, xmm8, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm8, 8
+    vpxor        xmm2, xmm10, xmm2
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsllq       xmm2, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm3, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpsllq       xmm4, xmm3, 23
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 41
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 23
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 41
-    vpxor        xmm0, xmm5, xmm0
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpsllq       xmm3, xmm4, 10
-    vpsrlq       xmm5, xmm4, 54
-    vpsllq       xmm6, xmm0, 10
-    vpsrlq       xmm7, xmm0, 54
-    vpxor        xmm2, xmm2, xmm4
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm7, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm6, xmm7
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm5
     vpslldq      xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
+    vpalignr     xmm2, xmm5, xmm3, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm6, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpsllq       xmm3, xmm2, 23
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 41
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpsrlq       xmm2, xmm0, 41
     vpsllq       xmm3, xmm2, 10
-    vpsrlq       xmm4, xmm2, 54
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm3, 8
-    vpxor        xmm0, xmm0, xmm2
     vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm0
-    mov rsp, rbp
-    pop rbp
     vzeroupper
     ret
 .end:

@@ -52,6 +52,43 @@ void kg_gf2m233_mul_avx2(uint64_t out[4], const uint64_t a[4], const uint64_t b[
 void kg_gf2m233_sqr_avx2(uint64_t out[4], const uint64_t a[4]);
 
 
+/* out = a * b mod f in GF(2^233), lazy form (degree < 256; gf2m_freeze reduces it)
+ *   requires: a, b: 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+ *   ensures: out ≡ a*b (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   out: 4 x uint64_t, out, 8-byte aligned
+ *   a: 4 x uint64_t, in, 8-byte aligned
+ *   b: 4 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m233_mul_lazy_avx2(uint64_t out[4], const uint64_t a[4], const uint64_t b[4]);
+
+
+/* out = a^2 mod f in GF(2^233), lazy form (degree < 256; gf2m_freeze reduces it)
+ *   requires: a: 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+ *   ensures: out ≡ a^2 (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   out: 4 x uint64_t, out, 8-byte aligned
+ *   a: 4 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m233_sqr_lazy_avx2(uint64_t out[4], const uint64_t a[4]);
+
+
+/* out = a mod f: a lazy element in its reduced form
+ *   requires: a: 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+ *   ensures: out = a mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX (check CPUID before calling)
+ *   out: 4 x uint64_t, out, 8-byte aligned
+ *   a: 4 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m233_freeze_avx2(uint64_t out[4], const uint64_t a[4]);
+
+
 /* out = c mod f for an unreduced c of degree <= 464
  *   requires: c: 8 little-endian uint64 limbs, degree <= 464 (below 2^465); limbs above 7 are not read
  *   ensures: out = c mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)

@@ -42,6 +42,46 @@ unsafe extern "C" {
     /// ```
     pub fn kg_gf2m233_sqr_avx2(out: *mut u64, a: *const u64);
 
+    /// out = a * b mod f in GF(2^233), lazy form (degree < 256; gf2m_freeze reduces it)
+    ///
+    /// ```text
+    /// requires: a, b: 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+    /// ensures: out ≡ a*b (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX, PCLMULQDQ (is_x86_feature_detected!: "avx", "pclmulqdq")
+    /// out: 4 x u64, out, 8-byte aligned
+    /// a: 4 x u64, in, 8-byte aligned
+    /// b: 4 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m233_mul_lazy_avx2(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// out = a^2 mod f in GF(2^233), lazy form (degree < 256; gf2m_freeze reduces it)
+    ///
+    /// ```text
+    /// requires: a: 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+    /// ensures: out ≡ a^2 (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX, PCLMULQDQ (is_x86_feature_detected!: "avx", "pclmulqdq")
+    /// out: 4 x u64, out, 8-byte aligned
+    /// a: 4 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m233_sqr_lazy_avx2(out: *mut u64, a: *const u64);
+
+    /// out = a mod f: a lazy element in its reduced form
+    ///
+    /// ```text
+    /// requires: a: 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+    /// ensures: out = a mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX (is_x86_feature_detected!: "avx")
+    /// out: 4 x u64, out, 8-byte aligned
+    /// a: 4 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m233_freeze_avx2(out: *mut u64, a: *const u64);
+
     /// out = c mod f for an unreduced c of degree <= 464
     ///
     /// ```text

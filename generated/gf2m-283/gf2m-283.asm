@@ -14,9 +14,9 @@
 ;
 ; f = x^283 + x^12 + x^7 + x^5 + 1, 5 limbs of 64 bits, slack s = 37 bits
 ; products: k3 blocks of 128 bits, schoolbook over blocks
-; f - x^283 chunk 0: 0x10a1 (one carry-less product per word)
-; fold 1: degree <= 564 -> <= 293 (5 words above x^283 times f - x^283)
-; fold 2: degree <= 293 -> <= 282 (1 words above x^283 times f - x^283)
+; lazy form (degree < 320): remainders modulo x^37 f = x^320 + x^49 + x^44 + x^42 + x^37, in one pass from the top pair down, each word folded once
+; x^37(f - x^283) chunk 0: 0x2142000000000 (one carry-less product per word)
+; reduced form: the lazy form with its 37 bits above x^283 folded once more (gf2m_freeze)
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
@@ -31,15 +31,15 @@ default rel
 
 section .rodata align=32
 
-; terms x^0*(...) of f - x^283, chunk 0
+; terms x^0*(...) of f - x^320, chunk 0
 align 32
-gf2m_g_10a1:
-    dq 0x00000000000010a1, 0x0000000000000000
+gf2m_g_2142000000000:
+    dq 0x0002142000000000, 0x0000000000000000
 
-; terms x^0*(...) of f - x^283, chunk 0
+; terms x^0*(...) of f - x^320, chunk 0
 align 32
-gf2m_g_10a1_x2:
-    dq 0x00000000000010a1, 0x0000000000000000, 0x00000000000010a1, 0x0000000000000000
+gf2m_g_2142000000000_x2:
+    dq 0x0002142000000000, 0x0000000000000000, 0x0002142000000000, 0x0000000000000000
 
 ; bits of limb 4 below x^283
 align 32
@@ -55,6 +55,16 @@ gf2m_mask_7ffffff_0:
 align 32
 gf2m_mask_7ffffff_0_x2:
     dq 0x0000000007ffffff, 0x0000000000000000, 0x0000000007ffffff, 0x0000000000000000
+
+; limb 4 alone
+align 32
+gf2m_mask_ffffffffffffffff_0:
+    dq 0xffffffffffffffff, 0x0000000000000000
+
+; limb 4 alone
+align 32
+gf2m_mask_ffffffffffffffff_0_x2:
+    dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000
 
 ; a -> a^(2^141) mod f: columns x^j -> x^(j 2^141), pre-rotated by lane
 align 32
@@ -1382,9 +1392,9 @@ section .text
 ;
 ; reduction schedule:
 ;   products: k3 blocks of 128 bits, schoolbook over blocks
-;   f - x^283 chunk 0: 0x10a1 (one carry-less product per word)
-;   fold 1: degree <= 564 -> <= 293 (5 words above x^283 times f - x^283)
-;   fold 2: degree <= 293 -> <= 282 (1 words above x^283 times f - x^283)
+;   lazy form (degree < 320): remainders modulo x^37 f = x^320 + x^49 + x^44 + x^42 + x^37, in one pass from the top pair down, each word folded once
+;   x^37(f - x^283) chunk 0: 0x2142000000000 (one carry-less product per word)
+;   reduced form: the lazy form with its 37 bits above x^283 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_mul_avx2.end - kg_gf2m283_mul_avx2)
 align 32
@@ -1468,48 +1478,38 @@ kg_gf2m283_mul_avx2:
     vpxor        xmm1, xmm3, xmm1
     vpsrldq      xmm3, xmm4, 8
     vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm7, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm1, 37
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm2, 37
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpsrlq       xmm1, xmm1, 27
-    vpxor        xmm1, xmm5, xmm1
+    vpclmulqdq   xmm3, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm0, xmm2
     vpsrldq      xmm2, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm1, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm0, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 0
     vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm1, xmm7, xmm1
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpalignr     xmm4, xmm3, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vmovdqu      [rdi], xmm1
-    vmovdqu      [rdi + 16], xmm2
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm2, xmm2, xmm3
+    vmovdqu      [rdi], xmm2
+    vmovdqu      [rdi + 16], xmm1
     vmovq        qword [rdi + 32], xmm0
     mov rsp, rbp
     pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -1522,7 +1522,7 @@ kg_gf2m283_mul_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_sqr_avx2.end - kg_gf2m283_sqr_avx2)
 align 32
@@ -1536,46 +1536,235 @@ kg_gf2m283_sqr_avx2:
     vpclmulqdq   xmm4, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm0, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 37
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpsrlq       xmm1, xmm1, 27
-    vpxor        xmm1, xmm7, xmm1
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm1, xmm2, xmm1
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm1, 37
-    vpalignr     xmm4, xmm1, xmm0, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
     vpxor        xmm2, xmm2, xmm3
-    vmovdqu      [rdi], xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm0
-    vmovq        qword [rdi + 32], xmm1
-    vzeroupper
+    vmovq        qword [rdi + 32], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m283_mul_lazy_avx2: out = a * b mod f in GF(2^283), lazy form (degree < 320; gf2m_freeze reduces it)
+;
+;   requires: a, b: 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+;   ensures: out ≡ a*b (mod f): 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   clobbers: ymm{0-15}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m283_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_mul_lazy_avx2.end - kg_gf2m283_mul_lazy_avx2)
+align 32
+kg_gf2m283_mul_lazy_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 192
+    vmovdqu      xmm0, [rsi]
+    vmovdqu      xmm1, [rsi + 16]
+    vmovq        xmm2, qword [rsi + 32]
+    vmovdqu      xmm3, [rdx]
+    vmovdqu      xmm4, [rdx + 16]
+    vmovq        xmm5, qword [rdx + 32]
+    vpclmulqdq   xmm6, xmm0, xmm3, 0
+    vpclmulqdq   xmm7, xmm0, xmm3, 17
+    vpshufd      xmm8, xmm0, 78
+    vpxor        xmm8, xmm0, xmm8
+    vpshufd      xmm9, xmm3, 78
+    vpxor        xmm9, xmm3, xmm9
+    vpclmulqdq   xmm10, xmm8, xmm9, 0
+    vpclmulqdq   xmm11, xmm0, xmm4, 0
+    vpclmulqdq   xmm12, xmm0, xmm4, 17
+    vpshufd      xmm13, xmm4, 78
+    vpxor        xmm13, xmm4, xmm13
+    vpclmulqdq   xmm8, xmm8, xmm13, 0
+    vpclmulqdq   xmm14, xmm0, xmm5, 0
+    vpclmulqdq   xmm0, xmm0, xmm5, 1
+    vpclmulqdq   xmm15, xmm1, xmm3, 0
+    vmovdqa      [rsp], xmm0                         ; spill
+    vpclmulqdq   xmm0, xmm1, xmm3, 17
+    vmovdqa      [rsp + 32], xmm14                   ; spill
+    vpshufd      xmm14, xmm1, 78
+    vpxor        xmm14, xmm1, xmm14
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vmovdqa      [rsp + 64], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm1, xmm4, 0
+    vmovdqa      [rsp + 96], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm1, xmm4, 17
+    vpclmulqdq   xmm13, xmm14, xmm13, 0
+    vpclmulqdq   xmm14, xmm1, xmm5, 0
+    vpclmulqdq   xmm1, xmm1, xmm5, 1
+    vmovdqa      [rsp + 128], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm2, xmm3, 0
+    vpclmulqdq   xmm3, xmm2, xmm3, 16
+    vmovdqa      [rsp + 160], xmm14                  ; spill
+    vpclmulqdq   xmm14, xmm2, xmm4, 0
+    vpclmulqdq   xmm4, xmm2, xmm4, 16
+    vpclmulqdq   xmm2, xmm2, xmm5, 0
+    vpxor        xmm5, xmm11, xmm15
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm9, xmm10, xmm6
+    vpxor        xmm9, xmm9, [rsp + 64]
+    vmovdqa      xmm10, [rsp + 64]                   ; reload
+    vpxor        xmm10, xmm10, xmm5
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm0
+    vmovdqa      xmm8, [rsp + 32]                    ; reload
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm0, xmm0, [rsp + 96]
+    vpxor        xmm0, xmm1, xmm0
+    vmovdqa      xmm1, [rsp]                         ; reload
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm3, xmm13, [rsp + 96]
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm1, xmm1, xmm7
+    vmovdqa      xmm3, [rsp + 160]                   ; reload
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm7
+    vmovdqa      xmm7, [rsp + 128]                   ; reload
+    vpxor        xmm4, xmm7, xmm4
+    vpslldq      xmm7, xmm9, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpalignr     xmm7, xmm5, xmm9, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm5, xmm1, xmm5, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm3, 8
+    vpxor        xmm2, xmm0, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm7, xmm1
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpalignr     xmm4, xmm3, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqu      [rdi], xmm2
+    vmovdqu      [rdi + 16], xmm1
+    vmovq        qword [rdi + 32], xmm0
+    mov rsp, rbp
+    pop rbp
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m283_sqr_lazy_avx2: out = a^2 mod f in GF(2^283), lazy form (degree < 320; gf2m_freeze reduces it)
+;
+;   requires: a: 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+;   ensures: out ≡ a^2 (mod f): 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   clobbers: ymm{0-6}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m283_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_sqr_lazy_avx2.end - kg_gf2m283_sqr_lazy_avx2)
+align 32
+kg_gf2m283_sqr_lazy_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      xmm0, [rsi]
+    vmovdqu      xmm1, [rsi + 16]
+    vmovq        xmm2, qword [rsi + 32]
+    vpclmulqdq   xmm3, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm4, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm0, xmm1
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqu      [rdi], xmm1
+    vmovdqu      [rdi + 16], xmm0
+    vmovq        qword [rdi + 32], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m283_freeze_avx2: out = a mod f: a lazy element in its reduced form
+;
+;   requires: a: 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+;   ensures: out = a mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX (check CPUID before calling)
+;   clobbers: ymm{0-6}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m283_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_freeze_avx2.end - kg_gf2m283_freeze_avx2)
+align 32
+kg_gf2m283_freeze_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      xmm0, [rsi]
+    vmovdqu      xmm1, [rsi + 16]
+    vmovq        xmm2, qword [rsi + 32]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm0, xmm0, xmm3
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm1
+    vmovq        qword [rdi + 32], xmm2
     ret
 .end:
 
@@ -1588,13 +1777,13 @@ kg_gf2m283_sqr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-6}, flags
 ;
 ; reduction schedule:
 ;   products: k3 blocks of 128 bits, schoolbook over blocks
-;   f - x^283 chunk 0: 0x10a1 (one carry-less product per word)
-;   fold 1: degree <= 564 -> <= 293 (5 words above x^283 times f - x^283)
-;   fold 2: degree <= 293 -> <= 282 (1 words above x^283 times f - x^283)
+;   lazy form (degree < 320): remainders modulo x^37 f = x^320 + x^49 + x^44 + x^42 + x^37, in one pass from the top pair down, each word folded once
+;   x^37(f - x^283) chunk 0: 0x2142000000000 (one carry-less product per word)
+;   reduced form: the lazy form with its 37 bits above x^283 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_reduce_avx2.end - kg_gf2m283_reduce_avx2)
 align 32
@@ -1605,46 +1794,36 @@ kg_gf2m283_reduce_avx2:
     vmovdqu      xmm2, [rsi + 32]
     vmovdqu      xmm3, [rsi + 48]
     vmovq        xmm4, qword [rsi + 64]
-    vpsllq       xmm5, xmm2, 37
-    vpalignr     xmm6, xmm2, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm2, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm4, 37
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm7, xmm3
+    vpclmulqdq   xmm5, xmm4, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm2, xmm4
     vpsrldq      xmm4, xmm5, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm2, xmm2, xmm3
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpalignr     xmm3, xmm7, xmm5, 8
     vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpsrldq      xmm3, xmm5, 8
     vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm2, 37
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
     vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm0, xmm0, xmm3
     vmovdqu      [rdi], xmm0
     vmovdqu      [rdi + 16], xmm1
     vmovq        qword [rdi + 32], xmm2
-    vzeroupper
     ret
 .end:
 
@@ -1748,7 +1927,6 @@ kg_gf2m283_mulwide_avx2:
     vmovdqu      [rdi + 64], xmm2
     mov rsp, rbp
     pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -1944,48 +2122,38 @@ kg_gf2m283_muladd_avx2:
     vpxor        xmm2, xmm4, xmm2
     vpsrldq      xmm1, xmm1, 8
     vpxor        xmm1, xmm5, xmm1
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm7, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm2, 37
-    vpalignr     xmm5, xmm2, xmm0, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm1, 37
-    vpalignr     xmm1, xmm1, xmm2, 8
-    vpsrlq       xmm1, xmm1, 27
-    vpxor        xmm1, xmm5, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm1, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm4, xmm7, xmm4
+    vpclmulqdq   xmm3, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
     vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm3, xmm5, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm2, xmm7, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpalignr     xmm4, xmm3, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm2
     vmovq        qword [rdi + 32], xmm0
     mov rsp, rbp
     pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -2002,9 +2170,9 @@ kg_gf2m283_muladd_avx2:
 ;
 ; reduction schedule:
 ;   products: k3 blocks of 128 bits, schoolbook over blocks
-;   f - x^283 chunk 0: 0x10a1 (one carry-less product per word)
-;   fold 1: degree <= 564 -> <= 293 (5 words above x^283 times f - x^283)
-;   fold 2: degree <= 293 -> <= 282 (1 words above x^283 times f - x^283)
+;   lazy form (degree < 320): remainders modulo x^37 f = x^320 + x^49 + x^44 + x^42 + x^37, in one pass from the top pair down, each word folded once
+;   x^37(f - x^283) chunk 0: 0x2142000000000 (one carry-less product per word)
+;   reduced form: the lazy form with its 37 bits above x^283 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_reduce_gpr_avx2.end - kg_gf2m283_reduce_gpr_avx2)
 align 32
@@ -2138,7 +2306,7 @@ kg_gf2m283_reduce_gpr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr2_avx2.end - kg_gf2m283_msqr2_avx2)
 align 32
@@ -2152,87 +2320,68 @@ kg_gf2m283_msqr2_avx2:
     vpclmulqdq   xmm4, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm0, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 37
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpsrlq       xmm1, xmm1, 27
-    vpxor        xmm1, xmm7, xmm1
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm1, xmm2, xmm1
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm1, 37
-    vpalignr     xmm4, xmm1, xmm0, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
     vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm4, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vmovdqu      [rdi], xmm1
-    vmovdqu      [rdi + 16], xmm2
-    vmovq        qword [rdi + 32], xmm0
-    vzeroupper
+    vmovdqu      [rdi + 16], xmm0
+    vmovq        qword [rdi + 32], xmm2
     ret
 .end:
 
@@ -2245,7 +2394,7 @@ kg_gf2m283_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr4_avx2.end - kg_gf2m283_msqr4_avx2)
 align 32
@@ -2259,169 +2408,132 @@ kg_gf2m283_msqr4_avx2:
     vpclmulqdq   xmm4, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm0, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 37
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpsrlq       xmm1, xmm1, 27
-    vpxor        xmm1, xmm7, xmm1
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm1, xmm2, xmm1
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm1, 37
-    vpalignr     xmm4, xmm1, xmm0, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm0, xmm0, 0
-    vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vmovdqu      [rdi], xmm1
-    vmovdqu      [rdi + 16], xmm2
-    vmovq        qword [rdi + 32], xmm0
-    vzeroupper
+    vmovdqu      [rdi + 16], xmm0
+    vmovq        qword [rdi + 32], xmm2
     ret
 .end:
 
@@ -2434,7 +2546,7 @@ kg_gf2m283_msqr4_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr8_avx2.end - kg_gf2m283_msqr8_avx2)
 align 32
@@ -2448,333 +2560,260 @@ kg_gf2m283_msqr8_avx2:
     vpclmulqdq   xmm4, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm0, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 37
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpsrlq       xmm1, xmm1, 27
-    vpxor        xmm1, xmm7, xmm1
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm1, xmm2, xmm1
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm1, 37
-    vpalignr     xmm4, xmm1, xmm0, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
     vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm4, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vmovdqu      [rdi], xmm1
-    vmovdqu      [rdi + 16], xmm2
-    vmovq        qword [rdi + 32], xmm0
-    vzeroupper
+    vmovdqu      [rdi + 16], xmm0
+    vmovq        qword [rdi + 32], xmm2
     ret
 .end:
 
@@ -2787,7 +2826,7 @@ kg_gf2m283_msqr8_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr16_avx2.end - kg_gf2m283_msqr16_avx2)
 align 32
@@ -2801,661 +2840,516 @@ kg_gf2m283_msqr16_avx2:
     vpclmulqdq   xmm4, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm0, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm2, 37
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpsrlq       xmm1, xmm1, 27
-    vpxor        xmm1, xmm7, xmm1
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm1, xmm2, xmm1
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm1, 37
-    vpalignr     xmm4, xmm1, xmm0, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
     vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm4, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm1, 37
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm4, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm2, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 37
-    vpalignr     xmm7, xmm1, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm1, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
+    vpslldq      xmm1, xmm6, 8
     vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm6, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm1, xmm1, xmm3
     vmovdqu      [rdi], xmm1
-    vmovdqu      [rdi + 16], xmm2
-    vmovq        qword [rdi + 32], xmm0
-    vzeroupper
+    vmovdqu      [rdi + 16], xmm0
+    vmovq        qword [rdi + 32], xmm2
     ret
 .end:
 
@@ -3604,42 +3498,24 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm1, xmm4, xmm1
     vpsrldq      xmm3, xmm5, 8
     vpxor        xmm3, xmm11, xmm3
-    vpsllq       xmm4, xmm0, 37
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm1, 37
-    vpalignr     xmm8, xmm1, xmm0, 8
-    vpsrlq       xmm8, xmm8, 27
-    vpxor        xmm5, xmm5, xmm8
-    vpsllq       xmm8, xmm3, 37
-    vpalignr     xmm1, xmm3, xmm1, 8
-    vpsrlq       xmm1, xmm1, 27
-    vpxor        xmm1, xmm8, xmm1
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm5, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm0, xmm3
     vpsrldq      xmm3, xmm4, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_10a1], 1
+    vpxor        xmm3, xmm0, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm5, xmm7, xmm5
-    vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm4, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm8, xmm4, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm4, xmm8, 8
+    vpxor        xmm1, xmm7, xmm1
+    vpslldq      xmm6, xmm5, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm5, xmm4, xmm5, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpsrldq      xmm4, xmm4, 8
     vpxor        xmm0, xmm0, xmm4
-    vpsllq       xmm4, xmm0, 37
-    vpalignr     xmm5, xmm0, xmm3, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm4
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm4, [rsp + 352]                   ; reload
     vpclmulqdq   xmm5, xmm4, [rsp + 320], 0
     vpclmulqdq   xmm6, xmm4, [rsp + 320], 17
@@ -3659,10 +3535,10 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm4, xmm4, [rsp + 256], 1
     vmovdqa      [rsp + 352], xmm0                   ; spill
     vmovdqa      xmm0, [rsp + 224]                   ; reload
-    vmovdqa      [rsp + 608], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm0, xmm9, 0
-    vmovdqa      [rsp + 544], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm0, xmm9, 17
+    vmovdqa      [rsp + 608], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm0, xmm9, 0
+    vmovdqa      [rsp + 544], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm0, xmm9, 17
     vmovdqa      [rsp + 512], xmm2                   ; spill
     vpshufd      xmm2, xmm0, 78
     vpxor        xmm2, xmm0, xmm2
@@ -3684,17 +3560,17 @@ kg_gf2m283_ladder_step_avx2:
     vmovdqa      [rsp + 672], xmm9                   ; spill
     vpclmulqdq   xmm9, xmm0, xmm14, 16
     vpclmulqdq   xmm0, xmm0, [rsp + 256], 0
-    vpxor        xmm3, xmm11, xmm3
-    vpxor        xmm1, xmm12, xmm1
+    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm3, xmm12, xmm3
     vpxor        xmm7, xmm7, xmm8
     vpxor        xmm8, xmm10, xmm5
     vpxor        xmm8, xmm8, xmm6
-    vpxor        xmm6, xmm6, xmm3
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm3, xmm3, xmm1
-    vpxor        xmm7, xmm15, xmm13
-    vpxor        xmm1, xmm1, [rsp + 448]
+    vpxor        xmm6, xmm6, xmm1
     vpxor        xmm1, xmm7, xmm1
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm7, xmm15, xmm13
+    vpxor        xmm3, xmm3, [rsp + 448]
+    vpxor        xmm3, xmm7, xmm3
     vmovdqa      xmm7, [rsp + 416]                   ; reload
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm2, xmm2, [rsp + 448]
@@ -3707,50 +3583,32 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm7, xmm7, xmm9
     vpslldq      xmm9, xmm8, 8
     vpxor        xmm5, xmm5, xmm9
-    vpalignr     xmm8, xmm3, xmm8, 8
+    vpalignr     xmm8, xmm1, xmm8, 8
     vpxor        xmm6, xmm6, xmm8
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm1, xmm1, xmm3
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
     vpalignr     xmm2, xmm7, xmm2, 8
     vpxor        xmm2, xmm4, xmm2
     vpsrldq      xmm3, xmm7, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm1, 37
-    vpalignr     xmm4, xmm1, xmm6, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm1, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm4, xmm4, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm6, xmm4
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm3, xmm7, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm2, xmm6, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpalignr     xmm4, xmm3, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm3, [rsp + 384]                   ; reload
     vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
@@ -3759,42 +3617,24 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm5, xmm5, xmm5, 17
     vmovdqa      xmm7, [rsp + 512]                   ; reload
     vpclmulqdq   xmm7, xmm7, xmm7, 0
-    vpsllq       xmm8, xmm6, 37
-    vpalignr     xmm9, xmm6, xmm3, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm6, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm7, 37
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm5, xmm10, xmm5
-    vpsrldq      xmm7, xmm8, 8
-    vpand        xmm6, xmm6, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm5, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm5, xmm6, xmm5
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 37
-    vpalignr     xmm7, xmm5, xmm3, 8
-    vpsrlq       xmm7, xmm7, 27
+    vpclmulqdq   xmm8, xmm7, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
     vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm6, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm3, xmm3, xmm5
+    vpslldq      xmm5, xmm9, 8
+    vpxor        xmm4, xmm4, xmm5
+    vpalignr     xmm5, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm5, xmm8, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm6, [rsp + 320]                   ; reload
     vpclmulqdq   xmm7, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm6, xmm6, 17
@@ -3802,42 +3642,24 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm9, xmm14, xmm14, 17
     vmovdqa      xmm10, [rsp + 256]                  ; reload
     vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpsllq       xmm11, xmm8, 37
-    vpalignr     xmm12, xmm8, xmm6, 8
-    vpsrlq       xmm12, xmm12, 27
-    vpxor        xmm11, xmm11, xmm12
-    vpsllq       xmm12, xmm9, 37
-    vpalignr     xmm13, xmm9, xmm8, 8
-    vpsrlq       xmm13, xmm13, 27
-    vpxor        xmm12, xmm12, xmm13
-    vpsllq       xmm13, xmm10, 37
-    vpalignr     xmm9, xmm10, xmm9, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm9, xmm13, xmm9
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm12, xmm9, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm8, xmm8, xmm10
     vpsrldq      xmm10, xmm11, 8
-    vpand        xmm8, xmm8, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm10, xmm11, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm11, xmm12, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm12, xmm12, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm13, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpxor        xmm10, xmm8, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_2142000000000], 0
     vpxor        xmm7, xmm7, xmm10
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm8, xmm8, xmm9
-    vpslldq      xmm9, xmm11, 8
-    vpxor        xmm7, xmm7, xmm9
-    vpalignr     xmm9, xmm13, xmm11, 8
     vpxor        xmm6, xmm6, xmm9
-    vpsrldq      xmm9, xmm13, 8
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm8, 37
-    vpalignr     xmm10, xmm8, xmm6, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsrldq      xmm10, xmm9, 8
-    vpand        xmm8, xmm8, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
+    vpslldq      xmm9, xmm12, 8
     vpxor        xmm7, xmm7, xmm9
+    vpalignr     xmm9, xmm11, xmm12, 8
+    vpxor        xmm6, xmm6, xmm9
+    vpsrldq      xmm9, xmm11, 8
+    vpxor        xmm8, xmm8, xmm9
+    vpand        xmm8, xmm8, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm9, [rsp + 544]                   ; reload
     vpxor        xmm10, xmm9, xmm1
     vmovdqa      xmm11, [rsp + 608]                  ; reload
@@ -3849,75 +3671,57 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm13, xmm12, xmm12, 0
     vpclmulqdq   xmm12, xmm12, xmm12, 17
     vpclmulqdq   xmm14, xmm14, xmm14, 0
-    vpsllq       xmm11, xmm13, 37
+    vpclmulqdq   xmm11, xmm14, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm14, xmm14, [rel gf2m_g_2142000000000], 1
     vmovdqa      [rsp + 256], xmm0                   ; spill
-    vpalignr     xmm0, xmm13, xmm10, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm11, xmm0
-    vpsllq       xmm11, xmm12, 37
-    vmovdqa      [rsp + 288], xmm2                   ; spill
-    vpalignr     xmm2, xmm12, xmm13, 8
-    vpsrlq       xmm2, xmm2, 27
-    vpxor        xmm2, xmm11, xmm2
-    vpsllq       xmm11, xmm14, 37
-    vpalignr     xmm12, xmm14, xmm12, 8
-    vpsrlq       xmm12, xmm12, 27
-    vpxor        xmm11, xmm11, xmm12
-    vpsrldq      xmm12, xmm0, 8
-    vpand        xmm12, xmm13, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm13, xmm2, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm14, xmm11, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_10a1], 1
-    vpxor        xmm0, xmm15, xmm0
-    vpxor        xmm2, xmm10, xmm2
-    vpxor        xmm10, xmm12, xmm11
-    vpslldq      xmm11, xmm13, 8
-    vpxor        xmm0, xmm0, xmm11
-    vpalignr     xmm11, xmm14, xmm13, 8
-    vpxor        xmm2, xmm2, xmm11
-    vpsrldq      xmm11, xmm14, 8
-    vpxor        xmm10, xmm10, xmm11
-    vpsllq       xmm11, xmm10, 37
-    vpalignr     xmm12, xmm10, xmm2, 8
-    vpsrlq       xmm12, xmm12, 27
-    vpxor        xmm11, xmm11, xmm12
-    vpsrldq      xmm12, xmm11, 8
-    vpand        xmm10, xmm10, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_10a1], 1
-    vpxor        xmm0, xmm0, xmm11
+    vpclmulqdq   xmm0, xmm12, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm12, xmm12, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm13, xmm13, xmm14
+    vpsrldq      xmm14, xmm11, 8
+    vpxor        xmm14, xmm13, xmm14
+    vpsrldq      xmm14, xmm14, 8
+    vpclmulqdq   xmm14, xmm14, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm14, xmm15, xmm14
+    vpxor        xmm10, xmm10, xmm12
+    vpslldq      xmm12, xmm0, 8
+    vpxor        xmm12, xmm14, xmm12
+    vpalignr     xmm0, xmm11, xmm0, 8
+    vpxor        xmm0, xmm10, xmm0
+    vpsrldq      xmm10, xmm11, 8
+    vpxor        xmm10, xmm13, xmm10
+    vpand        xmm10, xmm10, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm11, xmm4, xmm7, 0
-    vpclmulqdq   xmm12, xmm4, xmm7, 17
-    vpshufd      xmm13, xmm4, 78
-    vpxor        xmm13, xmm4, xmm13
-    vpshufd      xmm14, xmm7, 78
-    vpxor        xmm14, xmm7, xmm14
-    vpclmulqdq   xmm15, xmm13, xmm14, 0
+    vpclmulqdq   xmm13, xmm4, xmm7, 17
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm4, xmm14
+    vpshufd      xmm15, xmm7, 78
+    vpxor        xmm15, xmm7, xmm15
+    vmovdqa      [rsp + 288], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm14, xmm15, 0
     vmovdqa      [rsp + 320], xmm1                   ; spill
     vpclmulqdq   xmm1, xmm4, xmm6, 0
     vpclmulqdq   xmm9, xmm4, xmm6, 17
     vmovdqa      [rsp + 512], xmm10                  ; spill
     vpshufd      xmm10, xmm6, 78
     vpxor        xmm10, xmm6, xmm10
-    vpclmulqdq   xmm13, xmm13, xmm10, 0
-    vmovdqa      [rsp + 576], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm4, xmm8, 0
-    vmovdqa      [rsp + 384], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm4, xmm8, 1
+    vpclmulqdq   xmm14, xmm14, xmm10, 0
+    vmovdqa      [rsp + 576], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm4, xmm8, 0
+    vmovdqa      [rsp + 384], xmm12                  ; spill
+    vpclmulqdq   xmm12, xmm4, xmm8, 1
     vmovdqa      [rsp + 224], xmm4                   ; spill
     vpclmulqdq   xmm4, xmm3, xmm7, 0
-    vmovdqa      [rsp + 640], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm3, xmm7, 17
-    vmovdqa      [rsp + 672], xmm2                   ; spill
-    vpshufd      xmm2, xmm3, 78
-    vpxor        xmm2, xmm3, xmm2
-    vpclmulqdq   xmm14, xmm2, xmm14, 0
-    vmovdqa      [rsp + 480], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm3, xmm6, 0
-    vmovdqa      [rsp + 448], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm3, xmm6, 17
-    vpclmulqdq   xmm2, xmm2, xmm10, 0
+    vmovdqa      [rsp + 640], xmm12                  ; spill
+    vpclmulqdq   xmm12, xmm3, xmm7, 17
+    vmovdqa      [rsp + 672], xmm0                   ; spill
+    vpshufd      xmm0, xmm3, 78
+    vpxor        xmm0, xmm3, xmm0
+    vpclmulqdq   xmm15, xmm0, xmm15, 0
+    vmovdqa      [rsp + 480], xmm13                  ; spill
+    vpclmulqdq   xmm13, xmm3, xmm6, 0
+    vmovdqa      [rsp + 448], xmm13                  ; spill
+    vpclmulqdq   xmm13, xmm3, xmm6, 17
+    vpclmulqdq   xmm0, xmm0, xmm10, 0
     vpclmulqdq   xmm10, xmm3, xmm8, 0
     vmovdqa      [rsp + 416], xmm10                  ; spill
     vpclmulqdq   xmm10, xmm3, xmm8, 1
@@ -3932,74 +3736,56 @@ kg_gf2m283_ladder_step_avx2:
     vmovdqa      [rsp + 800], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm5, xmm8, 0
     vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm4, xmm13, xmm14
-    vpxor        xmm9, xmm15, xmm11
-    vpxor        xmm9, xmm9, [rsp + 480]
-    vmovdqa      xmm13, [rsp + 480]                  ; reload
-    vpxor        xmm13, xmm13, xmm1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm1, xmm1, xmm0
-    vmovdqa      xmm4, [rsp + 672]                   ; reload
-    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm4, xmm9, xmm12
+    vpxor        xmm9, xmm14, xmm15
+    vpxor        xmm2, xmm2, xmm11
+    vpxor        xmm2, xmm2, [rsp + 480]
+    vmovdqa      xmm12, [rsp + 480]                  ; reload
+    vpxor        xmm12, xmm12, xmm1
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm1, xmm1, xmm4
+    vmovdqa      xmm9, [rsp + 672]                   ; reload
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm4, xmm4, [rsp + 448]
+    vpxor        xmm3, xmm3, xmm4
+    vmovdqa      xmm4, [rsp + 640]                   ; reload
+    vpxor        xmm4, xmm4, xmm10
     vpxor        xmm0, xmm0, [rsp + 448]
-    vpxor        xmm0, xmm3, xmm0
-    vmovdqa      xmm3, [rsp + 640]                   ; reload
-    vpxor        xmm3, xmm3, xmm10
-    vpxor        xmm2, xmm2, [rsp + 448]
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm12
-    vmovdqa      xmm3, [rsp + 416]                   ; reload
-    vpxor        xmm3, xmm3, [rsp + 768]
-    vpxor        xmm3, xmm3, xmm12
-    vmovdqa      xmm4, [rsp + 704]                   ; reload
-    vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm7, xmm9, 8
-    vpxor        xmm7, xmm11, xmm7
-    vpalignr     xmm9, xmm1, xmm9, 8
-    vpxor        xmm9, xmm13, xmm9
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm4, xmm2, 8
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm0, xmm0, xmm13
+    vmovdqa      xmm4, [rsp + 416]                   ; reload
+    vpxor        xmm4, xmm4, [rsp + 768]
+    vpxor        xmm4, xmm4, xmm13
+    vmovdqa      xmm9, [rsp + 704]                   ; reload
+    vpxor        xmm7, xmm9, xmm7
+    vpslldq      xmm9, xmm2, 8
+    vpxor        xmm9, xmm11, xmm9
+    vpalignr     xmm2, xmm1, xmm2, 8
+    vpxor        xmm2, xmm12, xmm2
+    vpalignr     xmm1, xmm0, xmm1, 8
     vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm9, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm1, 37
-    vpalignr     xmm6, xmm1, xmm0, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpsrlq       xmm1, xmm1, 27
-    vpxor        xmm1, xmm6, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm6, xmm1, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm0, xmm0, xmm1
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm3, xmm6, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpalignr     xmm0, xmm7, xmm0, 8
+    vpxor        xmm0, xmm4, xmm0
+    vpsrldq      xmm3, xmm7, 8
+    vpxor        xmm3, xmm6, xmm3
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
     vpxor        xmm1, xmm1, xmm3
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm1, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm0, xmm2, xmm0
+    vpslldq      xmm2, xmm6, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpalignr     xmm3, xmm4, xmm6, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm3, [rsp + 160]                   ; reload
     vpclmulqdq   xmm4, xmm3, [rsp + 736], 0
     vpclmulqdq   xmm6, xmm3, [rsp + 736], 17
@@ -4076,89 +3862,53 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm0, xmm0, xmm3
     vpsrldq      xmm3, xmm7, 8
     vpxor        xmm2, xmm2, xmm3
-    vpsllq       xmm3, xmm1, 37
-    vpalignr     xmm5, xmm1, xmm6, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm3, xmm3, xmm5
-    vpsllq       xmm5, xmm0, 37
-    vpalignr     xmm7, xmm0, xmm1, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm5, xmm5, xmm7
-    vpsllq       xmm7, xmm2, 37
-    vpalignr     xmm0, xmm2, xmm0, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
+    vpclmulqdq   xmm3, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm1, xmm1, xmm2
     vpsrldq      xmm2, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm5, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 0
     vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm4, xmm6, xmm5
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm0, xmm6, xmm0
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm4, xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpsrldq      xmm3, xmm3, 8
     vpxor        xmm1, xmm1, xmm3
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm3, [rsp + 224]                   ; reload
-    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm2, xmm3, xmm2
     vmovdqa      xmm3, [rsp + 192]                   ; reload
-    vpxor        xmm2, xmm3, xmm2
-    vmovdqa      xmm3, [rsp + 416]                   ; reload
     vpxor        xmm0, xmm3, xmm0
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vmovdqa      xmm3, [rsp + 416]                   ; reload
+    vpxor        xmm1, xmm3, xmm1
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm1, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
     vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
+    vpslldq      xmm2, xmm6, 8
     vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm3, [rsp + 64]                    ; reload
     vpclmulqdq   xmm4, xmm3, [rsp + 384], 0
     vpclmulqdq   xmm5, xmm3, [rsp + 384], 17
@@ -4179,17 +3929,17 @@ kg_gf2m283_ladder_step_avx2:
     vmovdqa      xmm15, [rsp + 32]                   ; reload
     vmovdqa      [rsp + 64], xmm0                    ; spill
     vpclmulqdq   xmm0, xmm15, xmm8, 0
-    vmovdqa      [rsp + 416], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm15, xmm8, 17
-    vmovdqa      [rsp + 192], xmm2                   ; spill
-    vpshufd      xmm2, xmm15, 78
-    vpxor        xmm2, xmm15, xmm2
-    vpclmulqdq   xmm7, xmm2, xmm7, 0
+    vmovdqa      [rsp + 416], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm15, xmm8, 17
+    vmovdqa      [rsp + 192], xmm1                   ; spill
+    vpshufd      xmm1, xmm15, 78
+    vpxor        xmm1, xmm15, xmm1
+    vpclmulqdq   xmm7, xmm1, xmm7, 0
     vmovdqa      [rsp + 224], xmm3                   ; spill
     vpclmulqdq   xmm3, xmm15, xmm13, 0
     vmovdqa      [rsp + 128], xmm3                   ; spill
     vpclmulqdq   xmm3, xmm15, xmm13, 17
-    vpclmulqdq   xmm2, xmm2, xmm12, 0
+    vpclmulqdq   xmm1, xmm1, xmm12, 0
     vpclmulqdq   xmm12, xmm15, [rsp + 512], 0
     vpclmulqdq   xmm15, xmm15, [rsp + 512], 1
     vmovdqa      [rsp + 32], xmm15                   ; spill
@@ -4203,21 +3953,21 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm8, xmm15, xmm13, 16
     vpclmulqdq   xmm15, xmm15, [rsp + 512], 0
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm2, xmm11, xmm2
     vpxor        xmm6, xmm6, xmm7
     vpxor        xmm7, xmm9, xmm4
     vpxor        xmm7, xmm7, xmm5
     vpxor        xmm5, xmm5, xmm0
     vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm0, xmm0, xmm2
     vpxor        xmm6, xmm14, xmm12
-    vpxor        xmm1, xmm1, [rsp + 128]
-    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm2, xmm2, [rsp + 128]
+    vpxor        xmm2, xmm6, xmm2
     vmovdqa      xmm6, [rsp + 224]                   ; reload
     vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm2, xmm2, [rsp + 128]
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, [rsp + 480]
+    vpxor        xmm1, xmm1, [rsp + 128]
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm1, xmm1, [rsp + 480]
     vmovdqa      xmm3, [rsp + 736]                   ; reload
     vpxor        xmm3, xmm3, [rsp + 672]
     vpxor        xmm3, xmm3, [rsp + 480]
@@ -4238,12 +3988,12 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm6, xmm8, [rsp + 288], 17
     vmovdqa      [rsp + 672], xmm3                   ; spill
     vpshufd      xmm3, [rsp + 288], 78
-    vmovdqa      [rsp + 736], xmm2                   ; spill
-    vmovdqa      xmm2, [rsp + 288]                   ; reload
-    vpxor        xmm3, xmm2, xmm3
+    vmovdqa      [rsp + 736], xmm1                   ; spill
+    vmovdqa      xmm1, [rsp + 288]                   ; reload
+    vpxor        xmm3, xmm1, xmm3
     vpclmulqdq   xmm11, xmm11, xmm3, 0
-    vmovdqa      [rsp + 128], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm8, [rsp + 256], 0
+    vmovdqa      [rsp + 128], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm8, [rsp + 256], 0
     vpclmulqdq   xmm8, xmm8, [rsp + 256], 1
     vmovdqa      [rsp + 544], xmm0                   ; spill
     vmovdqa      xmm0, [rsp + 608]                   ; reload
@@ -4256,9 +4006,9 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm4, xmm0, xmm4
     vpclmulqdq   xmm12, xmm4, xmm12, 0
     vmovdqa      [rsp + 640], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm0, xmm2, 0
+    vpclmulqdq   xmm8, xmm0, xmm1, 0
     vmovdqa      [rsp + 96], xmm8                    ; spill
-    vpclmulqdq   xmm8, xmm0, xmm2, 17
+    vpclmulqdq   xmm8, xmm0, xmm1, 17
     vpclmulqdq   xmm3, xmm4, xmm3, 0
     vpclmulqdq   xmm4, xmm0, [rsp + 256], 0
     vpclmulqdq   xmm0, xmm0, [rsp + 256], 1
@@ -4268,8 +4018,8 @@ kg_gf2m283_ladder_step_avx2:
     vpclmulqdq   xmm4, xmm0, xmm14, 0
     vpclmulqdq   xmm14, xmm0, xmm14, 16
     vmovdqa      [rsp + 320], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm0, xmm2, 0
-    vpclmulqdq   xmm2, xmm0, xmm2, 16
+    vpclmulqdq   xmm8, xmm0, xmm1, 0
+    vpclmulqdq   xmm1, xmm0, xmm1, 16
     vpclmulqdq   xmm0, xmm0, [rsp + 256], 0
     vpxor        xmm5, xmm15, xmm5
     vpxor        xmm6, xmm6, xmm7
@@ -4279,9 +4029,9 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm10, xmm10, xmm5
     vpxor        xmm5, xmm7, xmm5
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm2, xmm2, xmm4
     vpxor        xmm4, xmm6, [rsp + 96]
-    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm2, xmm2, xmm4
     vmovdqa      xmm4, [rsp + 640]                   ; reload
     vpxor        xmm4, xmm4, xmm14
     vpxor        xmm3, xmm3, [rsp + 96]
@@ -4291,7 +4041,7 @@ kg_gf2m283_ladder_step_avx2:
     vpxor        xmm4, xmm4, xmm8
     vpxor        xmm4, xmm4, [rsp + 320]
     vmovdqa      xmm6, [rsp + 608]                   ; reload
-    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm1, xmm6, xmm1
     vmovdqa      xmm6, [rsp + 448]                   ; reload
     vpxor        xmm6, xmm6, xmm9
     vmovdqa      xmm7, [rsp]                         ; reload
@@ -4301,13 +4051,13 @@ kg_gf2m283_ladder_step_avx2:
     vmovdqa      xmm9, [rsp + 544]                   ; reload
     vpxor        xmm5, xmm9, xmm5
     vmovdqa      xmm9, [rsp + 128]                   ; reload
-    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm2, xmm9, xmm2
     vmovdqa      xmm9, [rsp + 736]                   ; reload
     vpxor        xmm3, xmm9, xmm3
     vmovdqa      xmm9, [rsp + 672]                   ; reload
     vpxor        xmm4, xmm9, xmm4
     vmovdqa      xmm9, [rsp + 480]                   ; reload
-    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm1, xmm9, xmm1
     vmovdqa      xmm9, [rsp + 32]                    ; reload
     vpxor        xmm0, xmm9, xmm0
     vpslldq      xmm9, xmm7, 8
@@ -4315,71 +4065,88 @@ kg_gf2m283_ladder_step_avx2:
     vpalignr     xmm7, xmm5, xmm7, 8
     vpxor        xmm7, xmm8, xmm7
     vpalignr     xmm5, xmm3, xmm5, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpalignr     xmm3, xmm2, xmm3, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpalignr     xmm3, xmm1, xmm3, 8
     vpxor        xmm3, xmm4, xmm3
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpclmulqdq   xmm1, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm2, xmm0
+    vpsrldq      xmm2, xmm1, 8
+    vpxor        xmm2, xmm0, xmm2
     vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm1, 37
-    vpalignr     xmm4, xmm1, xmm7, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm3, 37
-    vpalignr     xmm5, xmm3, xmm1, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm3, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm5, xmm0
-    vpsrldq      xmm3, xmm2, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 0
     vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
+    vpxor        xmm3, xmm7, xmm3
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpalignr     xmm4, xmm1, xmm4, 8
     vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm1, [rsp + 192]                   ; reload
+    vpsrlq       xmm4, xmm1, 27
+    vpsllq       xmm5, xmm4, 12
+    vpsllq       xmm6, xmm4, 7
+    vpsllq       xmm7, xmm4, 5
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm4, xmm5, xmm4
+    vmovdqa      xmm5, [rsp + 416]                   ; reload
+    vpxor        xmm4, xmm5, xmm4
+    vmovdqu      [rdi], xmm4
+    vmovdqa      xmm4, [rsp + 64]                    ; reload
+    vmovdqu      [rdi + 16], xmm4
+    vmovq        qword [rdi + 32], xmm1
+    vmovdqa      xmm1, [rsp + 768]                   ; reload
+    vpsrlq       xmm4, xmm1, 27
+    vpsllq       xmm5, xmm4, 12
+    vpsllq       xmm6, xmm4, 7
+    vpsllq       xmm7, xmm4, 5
+    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm4, xmm5, xmm4
+    vmovdqa      xmm5, [rsp + 160]                   ; reload
+    vpxor        xmm4, xmm5, xmm4
+    vmovdqu      [rdi + 40], xmm4
+    vmovdqa      xmm4, [rsp + 704]                   ; reload
+    vmovdqu      [rdi + 56], xmm4
+    vmovq        qword [rdi + 72], xmm1
+    vpsrlq       xmm1, xmm0, 27
+    vpsllq       xmm4, xmm1, 12
+    vpsllq       xmm5, xmm1, 7
+    vpsllq       xmm6, xmm1, 5
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vmovdqa      xmm3, [rsp + 192]                   ; reload
-    vmovdqu      [rdi], xmm3
-    vmovdqa      xmm3, [rsp + 416]                   ; reload
-    vmovdqu      [rdi + 16], xmm3
-    vmovdqa      xmm3, [rsp + 64]                    ; reload
-    vmovq        qword [rdi + 32], xmm3
-    vmovdqa      xmm3, [rsp + 768]                   ; reload
-    vmovdqu      [rdi + 40], xmm3
-    vmovdqa      xmm3, [rsp + 160]                   ; reload
-    vmovdqu      [rdi + 56], xmm3
-    vmovdqa      xmm3, [rsp + 704]                   ; reload
-    vmovq        qword [rdi + 72], xmm3
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm2, xmm1
     vmovdqu      [rdi + 80], xmm1
-    vmovdqu      [rdi + 96], xmm2
+    vmovdqu      [rdi + 96], xmm3
     vmovq        qword [rdi + 112], xmm0
-    vmovdqa      xmm0, [rsp + 384]                   ; reload
-    vmovdqu      [rdi + 120], xmm0
-    vmovdqa      xmm0, [rsp + 576]                   ; reload
-    vmovdqu      [rdi + 136], xmm0
     vmovdqa      xmm0, [rsp + 512]                   ; reload
+    vpsrlq       xmm1, xmm0, 27
+    vpsllq       xmm2, xmm1, 12
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 5
+    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vmovdqa      xmm2, [rsp + 384]                   ; reload
+    vpxor        xmm1, xmm2, xmm1
+    vmovdqu      [rdi + 120], xmm1
+    vmovdqa      xmm1, [rsp + 576]                   ; reload
+    vmovdqu      [rdi + 136], xmm1
     vmovq        qword [rdi + 152], xmm0
     mov rsp, rbp
     pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -4530,42 +4297,24 @@ kg_gf2m283_ladder_step2_avx2:
     vpxor        ymm1, ymm2, ymm1
     vpsrldq      ymm2, ymm3, 8
     vpxor        ymm2, ymm5, ymm2
-    vpsllq       ymm3, ymm0, 37
-    vpalignr     ymm5, ymm0, ymm7, 8
-    vpsrlq       ymm5, ymm5, 27
-    vpxor        ymm3, ymm3, ymm5
-    vpsllq       ymm5, ymm1, 37
-    vpalignr     ymm6, ymm1, ymm0, 8
-    vpsrlq       ymm6, ymm6, 27
-    vpxor        ymm5, ymm5, ymm6
-    vpsllq       ymm6, ymm2, 37
-    vpalignr     ymm1, ymm2, ymm1, 8
-    vpsrlq       ymm1, ymm1, 27
-    vpxor        ymm1, ymm6, ymm1
+    vpclmulqdq   ymm3, ymm2, [rel gf2m_g_2142000000000_x2], 0
+    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_2142000000000_x2], 1
+    vpclmulqdq   ymm5, ymm1, [rel gf2m_g_2142000000000_x2], 0
+    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_2142000000000_x2], 1
+    vpxor        ymm0, ymm0, ymm2
     vpsrldq      ymm2, ymm3, 8
-    vpand        ymm0, ymm0, [rel gf2m_mask_7ffffff_0_x2]
-    vpclmulqdq   ymm2, ymm3, [rel gf2m_g_10a1_x2], 1
-    vpclmulqdq   ymm3, ymm5, [rel gf2m_g_10a1_x2], 0
-    vpclmulqdq   ymm5, ymm5, [rel gf2m_g_10a1_x2], 1
-    vpclmulqdq   ymm6, ymm1, [rel gf2m_g_10a1_x2], 0
-    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_10a1_x2], 1
+    vpxor        ymm2, ymm0, ymm2
+    vpsrldq      ymm2, ymm2, 8
+    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_2142000000000_x2], 0
     vpxor        ymm2, ymm4, ymm2
-    vpxor        ymm4, ymm7, ymm5
-    vpxor        ymm0, ymm0, ymm1
-    vpslldq      ymm1, ymm3, 8
-    vpxor        ymm1, ymm2, ymm1
-    vpalignr     ymm2, ymm6, ymm3, 8
-    vpxor        ymm2, ymm4, ymm2
-    vpsrldq      ymm3, ymm6, 8
+    vpxor        ymm1, ymm7, ymm1
+    vpslldq      ymm4, ymm5, 8
+    vpxor        ymm2, ymm2, ymm4
+    vpalignr     ymm4, ymm3, ymm5, 8
+    vpxor        ymm1, ymm1, ymm4
+    vpsrldq      ymm3, ymm3, 8
     vpxor        ymm0, ymm0, ymm3
-    vpsllq       ymm3, ymm0, 37
-    vpalignr     ymm4, ymm0, ymm2, 8
-    vpsrlq       ymm4, ymm4, 27
-    vpxor        ymm3, ymm3, ymm4
-    vpsrldq      ymm4, ymm3, 8
-    vpand        ymm0, ymm0, [rel gf2m_mask_7ffffff_0_x2]
-    vpclmulqdq   ymm3, ymm3, [rel gf2m_g_10a1_x2], 1
-    vpxor        ymm1, ymm1, ymm3
+    vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vmovdqa      ymm3, [rsp + 256]                   ; reload
     vpclmulqdq   ymm4, ymm3, ymm3, 0
     vpclmulqdq   ymm3, ymm3, ymm3, 17
@@ -4574,42 +4323,24 @@ kg_gf2m283_ladder_step2_avx2:
     vpclmulqdq   ymm5, ymm5, ymm5, 17
     vmovdqa      ymm7, [rsp + 192]                   ; reload
     vpclmulqdq   ymm7, ymm7, ymm7, 0
-    vpsllq       ymm8, ymm6, 37
-    vpalignr     ymm9, ymm6, ymm3, 8
-    vpsrlq       ymm9, ymm9, 27
-    vpxor        ymm8, ymm8, ymm9
-    vpsllq       ymm9, ymm5, 37
-    vpalignr     ymm10, ymm5, ymm6, 8
-    vpsrlq       ymm10, ymm10, 27
-    vpxor        ymm9, ymm9, ymm10
-    vpsllq       ymm10, ymm7, 37
-    vpalignr     ymm5, ymm7, ymm5, 8
-    vpsrlq       ymm5, ymm5, 27
-    vpxor        ymm5, ymm10, ymm5
-    vpsrldq      ymm7, ymm8, 8
-    vpand        ymm6, ymm6, [rel gf2m_mask_7ffffff_0_x2]
-    vpclmulqdq   ymm7, ymm8, [rel gf2m_g_10a1_x2], 1
-    vpclmulqdq   ymm8, ymm9, [rel gf2m_g_10a1_x2], 0
-    vpclmulqdq   ymm9, ymm9, [rel gf2m_g_10a1_x2], 1
-    vpclmulqdq   ymm10, ymm5, [rel gf2m_g_10a1_x2], 0
-    vpclmulqdq   ymm5, ymm5, [rel gf2m_g_10a1_x2], 1
-    vpxor        ymm4, ymm4, ymm7
-    vpxor        ymm3, ymm3, ymm9
-    vpxor        ymm5, ymm6, ymm5
-    vpslldq      ymm6, ymm8, 8
-    vpxor        ymm4, ymm4, ymm6
-    vpalignr     ymm6, ymm10, ymm8, 8
-    vpxor        ymm3, ymm3, ymm6
-    vpsrldq      ymm6, ymm10, 8
-    vpxor        ymm5, ymm5, ymm6
-    vpsllq       ymm6, ymm5, 37
-    vpalignr     ymm7, ymm5, ymm3, 8
-    vpsrlq       ymm7, ymm7, 27
+    vpclmulqdq   ymm8, ymm7, [rel gf2m_g_2142000000000_x2], 0
+    vpclmulqdq   ymm7, ymm7, [rel gf2m_g_2142000000000_x2], 1
+    vpclmulqdq   ymm9, ymm5, [rel gf2m_g_2142000000000_x2], 0
+    vpclmulqdq   ymm5, ymm5, [rel gf2m_g_2142000000000_x2], 1
     vpxor        ymm6, ymm6, ymm7
-    vpsrldq      ymm7, ymm6, 8
-    vpand        ymm5, ymm5, [rel gf2m_mask_7ffffff_0_x2]
-    vpclmulqdq   ymm6, ymm6, [rel gf2m_g_10a1_x2], 1
-    vpxor        ymm4, ymm4, ymm6
+    vpsrldq      ymm7, ymm8, 8
+    vpxor        ymm7, ymm6, ymm7
+    vpsrldq      ymm7, ymm7, 8
+    vpclmulqdq   ymm7, ymm7, [rel gf2m_g_2142000000000_x2], 0
+    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm5
+    vpslldq      ymm5, ymm9, 8
+    vpxor        ymm4, ymm4, ymm5
+    vpalignr     ymm5, ymm8, ymm9, 8
+    vpxor        ymm3, ymm3, ymm5
+    vpsrldq      ymm5, ymm8, 8
+    vpxor        ymm5, ymm6, ymm5
+    vpand        ymm5, ymm5, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vinserti128  ymm6, ymm4, [rsp + 160], 1
     vinserti128  ymm7, ymm3, [rsp + 128], 1
     vinserti128  ymm8, ymm5, [rsp + 96], 1
@@ -4628,15 +4359,15 @@ kg_gf2m283_ladder_step2_avx2:
     vpclmulqdq   ymm0, ymm6, ymm10, 0
     vmovdqa      [rsp + 160], ymm3                   ; spill
     vpclmulqdq   ymm3, ymm6, ymm10, 17
-    vmovdqa      [rsp + 192], ymm2                   ; spill
-    vpshufd      ymm2, ymm10, 78
-    vpxor        ymm2, ymm10, ymm2
-    vpclmulqdq   ymm14, ymm14, ymm2, 0
+    vmovdqa      [rsp + 192], ymm1                   ; spill
+    vpshufd      ymm1, ymm10, 78
+    vpxor        ymm1, ymm10, ymm1
+    vpclmulqdq   ymm14, ymm14, ymm1, 0
     vmovdqa      [rsp + 224], ymm4                   ; spill
     vpclmulqdq   ymm4, ymm6, ymm11, 0
     vpclmulqdq   ymm6, ymm6, ymm11, 1
-    vmovdqa      [rsp + 256], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm7, ymm9, 0
+    vmovdqa      [rsp + 256], ymm2                   ; spill
+    vpclmulqdq   ymm2, ymm7, ymm9, 0
     vmovdqa      [rsp + 416], ymm6                   ; spill
     vpclmulqdq   ymm6, ymm7, ymm9, 17
     vmovdqa      [rsp + 448], ymm4                   ; spill
@@ -4647,7 +4378,7 @@ kg_gf2m283_ladder_step2_avx2:
     vpclmulqdq   ymm13, ymm7, ymm10, 0
     vmovdqa      [rsp + 288], ymm13                  ; spill
     vpclmulqdq   ymm13, ymm7, ymm10, 17
-    vpclmulqdq   ymm2, ymm4, ymm2, 0
+    vpclmulqdq   ymm1, ymm4, ymm1, 0
     vpclmulqdq   ymm4, ymm7, ymm11, 0
     vpclmulqdq   ymm7, ymm7, ymm11, 1
     vmovdqa      [rsp + 320], ymm7                   ; spill
@@ -4657,24 +4388,24 @@ kg_gf2m283_ladder_step2_avx2:
     vpclmulqdq   ymm4, ymm8, ymm10, 0
     vpclmulqdq   ymm10, ymm8, ymm10, 16
     vpclmulqdq   ymm8, ymm8, ymm11, 0
-    vpxor        ymm0, ymm0, ymm1
-    vpxor        ymm1, ymm3, ymm6
+    vpxor        ymm0, ymm0, ymm2
+    vpxor        ymm2, ymm3, ymm6
     vpxor        ymm3, ymm14, ymm15
     vpxor        ymm5, ymm5, ymm12
     vpxor        ymm5, ymm5, [rsp + 384]
     vmovdqa      ymm6, [rsp + 384]                   ; reload
     vpxor        ymm6, ymm6, ymm0
     vpxor        ymm0, ymm3, ymm0
-    vpxor        ymm0, ymm0, ymm1
+    vpxor        ymm0, ymm0, ymm2
     vmovdqa      ymm3, [rsp + 448]                   ; reload
     vpxor        ymm3, ymm3, ymm7
-    vpxor        ymm1, ymm1, [rsp + 288]
-    vpxor        ymm1, ymm3, ymm1
-    vmovdqa      ymm3, [rsp + 416]                   ; reload
-    vpxor        ymm3, ymm3, ymm9
     vpxor        ymm2, ymm2, [rsp + 288]
     vpxor        ymm2, ymm3, ymm2
-    vpxor        ymm2, ymm2, ymm13
+    vmovdqa      ymm3, [rsp + 416]                   ; reload
+    vpxor        ymm3, ymm3, ymm9
+    vpxor        ymm1, ymm1, [rsp + 288]
+    vpxor        ymm1, ymm3, ymm1
+    vpxor        ymm1, ymm1, ymm13
     vmovdqa      ymm3, [rsp + 352]                   ; reload
     vpxor        ymm3, ymm3, ymm4
     vpxor        ymm3, ymm3, ymm13
@@ -4684,54 +4415,36 @@ kg_gf2m283_ladder_step2_avx2:
     vpxor        ymm7, ymm12, ymm7
     vpalignr     ymm5, ymm0, ymm5, 8
     vpxor        ymm5, ymm6, ymm5
-    vpalignr     ymm0, ymm2, ymm0, 8
-    vpxor        ymm0, ymm1, ymm0
-    vpalignr     ymm1, ymm4, ymm2, 8
+    vpalignr     ymm0, ymm1, ymm0, 8
+    vpxor        ymm0, ymm2, ymm0
+    vpalignr     ymm1, ymm4, ymm1, 8
     vpxor        ymm1, ymm3, ymm1
     vpsrldq      ymm2, ymm4, 8
     vpxor        ymm2, ymm8, ymm2
-    vpsllq       ymm3, ymm0, 37
-    vpalignr     ymm4, ymm0, ymm5, 8
-    vpsrlq       ymm4, ymm4, 27
-    vpxor        ymm3, ymm3, ymm4
-    vpsllq       ymm4, ymm1, 37
-    vpalignr     ymm6, ymm1, ymm0, 8
-    vpsrlq       ymm6, ymm6, 27
-    vpxor        ymm4, ymm4, ymm6
-    vpsllq       ymm6, ymm2, 37
-    vpalignr     ymm1, ymm2, ymm1, 8
-    vpsrlq       ymm1, ymm1, 27
-    vpxor        ymm1, ymm6, ymm1
+    vpclmulqdq   ymm3, ymm2, [rel gf2m_g_2142000000000_x2], 0
+    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_2142000000000_x2], 1
+    vpclmulqdq   ymm4, ymm1, [rel gf2m_g_2142000000000_x2], 0
+    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_2142000000000_x2], 1
+    vpxor        ymm0, ymm0, ymm2
     vpsrldq      ymm2, ymm3, 8
-    vpand        ymm0, ymm0, [rel gf2m_mask_7ffffff_0_x2]
-    vpclmulqdq   ymm2, ymm3, [rel gf2m_g_10a1_x2], 1
-    vpclmulqdq   ymm3, ymm4, [rel gf2m_g_10a1_x2], 0
-    vpclmulqdq   ymm4, ymm4, [rel gf2m_g_10a1_x2], 1
-    vpclmulqdq   ymm6, ymm1, [rel gf2m_g_10a1_x2], 0
-    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_10a1_x2], 1
+    vpxor        ymm2, ymm0, ymm2
+    vpsrldq      ymm2, ymm2, 8
+    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_2142000000000_x2], 0
     vpxor        ymm2, ymm7, ymm2
-    vpxor        ymm4, ymm5, ymm4
-    vpxor        ymm0, ymm0, ymm1
-    vpslldq      ymm1, ymm3, 8
-    vpxor        ymm1, ymm2, ymm1
-    vpalignr     ymm2, ymm6, ymm3, 8
-    vpxor        ymm2, ymm4, ymm2
-    vpsrldq      ymm3, ymm6, 8
+    vpxor        ymm1, ymm5, ymm1
+    vpslldq      ymm5, ymm4, 8
+    vpxor        ymm2, ymm2, ymm5
+    vpalignr     ymm4, ymm3, ymm4, 8
+    vpxor        ymm1, ymm1, ymm4
+    vpsrldq      ymm3, ymm3, 8
     vpxor        ymm0, ymm0, ymm3
-    vpsllq       ymm3, ymm0, 37
-    vpalignr     ymm4, ymm0, ymm2, 8
-    vpsrlq       ymm4, ymm4, 27
-    vpxor        ymm3, ymm3, ymm4
-    vpsrldq      ymm4, ymm3, 8
-    vpand        ymm0, ymm0, [rel gf2m_mask_7ffffff_0_x2]
-    vpclmulqdq   ymm3, ymm3, [rel gf2m_g_10a1_x2], 1
-    vpxor        ymm1, ymm1, ymm3
+    vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vmovdqa      ymm3, [rsp + 256]                   ; reload
-    vperm2i128   ymm4, ymm3, ymm1, 48
+    vperm2i128   ymm4, ymm3, ymm2, 48
     vperm2i128   ymm5, ymm3, [rsp + 224], 33
     vpxor        ymm4, ymm4, ymm5
     vmovdqa      ymm5, [rsp + 192]                   ; reload
-    vperm2i128   ymm6, ymm5, ymm2, 48
+    vperm2i128   ymm6, ymm5, ymm1, 48
     vperm2i128   ymm7, ymm5, [rsp + 160], 33
     vpxor        ymm6, ymm6, ymm7
     vmovdqa      ymm7, [rsp + 128]                   ; reload
@@ -4743,80 +4456,62 @@ kg_gf2m283_ladder_step2_avx2:
     vpclmulqdq   ymm10, ymm6, ymm6, 0
     vpclmulqdq   ymm6, ymm6, ymm6, 17
     vpclmulqdq   ymm8, ymm8, ymm8, 0
-    vpsllq       ymm11, ymm10, 37
-    vpalignr     ymm12, ymm10, ymm4, 8
-    vpsrlq       ymm12, ymm12, 27
-    vpxor        ymm11, ymm11, ymm12
-    vpsllq       ymm12, ymm6, 37
-    vpalignr     ymm13, ymm6, ymm10, 8
-    vpsrlq       ymm13, ymm13, 27
-    vpxor        ymm12, ymm12, ymm13
-    vpsllq       ymm13, ymm8, 37
-    vpalignr     ymm6, ymm8, ymm6, 8
-    vpsrlq       ymm6, ymm6, 27
-    vpxor        ymm6, ymm13, ymm6
-    vpsrldq      ymm8, ymm11, 8
-    vpand        ymm8, ymm10, [rel gf2m_mask_7ffffff_0_x2]
-    vpclmulqdq   ymm10, ymm11, [rel gf2m_g_10a1_x2], 1
-    vpclmulqdq   ymm11, ymm12, [rel gf2m_g_10a1_x2], 0
-    vpclmulqdq   ymm12, ymm12, [rel gf2m_g_10a1_x2], 1
-    vpclmulqdq   ymm13, ymm6, [rel gf2m_g_10a1_x2], 0
-    vpclmulqdq   ymm6, ymm6, [rel gf2m_g_10a1_x2], 1
+    vpclmulqdq   ymm11, ymm8, [rel gf2m_g_2142000000000_x2], 0
+    vpclmulqdq   ymm8, ymm8, [rel gf2m_g_2142000000000_x2], 1
+    vpclmulqdq   ymm12, ymm6, [rel gf2m_g_2142000000000_x2], 0
+    vpclmulqdq   ymm6, ymm6, [rel gf2m_g_2142000000000_x2], 1
+    vpxor        ymm8, ymm10, ymm8
+    vpsrldq      ymm10, ymm11, 8
+    vpxor        ymm10, ymm8, ymm10
+    vpsrldq      ymm10, ymm10, 8
+    vpclmulqdq   ymm10, ymm10, [rel gf2m_g_2142000000000_x2], 0
     vpxor        ymm9, ymm9, ymm10
-    vpxor        ymm4, ymm4, ymm12
-    vpxor        ymm6, ymm8, ymm6
-    vpslldq      ymm8, ymm11, 8
-    vpxor        ymm8, ymm9, ymm8
-    vpalignr     ymm9, ymm13, ymm11, 8
+    vpxor        ymm4, ymm4, ymm6
+    vpslldq      ymm6, ymm12, 8
+    vpxor        ymm6, ymm9, ymm6
+    vpalignr     ymm9, ymm11, ymm12, 8
     vpxor        ymm4, ymm4, ymm9
-    vpsrldq      ymm9, ymm13, 8
-    vpxor        ymm6, ymm6, ymm9
-    vpsllq       ymm9, ymm6, 37
-    vpalignr     ymm10, ymm6, ymm4, 8
-    vpsrlq       ymm10, ymm10, 27
-    vpxor        ymm9, ymm9, ymm10
-    vpsrldq      ymm10, ymm9, 8
-    vpand        ymm6, ymm6, [rel gf2m_mask_7ffffff_0_x2]
-    vpclmulqdq   ymm9, ymm9, [rel gf2m_g_10a1_x2], 1
+    vpsrldq      ymm9, ymm11, 8
     vpxor        ymm8, ymm8, ymm9
+    vpand        ymm8, ymm8, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vinserti128  ymm9, ymm3, [rsp + 64], 1
     vinserti128  ymm10, ymm5, [rsp + 32], 1
     vinserti128  ymm11, ymm7, [rsp], 1
-    vperm2i128   ymm3, ymm3, ymm8, 33
+    vperm2i128   ymm3, ymm3, ymm6, 33
     vperm2i128   ymm5, ymm5, ymm4, 33
-    vperm2i128   ymm7, ymm7, ymm6, 33
+    vperm2i128   ymm7, ymm7, ymm8, 33
     vpclmulqdq   ymm12, ymm9, ymm3, 0
     vpclmulqdq   ymm13, ymm9, ymm3, 17
     vpshufd      ymm14, ymm9, 78
     vpxor        ymm14, ymm9, ymm14
     vpshufd      ymm15, ymm3, 78
     vpxor        ymm15, ymm3, ymm15
-    vmovdqa      [rsp + 128], ymm0                   ; spill
-    vpclmulqdq   ymm0, ymm14, ymm15, 0
-    vmovdqa      [rsp + 192], ymm2                   ; spill
-    vpclmulqdq   ymm2, ymm9, ymm5, 0
-    vmovdqa      [rsp + 256], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm9, ymm5, 17
-    vmovdqa      [rsp], ymm6                         ; spill
-    vpshufd      ymm6, ymm5, 78
-    vpxor        ymm6, ymm5, ymm6
-    vpclmulqdq   ymm14, ymm14, ymm6, 0
-    vmovdqa      [rsp + 32], ymm4                    ; spill
-    vpclmulqdq   ymm4, ymm9, ymm7, 0
+    vmovdqa      [rsp + 128], ymm1                   ; spill
+    vpclmulqdq   ymm1, ymm14, ymm15, 0
+    vmovdqa      [rsp + 192], ymm4                   ; spill
+    vpclmulqdq   ymm4, ymm9, ymm5, 0
+    vmovdqa      [rsp + 256], ymm2                   ; spill
+    vpclmulqdq   ymm2, ymm9, ymm5, 17
+    vmovdqa      [rsp], ymm0                         ; spill
+    vpshufd      ymm0, ymm5, 78
+    vpxor        ymm0, ymm5, ymm0
+    vpclmulqdq   ymm14, ymm14, ymm0, 0
+    vmovdqa      [rsp + 32], ymm6                    ; spill
+    vpclmulqdq   ymm6, ymm9, ymm7, 0
     vpclmulqdq   ymm9, ymm9, ymm7, 1
     vmovdqa      [rsp + 64], ymm8                    ; spill
     vpclmulqdq   ymm8, ymm10, ymm3, 0
     vmovdqa      [rsp + 96], ymm9                    ; spill
     vpclmulqdq   ymm9, ymm10, ymm3, 17
-    vmovdqa      [rsp + 160], ymm4                   ; spill
-    vpshufd      ymm4, ymm10, 78
-    vpxor        ymm4, ymm10, ymm4
-    vpclmulqdq   ymm15, ymm4, ymm15, 0
+    vmovdqa      [rsp + 160], ymm6                   ; spill
+    vpshufd      ymm6, ymm10, 78
+    vpxor        ymm6, ymm10, ymm6
+    vpclmulqdq   ymm15, ymm6, ymm15, 0
     vmovdqa      [rsp + 224], ymm13                  ; spill
     vpclmulqdq   ymm13, ymm10, ymm5, 0
     vmovdqa      [rsp + 320], ymm13                  ; spill
     vpclmulqdq   ymm13, ymm10, ymm5, 17
-    vpclmulqdq   ymm4, ymm4, ymm6, 0
+    vpclmulqdq   ymm0, ymm6, ymm0, 0
     vpclmulqdq   ymm6, ymm10, ymm7, 0
     vpclmulqdq   ymm10, ymm10, ymm7, 1
     vmovdqa      [rsp + 352], ymm10                  ; spill
@@ -4826,129 +4521,138 @@ kg_gf2m283_ladder_step2_avx2:
     vpclmulqdq   ymm6, ymm11, ymm5, 0
     vpclmulqdq   ymm5, ymm11, ymm5, 16
     vpclmulqdq   ymm7, ymm11, ymm7, 0
-    vpxor        ymm2, ymm2, ymm8
-    vpxor        ymm1, ymm1, ymm9
+    vpxor        ymm4, ymm4, ymm8
+    vpxor        ymm2, ymm2, ymm9
     vpxor        ymm8, ymm14, ymm15
-    vpxor        ymm0, ymm0, ymm12
-    vpxor        ymm0, ymm0, [rsp + 224]
+    vpxor        ymm1, ymm1, ymm12
+    vpxor        ymm1, ymm1, [rsp + 224]
     vmovdqa      ymm9, [rsp + 224]                   ; reload
-    vpxor        ymm9, ymm9, ymm2
-    vpxor        ymm2, ymm8, ymm2
-    vpxor        ymm2, ymm2, ymm1
+    vpxor        ymm9, ymm9, ymm4
+    vpxor        ymm4, ymm8, ymm4
+    vpxor        ymm4, ymm4, ymm2
     vmovdqa      ymm8, [rsp + 160]                   ; reload
     vpxor        ymm8, ymm8, ymm10
-    vpxor        ymm1, ymm1, [rsp + 320]
-    vpxor        ymm1, ymm8, ymm1
+    vpxor        ymm2, ymm2, [rsp + 320]
+    vpxor        ymm2, ymm8, ymm2
     vmovdqa      ymm8, [rsp + 96]                    ; reload
     vpxor        ymm3, ymm8, ymm3
-    vpxor        ymm4, ymm4, [rsp + 320]
-    vpxor        ymm3, ymm3, ymm4
+    vpxor        ymm0, ymm0, [rsp + 320]
+    vpxor        ymm0, ymm3, ymm0
+    vpxor        ymm0, ymm0, ymm13
+    vmovdqa      ymm3, [rsp + 288]                   ; reload
+    vpxor        ymm3, ymm3, ymm6
     vpxor        ymm3, ymm3, ymm13
-    vmovdqa      ymm4, [rsp + 288]                   ; reload
-    vpxor        ymm4, ymm4, ymm6
-    vpxor        ymm4, ymm4, ymm13
     vmovdqa      ymm6, [rsp + 352]                   ; reload
     vpxor        ymm5, ymm6, ymm5
     vextracti128 xmm6, ymm12, 0
     vextracti128 xmm8, ymm12, 1
     vpxor        xmm6, xmm6, xmm8
-    vextracti128 xmm8, ymm0, 0
-    vextracti128 xmm0, ymm0, 1
-    vpxor        xmm0, xmm8, xmm0
+    vextracti128 xmm8, ymm1, 0
+    vextracti128 xmm1, ymm1, 1
+    vpxor        xmm1, xmm8, xmm1
     vextracti128 xmm8, ymm9, 0
     vextracti128 xmm9, ymm9, 1
     vpxor        xmm8, xmm8, xmm9
-    vextracti128 xmm9, ymm2, 0
-    vextracti128 xmm2, ymm2, 1
-    vpxor        xmm2, xmm9, xmm2
-    vextracti128 xmm9, ymm1, 0
-    vextracti128 xmm1, ymm1, 1
-    vpxor        xmm1, xmm9, xmm1
-    vextracti128 xmm9, ymm3, 0
-    vextracti128 xmm3, ymm3, 1
-    vpxor        xmm3, xmm9, xmm3
     vextracti128 xmm9, ymm4, 0
     vextracti128 xmm4, ymm4, 1
     vpxor        xmm4, xmm9, xmm4
+    vextracti128 xmm9, ymm2, 0
+    vextracti128 xmm2, ymm2, 1
+    vpxor        xmm2, xmm9, xmm2
+    vextracti128 xmm9, ymm0, 0
+    vextracti128 xmm0, ymm0, 1
+    vpxor        xmm0, xmm9, xmm0
+    vextracti128 xmm9, ymm3, 0
+    vextracti128 xmm3, ymm3, 1
+    vpxor        xmm3, xmm9, xmm3
     vextracti128 xmm9, ymm5, 0
     vextracti128 xmm5, ymm5, 1
     vpxor        xmm5, xmm9, xmm5
     vextracti128 xmm9, ymm7, 0
     vextracti128 xmm7, ymm7, 1
     vpxor        xmm7, xmm9, xmm7
-    vpslldq      xmm9, xmm0, 8
+    vpslldq      xmm9, xmm1, 8
     vpxor        xmm6, xmm6, xmm9
-    vpalignr     xmm0, xmm2, xmm0, 8
-    vpxor        xmm0, xmm8, xmm0
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm1, xmm8, xmm1
+    vpalignr     xmm4, xmm0, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm0, xmm5, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
     vpsrldq      xmm3, xmm5, 8
     vpxor        xmm3, xmm7, xmm3
-    vpsllq       xmm4, xmm1, 37
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm1, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm5, xmm5, xmm7
-    vpsllq       xmm7, xmm3, 37
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpsrlq       xmm2, xmm2, 27
-    vpxor        xmm2, xmm7, xmm2
-    vpsrldq      xmm3, xmm4, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm2, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm0, xmm0, xmm5
-    vpxor        xmm1, xmm1, xmm2
-    vpslldq      xmm2, xmm4, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm4, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsllq       xmm3, xmm1, 37
-    vpalignr     xmm4, xmm1, xmm0, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
     vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm0, xmm1, xmm0
+    vpslldq      xmm1, xmm5, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm4, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm4, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      ymm3, [rsp + 64]                    ; reload
-    vextracti128 xmm4, ymm3, 1
+    vpsrlq       ymm4, ymm3, 27
+    vpsllq       ymm5, ymm4, 12
+    vpsllq       ymm6, ymm4, 7
+    vpsllq       ymm7, ymm4, 5
+    vpand        ymm3, ymm3, [rel gf2m_mask_7ffffff_0_x2]
+    vpxor        ymm5, ymm5, ymm6
+    vpxor        ymm4, ymm7, ymm4
+    vpxor        ymm4, ymm5, ymm4
     vmovdqa      ymm5, [rsp + 32]                    ; reload
-    vextracti128 xmm6, ymm5, 1
-    vmovdqa      ymm7, [rsp]                         ; reload
-    vextracti128 xmm8, ymm7, 1
-    vmovdqa      ymm9, [rsp + 256]                   ; reload
-    vextracti128 xmm9, ymm9, 0
-    vmovdqa      ymm10, [rsp + 192]                  ; reload
-    vextracti128 xmm10, ymm10, 0
+    vpxor        ymm4, ymm5, ymm4
+    vmovdqa      ymm5, [rsp]                         ; reload
+    vpsrlq       ymm6, ymm5, 27
+    vpsllq       ymm7, ymm6, 12
+    vpsllq       ymm8, ymm6, 7
+    vpsllq       ymm9, ymm6, 5
+    vpand        ymm5, ymm5, [rel gf2m_mask_7ffffff_0_x2]
+    vpxor        ymm7, ymm7, ymm8
+    vpxor        ymm6, ymm9, ymm6
+    vpxor        ymm6, ymm7, ymm6
+    vmovdqa      ymm7, [rsp + 256]                   ; reload
+    vpxor        ymm6, ymm7, ymm6
+    vpsrlq       xmm7, xmm2, 27
+    vpsllq       xmm8, xmm7, 12
+    vpsllq       xmm9, xmm7, 7
+    vpsllq       xmm10, xmm7, 5
+    vpand        xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm7, xmm10, xmm7
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm1, xmm1, xmm7
+    vextracti128 xmm7, ymm4, 1
+    vmovdqa      ymm8, [rsp + 192]                   ; reload
+    vextracti128 xmm9, ymm8, 1
+    vextracti128 xmm10, ymm3, 1
+    vextracti128 xmm6, ymm6, 0
     vmovdqa      ymm11, [rsp + 128]                  ; reload
     vextracti128 xmm11, ymm11, 0
-    vextracti128 xmm3, ymm3, 0
     vextracti128 xmm5, ymm5, 0
-    vextracti128 xmm7, ymm7, 0
-    vmovdqu      [rdi], xmm4
-    vmovdqu      [rdi + 16], xmm6
-    vmovq        qword [rdi + 32], xmm8
-    vmovdqu      [rdi + 40], xmm9
-    vmovdqu      [rdi + 56], xmm10
-    vmovq        qword [rdi + 72], xmm11
-    vmovdqu      [rdi + 80], xmm2
+    vextracti128 xmm4, ymm4, 0
+    vextracti128 xmm8, ymm8, 0
+    vextracti128 xmm3, ymm3, 0
+    vmovdqu      [rdi], xmm7
+    vmovdqu      [rdi + 16], xmm9
+    vmovq        qword [rdi + 32], xmm10
+    vmovdqu      [rdi + 40], xmm6
+    vmovdqu      [rdi + 56], xmm11
+    vmovq        qword [rdi + 72], xmm5
+    vmovdqu      [rdi + 80], xmm1
     vmovdqu      [rdi + 96], xmm0
-    vmovq        qword [rdi + 112], xmm1
-    vmovdqu      [rdi + 120], xmm3
-    vmovdqu      [rdi + 136], xmm5
-    vmovq        qword [rdi + 152], xmm7
+    vmovq        qword [rdi + 112], xmm2
+    vmovdqu      [rdi + 120], xmm4
+    vmovdqu      [rdi + 136], xmm8
+    vmovq        qword [rdi + 152], xmm3
     mov rsp, rbp
     pop rbp
     vzeroupper
@@ -4982,42 +4686,24 @@ kg_gf2m283_inv_avx2:
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm1, xmm1, 17
     vpclmulqdq   xmm7, xmm2, xmm2, 0
-    vpsllq       xmm8, xmm5, 37
-    vpalignr     xmm9, xmm5, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm6, 37
-    vpalignr     xmm10, xmm6, xmm5, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm7, 37
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm6, xmm10, xmm6
+    vpclmulqdq   xmm8, xmm7, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm6, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm5, xmm7
     vpsrldq      xmm7, xmm8, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm10, xmm8, 8
     vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 37
-    vpalignr     xmm7, xmm5, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpslldq      xmm6, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm3, xmm0, 0
     vpclmulqdq   xmm7, xmm3, xmm0, 17
     vpshufd      xmm8, xmm3, 78
@@ -5088,143 +4774,89 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm4, xmm7, xmm4
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm5, xmm0
-    vpsllq       xmm5, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm9, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm5, xmm5, xmm7
-    vpsllq       xmm7, xmm4, 37
-    vpalignr     xmm8, xmm4, xmm3, 8
-    vpsrlq       xmm8, xmm8, 27
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm8, xmm0
-    vpsrldq      xmm4, xmm5, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm7, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm6, xmm4
-    vpxor        xmm6, xmm9, xmm7
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm7, xmm4, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 1
     vpxor        xmm0, xmm3, xmm0
-    vpslldq      xmm3, xmm5, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm4, xmm8, xmm5, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpsrldq      xmm5, xmm8, 8
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm3, xmm0, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm4, xmm9, xmm4
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm5, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm5, xmm5, 8
     vpxor        xmm0, xmm0, xmm5
-    vpsllq       xmm5, xmm0, 37
-    vpalignr     xmm6, xmm0, xmm4, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm5
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm5, xmm3, xmm3, 0
     vpclmulqdq   xmm6, xmm3, xmm3, 17
     vpclmulqdq   xmm7, xmm4, xmm4, 0
     vpclmulqdq   xmm8, xmm4, xmm4, 17
     vpclmulqdq   xmm9, xmm0, xmm0, 0
-    vpsllq       xmm10, xmm7, 37
-    vpalignr     xmm11, xmm7, xmm6, 8
-    vpsrlq       xmm11, xmm11, 27
-    vpxor        xmm10, xmm10, xmm11
-    vpsllq       xmm11, xmm8, 37
-    vpalignr     xmm12, xmm8, xmm7, 8
-    vpsrlq       xmm12, xmm12, 27
-    vpxor        xmm11, xmm11, xmm12
-    vpsllq       xmm12, xmm9, 37
-    vpalignr     xmm8, xmm9, xmm8, 8
-    vpsrlq       xmm8, xmm8, 27
-    vpxor        xmm8, xmm12, xmm8
+    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm11, xmm8, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm7, xmm7, xmm9
     vpsrldq      xmm9, xmm10, 8
-    vpand        xmm7, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm9, xmm10, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm11, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm12, xmm8, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_10a1], 1
+    vpxor        xmm9, xmm7, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_2142000000000], 0
     vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm6, xmm6, xmm11
-    vpxor        xmm7, xmm7, xmm8
-    vpslldq      xmm8, xmm10, 8
-    vpxor        xmm5, xmm5, xmm8
-    vpalignr     xmm8, xmm12, xmm10, 8
     vpxor        xmm6, xmm6, xmm8
-    vpsrldq      xmm8, xmm12, 8
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm6, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsrldq      xmm9, xmm8, 8
-    vpand        xmm7, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_10a1], 1
+    vpslldq      xmm8, xmm11, 8
     vpxor        xmm5, xmm5, xmm8
+    vpalignr     xmm8, xmm10, xmm11, 8
+    vpxor        xmm6, xmm6, xmm8
+    vpsrldq      xmm8, xmm10, 8
+    vpxor        xmm7, xmm7, xmm8
+    vpand        xmm7, xmm7, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm8, xmm5, xmm5, 0
     vpclmulqdq   xmm5, xmm5, xmm5, 17
     vpclmulqdq   xmm9, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm6, xmm6, 17
     vpclmulqdq   xmm7, xmm7, xmm7, 0
-    vpsllq       xmm10, xmm9, 37
-    vpalignr     xmm11, xmm9, xmm5, 8
-    vpsrlq       xmm11, xmm11, 27
-    vpxor        xmm10, xmm10, xmm11
-    vpsllq       xmm11, xmm6, 37
-    vpalignr     xmm12, xmm6, xmm9, 8
-    vpsrlq       xmm12, xmm12, 27
-    vpxor        xmm11, xmm11, xmm12
-    vpsllq       xmm12, xmm7, 37
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm6, xmm12, xmm6
-    vpsrldq      xmm7, xmm10, 8
-    vpand        xmm7, xmm9, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm9, xmm10, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm11, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm10, xmm7, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm7, xmm9, xmm7
+    vpsrldq      xmm9, xmm10, 8
+    vpxor        xmm9, xmm7, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_2142000000000], 0
     vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm6, xmm7, xmm6
-    vpslldq      xmm7, xmm10, 8
-    vpxor        xmm7, xmm8, xmm7
-    vpalignr     xmm8, xmm12, xmm10, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpslldq      xmm6, xmm11, 8
+    vpxor        xmm6, xmm8, xmm6
+    vpalignr     xmm8, xmm10, xmm11, 8
     vpxor        xmm5, xmm5, xmm8
-    vpsrldq      xmm8, xmm12, 8
-    vpxor        xmm6, xmm6, xmm8
-    vpsllq       xmm8, xmm6, 37
-    vpalignr     xmm9, xmm6, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsrldq      xmm9, xmm8, 8
-    vpand        xmm6, xmm6, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm8, xmm10, 8
     vpxor        xmm7, xmm7, xmm8
-    vpclmulqdq   xmm8, xmm7, xmm3, 0
-    vpclmulqdq   xmm9, xmm7, xmm3, 17
-    vpshufd      xmm10, xmm7, 78
-    vpxor        xmm10, xmm7, xmm10
+    vpand        xmm7, xmm7, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm8, xmm6, xmm3, 0
+    vpclmulqdq   xmm9, xmm6, xmm3, 17
+    vpshufd      xmm10, xmm6, 78
+    vpxor        xmm10, xmm6, xmm10
     vpshufd      xmm11, xmm3, 78
     vpxor        xmm11, xmm3, xmm11
     vpclmulqdq   xmm12, xmm10, xmm11, 0
-    vpclmulqdq   xmm13, xmm7, xmm4, 0
-    vpclmulqdq   xmm14, xmm7, xmm4, 17
+    vpclmulqdq   xmm13, xmm6, xmm4, 0
+    vpclmulqdq   xmm14, xmm6, xmm4, 17
     vpshufd      xmm15, xmm4, 78
     vpxor        xmm15, xmm4, xmm15
     vpclmulqdq   xmm10, xmm10, xmm15, 0
     vmovdqa      [rsp + 128], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm7, xmm0, 0
-    vpclmulqdq   xmm7, xmm7, xmm0, 1
+    vpclmulqdq   xmm2, xmm6, xmm0, 0
+    vpclmulqdq   xmm6, xmm6, xmm0, 1
     vmovdqa      [rsp + 224], xmm1                   ; spill
     vpclmulqdq   xmm1, xmm5, xmm3, 0
-    vmovdqa      [rsp + 160], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm5, xmm3, 17
+    vmovdqa      [rsp + 160], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm5, xmm3, 17
     vmovdqa      [rsp + 96], xmm2                    ; spill
     vpshufd      xmm2, xmm5, 78
     vpxor        xmm2, xmm5, xmm2
@@ -5237,14 +4869,14 @@ kg_gf2m283_inv_avx2:
     vpclmulqdq   xmm15, xmm5, xmm0, 0
     vpclmulqdq   xmm5, xmm5, xmm0, 1
     vmovdqa      [rsp + 64], xmm5                    ; spill
-    vpclmulqdq   xmm5, xmm6, xmm3, 0
-    vpclmulqdq   xmm3, xmm6, xmm3, 16
+    vpclmulqdq   xmm5, xmm7, xmm3, 0
+    vpclmulqdq   xmm3, xmm7, xmm3, 16
     vmovdqa      [rsp + 256], xmm15                  ; spill
-    vpclmulqdq   xmm15, xmm6, xmm4, 0
-    vpclmulqdq   xmm4, xmm6, xmm4, 16
-    vpclmulqdq   xmm0, xmm6, xmm0, 0
+    vpclmulqdq   xmm15, xmm7, xmm4, 0
+    vpclmulqdq   xmm4, xmm7, xmm4, 16
+    vpclmulqdq   xmm0, xmm7, xmm0, 0
     vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm6, xmm14, xmm7
+    vpxor        xmm6, xmm14, xmm6
     vpxor        xmm7, xmm10, xmm11
     vpxor        xmm10, xmm12, xmm8
     vpxor        xmm10, xmm10, [rsp]
@@ -5276,814 +4908,526 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm2, xmm3, xmm2
     vpsrldq      xmm3, xmm4, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm1, 37
-    vpalignr     xmm4, xmm1, xmm7, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm2, 37
-    vpalignr     xmm5, xmm2, xmm1, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm5, xmm0
-    vpsrldq      xmm2, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm3, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm4, xmm7, xmm4
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm3, xmm5, 8
+    vpsrldq      xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm2, xmm7, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpalignr     xmm4, xmm3, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm1, xmm1, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm5, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm2, xmm2, 17
     vpclmulqdq   xmm7, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm5, 37
-    vpalignr     xmm9, xmm5, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm6, 37
-    vpalignr     xmm10, xmm6, xmm5, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm7, 37
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm6, xmm10, xmm6
+    vpclmulqdq   xmm8, xmm7, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm6, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm5, xmm7
     vpsrldq      xmm7, xmm8, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm10, xmm8, 8
     vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 37
-    vpalignr     xmm7, xmm5, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpslldq      xmm6, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm7, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm3, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm4, xmm10, xmm4
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm4, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 37
-    vpalignr     xmm7, xmm4, xmm3, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm3, 37
-    vpalignr     xmm10, xmm3, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm4, 37
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm6, xmm8, 8
     vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm1, 0
-    vpclmulqdq   xmm7, xmm5, xmm1, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm1, 0
+    vpclmulqdq   xmm7, xmm4, xmm1, 17
+    vpshufd      xmm8, xmm4, 78
+    vpxor        xmm8, xmm4, xmm8
     vpshufd      xmm9, xmm1, 78
     vpxor        xmm9, xmm1, xmm9
     vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm5, xmm2, 0
-    vpclmulqdq   xmm12, xmm5, xmm2, 17
+    vpclmulqdq   xmm11, xmm4, xmm2, 0
+    vpclmulqdq   xmm12, xmm4, xmm2, 17
     vpshufd      xmm13, xmm2, 78
     vpxor        xmm13, xmm2, xmm13
     vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm5, xmm0, 0
-    vpclmulqdq   xmm5, xmm5, xmm0, 1
-    vpclmulqdq   xmm15, xmm4, xmm1, 0
-    vmovdqa      [rsp + 64], xmm5                    ; spill
-    vpclmulqdq   xmm5, xmm4, xmm1, 17
-    vmovdqa      [rsp + 256], xmm14                  ; spill
-    vpshufd      xmm14, xmm4, 78
-    vpxor        xmm14, xmm4, xmm14
-    vpclmulqdq   xmm9, xmm14, xmm9, 0
-    vmovdqa      [rsp + 32], xmm7                    ; spill
-    vpclmulqdq   xmm7, xmm4, xmm2, 0
-    vmovdqa      [rsp + 160], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm4, xmm2, 17
-    vpclmulqdq   xmm13, xmm14, xmm13, 0
     vpclmulqdq   xmm14, xmm4, xmm0, 0
     vpclmulqdq   xmm4, xmm4, xmm0, 1
-    vmovdqa      [rsp + 96], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm3, xmm1, 0
-    vpclmulqdq   xmm1, xmm3, xmm1, 16
+    vpclmulqdq   xmm15, xmm3, xmm1, 0
+    vmovdqa      [rsp + 64], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm3, xmm1, 17
+    vmovdqa      [rsp + 256], xmm14                  ; spill
+    vpshufd      xmm14, xmm3, 78
+    vpxor        xmm14, xmm3, xmm14
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vmovdqa      [rsp + 32], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm3, xmm2, 0
+    vmovdqa      [rsp + 160], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm3, xmm2, 17
+    vpclmulqdq   xmm13, xmm14, xmm13, 0
+    vpclmulqdq   xmm14, xmm3, xmm0, 0
+    vpclmulqdq   xmm3, xmm3, xmm0, 1
+    vmovdqa      [rsp + 96], xmm3                    ; spill
+    vpclmulqdq   xmm3, xmm5, xmm1, 0
+    vpclmulqdq   xmm1, xmm5, xmm1, 16
     vmovdqa      [rsp], xmm14                        ; spill
-    vpclmulqdq   xmm14, xmm3, xmm2, 0
-    vpclmulqdq   xmm2, xmm3, xmm2, 16
-    vpclmulqdq   xmm0, xmm3, xmm0, 0
-    vpxor        xmm3, xmm11, xmm15
-    vpxor        xmm5, xmm12, xmm5
+    vpclmulqdq   xmm14, xmm5, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm2, 16
+    vpclmulqdq   xmm0, xmm5, xmm0, 0
+    vpxor        xmm5, xmm11, xmm15
+    vpxor        xmm4, xmm12, xmm4
     vpxor        xmm8, xmm8, xmm9
     vpxor        xmm9, xmm10, xmm6
     vpxor        xmm9, xmm9, [rsp + 32]
     vmovdqa      xmm10, [rsp + 32]                   ; reload
-    vpxor        xmm10, xmm10, xmm3
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm10, xmm10, xmm5
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm4
     vmovdqa      xmm8, [rsp + 256]                   ; reload
-    vpxor        xmm4, xmm8, xmm4
-    vpxor        xmm5, xmm5, [rsp + 160]
-    vpxor        xmm4, xmm4, xmm5
-    vmovdqa      xmm5, [rsp + 64]                    ; reload
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm5, xmm13, [rsp + 160]
-    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm4, xmm4, [rsp + 160]
+    vpxor        xmm3, xmm3, xmm4
+    vmovdqa      xmm4, [rsp + 64]                    ; reload
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm13, [rsp + 160]
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm1, xmm1, xmm7
-    vmovdqa      xmm5, [rsp]                         ; reload
-    vpxor        xmm5, xmm5, xmm14
-    vpxor        xmm5, xmm5, xmm7
+    vmovdqa      xmm4, [rsp]                         ; reload
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm7
     vmovdqa      xmm7, [rsp + 96]                    ; reload
     vpxor        xmm2, xmm7, xmm2
     vpslldq      xmm7, xmm9, 8
     vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm7, xmm3, xmm9, 8
+    vpalignr     xmm7, xmm5, xmm9, 8
     vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm3, xmm1, xmm3, 8
-    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm5, xmm1, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
     vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm1, xmm4, xmm1
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm3, 37
-    vpalignr     xmm4, xmm3, xmm7, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm1, 37
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm5, xmm0
-    vpsrldq      xmm1, xmm2, 8
-    vpand        xmm1, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm2, 8
+    vpxor        xmm3, xmm0, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm1, xmm7, xmm1
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm4, xmm2, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm1, xmm1, 17
     vpclmulqdq   xmm7, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm5, 37
-    vpalignr     xmm9, xmm5, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm6, 37
-    vpalignr     xmm10, xmm6, xmm5, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm7, 37
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm6, xmm10, xmm6
+    vpclmulqdq   xmm8, xmm7, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm6, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm5, xmm7
     vpsrldq      xmm7, xmm8, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm2, xmm2, xmm7
     vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpslldq      xmm6, xmm9, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
     vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 37
-    vpalignr     xmm7, xmm5, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm6
-    vpclmulqdq   xmm6, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm7, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm3, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm4, xmm10, xmm4
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm4, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 37
-    vpalignr     xmm7, xmm4, xmm3, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm3, 37
-    vpalignr     xmm10, xmm3, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm4, 37
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpsrldq      xmm6, xmm8, 8
     vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpsrldq      xmm6, xmm8, 8
     vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
-    vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpsrldq      xmm6, xmm8, 8
     vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpsrldq      xmm6, xmm8, 8
     vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm1, 0
-    vpclmulqdq   xmm7, xmm5, xmm1, 17
-    vpshufd      xmm8, xmm5, 78
-    vpxor        xmm8, xmm5, xmm8
-    vpshufd      xmm9, xmm1, 78
-    vpxor        xmm9, xmm1, xmm9
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm2, xmm4, xmm2
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm2, xmm4, xmm2
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm2, xmm4, xmm2
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm3, 0
+    vpclmulqdq   xmm7, xmm4, xmm3, 17
+    vpshufd      xmm8, xmm4, 78
+    vpxor        xmm8, xmm4, xmm8
+    vpshufd      xmm9, xmm3, 78
+    vpxor        xmm9, xmm3, xmm9
     vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm5, xmm2, 0
-    vpclmulqdq   xmm12, xmm5, xmm2, 17
-    vpshufd      xmm13, xmm2, 78
-    vpxor        xmm13, xmm2, xmm13
+    vpclmulqdq   xmm11, xmm4, xmm1, 0
+    vpclmulqdq   xmm12, xmm4, xmm1, 17
+    vpshufd      xmm13, xmm1, 78
+    vpxor        xmm13, xmm1, xmm13
     vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm5, xmm0, 0
-    vpclmulqdq   xmm5, xmm5, xmm0, 1
-    vpclmulqdq   xmm15, xmm4, xmm1, 0
-    vmovdqa      [rsp + 96], xmm5                    ; spill
-    vpclmulqdq   xmm5, xmm4, xmm1, 17
-    vmovdqa      [rsp], xmm14                        ; spill
-    vpshufd      xmm14, xmm4, 78
-    vpxor        xmm14, xmm4, xmm14
-    vpclmulqdq   xmm9, xmm14, xmm9, 0
-    vmovdqa      [rsp + 160], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm4, xmm2, 0
-    vmovdqa      [rsp + 64], xmm7                    ; spill
-    vpclmulqdq   xmm7, xmm4, xmm2, 17
-    vpclmulqdq   xmm13, xmm14, xmm13, 0
     vpclmulqdq   xmm14, xmm4, xmm0, 0
     vpclmulqdq   xmm4, xmm4, xmm0, 1
-    vmovdqa      [rsp + 256], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm3, xmm1, 0
-    vpclmulqdq   xmm1, xmm3, xmm1, 16
+    vpclmulqdq   xmm15, xmm2, xmm3, 0
+    vmovdqa      [rsp + 96], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm2, xmm3, 17
+    vmovdqa      [rsp], xmm14                        ; spill
+    vpshufd      xmm14, xmm2, 78
+    vpxor        xmm14, xmm2, xmm14
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vmovdqa      [rsp + 160], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm2, xmm1, 0
+    vmovdqa      [rsp + 64], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm2, xmm1, 17
+    vpclmulqdq   xmm13, xmm14, xmm13, 0
+    vpclmulqdq   xmm14, xmm2, xmm0, 0
+    vpclmulqdq   xmm2, xmm2, xmm0, 1
+    vmovdqa      [rsp + 256], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm5, xmm3, 0
+    vpclmulqdq   xmm3, xmm5, xmm3, 16
     vmovdqa      [rsp + 32], xmm14                   ; spill
-    vpclmulqdq   xmm14, xmm3, xmm2, 0
-    vpclmulqdq   xmm2, xmm3, xmm2, 16
-    vpclmulqdq   xmm0, xmm3, xmm0, 0
-    vpxor        xmm3, xmm11, xmm15
-    vpxor        xmm5, xmm12, xmm5
+    vpclmulqdq   xmm14, xmm5, xmm1, 0
+    vpclmulqdq   xmm1, xmm5, xmm1, 16
+    vpclmulqdq   xmm0, xmm5, xmm0, 0
+    vpxor        xmm5, xmm11, xmm15
+    vpxor        xmm4, xmm12, xmm4
     vpxor        xmm8, xmm8, xmm9
     vpxor        xmm9, xmm10, xmm6
     vpxor        xmm9, xmm9, [rsp + 160]
     vmovdqa      xmm10, [rsp + 160]                  ; reload
-    vpxor        xmm10, xmm10, xmm3
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm10, xmm10, xmm5
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm4
     vmovdqa      xmm8, [rsp]                         ; reload
-    vpxor        xmm4, xmm8, xmm4
-    vpxor        xmm5, xmm5, [rsp + 64]
-    vpxor        xmm4, xmm4, xmm5
-    vmovdqa      xmm5, [rsp + 96]                    ; reload
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm5, xmm13, [rsp + 64]
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm1, xmm1, xmm7
-    vmovdqa      xmm5, [rsp + 32]                    ; reload
-    vpxor        xmm5, xmm5, xmm14
-    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm4, xmm4, [rsp + 64]
+    vpxor        xmm2, xmm2, xmm4
+    vmovdqa      xmm4, [rsp + 96]                    ; reload
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm4, xmm13, [rsp + 64]
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm3, xmm3, xmm7
+    vmovdqa      xmm4, [rsp + 32]                    ; reload
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm7
     vmovdqa      xmm7, [rsp + 256]                   ; reload
-    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm7, xmm1
     vpslldq      xmm7, xmm9, 8
     vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm7, xmm3, xmm9, 8
+    vpalignr     xmm7, xmm5, xmm9, 8
     vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm5, xmm3, xmm5, 8
+    vpxor        xmm2, xmm2, xmm5
     vpalignr     xmm3, xmm1, xmm3, 8
     vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm1, xmm5, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpclmulqdq   xmm1, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm2, xmm0
+    vpsrldq      xmm2, xmm1, 8
+    vpxor        xmm2, xmm0, xmm2
     vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm3, 37
-    vpalignr     xmm4, xmm3, xmm7, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm1, 37
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm5, xmm0
-    vpsrldq      xmm1, xmm2, 8
-    vpand        xmm1, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 0
     vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm3, xmm7, xmm3
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpalignr     xmm4, xmm1, xmm4, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm1, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm4, xmm0
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm0, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm2, xmm2, xmm3
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm2, xmm2, xmm3
     vpsrldq      xmm3, xmm5, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, [rsp + 192], 0
-    vpclmulqdq   xmm4, xmm2, [rsp + 192], 17
-    vpshufd      xmm5, xmm2, 78
-    vpxor        xmm5, xmm2, xmm5
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm1, [rsp + 192], 0
+    vpclmulqdq   xmm4, xmm1, [rsp + 192], 17
+    vpshufd      xmm5, xmm1, 78
+    vpxor        xmm5, xmm1, xmm5
     vpshufd      xmm6, [rsp + 192], 78
     vmovdqa      xmm7, [rsp + 192]                   ; reload
     vpxor        xmm6, xmm7, xmm6
     vpclmulqdq   xmm8, xmm5, xmm6, 0
-    vpclmulqdq   xmm9, xmm2, [rsp + 224], 0
-    vpclmulqdq   xmm10, xmm2, [rsp + 224], 17
+    vpclmulqdq   xmm9, xmm1, [rsp + 224], 0
+    vpclmulqdq   xmm10, xmm1, [rsp + 224], 17
     vpshufd      xmm11, [rsp + 224], 78
     vmovdqa      xmm12, [rsp + 224]                  ; reload
     vpxor        xmm11, xmm12, xmm11
     vpclmulqdq   xmm5, xmm5, xmm11, 0
-    vpclmulqdq   xmm13, xmm2, [rsp + 128], 0
-    vpclmulqdq   xmm2, xmm2, [rsp + 128], 1
-    vpclmulqdq   xmm14, xmm1, xmm7, 0
-    vpclmulqdq   xmm15, xmm1, xmm7, 17
-    vmovdqa      [rsp + 256], xmm2                   ; spill
-    vpshufd      xmm2, xmm1, 78
-    vpxor        xmm2, xmm1, xmm2
-    vpclmulqdq   xmm6, xmm2, xmm6, 0
-    vmovdqa      [rsp + 32], xmm13                   ; spill
-    vpclmulqdq   xmm13, xmm1, xmm12, 0
-    vmovdqa      [rsp + 64], xmm13                   ; spill
-    vpclmulqdq   xmm13, xmm1, xmm12, 17
-    vpclmulqdq   xmm2, xmm2, xmm11, 0
-    vpclmulqdq   xmm11, xmm1, [rsp + 128], 0
+    vpclmulqdq   xmm13, xmm1, [rsp + 128], 0
     vpclmulqdq   xmm1, xmm1, [rsp + 128], 1
-    vmovdqa      [rsp + 96], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm0, xmm7, 0
+    vpclmulqdq   xmm14, xmm2, xmm7, 0
+    vpclmulqdq   xmm15, xmm2, xmm7, 17
+    vmovdqa      [rsp + 256], xmm1                   ; spill
+    vpshufd      xmm1, xmm2, 78
+    vpxor        xmm1, xmm2, xmm1
+    vpclmulqdq   xmm6, xmm1, xmm6, 0
+    vmovdqa      [rsp + 32], xmm13                   ; spill
+    vpclmulqdq   xmm13, xmm2, xmm12, 0
+    vmovdqa      [rsp + 64], xmm13                   ; spill
+    vpclmulqdq   xmm13, xmm2, xmm12, 17
+    vpclmulqdq   xmm1, xmm1, xmm11, 0
+    vpclmulqdq   xmm11, xmm2, [rsp + 128], 0
+    vpclmulqdq   xmm2, xmm2, [rsp + 128], 1
+    vmovdqa      [rsp + 96], xmm2                    ; spill
+    vpclmulqdq   xmm2, xmm0, xmm7, 0
     vmovdqa      [rsp], xmm11                        ; spill
     vpclmulqdq   xmm11, xmm0, xmm7, 16
     vpclmulqdq   xmm7, xmm0, xmm12, 0
@@ -6099,14 +5443,14 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm5, xmm5, xmm9
     vpxor        xmm5, xmm5, xmm10
     vmovdqa      xmm8, [rsp + 32]                    ; reload
-    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm2, xmm8, xmm2
     vpxor        xmm8, xmm10, [rsp + 64]
-    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm2, xmm2, xmm8
     vmovdqa      xmm8, [rsp + 256]                   ; reload
     vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm2, xmm2, [rsp + 64]
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm2, xmm2, xmm13
+    vpxor        xmm1, xmm1, [rsp + 64]
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm1, xmm1, xmm13
     vmovdqa      xmm8, [rsp]                         ; reload
     vpxor        xmm8, xmm8, [rsp + 160]
     vpxor        xmm8, xmm8, xmm13
@@ -6116,921 +5460,561 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm6, xmm5, xmm6, 8
     vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm5, xmm2, xmm5, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpalignr     xmm2, xmm7, xmm2, 8
-    vpxor        xmm2, xmm8, xmm2
+    vpalignr     xmm5, xmm1, xmm5, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpalignr     xmm1, xmm7, xmm1, 8
+    vpxor        xmm1, xmm8, xmm1
     vpsrldq      xmm5, xmm7, 8
     vpxor        xmm0, xmm0, xmm5
-    vpsllq       xmm5, xmm1, 37
-    vpalignr     xmm6, xmm1, xmm4, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm1, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm2, xmm0
     vpsrldq      xmm2, xmm5, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm0, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 0
     vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm4, xmm6
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm1, xmm1, 17
     vpclmulqdq   xmm7, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm5, 37
-    vpalignr     xmm9, xmm5, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm6, 37
-    vpalignr     xmm10, xmm6, xmm5, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm7, 37
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm6, xmm10, xmm6
+    vpclmulqdq   xmm8, xmm7, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm6, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm5, xmm7
     vpsrldq      xmm7, xmm8, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm10, xmm8, 8
     vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 37
-    vpalignr     xmm7, xmm5, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpslldq      xmm6, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm7, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm3, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm4, xmm10, xmm4
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm4, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 37
-    vpalignr     xmm7, xmm4, xmm3, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm6, xmm8, 8
     vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm7, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm3, 37
-    vpalignr     xmm10, xmm3, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm4, 37
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm1, 0
-    vpclmulqdq   xmm7, xmm4, xmm1, 17
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm2, 0
+    vpclmulqdq   xmm7, xmm4, xmm2, 17
     vpshufd      xmm8, xmm4, 78
     vpxor        xmm8, xmm4, xmm8
-    vpshufd      xmm9, xmm1, 78
-    vpxor        xmm9, xmm1, xmm9
+    vpshufd      xmm9, xmm2, 78
+    vpxor        xmm9, xmm2, xmm9
     vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm4, xmm2, 0
-    vpclmulqdq   xmm13, xmm4, xmm2, 17
-    vpshufd      xmm14, xmm2, 78
-    vpxor        xmm14, xmm2, xmm14
+    vpclmulqdq   xmm11, xmm4, xmm1, 0
+    vpclmulqdq   xmm13, xmm4, xmm1, 17
+    vpshufd      xmm14, xmm1, 78
+    vpxor        xmm14, xmm1, xmm14
     vpclmulqdq   xmm8, xmm8, xmm14, 0
     vpclmulqdq   xmm15, xmm4, xmm0, 0
     vpclmulqdq   xmm4, xmm4, xmm0, 1
-    vpclmulqdq   xmm12, xmm5, xmm1, 0
+    vpclmulqdq   xmm12, xmm3, xmm2, 0
     vmovdqa      [rsp + 96], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm5, xmm1, 17
+    vpclmulqdq   xmm4, xmm3, xmm2, 17
     vmovdqa      [rsp + 160], xmm15                  ; spill
-    vpshufd      xmm15, xmm5, 78
-    vpxor        xmm15, xmm5, xmm15
+    vpshufd      xmm15, xmm3, 78
+    vpxor        xmm15, xmm3, xmm15
     vpclmulqdq   xmm9, xmm15, xmm9, 0
     vmovdqa      [rsp], xmm7                         ; spill
-    vpclmulqdq   xmm7, xmm5, xmm2, 0
+    vpclmulqdq   xmm7, xmm3, xmm1, 0
     vmovdqa      [rsp + 64], xmm7                    ; spill
-    vpclmulqdq   xmm7, xmm5, xmm2, 17
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
     vpclmulqdq   xmm14, xmm15, xmm14, 0
-    vpclmulqdq   xmm15, xmm5, xmm0, 0
-    vpclmulqdq   xmm5, xmm5, xmm0, 1
-    vmovdqa      [rsp + 256], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm3, xmm1, 0
-    vpclmulqdq   xmm1, xmm3, xmm1, 16
+    vpclmulqdq   xmm15, xmm3, xmm0, 0
+    vpclmulqdq   xmm3, xmm3, xmm0, 1
+    vmovdqa      [rsp + 256], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm5, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm2, 16
     vmovdqa      [rsp + 32], xmm15                   ; spill
-    vpclmulqdq   xmm15, xmm3, xmm2, 0
-    vpclmulqdq   xmm2, xmm3, xmm2, 16
-    vpclmulqdq   xmm0, xmm3, xmm0, 0
-    vpxor        xmm3, xmm11, xmm12
+    vpclmulqdq   xmm15, xmm5, xmm1, 0
+    vpclmulqdq   xmm1, xmm5, xmm1, 16
+    vpclmulqdq   xmm0, xmm5, xmm0, 0
+    vpxor        xmm5, xmm11, xmm12
     vpxor        xmm4, xmm13, xmm4
     vpxor        xmm8, xmm8, xmm9
     vpxor        xmm9, xmm10, xmm6
     vpxor        xmm9, xmm9, [rsp]
     vmovdqa      xmm10, [rsp]                        ; reload
-    vpxor        xmm10, xmm10, xmm3
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm3, xmm3, xmm4
-    vmovdqa      xmm8, [rsp + 160]                   ; reload
+    vpxor        xmm10, xmm10, xmm5
     vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm4
+    vmovdqa      xmm8, [rsp + 160]                   ; reload
+    vpxor        xmm3, xmm8, xmm3
     vpxor        xmm4, xmm4, [rsp + 64]
-    vpxor        xmm4, xmm5, xmm4
-    vmovdqa      xmm5, [rsp + 96]                    ; reload
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm5, xmm14, [rsp + 64]
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm1, xmm1, xmm7
-    vmovdqa      xmm5, [rsp + 32]                    ; reload
-    vpxor        xmm5, xmm5, xmm15
-    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vmovdqa      xmm4, [rsp + 96]                    ; reload
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm4, xmm14, [rsp + 64]
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm2, xmm2, xmm7
+    vmovdqa      xmm4, [rsp + 32]                    ; reload
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm4, xmm7
     vmovdqa      xmm7, [rsp + 256]                   ; reload
-    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm7, xmm1
     vpslldq      xmm7, xmm9, 8
     vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm7, xmm3, xmm9, 8
+    vpalignr     xmm7, xmm5, xmm9, 8
     vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm3, xmm1, xmm3, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm1, xmm5, xmm1
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm3, 37
-    vpalignr     xmm4, xmm3, xmm7, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm1, 37
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm5, xmm0
-    vpsrldq      xmm1, xmm2, 8
-    vpand        xmm1, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm2, xmm1, xmm2, 8
     vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpclmulqdq   xmm1, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm1, 8
+    vpxor        xmm3, xmm0, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm2, xmm7, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm4, xmm1, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm1, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm4, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm4, xmm0
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm0, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm1, xmm1, xmm4
     vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
+    vpslldq      xmm3, xmm6, 8
     vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm2, [rsp + 192], 0
-    vpclmulqdq   xmm4, xmm2, [rsp + 192], 17
-    vpshufd      xmm5, xmm2, 78
-    vpxor        xmm5, xmm2, xmm5
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm1, [rsp + 192], 0
+    vpclmulqdq   xmm4, xmm1, [rsp + 192], 17
+    vpshufd      xmm5, xmm1, 78
+    vpxor        xmm5, xmm1, xmm5
     vpshufd      xmm6, [rsp + 192], 78
     vmovdqa      xmm7, [rsp + 192]                   ; reload
     vpxor        xmm6, xmm7, xmm6
     vpclmulqdq   xmm8, xmm5, xmm6, 0
-    vpclmulqdq   xmm9, xmm2, [rsp + 224], 0
-    vpclmulqdq   xmm10, xmm2, [rsp + 224], 17
+    vpclmulqdq   xmm9, xmm1, [rsp + 224], 0
+    vpclmulqdq   xmm10, xmm1, [rsp + 224], 17
     vpshufd      xmm11, [rsp + 224], 78
     vmovdqa      xmm12, [rsp + 224]                  ; reload
     vpxor        xmm11, xmm12, xmm11
     vpclmulqdq   xmm5, xmm5, xmm11, 0
-    vpclmulqdq   xmm13, xmm2, [rsp + 128], 0
-    vpclmulqdq   xmm2, xmm2, [rsp + 128], 1
-    vpclmulqdq   xmm14, xmm1, xmm7, 0
-    vpclmulqdq   xmm15, xmm1, xmm7, 17
-    vmovdqa      [rsp + 256], xmm2                   ; spill
-    vpshufd      xmm2, xmm1, 78
-    vpxor        xmm2, xmm1, xmm2
-    vpclmulqdq   xmm6, xmm2, xmm6, 0
-    vmovdqa      [rsp + 32], xmm13                   ; spill
-    vpclmulqdq   xmm13, xmm1, xmm12, 0
-    vmovdqa      [rsp + 64], xmm13                   ; spill
-    vpclmulqdq   xmm13, xmm1, xmm12, 17
-    vpclmulqdq   xmm2, xmm2, xmm11, 0
-    vpclmulqdq   xmm11, xmm1, [rsp + 128], 0
+    vpclmulqdq   xmm13, xmm1, [rsp + 128], 0
     vpclmulqdq   xmm1, xmm1, [rsp + 128], 1
-    vmovdqa      [rsp + 96], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm0, xmm7, 0
+    vpclmulqdq   xmm14, xmm2, xmm7, 0
+    vpclmulqdq   xmm15, xmm2, xmm7, 17
+    vmovdqa      [rsp + 256], xmm1                   ; spill
+    vpshufd      xmm1, xmm2, 78
+    vpxor        xmm1, xmm2, xmm1
+    vpclmulqdq   xmm6, xmm1, xmm6, 0
+    vmovdqa      [rsp + 32], xmm13                   ; spill
+    vpclmulqdq   xmm13, xmm2, xmm12, 0
+    vmovdqa      [rsp + 64], xmm13                   ; spill
+    vpclmulqdq   xmm13, xmm2, xmm12, 17
+    vpclmulqdq   xmm1, xmm1, xmm11, 0
+    vpclmulqdq   xmm11, xmm2, [rsp + 128], 0
+    vpclmulqdq   xmm2, xmm2, [rsp + 128], 1
+    vmovdqa      [rsp + 96], xmm2                    ; spill
+    vpclmulqdq   xmm2, xmm0, xmm7, 0
     vmovdqa      [rsp + 160], xmm11                  ; spill
     vpclmulqdq   xmm11, xmm0, xmm7, 16
     vpclmulqdq   xmm7, xmm0, xmm12, 0
@@ -7046,14 +6030,14 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm5, xmm5, xmm9
     vpxor        xmm5, xmm5, xmm10
     vmovdqa      xmm8, [rsp + 32]                    ; reload
-    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm2, xmm8, xmm2
     vpxor        xmm8, xmm10, [rsp + 64]
-    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm2, xmm2, xmm8
     vmovdqa      xmm8, [rsp + 256]                   ; reload
     vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm2, xmm2, [rsp + 64]
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm2, xmm2, xmm13
+    vpxor        xmm1, xmm1, [rsp + 64]
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm1, xmm1, xmm13
     vmovdqa      xmm8, [rsp + 160]                   ; reload
     vpxor        xmm8, xmm8, [rsp]
     vpxor        xmm8, xmm8, xmm13
@@ -7063,1597 +6047,940 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm6, xmm5, xmm6, 8
     vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm5, xmm2, xmm5, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpalignr     xmm2, xmm7, xmm2, 8
-    vpxor        xmm2, xmm8, xmm2
+    vpalignr     xmm5, xmm1, xmm5, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpalignr     xmm1, xmm7, xmm1, 8
+    vpxor        xmm1, xmm8, xmm1
     vpsrldq      xmm5, xmm7, 8
     vpxor        xmm0, xmm0, xmm5
-    vpsllq       xmm5, xmm1, 37
-    vpalignr     xmm6, xmm1, xmm4, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm1, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm2, xmm0
     vpsrldq      xmm2, xmm5, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
+    vpxor        xmm2, xmm0, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 0
     vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm4, xmm6
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm1, xmm1, 17
     vpclmulqdq   xmm7, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm5, 37
-    vpalignr     xmm9, xmm5, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm6, 37
-    vpalignr     xmm10, xmm6, xmm5, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm7, 37
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm6, xmm10, xmm6
+    vpclmulqdq   xmm8, xmm7, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm6, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm5, xmm7
     vpsrldq      xmm7, xmm8, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm5, xmm5, xmm6
-    vpslldq      xmm6, xmm8, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpalignr     xmm6, xmm10, xmm8, 8
     vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm5, 37
-    vpalignr     xmm7, xmm5, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm5, xmm5, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpslldq      xmm6, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm7, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm3, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 37
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm4, xmm10, xmm4
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm4, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsllq       xmm6, xmm4, 37
-    vpalignr     xmm7, xmm4, xmm3, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm6, xmm8, 8
     vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm7, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm3, 37
-    vpalignr     xmm10, xmm3, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm4, 37
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm4, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 37
-    vpalignr     xmm10, xmm5, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm5, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm5, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm8, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm10, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm7, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm8, xmm7, 37
-    vpalignr     xmm9, xmm7, xmm5, 8
-    vpsrlq       xmm9, xmm9, 27
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 37
-    vpalignr     xmm10, xmm4, xmm7, 8
-    vpsrlq       xmm10, xmm10, 27
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm3, 37
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpsrlq       xmm3, xmm3, 27
-    vpxor        xmm3, xmm10, xmm3
-    vpsrldq      xmm4, xmm8, 8
-    vpand        xmm4, xmm7, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm7, xmm8, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm8, xmm9, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm5, xmm5, xmm9
     vpxor        xmm3, xmm4, xmm3
-    vpslldq      xmm4, xmm8, 8
+    vpslldq      xmm4, xmm9, 8
     vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm8, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm10, 8
+    vpalignr     xmm6, xmm8, xmm9, 8
     vpxor        xmm3, xmm3, xmm6
-    vpsllq       xmm6, xmm3, 37
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 27
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
     vpxor        xmm6, xmm6, xmm7
-    vpsrldq      xmm7, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpxor        xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm1, 0
-    vpclmulqdq   xmm7, xmm4, xmm1, 17
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm7, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm8, xmm5, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm8, 8
+    vpxor        xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm3, xmm4, xmm3
+    vpslldq      xmm4, xmm9, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpalignr     xmm6, xmm8, xmm9, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpsrldq      xmm6, xmm8, 8
+    vpxor        xmm5, xmm5, xmm6
+    vpand        xmm5, xmm5, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm6, xmm4, xmm2, 0
+    vpclmulqdq   xmm7, xmm4, xmm2, 17
     vpshufd      xmm8, xmm4, 78
     vpxor        xmm8, xmm4, xmm8
-    vpshufd      xmm9, xmm1, 78
-    vpxor        xmm9, xmm1, xmm9
+    vpshufd      xmm9, xmm2, 78
+    vpxor        xmm9, xmm2, xmm9
     vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm4, xmm2, 0
-    vpclmulqdq   xmm13, xmm4, xmm2, 17
-    vpshufd      xmm14, xmm2, 78
-    vpxor        xmm14, xmm2, xmm14
+    vpclmulqdq   xmm11, xmm4, xmm1, 0
+    vpclmulqdq   xmm13, xmm4, xmm1, 17
+    vpshufd      xmm14, xmm1, 78
+    vpxor        xmm14, xmm1, xmm14
     vpclmulqdq   xmm8, xmm8, xmm14, 0
     vpclmulqdq   xmm15, xmm4, xmm0, 0
     vpclmulqdq   xmm4, xmm4, xmm0, 1
-    vpclmulqdq   xmm12, xmm5, xmm1, 0
+    vpclmulqdq   xmm12, xmm3, xmm2, 0
     vmovdqa      [rsp + 96], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm5, xmm1, 17
+    vpclmulqdq   xmm4, xmm3, xmm2, 17
     vmovdqa      [rsp], xmm15                        ; spill
-    vpshufd      xmm15, xmm5, 78
-    vpxor        xmm15, xmm5, xmm15
+    vpshufd      xmm15, xmm3, 78
+    vpxor        xmm15, xmm3, xmm15
     vpclmulqdq   xmm9, xmm15, xmm9, 0
     vmovdqa      [rsp + 160], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm5, xmm2, 0
+    vpclmulqdq   xmm7, xmm3, xmm1, 0
     vmovdqa      [rsp + 64], xmm7                    ; spill
-    vpclmulqdq   xmm7, xmm5, xmm2, 17
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
     vpclmulqdq   xmm14, xmm15, xmm14, 0
-    vpclmulqdq   xmm15, xmm5, xmm0, 0
-    vpclmulqdq   xmm5, xmm5, xmm0, 1
-    vmovdqa      [rsp + 256], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm3, xmm1, 0
-    vpclmulqdq   xmm1, xmm3, xmm1, 16
+    vpclmulqdq   xmm15, xmm3, xmm0, 0
+    vpclmulqdq   xmm3, xmm3, xmm0, 1
+    vmovdqa      [rsp + 256], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm5, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm2, 16
     vmovdqa      [rsp + 32], xmm15                   ; spill
-    vpclmulqdq   xmm15, xmm3, xmm2, 0
-    vpclmulqdq   xmm2, xmm3, xmm2, 16
-    vpclmulqdq   xmm0, xmm3, xmm0, 0
-    vpxor        xmm3, xmm11, xmm12
+    vpclmulqdq   xmm15, xmm5, xmm1, 0
+    vpclmulqdq   xmm1, xmm5, xmm1, 16
+    vpclmulqdq   xmm0, xmm5, xmm0, 0
+    vpxor        xmm5, xmm11, xmm12
     vpxor        xmm4, xmm13, xmm4
     vpxor        xmm8, xmm8, xmm9
     vpxor        xmm9, xmm10, xmm6
     vpxor        xmm9, xmm9, [rsp + 160]
     vmovdqa      xmm10, [rsp + 160]                  ; reload
-    vpxor        xmm10, xmm10, xmm3
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm3, xmm3, xmm4
-    vmovdqa      xmm8, [rsp]                         ; reload
+    vpxor        xmm10, xmm10, xmm5
     vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm4
+    vmovdqa      xmm8, [rsp]                         ; reload
+    vpxor        xmm3, xmm8, xmm3
     vpxor        xmm4, xmm4, [rsp + 64]
-    vpxor        xmm4, xmm5, xmm4
-    vmovdqa      xmm5, [rsp + 96]                    ; reload
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm5, xmm14, [rsp + 64]
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm1, xmm1, xmm7
-    vmovdqa      xmm5, [rsp + 32]                    ; reload
-    vpxor        xmm5, xmm5, xmm15
-    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm3, xmm3, xmm4
+    vmovdqa      xmm4, [rsp + 96]                    ; reload
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm4, xmm14, [rsp + 64]
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm2, xmm2, xmm7
+    vmovdqa      xmm4, [rsp + 32]                    ; reload
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm4, xmm7
     vmovdqa      xmm7, [rsp + 256]                   ; reload
-    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm7, xmm1
     vpslldq      xmm7, xmm9, 8
     vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm7, xmm3, xmm9, 8
+    vpalignr     xmm7, xmm5, xmm9, 8
     vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm3, xmm1, xmm3, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm1, xmm5, xmm1
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm3, 37
-    vpalignr     xmm4, xmm3, xmm7, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm2, xmm2, xmm4
-    vpsllq       xmm4, xmm1, 37
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm5, xmm0
-    vpsrldq      xmm1, xmm2, 8
-    vpand        xmm1, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm4, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm4, xmm7, xmm4
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm5, xmm3, 8
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm2, xmm1, xmm2, 8
     vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm3, xmm5, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vpbroadcastq ymm3, xmm1
-    vpsrldq      xmm4, xmm1, 8
-    vpbroadcastq ymm4, xmm4
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpclmulqdq   xmm1, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm1, 8
+    vpxor        xmm3, xmm0, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm2, xmm7, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm4, xmm1, xmm4, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm1, xmm0, 27
+    vpsllq       xmm4, xmm1, 12
+    vpsllq       xmm5, xmm1, 7
+    vpsllq       xmm6, xmm1, 5
+    vpand        xmm7, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vpbroadcastq ymm4, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpbroadcastq ymm1, xmm1
     vpbroadcastq ymm5, xmm2
     vpsrldq      xmm6, xmm2, 8
     vpbroadcastq ymm6, xmm6
-    vpbroadcastq ymm7, xmm0
-    vpblendd     ymm3, ymm3, ymm4, 12
-    vpblendd     ymm3, ymm3, ymm5, 48
-    vpblendd     ymm3, ymm3, ymm6, 192
+    vpbroadcastq ymm7, xmm7
+    vpblendd     ymm1, ymm4, ymm1, 12
+    vpblendd     ymm1, ymm1, ymm5, 48
+    vpblendd     ymm1, ymm1, ymm6, 192
     vmovdqu      ymm4, [rel gf2m_zero4]
     vpblendd     ymm4, ymm7, ymm4, 12
     vmovdqu      ymm5, [rel gf2m_zero4]
@@ -8661,7 +6988,7 @@ kg_gf2m283_inv_avx2:
     vmovdqu      ymm5, [rel gf2m_zero4]
     vpblendd     ymm4, ymm4, ymm5, 192
     vmovdqu      ymm5, [rel gf2m_zero4]
-    vpsllq       ymm6, ymm3, 63
+    vpsllq       ymm6, ymm1, 63
     vpcmpgtq     ymm6, ymm5, ymm6
     vpand        ymm7, ymm6, [rel gf2m_sq70_map]
     vpand        ymm8, ymm6, [rel gf2m_sq70_map + 32]
@@ -8670,7 +6997,7 @@ kg_gf2m283_inv_avx2:
     vpand        ymm11, ymm6, [rel gf2m_sq70_map + 128]
     vpand        ymm12, ymm6, [rel gf2m_sq70_map + 160]
     vpand        ymm6, ymm6, [rel gf2m_sq70_map + 192]
-    vpsllq       ymm13, ymm3, 62
+    vpsllq       ymm13, ymm1, 62
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm14, ymm13, [rel gf2m_sq70_map + 224]
     vpxor        ymm7, ymm7, ymm14
@@ -8687,7 +7014,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 448]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 61
+    vpsllq       ymm13, ymm1, 61
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 480]
     vpxor        ymm7, ymm7, ymm15
@@ -8705,7 +7032,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 704]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 60
+    vpsllq       ymm13, ymm1, 60
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 736]
     vpxor        ymm7, ymm7, ymm15
@@ -8723,7 +7050,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 960]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 59
+    vpsllq       ymm13, ymm1, 59
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 992]
     vpxor        ymm7, ymm7, ymm15
@@ -8741,7 +7068,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 1216]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 58
+    vpsllq       ymm13, ymm1, 58
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 1248]
     vpxor        ymm7, ymm7, ymm15
@@ -8759,7 +7086,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 1472]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 57
+    vpsllq       ymm13, ymm1, 57
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 1504]
     vpxor        ymm7, ymm7, ymm15
@@ -8777,7 +7104,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 1728]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 56
+    vpsllq       ymm13, ymm1, 56
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 1760]
     vpxor        ymm7, ymm7, ymm15
@@ -8795,7 +7122,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 1984]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 55
+    vpsllq       ymm13, ymm1, 55
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 2016]
     vpxor        ymm7, ymm7, ymm15
@@ -8813,7 +7140,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 2240]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 54
+    vpsllq       ymm13, ymm1, 54
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 2272]
     vpxor        ymm7, ymm7, ymm15
@@ -8831,7 +7158,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 2496]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 53
+    vpsllq       ymm13, ymm1, 53
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 2528]
     vpxor        ymm7, ymm7, ymm15
@@ -8849,7 +7176,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 2752]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 52
+    vpsllq       ymm13, ymm1, 52
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 2784]
     vpxor        ymm7, ymm7, ymm15
@@ -8867,7 +7194,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 3008]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 51
+    vpsllq       ymm13, ymm1, 51
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 3040]
     vpxor        ymm7, ymm7, ymm15
@@ -8885,7 +7212,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 3264]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 50
+    vpsllq       ymm13, ymm1, 50
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 3296]
     vpxor        ymm7, ymm7, ymm15
@@ -8903,7 +7230,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 3520]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 49
+    vpsllq       ymm13, ymm1, 49
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 3552]
     vpxor        ymm7, ymm7, ymm15
@@ -8921,7 +7248,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 3776]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 48
+    vpsllq       ymm13, ymm1, 48
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 3808]
     vpxor        ymm7, ymm7, ymm15
@@ -8939,7 +7266,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 4032]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 47
+    vpsllq       ymm13, ymm1, 47
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 4064]
     vpxor        ymm7, ymm7, ymm15
@@ -8957,7 +7284,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 4288]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 46
+    vpsllq       ymm13, ymm1, 46
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 4320]
     vpxor        ymm7, ymm7, ymm15
@@ -8975,7 +7302,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 4544]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 45
+    vpsllq       ymm13, ymm1, 45
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 4576]
     vpxor        ymm7, ymm7, ymm15
@@ -8993,7 +7320,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 4800]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 44
+    vpsllq       ymm13, ymm1, 44
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 4832]
     vpxor        ymm7, ymm7, ymm15
@@ -9011,7 +7338,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 5056]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 43
+    vpsllq       ymm13, ymm1, 43
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 5088]
     vpxor        ymm7, ymm7, ymm15
@@ -9029,7 +7356,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 5312]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 42
+    vpsllq       ymm13, ymm1, 42
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 5344]
     vpxor        ymm7, ymm7, ymm15
@@ -9047,7 +7374,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 5568]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 41
+    vpsllq       ymm13, ymm1, 41
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 5600]
     vpxor        ymm7, ymm7, ymm15
@@ -9065,7 +7392,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 5824]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 40
+    vpsllq       ymm13, ymm1, 40
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 5856]
     vpxor        ymm7, ymm7, ymm15
@@ -9083,7 +7410,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 6080]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 39
+    vpsllq       ymm13, ymm1, 39
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 6112]
     vpxor        ymm7, ymm7, ymm15
@@ -9101,7 +7428,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 6336]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 38
+    vpsllq       ymm13, ymm1, 38
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 6368]
     vpxor        ymm7, ymm7, ymm15
@@ -9119,7 +7446,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 6592]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 37
+    vpsllq       ymm13, ymm1, 37
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 6624]
     vpxor        ymm7, ymm7, ymm15
@@ -9137,7 +7464,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 6848]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 36
+    vpsllq       ymm13, ymm1, 36
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 6880]
     vpxor        ymm7, ymm7, ymm15
@@ -9155,7 +7482,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 7104]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 35
+    vpsllq       ymm13, ymm1, 35
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 7136]
     vpxor        ymm7, ymm7, ymm15
@@ -9173,7 +7500,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 7360]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 34
+    vpsllq       ymm13, ymm1, 34
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 7392]
     vpxor        ymm7, ymm7, ymm15
@@ -9191,7 +7518,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 7616]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 33
+    vpsllq       ymm13, ymm1, 33
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 7648]
     vpxor        ymm7, ymm7, ymm15
@@ -9209,7 +7536,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 7872]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 32
+    vpsllq       ymm13, ymm1, 32
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 7904]
     vpxor        ymm7, ymm7, ymm15
@@ -9227,7 +7554,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 8128]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 31
+    vpsllq       ymm13, ymm1, 31
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 8160]
     vpxor        ymm7, ymm7, ymm15
@@ -9245,7 +7572,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 8384]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 30
+    vpsllq       ymm13, ymm1, 30
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 8416]
     vpxor        ymm7, ymm7, ymm15
@@ -9263,7 +7590,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 8640]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 29
+    vpsllq       ymm13, ymm1, 29
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 8672]
     vpxor        ymm7, ymm7, ymm15
@@ -9281,7 +7608,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 8896]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 28
+    vpsllq       ymm13, ymm1, 28
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 8928]
     vpxor        ymm7, ymm7, ymm15
@@ -9299,7 +7626,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 9152]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 27
+    vpsllq       ymm13, ymm1, 27
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 9184]
     vpxor        ymm7, ymm7, ymm15
@@ -9317,7 +7644,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 9408]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 26
+    vpsllq       ymm13, ymm1, 26
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 9440]
     vpxor        ymm7, ymm7, ymm15
@@ -9335,7 +7662,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 9664]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 25
+    vpsllq       ymm13, ymm1, 25
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 9696]
     vpxor        ymm7, ymm7, ymm15
@@ -9353,7 +7680,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 9920]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 24
+    vpsllq       ymm13, ymm1, 24
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 9952]
     vpxor        ymm7, ymm7, ymm15
@@ -9371,7 +7698,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 10176]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 23
+    vpsllq       ymm13, ymm1, 23
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 10208]
     vpxor        ymm7, ymm7, ymm15
@@ -9389,7 +7716,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 10432]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 22
+    vpsllq       ymm13, ymm1, 22
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 10464]
     vpxor        ymm7, ymm7, ymm15
@@ -9407,7 +7734,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 10688]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 21
+    vpsllq       ymm13, ymm1, 21
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 10720]
     vpxor        ymm7, ymm7, ymm15
@@ -9425,7 +7752,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 10944]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 20
+    vpsllq       ymm13, ymm1, 20
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 10976]
     vpxor        ymm7, ymm7, ymm15
@@ -9443,7 +7770,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 11200]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 19
+    vpsllq       ymm13, ymm1, 19
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 11232]
     vpxor        ymm7, ymm7, ymm15
@@ -9461,7 +7788,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 11456]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 18
+    vpsllq       ymm13, ymm1, 18
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 11488]
     vpxor        ymm7, ymm7, ymm15
@@ -9479,7 +7806,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 11712]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 17
+    vpsllq       ymm13, ymm1, 17
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 11744]
     vpxor        ymm7, ymm7, ymm15
@@ -9497,7 +7824,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 11968]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 16
+    vpsllq       ymm13, ymm1, 16
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 12000]
     vpxor        ymm7, ymm7, ymm15
@@ -9515,7 +7842,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 12224]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 15
+    vpsllq       ymm13, ymm1, 15
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 12256]
     vpxor        ymm7, ymm7, ymm15
@@ -9533,7 +7860,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 12480]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 14
+    vpsllq       ymm13, ymm1, 14
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 12512]
     vpxor        ymm7, ymm7, ymm15
@@ -9551,7 +7878,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 12736]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 13
+    vpsllq       ymm13, ymm1, 13
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 12768]
     vpxor        ymm7, ymm7, ymm15
@@ -9569,7 +7896,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 12992]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 12
+    vpsllq       ymm13, ymm1, 12
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 13024]
     vpxor        ymm7, ymm7, ymm15
@@ -9587,7 +7914,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 13248]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 11
+    vpsllq       ymm13, ymm1, 11
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 13280]
     vpxor        ymm7, ymm7, ymm15
@@ -9605,7 +7932,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 13504]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 10
+    vpsllq       ymm13, ymm1, 10
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 13536]
     vpxor        ymm7, ymm7, ymm15
@@ -9623,7 +7950,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 13760]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 9
+    vpsllq       ymm13, ymm1, 9
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 13792]
     vpxor        ymm7, ymm7, ymm15
@@ -9641,7 +7968,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 14016]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 8
+    vpsllq       ymm13, ymm1, 8
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 14048]
     vpxor        ymm7, ymm7, ymm15
@@ -9659,7 +7986,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 14272]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 7
+    vpsllq       ymm13, ymm1, 7
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 14304]
     vpxor        ymm7, ymm7, ymm15
@@ -9677,7 +8004,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 14528]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 6
+    vpsllq       ymm13, ymm1, 6
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 14560]
     vpxor        ymm7, ymm7, ymm15
@@ -9695,7 +8022,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 14784]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 5
+    vpsllq       ymm13, ymm1, 5
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 14816]
     vpxor        ymm7, ymm7, ymm15
@@ -9713,7 +8040,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 15040]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 4
+    vpsllq       ymm13, ymm1, 4
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 15072]
     vpxor        ymm7, ymm7, ymm15
@@ -9731,7 +8058,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 15296]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 3
+    vpsllq       ymm13, ymm1, 3
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 15328]
     vpxor        ymm7, ymm7, ymm15
@@ -9749,7 +8076,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 15552]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 2
+    vpsllq       ymm13, ymm1, 2
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 15584]
     vpxor        ymm7, ymm7, ymm15
@@ -9767,7 +8094,7 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 15808]
     vpxor        ymm6, ymm6, ymm13
-    vpsllq       ymm13, ymm3, 1
+    vpsllq       ymm13, ymm1, 1
     vpcmpgtq     ymm13, ymm5, ymm13
     vpand        ymm15, ymm13, [rel gf2m_sq70_map + 15840]
     vpxor        ymm7, ymm7, ymm15
@@ -9785,23 +8112,23 @@ kg_gf2m283_inv_avx2:
     vpxor        ymm12, ymm12, ymm15
     vpand        ymm13, ymm13, [rel gf2m_sq70_map + 16064]
     vpxor        ymm6, ymm6, ymm13
-    vpcmpgtq     ymm3, ymm5, ymm3
-    vpand        ymm13, ymm3, [rel gf2m_sq70_map + 16096]
+    vpcmpgtq     ymm1, ymm5, ymm1
+    vpand        ymm13, ymm1, [rel gf2m_sq70_map + 16096]
     vpxor        ymm7, ymm7, ymm13
-    vpand        ymm13, ymm3, [rel gf2m_sq70_map + 16128]
+    vpand        ymm13, ymm1, [rel gf2m_sq70_map + 16128]
     vpxor        ymm8, ymm8, ymm13
-    vpand        ymm13, ymm3, [rel gf2m_sq70_map + 16160]
+    vpand        ymm13, ymm1, [rel gf2m_sq70_map + 16160]
     vpxor        ymm9, ymm9, ymm13
-    vpand        ymm13, ymm3, [rel gf2m_sq70_map + 16192]
+    vpand        ymm13, ymm1, [rel gf2m_sq70_map + 16192]
     vpxor        ymm10, ymm10, ymm13
-    vpand        ymm13, ymm3, [rel gf2m_sq70_map + 16224]
+    vpand        ymm13, ymm1, [rel gf2m_sq70_map + 16224]
     vpxor        ymm13, ymm14, ymm13
-    vpand        ymm14, ymm3, [rel gf2m_sq70_map + 16256]
+    vpand        ymm14, ymm1, [rel gf2m_sq70_map + 16256]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm3, [rel gf2m_sq70_map + 16288]
+    vpand        ymm14, ymm1, [rel gf2m_sq70_map + 16288]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm3, ymm3, [rel gf2m_sq70_map + 16320]
-    vpxor        ymm3, ymm6, ymm3
+    vpand        ymm1, ymm1, [rel gf2m_sq70_map + 16320]
+    vpxor        ymm1, ymm6, ymm1
     vpsllq       ymm6, ymm4, 63
     vpcmpgtq     ymm6, ymm5, ymm6
     vpand        ymm14, ymm6, [rel gf2m_sq70_map + 16352]
@@ -10136,17 +8463,17 @@ kg_gf2m283_inv_avx2:
     vextracti128 xmm5, ymm5, 1
     vpermq       ymm7, ymm11, 147
     vpermq       ymm8, ymm12, 78
-    vpermq       ymm3, ymm3, 57
+    vpermq       ymm1, ymm1, 57
     vpxor        ymm4, ymm4, ymm7
     vpxor        ymm4, ymm4, ymm8
-    vpxor        ymm3, ymm4, ymm3
-    vextracti128 xmm3, ymm3, 0
-    vpclmulqdq   xmm4, xmm6, xmm1, 0
-    vpclmulqdq   xmm7, xmm6, xmm1, 17
+    vpxor        ymm1, ymm4, ymm1
+    vextracti128 xmm1, ymm1, 0
+    vpclmulqdq   xmm4, xmm6, xmm3, 0
+    vpclmulqdq   xmm7, xmm6, xmm3, 17
     vpshufd      xmm8, xmm6, 78
     vpxor        xmm8, xmm6, xmm8
-    vpshufd      xmm9, xmm1, 78
-    vpxor        xmm9, xmm1, xmm9
+    vpshufd      xmm9, xmm3, 78
+    vpxor        xmm9, xmm3, xmm9
     vpclmulqdq   xmm10, xmm8, xmm9, 0
     vpclmulqdq   xmm11, xmm6, xmm2, 0
     vpclmulqdq   xmm12, xmm6, xmm2, 17
@@ -10155,9 +8482,9 @@ kg_gf2m283_inv_avx2:
     vpclmulqdq   xmm8, xmm8, xmm13, 0
     vpclmulqdq   xmm14, xmm6, xmm0, 0
     vpclmulqdq   xmm6, xmm6, xmm0, 1
-    vpclmulqdq   xmm15, xmm5, xmm1, 0
+    vpclmulqdq   xmm15, xmm5, xmm3, 0
     vmovdqa      [rsp + 256], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm5, xmm1, 17
+    vpclmulqdq   xmm6, xmm5, xmm3, 17
     vmovdqa      [rsp + 32], xmm14                   ; spill
     vpshufd      xmm14, xmm5, 78
     vpxor        xmm14, xmm5, xmm14
@@ -10170,30 +8497,30 @@ kg_gf2m283_inv_avx2:
     vpclmulqdq   xmm14, xmm5, xmm0, 0
     vpclmulqdq   xmm5, xmm5, xmm0, 1
     vmovdqa      [rsp], xmm5                         ; spill
-    vpclmulqdq   xmm5, xmm3, xmm1, 0
-    vpclmulqdq   xmm1, xmm3, xmm1, 16
+    vpclmulqdq   xmm5, xmm1, xmm3, 0
+    vpclmulqdq   xmm3, xmm1, xmm3, 16
     vmovdqa      [rsp + 160], xmm14                  ; spill
-    vpclmulqdq   xmm14, xmm3, xmm2, 0
-    vpclmulqdq   xmm2, xmm3, xmm2, 16
-    vpclmulqdq   xmm0, xmm3, xmm0, 0
-    vpxor        xmm3, xmm11, xmm15
+    vpclmulqdq   xmm14, xmm1, xmm2, 0
+    vpclmulqdq   xmm2, xmm1, xmm2, 16
+    vpclmulqdq   xmm0, xmm1, xmm0, 0
+    vpxor        xmm1, xmm11, xmm15
     vpxor        xmm6, xmm12, xmm6
     vpxor        xmm8, xmm8, xmm9
     vpxor        xmm9, xmm10, xmm4
     vpxor        xmm9, xmm9, [rsp + 64]
     vmovdqa      xmm10, [rsp + 64]                   ; reload
-    vpxor        xmm10, xmm10, xmm3
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm10, xmm10, xmm1
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm1, xmm1, xmm6
     vmovdqa      xmm8, [rsp + 32]                    ; reload
     vpxor        xmm5, xmm8, xmm5
     vpxor        xmm6, xmm6, [rsp + 96]
     vpxor        xmm5, xmm5, xmm6
     vmovdqa      xmm6, [rsp + 256]                   ; reload
-    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm3, xmm6, xmm3
     vpxor        xmm6, xmm13, [rsp + 96]
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm1, xmm1, xmm7
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm3, xmm3, xmm7
     vmovdqa      xmm6, [rsp + 160]                   ; reload
     vpxor        xmm6, xmm6, xmm14
     vpxor        xmm6, xmm6, xmm7
@@ -10201,91 +8528,55 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm2, xmm7, xmm2
     vpslldq      xmm7, xmm9, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm7, xmm3, xmm9, 8
+    vpalignr     xmm7, xmm1, xmm9, 8
     vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm3, xmm1, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm1, xmm6, xmm1
+    vpalignr     xmm1, xmm3, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpalignr     xmm3, xmm2, xmm3, 8
+    vpxor        xmm3, xmm6, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm3, 37
-    vpalignr     xmm5, xmm3, xmm7, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm2, xmm2, xmm5
-    vpsllq       xmm5, xmm1, 37
-    vpalignr     xmm6, xmm1, xmm3, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm6, xmm0
-    vpsrldq      xmm1, xmm2, 8
-    vpand        xmm1, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm5, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm4, xmm7, xmm5
+    vpclmulqdq   xmm2, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm5, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm3, xmm6, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
+    vpsrldq      xmm1, xmm2, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm3, xmm7, xmm3
+    vpslldq      xmm4, xmm5, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpalignr     xmm4, xmm2, xmm5, 8
     vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm3, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm4, xmm0
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm0, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm2, xmm2, xmm4
     vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpslldq      xmm3, xmm6, 8
     vpxor        xmm2, xmm2, xmm3
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm2, [rsp + 192], 0
     vpclmulqdq   xmm4, xmm2, [rsp + 192], 17
     vpshufd      xmm5, xmm2, 78
@@ -10354,50 +8645,41 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm2, xmm7, xmm2
     vpsrldq      xmm5, xmm8, 8
     vpxor        xmm0, xmm0, xmm5
-    vpsllq       xmm5, xmm1, 37
-    vpalignr     xmm6, xmm1, xmm4, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm1, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm4, xmm6
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_2142000000000], 1
     vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm5, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm7, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpsrldq      xmm1, xmm5, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm2, xmm4, xmm2
+    vpslldq      xmm3, xmm6, 8
     vpxor        xmm1, xmm1, xmm3
-    vpbroadcastq ymm3, xmm1
-    vpsrldq      xmm4, xmm1, 8
-    vpbroadcastq ymm4, xmm4
+    vpalignr     xmm3, xmm5, xmm6, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
+    vpand        xmm7, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm3, xmm1, xmm3
+    vpbroadcastq ymm4, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpbroadcastq ymm3, xmm3
     vpbroadcastq ymm5, xmm2
     vpsrldq      xmm6, xmm2, 8
     vpbroadcastq ymm6, xmm6
-    vpbroadcastq ymm7, xmm0
-    vpblendd     ymm3, ymm3, ymm4, 12
+    vpbroadcastq ymm7, xmm7
+    vpblendd     ymm3, ymm4, ymm3, 12
     vpblendd     ymm3, ymm3, ymm5, 48
     vpblendd     ymm3, ymm3, ymm6, 192
     vmovdqu      ymm4, [rel gf2m_zero4]
@@ -11955,82 +10237,55 @@ kg_gf2m283_inv_avx2:
     vpxor        xmm1, xmm6, xmm1
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
-    vpsllq       xmm2, xmm3, 37
-    vpalignr     xmm5, xmm3, xmm7, 8
-    vpsrlq       xmm5, xmm5, 27
-    vpxor        xmm2, xmm2, xmm5
-    vpsllq       xmm5, xmm1, 37
-    vpalignr     xmm6, xmm1, xmm3, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm6, xmm0
-    vpsrldq      xmm1, xmm2, 8
-    vpand        xmm1, xmm3, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm3, xmm5, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm6, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm4, xmm7, xmm5
-    vpxor        xmm0, xmm1, xmm0
-    vpslldq      xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm6, xmm3, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm3, xmm6, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm2, 8
-    vpsrlq       xmm4, xmm4, 27
+    vpclmulqdq   xmm2, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm5, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm2, 8
+    vpxor        xmm3, xmm0, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm1, xmm7, xmm1
+    vpslldq      xmm4, xmm5, 8
     vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpalignr     xmm4, xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm4, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm5, xmm4, 37
-    vpalignr     xmm6, xmm4, xmm1, 8
-    vpsrlq       xmm6, xmm6, 27
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm2, 37
-    vpalignr     xmm7, xmm2, xmm4, 8
-    vpsrlq       xmm7, xmm7, 27
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 37
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpsrlq       xmm0, xmm0, 27
-    vpxor        xmm0, xmm7, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm2, xmm4, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm4, xmm5, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm5, xmm6, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_10a1], 1
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_10a1], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_10a1], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm5, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpalignr     xmm3, xmm7, xmm5, 8
+    vpclmulqdq   xmm5, xmm0, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_2142000000000], 1
+    vpclmulqdq   xmm6, xmm1, [rel gf2m_g_2142000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_2142000000000], 1
+    vpxor        xmm0, xmm4, xmm0
+    vpsrldq      xmm4, xmm5, 8
+    vpxor        xmm4, xmm0, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_2142000000000], 0
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm6, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpalignr     xmm3, xmm5, xmm6, 8
     vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm7, 8
+    vpsrldq      xmm3, xmm5, 8
     vpxor        xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 37
-    vpalignr     xmm4, xmm0, xmm1, 8
-    vpsrlq       xmm4, xmm4, 27
-    vpxor        xmm3, xmm3, xmm4
-    vpsrldq      xmm4, xmm3, 8
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 27
+    vpsllq       xmm4, xmm3, 12
+    vpsllq       xmm5, xmm3, 7
+    vpsllq       xmm6, xmm3, 5
     vpand        xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_10a1], 1
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm4, xmm3
     vpxor        xmm2, xmm2, xmm3
     vmovdqu      [rdi], xmm2
     vmovdqu      [rdi + 16], xmm1

@@ -52,6 +52,43 @@ void kg_gf2m283_mul_avx2(uint64_t out[5], const uint64_t a[5], const uint64_t b[
 void kg_gf2m283_sqr_avx2(uint64_t out[5], const uint64_t a[5]);
 
 
+/* out = a * b mod f in GF(2^283), lazy form (degree < 320; gf2m_freeze reduces it)
+ *   requires: a, b: 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+ *   ensures: out ≡ a*b (mod f): 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   out: 5 x uint64_t, out, 8-byte aligned
+ *   a: 5 x uint64_t, in, 8-byte aligned
+ *   b: 5 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m283_mul_lazy_avx2(uint64_t out[5], const uint64_t a[5], const uint64_t b[5]);
+
+
+/* out = a^2 mod f in GF(2^283), lazy form (degree < 320; gf2m_freeze reduces it)
+ *   requires: a: 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+ *   ensures: out ≡ a^2 (mod f): 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   out: 5 x uint64_t, out, 8-byte aligned
+ *   a: 5 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m283_sqr_lazy_avx2(uint64_t out[5], const uint64_t a[5]);
+
+
+/* out = a mod f: a lazy element in its reduced form
+ *   requires: a: 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+ *   ensures: out = a mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX (check CPUID before calling)
+ *   out: 5 x uint64_t, out, 8-byte aligned
+ *   a: 5 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m283_freeze_avx2(uint64_t out[5], const uint64_t a[5]);
+
+
 /* out = c mod f for an unreduced c of degree <= 564
  *   requires: c: 10 little-endian uint64 limbs, degree <= 564 (below 2^565); limbs above 8 are not read
  *   ensures: out = c mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)

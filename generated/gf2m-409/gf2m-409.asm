@@ -14,10 +14,10 @@
 ;
 ; f = x^409 + x^87 + 1, 7 limbs of 64 bits, slack s = 39 bits
 ; products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
-; f - x^409 chunk 0: 0x1 (plain xor)
-; f - x^409 chunk 1: 0x800000 (one carry-less product per word)
-; fold 1: degree <= 816 -> <= 494 (7 words above x^409 times f - x^409)
-; fold 2: degree <= 494 -> <= 408 (2 words above x^409 times f - x^409)
+; lazy form (degree < 448): remainders modulo x^39 f = x^448 + x^126 + x^39, in one pass from the top pair down, each word folded once
+; x^39(f - x^409) chunk 0: 0x8000000000 (one carry-less product per word)
+; x^39(f - x^409) chunk 1: 0x4000000000000000 (one carry-less product per word)
+; reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
@@ -32,15 +32,25 @@ default rel
 
 section .rodata align=32
 
-; terms x^64*(...) of f - x^409, chunk 1
+; terms x^64*(...) of f - x^448, chunk 1
 align 32
-gf2m_g_800000:
-    dq 0x0000000000800000, 0x0000000000000000
+gf2m_g_4000000000000000:
+    dq 0x4000000000000000, 0x0000000000000000
 
-; terms x^64*(...) of f - x^409, chunk 1
+; terms x^64*(...) of f - x^448, chunk 1
 align 32
-gf2m_g_800000_x2:
-    dq 0x0000000000800000, 0x0000000000000000, 0x0000000000800000, 0x0000000000000000
+gf2m_g_4000000000000000_x2:
+    dq 0x4000000000000000, 0x0000000000000000, 0x4000000000000000, 0x0000000000000000
+
+; terms x^0*(...) of f - x^448, chunk 0
+align 32
+gf2m_g_8000000000:
+    dq 0x0000008000000000, 0x0000000000000000
+
+; terms x^0*(...) of f - x^448, chunk 0
+align 32
+gf2m_g_8000000000_x2:
+    dq 0x0000008000000000, 0x0000000000000000, 0x0000008000000000, 0x0000000000000000
 
 ; bits of limb 6 below x^409
 align 32
@@ -56,6 +66,16 @@ gf2m_mask_1ffffff_0:
 align 32
 gf2m_mask_1ffffff_0_x2:
     dq 0x0000000001ffffff, 0x0000000000000000, 0x0000000001ffffff, 0x0000000000000000
+
+; limb 6 alone
+align 32
+gf2m_mask_ffffffffffffffff_0:
+    dq 0xffffffffffffffff, 0x0000000000000000
+
+; limb 6 alone
+align 32
+gf2m_mask_ffffffffffffffff_0_x2:
+    dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000
 
 ; a -> a^(2^102) mod f: columns x^j -> x^(j 2^102), pre-rotated by lane
 align 32
@@ -3167,10 +3187,10 @@ section .text
 ;
 ; reduction schedule:
 ;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
-;   f - x^409 chunk 0: 0x1 (plain xor)
-;   f - x^409 chunk 1: 0x800000 (one carry-less product per word)
-;   fold 1: degree <= 816 -> <= 494 (7 words above x^409 times f - x^409)
-;   fold 2: degree <= 494 -> <= 408 (2 words above x^409 times f - x^409)
+;   lazy form (degree < 448): remainders modulo x^39 f = x^448 + x^126 + x^39, in one pass from the top pair down, each word folded once
+;   x^39(f - x^409) chunk 0: 0x8000000000 (one carry-less product per word)
+;   x^39(f - x^409) chunk 1: 0x4000000000000000 (one carry-less product per word)
+;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_mul_avx2.end - kg_gf2m409_mul_avx2)
 align 32
@@ -3208,14 +3228,13 @@ kg_gf2m409_mul_avx2:
     vpclmulqdq   xmm1, xmm13, xmm15, 16
     vpclmulqdq   xmm13, xmm13, xmm15, 17
     vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm8, xmm11
-    vpxor        xmm5, xmm5, xmm10
-    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm4, xmm11, xmm10
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm4
     vpxor        xmm1, xmm9, xmm1
     vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm5, xmm11, xmm13
-    vpxor        xmm10, xmm10, xmm14
-    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm10, xmm13, xmm14
+    vpxor        xmm4, xmm10, xmm4
     vpclmulqdq   xmm10, xmm2, xmm6, 0
     vpclmulqdq   xmm11, xmm2, xmm6, 1
     vpclmulqdq   xmm13, xmm2, xmm6, 16
@@ -3224,22 +3243,21 @@ kg_gf2m409_mul_avx2:
     vpclmulqdq   xmm13, xmm3, xmm7, 0
     vmovdqa      [rsp + 96], xmm1                    ; spill
     vpxor        xmm1, xmm2, xmm3
-    vmovdqa      [rsp + 128], xmm4                   ; spill
-    vpxor        xmm4, xmm6, xmm7
-    vmovdqa      [rsp + 160], xmm14                  ; spill
-    vpclmulqdq   xmm14, xmm1, xmm4, 0
-    vmovdqa      [rsp + 192], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm1, xmm4, 1
-    vmovdqa      [rsp + 224], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm1, xmm4, 16
-    vpclmulqdq   xmm1, xmm1, xmm4, 17
-    vpxor        xmm4, xmm9, xmm12
-    vpxor        xmm9, xmm10, xmm15
-    vpxor        xmm12, xmm14, xmm13
-    vpxor        xmm9, xmm9, xmm12
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm1, xmm13
+    vmovdqa      [rsp + 128], xmm5                   ; spill
+    vpxor        xmm5, xmm6, xmm7
+    vmovdqa      [rsp + 160], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm1, xmm5, 0
+    vmovdqa      [rsp + 192], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm1, xmm5, 1
+    vmovdqa      [rsp + 224], xmm14                  ; spill
+    vpclmulqdq   xmm14, xmm1, xmm5, 16
+    vpclmulqdq   xmm1, xmm1, xmm5, 17
+    vpxor        xmm5, xmm8, xmm14
+    vpxor        xmm8, xmm15, xmm13
+    vpxor        xmm9, xmm10, xmm9
+    vpxor        xmm9, xmm9, xmm8
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm1, xmm1, xmm8
     vpxor        xmm0, xmm0, xmm2
     vmovdqa      xmm2, [rsp + 64]                    ; reload
     vpxor        xmm2, xmm2, xmm3
@@ -3248,16 +3266,16 @@ kg_gf2m409_mul_avx2:
     vmovdqa      xmm6, [rsp]                         ; reload
     vpxor        xmm6, xmm6, xmm7
     vpclmulqdq   xmm7, xmm0, xmm3, 0
-    vpclmulqdq   xmm12, xmm0, xmm3, 1
+    vpclmulqdq   xmm8, xmm0, xmm3, 1
     vpclmulqdq   xmm13, xmm0, xmm3, 16
     vpclmulqdq   xmm14, xmm0, xmm3, 17
-    vpxor        xmm12, xmm12, xmm13
+    vpxor        xmm8, xmm8, xmm13
     vpclmulqdq   xmm13, xmm2, xmm6, 0
     vpclmulqdq   xmm15, xmm2, xmm6, 1
     vmovdqa      [rsp], xmm1                         ; spill
     vpclmulqdq   xmm1, xmm2, xmm6, 16
-    vmovdqa      [rsp + 32], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm2, xmm6, 17
+    vmovdqa      [rsp + 32], xmm5                    ; spill
+    vpclmulqdq   xmm5, xmm2, xmm6, 17
     vpxor        xmm1, xmm15, xmm1
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm2, xmm3, xmm6
@@ -3266,44 +3284,40 @@ kg_gf2m409_mul_avx2:
     vpclmulqdq   xmm15, xmm0, xmm2, 16
     vpclmulqdq   xmm0, xmm0, xmm2, 17
     vpxor        xmm2, xmm6, xmm15
-    vpxor        xmm6, xmm7, xmm14
-    vpxor        xmm3, xmm3, xmm13
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm6, xmm14, xmm13
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm2, xmm8, xmm2
     vpxor        xmm2, xmm2, xmm1
-    vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm6, xmm13, xmm4
-    vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm6, xmm8, xmm5
-    vpxor        xmm7, xmm7, xmm10
-    vpxor        xmm6, xmm6, xmm7
-    vmovdqa      xmm7, [rsp + 192]                   ; reload
-    vpxor        xmm13, xmm7, [rsp + 224]
-    vpxor        xmm12, xmm12, xmm11
-    vpxor        xmm12, xmm13, xmm12
-    vmovdqa      xmm13, [rsp + 128]                  ; reload
-    vpxor        xmm14, xmm13, [rsp + 160]
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm3, xmm14, xmm3
-    vmovdqa      xmm14, [rsp + 96]                   ; reload
-    vpxor        xmm2, xmm14, xmm2
-    vpxor        xmm2, xmm2, [rsp + 32]
-    vpxor        xmm0, xmm5, xmm0
-    vpxor        xmm5, xmm10, [rsp]
     vpxor        xmm0, xmm0, xmm5
-    vmovdqa      xmm5, [rsp + 224]                   ; reload
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm1, xmm1, xmm11
-    vmovdqa      xmm5, [rsp + 160]                   ; reload
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm8, xmm5
-    vpalignr     xmm7, xmm14, xmm7, 8
-    vpxor        xmm7, xmm13, xmm7
-    vpalignr     xmm8, xmm12, xmm14, 8
-    vpxor        xmm6, xmm6, xmm8
-    vpalignr     xmm8, xmm2, xmm12, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm6, xmm12, xmm11
+    vmovdqa      xmm10, [rsp + 224]                  ; reload
+    vpxor        xmm9, xmm10, xmm9
+    vmovdqa      xmm10, [rsp + 192]                  ; reload
+    vpxor        xmm7, xmm10, xmm7
+    vpxor        xmm7, xmm7, xmm4
+    vmovdqa      xmm11, [rsp + 160]                  ; reload
+    vpxor        xmm8, xmm11, xmm8
+    vpxor        xmm8, xmm8, xmm6
+    vmovdqa      xmm12, [rsp + 128]                  ; reload
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm9
+    vmovdqa      xmm13, [rsp + 96]                   ; reload
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm2, xmm2, [rsp + 32]
+    vpxor        xmm0, xmm0, [rsp]
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm1, xmm1, xmm6
+    vpxor        xmm4, xmm5, xmm9
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm10, xmm5
+    vpalignr     xmm6, xmm13, xmm11, 8
+    vpxor        xmm6, xmm12, xmm6
+    vpalignr     xmm9, xmm8, xmm13, 8
+    vpxor        xmm7, xmm7, xmm9
+    vpalignr     xmm8, xmm2, xmm8, 8
     vpxor        xmm3, xmm3, xmm8
     vpalignr     xmm2, xmm1, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
@@ -3313,70 +3327,55 @@ kg_gf2m409_mul_avx2:
     vpsrldq      xmm2, xmm2, 8
     vmovdqa      xmm4, [rsp]                         ; reload
     vpxor        xmm2, xmm4, xmm2
-    vpsllq       xmm4, xmm3, 39
-    vpalignr     xmm8, xmm3, xmm6, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm4, xmm4, xmm8
-    vpsllq       xmm8, xmm0, 39
-    vpalignr     xmm9, xmm0, xmm3, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm8, xmm4
-    vpxor        xmm5, xmm7, xmm9
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm6, xmm6, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm3, xmm3, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm0, xmm4, 8
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm2, xmm2, xmm1, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
     vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm5, xmm6, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm2, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
-    vpalignr     xmm1, xmm14, xmm1, 8
+    vpsrldq      xmm1, xmm1, 8
     vpxor        xmm1, xmm3, xmm1
-    vpsllq       xmm3, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm3, 8
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm1, 25
+    vpsllq       xmm5, xmm3, 23
     vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm3, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm3, xmm3, 8
+    vpunpcklqdq  xmm3, xmm3, xmm5
     vpxor        xmm3, xmm4, xmm3
-    vmovdqu      [rdi], xmm2
-    vmovdqu      [rdi + 16], xmm3
+    vmovdqu      [rdi], xmm3
+    vmovdqu      [rdi + 16], xmm2
     vmovdqu      [rdi + 32], xmm0
     vmovq        qword [rdi + 48], xmm1
     mov rsp, rbp
     pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -3389,7 +3388,7 @@ kg_gf2m409_mul_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-14}, flags
+;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_sqr_avx2.end - kg_gf2m409_sqr_avx2)
 align 32
@@ -3406,68 +3405,348 @@ kg_gf2m409_sqr_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm6, xmm2, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm3, 39
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpxor        xmm2, xmm9, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm2, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm2, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm0, xmm0, xmm9
-    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm3, xmm3, xmm2, 8
+    vpxor        xmm3, xmm1, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm0, xmm0, xmm15
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm2, xmm2, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpalignr     xmm4, xmm2, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm2, xmm14, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsllq       xmm2, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm2, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm0, xmm0, xmm7
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm3, xmm6, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqu      [rdi], xmm3
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vmovdqu      [rdi], xmm2
     vmovdqu      [rdi + 16], xmm0
-    vmovdqu      [rdi + 32], xmm4
+    vmovdqu      [rdi + 32], xmm3
     vmovq        qword [rdi + 48], xmm1
-    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_mul_lazy_avx2: out = a * b mod f in GF(2^409), lazy form (degree < 448; gf2m_freeze reduces it)
+;
+;   requires: a, b: 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+;   ensures: out ≡ a*b (mod f): 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   clobbers: ymm{0-15}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_mul_lazy_avx2.end - kg_gf2m409_mul_lazy_avx2)
+align 32
+kg_gf2m409_mul_lazy_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 256
+    vmovdqu      xmm0, [rsi]
+    vmovdqu      xmm1, [rsi + 16]
+    vmovdqu      xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vmovdqu      xmm4, [rdx]
+    vmovdqu      xmm5, [rdx + 16]
+    vmovdqu      xmm6, [rdx + 32]
+    vmovq        xmm7, qword [rdx + 48]
+    vpclmulqdq   xmm8, xmm0, xmm4, 0
+    vpclmulqdq   xmm9, xmm0, xmm4, 1
+    vpclmulqdq   xmm10, xmm0, xmm4, 16
+    vpclmulqdq   xmm11, xmm0, xmm4, 17
+    vpxor        xmm9, xmm9, xmm10
+    vpclmulqdq   xmm10, xmm1, xmm5, 0
+    vpclmulqdq   xmm12, xmm1, xmm5, 1
+    vpclmulqdq   xmm13, xmm1, xmm5, 16
+    vpclmulqdq   xmm14, xmm1, xmm5, 17
+    vpxor        xmm12, xmm12, xmm13
+    vpxor        xmm13, xmm0, xmm1
+    vpxor        xmm15, xmm4, xmm5
+    vmovdqa      [rsp], xmm5                         ; spill
+    vpclmulqdq   xmm5, xmm13, xmm15, 0
+    vmovdqa      [rsp + 32], xmm4                    ; spill
+    vpclmulqdq   xmm4, xmm13, xmm15, 1
+    vmovdqa      [rsp + 64], xmm1                    ; spill
+    vpclmulqdq   xmm1, xmm13, xmm15, 16
+    vpclmulqdq   xmm13, xmm13, xmm15, 17
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm11, xmm10
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm4
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm10, xmm13, xmm14
+    vpxor        xmm4, xmm10, xmm4
+    vpclmulqdq   xmm10, xmm2, xmm6, 0
+    vpclmulqdq   xmm11, xmm2, xmm6, 1
+    vpclmulqdq   xmm13, xmm2, xmm6, 16
+    vpclmulqdq   xmm15, xmm2, xmm6, 17
+    vpxor        xmm11, xmm11, xmm13
+    vpclmulqdq   xmm13, xmm3, xmm7, 0
+    vmovdqa      [rsp + 96], xmm1                    ; spill
+    vpxor        xmm1, xmm2, xmm3
+    vmovdqa      [rsp + 128], xmm5                   ; spill
+    vpxor        xmm5, xmm6, xmm7
+    vmovdqa      [rsp + 160], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm1, xmm5, 0
+    vmovdqa      [rsp + 192], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm1, xmm5, 1
+    vmovdqa      [rsp + 224], xmm14                  ; spill
+    vpclmulqdq   xmm14, xmm1, xmm5, 16
+    vpclmulqdq   xmm1, xmm1, xmm5, 17
+    vpxor        xmm5, xmm8, xmm14
+    vpxor        xmm8, xmm15, xmm13
+    vpxor        xmm9, xmm10, xmm9
+    vpxor        xmm9, xmm9, xmm8
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm0, xmm0, xmm2
+    vmovdqa      xmm2, [rsp + 64]                    ; reload
+    vpxor        xmm2, xmm2, xmm3
+    vmovdqa      xmm3, [rsp + 32]                    ; reload
+    vpxor        xmm3, xmm3, xmm6
+    vmovdqa      xmm6, [rsp]                         ; reload
+    vpxor        xmm6, xmm6, xmm7
+    vpclmulqdq   xmm7, xmm0, xmm3, 0
+    vpclmulqdq   xmm8, xmm0, xmm3, 1
+    vpclmulqdq   xmm13, xmm0, xmm3, 16
+    vpclmulqdq   xmm14, xmm0, xmm3, 17
+    vpxor        xmm8, xmm8, xmm13
+    vpclmulqdq   xmm13, xmm2, xmm6, 0
+    vpclmulqdq   xmm15, xmm2, xmm6, 1
+    vmovdqa      [rsp], xmm1                         ; spill
+    vpclmulqdq   xmm1, xmm2, xmm6, 16
+    vmovdqa      [rsp + 32], xmm5                    ; spill
+    vpclmulqdq   xmm5, xmm2, xmm6, 17
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm3, xmm6
+    vpclmulqdq   xmm3, xmm0, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm2, 1
+    vpclmulqdq   xmm15, xmm0, xmm2, 16
+    vpclmulqdq   xmm0, xmm0, xmm2, 17
+    vpxor        xmm2, xmm6, xmm15
+    vpxor        xmm6, xmm14, xmm13
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm6, xmm12, xmm11
+    vmovdqa      xmm10, [rsp + 224]                  ; reload
+    vpxor        xmm9, xmm10, xmm9
+    vmovdqa      xmm10, [rsp + 192]                  ; reload
+    vpxor        xmm7, xmm10, xmm7
+    vpxor        xmm7, xmm7, xmm4
+    vmovdqa      xmm11, [rsp + 160]                  ; reload
+    vpxor        xmm8, xmm11, xmm8
+    vpxor        xmm8, xmm8, xmm6
+    vmovdqa      xmm12, [rsp + 128]                  ; reload
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm9
+    vmovdqa      xmm13, [rsp + 96]                   ; reload
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm2, xmm2, [rsp + 32]
+    vpxor        xmm0, xmm0, [rsp]
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm1, xmm1, xmm6
+    vpxor        xmm4, xmm5, xmm9
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm10, xmm5
+    vpalignr     xmm6, xmm13, xmm11, 8
+    vpxor        xmm6, xmm12, xmm6
+    vpalignr     xmm9, xmm8, xmm13, 8
+    vpxor        xmm7, xmm7, xmm9
+    vpalignr     xmm8, xmm2, xmm8, 8
+    vpxor        xmm3, xmm3, xmm8
+    vpalignr     xmm2, xmm1, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vmovdqa      xmm2, [rsp + 32]                    ; reload
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpsrldq      xmm2, xmm2, 8
+    vmovdqa      xmm4, [rsp]                         ; reload
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm2, xmm2, xmm1, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm5, xmm6, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm2, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqu      [rdi], xmm4
+    vmovdqu      [rdi + 16], xmm2
+    vmovdqu      [rdi + 32], xmm0
+    vmovq        qword [rdi + 48], xmm1
+    mov rsp, rbp
+    pop rbp
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_sqr_lazy_avx2: out = a^2 mod f in GF(2^409), lazy form (degree < 448; gf2m_freeze reduces it)
+;
+;   requires: a: 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+;   ensures: out ≡ a^2 (mod f): 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   clobbers: ymm{0-15}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_sqr_lazy_avx2.end - kg_gf2m409_sqr_lazy_avx2)
+align 32
+kg_gf2m409_sqr_lazy_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      xmm0, [rsi]
+    vmovdqu      xmm1, [rsi + 16]
+    vmovdqu      xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm3, xmm3, xmm2, 8
+    vpxor        xmm3, xmm1, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm0, xmm0, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm3, xmm6, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqu      [rdi], xmm4
+    vmovdqu      [rdi + 16], xmm0
+    vmovdqu      [rdi + 32], xmm3
+    vmovq        qword [rdi + 48], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_freeze_avx2: out = a mod f: a lazy element in its reduced form
+;
+;   requires: a: 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+;   ensures: out = a mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX (check CPUID before calling)
+;   clobbers: ymm{0-5}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_freeze_avx2.end - kg_gf2m409_freeze_avx2)
+align 32
+kg_gf2m409_freeze_avx2:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu      xmm0, [rsi]
+    vmovdqu      xmm1, [rsi + 16]
+    vmovdqu      xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vmovdqu      [rdi], xmm0
+    vmovdqu      [rdi + 16], xmm1
+    vmovdqu      [rdi + 32], xmm2
+    vmovq        qword [rdi + 48], xmm3
     ret
 .end:
 
@@ -3480,14 +3759,14 @@ kg_gf2m409_sqr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-14}, flags
+;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
 ;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
-;   f - x^409 chunk 0: 0x1 (plain xor)
-;   f - x^409 chunk 1: 0x800000 (one carry-less product per word)
-;   fold 1: degree <= 816 -> <= 494 (7 words above x^409 times f - x^409)
-;   fold 2: degree <= 494 -> <= 408 (2 words above x^409 times f - x^409)
+;   lazy form (degree < 448): remainders modulo x^39 f = x^448 + x^126 + x^39, in one pass from the top pair down, each word folded once
+;   x^39(f - x^409) chunk 0: 0x8000000000 (one carry-less product per word)
+;   x^39(f - x^409) chunk 1: 0x4000000000000000 (one carry-less product per word)
+;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_avx2.end - kg_gf2m409_reduce_avx2)
 align 32
@@ -3500,68 +3779,53 @@ kg_gf2m409_reduce_avx2:
     vmovdqu      xmm4, [rsi + 64]
     vmovdqu      xmm5, [rsi + 80]
     vmovq        xmm6, qword [rsi + 96]
-    vpsllq       xmm7, xmm3, 39
-    vpalignr     xmm8, xmm3, xmm2, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm4, 39
-    vpalignr     xmm9, xmm4, xmm3, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm5, 39
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpsrlq       xmm4, xmm4, 25
-    vpxor        xmm4, xmm9, xmm4
-    vpsllq       xmm9, xmm6, 39
-    vpalignr     xmm5, xmm6, xmm5, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm5, xmm9, xmm5
-    vpsrldq      xmm6, xmm7, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm5, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm5, [rel gf2m_g_800000], 1
-    vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm6, xmm8, xmm7
-    vpxor        xmm1, xmm1, xmm9
-    vpxor        xmm4, xmm4, xmm10
+    vpclmulqdq   xmm7, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm5, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm5, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm5, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm6, 8
+    vpxor        xmm4, xmm4, xmm13
+    vpclmulqdq   xmm13, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm5, xmm7, xmm5
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm6, xmm6, xmm5, 8
+    vpxor        xmm6, xmm3, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpclmulqdq   xmm7, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm6, xmm13, xmm6
+    vpxor        xmm1, xmm1, xmm14
+    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm4, xmm10, xmm4
     vpxor        xmm2, xmm2, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpxor        xmm3, xmm3, xmm13
+    vpxor        xmm2, xmm2, xmm12
     vpslldq      xmm7, xmm6, 8
     vpxor        xmm0, xmm0, xmm7
     vpalignr     xmm6, xmm4, xmm6, 8
     vpxor        xmm1, xmm1, xmm6
     vpalignr     xmm4, xmm5, xmm4, 8
     vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm14, xmm5, 8
+    vpsrldq      xmm4, xmm5, 8
     vpxor        xmm3, xmm3, xmm4
-    vpsllq       xmm4, xmm3, 39
-    vpalignr     xmm5, xmm3, xmm2, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm3, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm4, 8
+    vpand        xmm3, xmm3, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
     vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm1, xmm1, xmm7
-    vpslldq      xmm5, xmm4, 8
-    vpxor        xmm0, xmm0, xmm5
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm1, xmm1, xmm4
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxor        xmm0, xmm0, xmm4
     vmovdqu      [rdi], xmm0
     vmovdqu      [rdi + 16], xmm1
     vmovdqu      [rdi + 32], xmm2
     vmovq        qword [rdi + 48], xmm3
-    vzeroupper
     ret
 .end:
 
@@ -3612,14 +3876,13 @@ kg_gf2m409_mulwide_avx2:
     vpclmulqdq   xmm1, xmm13, xmm15, 16
     vpclmulqdq   xmm13, xmm13, xmm15, 17
     vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm8, xmm11
-    vpxor        xmm5, xmm5, xmm10
-    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm4, xmm11, xmm10
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm4
     vpxor        xmm1, xmm9, xmm1
     vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm5, xmm11, xmm13
-    vpxor        xmm10, xmm10, xmm14
-    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm10, xmm13, xmm14
+    vpxor        xmm4, xmm10, xmm4
     vpclmulqdq   xmm10, xmm2, xmm6, 0
     vpclmulqdq   xmm11, xmm2, xmm6, 1
     vpclmulqdq   xmm13, xmm2, xmm6, 16
@@ -3628,22 +3891,21 @@ kg_gf2m409_mulwide_avx2:
     vpclmulqdq   xmm13, xmm3, xmm7, 0
     vmovdqa      [rsp + 96], xmm1                    ; spill
     vpxor        xmm1, xmm2, xmm3
-    vmovdqa      [rsp + 128], xmm4                   ; spill
-    vpxor        xmm4, xmm6, xmm7
-    vmovdqa      [rsp + 160], xmm14                  ; spill
-    vpclmulqdq   xmm14, xmm1, xmm4, 0
-    vmovdqa      [rsp + 192], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm1, xmm4, 1
-    vmovdqa      [rsp + 224], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm1, xmm4, 16
-    vpclmulqdq   xmm1, xmm1, xmm4, 17
-    vpxor        xmm4, xmm9, xmm12
-    vpxor        xmm9, xmm10, xmm15
-    vpxor        xmm12, xmm14, xmm13
-    vpxor        xmm9, xmm9, xmm12
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm1, xmm13
+    vmovdqa      [rsp + 128], xmm5                   ; spill
+    vpxor        xmm5, xmm6, xmm7
+    vmovdqa      [rsp + 160], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm1, xmm5, 0
+    vmovdqa      [rsp + 192], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm1, xmm5, 1
+    vmovdqa      [rsp + 224], xmm14                  ; spill
+    vpclmulqdq   xmm14, xmm1, xmm5, 16
+    vpclmulqdq   xmm1, xmm1, xmm5, 17
+    vpxor        xmm5, xmm8, xmm14
+    vpxor        xmm8, xmm15, xmm13
+    vpxor        xmm9, xmm10, xmm9
+    vpxor        xmm9, xmm9, xmm8
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm1, xmm1, xmm8
     vpxor        xmm0, xmm0, xmm2
     vmovdqa      xmm2, [rsp + 64]                    ; reload
     vpxor        xmm2, xmm2, xmm3
@@ -3652,16 +3914,16 @@ kg_gf2m409_mulwide_avx2:
     vmovdqa      xmm6, [rsp]                         ; reload
     vpxor        xmm6, xmm6, xmm7
     vpclmulqdq   xmm7, xmm0, xmm3, 0
-    vpclmulqdq   xmm12, xmm0, xmm3, 1
+    vpclmulqdq   xmm8, xmm0, xmm3, 1
     vpclmulqdq   xmm13, xmm0, xmm3, 16
     vpclmulqdq   xmm14, xmm0, xmm3, 17
-    vpxor        xmm12, xmm12, xmm13
+    vpxor        xmm8, xmm8, xmm13
     vpclmulqdq   xmm13, xmm2, xmm6, 0
     vpclmulqdq   xmm15, xmm2, xmm6, 1
     vmovdqa      [rsp], xmm1                         ; spill
     vpclmulqdq   xmm1, xmm2, xmm6, 16
-    vmovdqa      [rsp + 32], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm2, xmm6, 17
+    vmovdqa      [rsp + 32], xmm5                    ; spill
+    vpclmulqdq   xmm5, xmm2, xmm6, 17
     vpxor        xmm1, xmm15, xmm1
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm2, xmm3, xmm6
@@ -3670,44 +3932,40 @@ kg_gf2m409_mulwide_avx2:
     vpclmulqdq   xmm15, xmm0, xmm2, 16
     vpclmulqdq   xmm0, xmm0, xmm2, 17
     vpxor        xmm2, xmm6, xmm15
-    vpxor        xmm6, xmm7, xmm14
-    vpxor        xmm3, xmm3, xmm13
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm6, xmm14, xmm13
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm2, xmm8, xmm2
     vpxor        xmm2, xmm2, xmm1
-    vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm6, xmm13, xmm4
-    vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm6, xmm8, xmm5
-    vpxor        xmm7, xmm7, xmm10
-    vpxor        xmm6, xmm6, xmm7
-    vmovdqa      xmm7, [rsp + 192]                   ; reload
-    vpxor        xmm13, xmm7, [rsp + 224]
-    vpxor        xmm12, xmm12, xmm11
-    vpxor        xmm12, xmm13, xmm12
-    vmovdqa      xmm13, [rsp + 128]                  ; reload
-    vpxor        xmm14, xmm13, [rsp + 160]
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm3, xmm14, xmm3
-    vmovdqa      xmm14, [rsp + 96]                   ; reload
-    vpxor        xmm2, xmm14, xmm2
-    vpxor        xmm2, xmm2, [rsp + 32]
-    vpxor        xmm0, xmm5, xmm0
-    vpxor        xmm5, xmm10, [rsp]
     vpxor        xmm0, xmm0, xmm5
-    vmovdqa      xmm5, [rsp + 224]                   ; reload
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm1, xmm1, xmm11
-    vmovdqa      xmm5, [rsp + 160]                   ; reload
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vpslldq      xmm5, xmm7, 8
-    vpxor        xmm5, xmm8, xmm5
-    vpalignr     xmm7, xmm14, xmm7, 8
-    vpxor        xmm7, xmm13, xmm7
-    vpalignr     xmm8, xmm12, xmm14, 8
-    vpxor        xmm6, xmm6, xmm8
-    vpalignr     xmm8, xmm2, xmm12, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm6, xmm12, xmm11
+    vmovdqa      xmm10, [rsp + 224]                  ; reload
+    vpxor        xmm9, xmm10, xmm9
+    vmovdqa      xmm10, [rsp + 192]                  ; reload
+    vpxor        xmm7, xmm10, xmm7
+    vpxor        xmm7, xmm7, xmm4
+    vmovdqa      xmm11, [rsp + 160]                  ; reload
+    vpxor        xmm8, xmm11, xmm8
+    vpxor        xmm8, xmm8, xmm6
+    vmovdqa      xmm12, [rsp + 128]                  ; reload
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm9
+    vmovdqa      xmm13, [rsp + 96]                   ; reload
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm2, xmm2, [rsp + 32]
+    vpxor        xmm0, xmm0, [rsp]
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm1, xmm1, xmm6
+    vpxor        xmm4, xmm5, xmm9
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm10, xmm5
+    vpalignr     xmm6, xmm13, xmm11, 8
+    vpxor        xmm6, xmm12, xmm6
+    vpalignr     xmm9, xmm8, xmm13, 8
+    vpxor        xmm7, xmm7, xmm9
+    vpalignr     xmm8, xmm2, xmm8, 8
     vpxor        xmm3, xmm3, xmm8
     vpalignr     xmm2, xmm1, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
@@ -3718,15 +3976,14 @@ kg_gf2m409_mulwide_avx2:
     vmovdqa      xmm4, [rsp]                         ; reload
     vpxor        xmm2, xmm4, xmm2
     vmovdqu      [rdi], xmm5
-    vmovdqu      [rdi + 16], xmm7
-    vmovdqu      [rdi + 32], xmm6
+    vmovdqu      [rdi + 16], xmm6
+    vmovdqu      [rdi + 32], xmm7
     vmovdqu      [rdi + 48], xmm3
     vmovdqu      [rdi + 64], xmm0
     vmovdqu      [rdi + 80], xmm1
     vmovdqu      [rdi + 96], xmm2
     mov rsp, rbp
     pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -3793,14 +4050,13 @@ kg_gf2m409_muladd_avx2:
     vpclmulqdq   xmm1, xmm13, xmm12, 16
     vpclmulqdq   xmm12, xmm13, xmm12, 17
     vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm11, xmm14
-    vpxor        xmm5, xmm5, xmm15
-    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm4, xmm14, xmm15
+    vpxor        xmm5, xmm11, xmm5
+    vpxor        xmm5, xmm5, xmm4
     vpxor        xmm1, xmm10, xmm1
     vpxor        xmm1, xmm1, xmm9
-    vpxor        xmm5, xmm14, xmm12
-    vpxor        xmm12, xmm15, xmm8
-    vpxor        xmm5, xmm5, xmm12
+    vpxor        xmm12, xmm12, xmm8
+    vpxor        xmm4, xmm12, xmm4
     vpclmulqdq   xmm12, xmm2, xmm6, 0
     vpclmulqdq   xmm13, xmm2, xmm6, 1
     vpclmulqdq   xmm14, xmm2, xmm6, 16
@@ -3809,22 +4065,21 @@ kg_gf2m409_muladd_avx2:
     vpclmulqdq   xmm14, xmm3, xmm7, 0
     vmovdqa      [rsp + 352], xmm1                   ; spill
     vpxor        xmm1, xmm2, xmm3
-    vmovdqa      [rsp + 384], xmm4                   ; spill
-    vpxor        xmm4, xmm6, xmm7
-    vmovdqa      [rsp + 416], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm1, xmm4, 0
-    vmovdqa      [rsp + 448], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm1, xmm4, 1
-    vmovdqa      [rsp + 480], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm1, xmm4, 16
-    vpclmulqdq   xmm1, xmm1, xmm4, 17
-    vpxor        xmm4, xmm9, xmm10
-    vpxor        xmm9, xmm12, xmm15
-    vpxor        xmm8, xmm8, xmm14
-    vpxor        xmm8, xmm9, xmm8
-    vpxor        xmm4, xmm13, xmm4
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm1, xmm14
+    vmovdqa      [rsp + 384], xmm5                   ; spill
+    vpxor        xmm5, xmm6, xmm7
+    vmovdqa      [rsp + 416], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm1, xmm5, 0
+    vmovdqa      [rsp + 448], xmm11                  ; spill
+    vpclmulqdq   xmm11, xmm1, xmm5, 1
+    vmovdqa      [rsp + 480], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm1, xmm5, 16
+    vpclmulqdq   xmm1, xmm1, xmm5, 17
+    vpxor        xmm5, xmm11, xmm8
+    vpxor        xmm8, xmm15, xmm14
+    vpxor        xmm10, xmm12, xmm10
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm1, xmm1, xmm8
     vpxor        xmm0, xmm0, xmm2
     vmovdqa      xmm2, [rsp + 320]                   ; reload
     vpxor        xmm2, xmm2, xmm3
@@ -3833,16 +4088,16 @@ kg_gf2m409_muladd_avx2:
     vmovdqa      xmm6, [rsp + 256]                   ; reload
     vpxor        xmm6, xmm6, xmm7
     vpclmulqdq   xmm7, xmm0, xmm3, 0
-    vpclmulqdq   xmm9, xmm0, xmm3, 1
-    vpclmulqdq   xmm10, xmm0, xmm3, 16
+    vpclmulqdq   xmm8, xmm0, xmm3, 1
+    vpclmulqdq   xmm11, xmm0, xmm3, 16
     vpclmulqdq   xmm14, xmm0, xmm3, 17
-    vpxor        xmm9, xmm9, xmm10
-    vpclmulqdq   xmm10, xmm2, xmm6, 0
+    vpxor        xmm8, xmm8, xmm11
+    vpclmulqdq   xmm11, xmm2, xmm6, 0
     vpclmulqdq   xmm15, xmm2, xmm6, 1
     vmovdqa      [rsp + 256], xmm1                   ; spill
     vpclmulqdq   xmm1, xmm2, xmm6, 16
-    vmovdqa      [rsp + 288], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm2, xmm6, 17
+    vmovdqa      [rsp + 288], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm2, xmm6, 17
     vpxor        xmm1, xmm15, xmm1
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm2, xmm3, xmm6
@@ -3851,260 +4106,234 @@ kg_gf2m409_muladd_avx2:
     vpclmulqdq   xmm15, xmm0, xmm2, 16
     vpclmulqdq   xmm0, xmm0, xmm2, 17
     vpxor        xmm2, xmm6, xmm15
-    vpxor        xmm6, xmm7, xmm14
-    vpxor        xmm3, xmm3, xmm10
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm6, xmm14, xmm11
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm2, xmm8, xmm2
     vpxor        xmm2, xmm2, xmm1
-    vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm6, xmm10, xmm4
-    vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm6, xmm11, xmm5
-    vpxor        xmm7, xmm7, xmm12
-    vpxor        xmm6, xmm6, xmm7
-    vmovdqa      xmm7, [rsp + 480]                   ; reload
-    vpxor        xmm10, xmm7, [rsp + 448]
-    vpxor        xmm9, xmm9, xmm13
-    vpxor        xmm9, xmm10, xmm9
-    vmovdqa      xmm10, [rsp + 384]                  ; reload
-    vpxor        xmm14, xmm10, [rsp + 416]
-    vpxor        xmm3, xmm3, xmm8
-    vpxor        xmm3, xmm14, xmm3
-    vmovdqa      xmm14, [rsp + 352]                  ; reload
-    vpxor        xmm2, xmm14, xmm2
-    vpxor        xmm2, xmm2, [rsp + 288]
-    vpxor        xmm0, xmm5, xmm0
-    vpxor        xmm5, xmm12, [rsp + 256]
     vpxor        xmm0, xmm0, xmm5
-    vmovdqa      xmm5, [rsp + 448]                   ; reload
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm1, xmm1, xmm13
-    vmovdqa      xmm5, [rsp + 416]                   ; reload
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm4, xmm4, xmm8
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm4, xmm4, xmm12
+    vpxor        xmm6, xmm9, xmm13
+    vmovdqa      xmm9, [rsp + 480]                   ; reload
+    vpxor        xmm9, xmm9, xmm10
+    vmovdqa      xmm10, [rsp + 448]                  ; reload
+    vpxor        xmm7, xmm10, xmm7
+    vpxor        xmm7, xmm7, xmm4
+    vmovdqa      xmm11, [rsp + 416]                  ; reload
+    vpxor        xmm8, xmm11, xmm8
+    vpxor        xmm8, xmm8, xmm6
+    vmovdqa      xmm12, [rsp + 384]                  ; reload
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm9
+    vmovdqa      xmm13, [rsp + 352]                  ; reload
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm2, xmm2, [rsp + 288]
+    vpxor        xmm0, xmm0, [rsp + 256]
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm1, xmm1, xmm6
+    vpxor        xmm4, xmm5, xmm9
     vmovdqa      xmm5, [rsp + 192]                   ; reload
-    vpclmulqdq   xmm8, xmm5, [rsp + 224], 0
-    vpclmulqdq   xmm12, xmm5, [rsp + 224], 1
-    vpclmulqdq   xmm13, xmm5, [rsp + 224], 16
+    vpclmulqdq   xmm6, xmm5, [rsp + 224], 0
+    vpclmulqdq   xmm9, xmm5, [rsp + 224], 1
+    vpclmulqdq   xmm14, xmm5, [rsp + 224], 16
     vpclmulqdq   xmm15, xmm5, [rsp + 224], 17
-    vpxor        xmm12, xmm12, xmm13
-    vmovdqa      xmm13, [rsp + 128]                  ; reload
-    vmovdqa      [rsp + 416], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm13, [rsp + 160], 0
-    vmovdqa      [rsp + 448], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm13, [rsp + 160], 1
-    vmovdqa      [rsp + 320], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm13, [rsp + 160], 16
-    vmovdqa      [rsp + 512], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm13, [rsp + 160], 17
+    vpxor        xmm9, xmm9, xmm14
+    vmovdqa      xmm14, [rsp + 128]                  ; reload
+    vmovdqa      [rsp + 480], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm14, [rsp + 160], 0
+    vmovdqa      [rsp + 320], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm14, [rsp + 160], 1
+    vmovdqa      [rsp + 512], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm14, [rsp + 160], 16
+    vmovdqa      [rsp + 544], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm14, [rsp + 160], 17
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm5, xmm13
-    vmovdqa      [rsp + 544], xmm3                   ; spill
+    vpxor        xmm1, xmm5, xmm14
+    vmovdqa      [rsp + 576], xmm3                   ; spill
     vmovdqa      xmm3, [rsp + 224]                   ; reload
-    vmovdqa      [rsp + 576], xmm9                   ; spill
-    vpxor        xmm9, xmm3, [rsp + 160]
-    vmovdqa      [rsp + 608], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm1, xmm9, 0
-    vpclmulqdq   xmm14, xmm1, xmm9, 1
-    vpclmulqdq   xmm10, xmm1, xmm9, 16
-    vpclmulqdq   xmm1, xmm1, xmm9, 17
-    vpxor        xmm9, xmm14, xmm10
-    vpxor        xmm10, xmm8, xmm15
-    vpxor        xmm6, xmm6, xmm4
-    vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm9, xmm12, xmm9
-    vpxor        xmm9, xmm9, xmm0
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm4, xmm4, xmm2
+    vmovdqa      [rsp + 608], xmm8                   ; spill
+    vpxor        xmm8, xmm3, [rsp + 160]
+    vmovdqa      [rsp + 640], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm1, xmm8, 0
+    vpclmulqdq   xmm13, xmm1, xmm8, 1
+    vpclmulqdq   xmm12, xmm1, xmm8, 16
+    vpclmulqdq   xmm1, xmm1, xmm8, 17
+    vpxor        xmm8, xmm13, xmm12
+    vpxor        xmm4, xmm15, xmm4
+    vpxor        xmm7, xmm6, xmm7
+    vpxor        xmm7, xmm7, xmm4
+    vpxor        xmm8, xmm9, xmm8
+    vpxor        xmm8, xmm8, xmm0
+    vpxor        xmm1, xmm1, xmm2
     vpxor        xmm1, xmm1, xmm4
     vmovdqa      xmm4, [rsp + 64]                    ; reload
-    vpclmulqdq   xmm10, xmm4, [rsp + 96], 0
-    vpclmulqdq   xmm14, xmm4, [rsp + 96], 1
+    vpclmulqdq   xmm12, xmm4, [rsp + 96], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 96], 1
     vpclmulqdq   xmm15, xmm4, [rsp + 96], 16
-    vpclmulqdq   xmm7, xmm4, [rsp + 96], 17
-    vpxor        xmm14, xmm14, xmm15
-    vmovdqa      xmm15, [rsp]                        ; reload
-    vmovdqa      [rsp + 640], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm15, [rsp + 32], 0
-    vmovdqa      [rsp + 672], xmm9                   ; spill
-    vpxor        xmm9, xmm4, xmm15
-    vmovdqa      [rsp + 704], xmm2                   ; spill
-    vmovdqa      xmm2, [rsp + 96]                    ; reload
-    vmovdqa      [rsp + 736], xmm6                   ; spill
-    vpxor        xmm6, xmm2, [rsp + 32]
-    vmovdqa      [rsp + 768], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm9, xmm6, 0
-    vmovdqa      [rsp + 800], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm9, xmm6, 1
-    vmovdqa      [rsp + 832], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm9, xmm6, 16
-    vpclmulqdq   xmm6, xmm9, xmm6, 17
-    vpxor        xmm1, xmm12, xmm1
-    vpxor        xmm9, xmm10, xmm7
-    vpxor        xmm0, xmm0, xmm11
-    vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm6, xmm7, xmm6
-    vpxor        xmm6, xmm6, xmm11
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm5, xmm13, xmm15
-    vpxor        xmm2, xmm3, xmm2
-    vmovdqa      xmm3, [rsp + 160]                   ; reload
-    vpxor        xmm3, xmm3, [rsp + 32]
-    vpclmulqdq   xmm7, xmm4, xmm2, 0
-    vpclmulqdq   xmm9, xmm4, xmm2, 1
-    vpclmulqdq   xmm11, xmm4, xmm2, 16
-    vpclmulqdq   xmm12, xmm4, xmm2, 17
-    vpxor        xmm9, xmm9, xmm11
-    vpclmulqdq   xmm11, xmm5, xmm3, 0
-    vpclmulqdq   xmm13, xmm5, xmm3, 1
-    vpclmulqdq   xmm15, xmm5, xmm3, 16
-    vmovdqa      [rsp + 32], xmm6                    ; spill
-    vpclmulqdq   xmm6, xmm5, xmm3, 17
+    vpclmulqdq   xmm11, xmm4, [rsp + 96], 17
     vpxor        xmm13, xmm13, xmm15
+    vmovdqa      xmm15, [rsp]                        ; reload
+    vpclmulqdq   xmm10, xmm15, [rsp + 32], 0
+    vmovdqa      [rsp + 672], xmm8                   ; spill
+    vpxor        xmm8, xmm4, xmm15
+    vmovdqa      [rsp + 704], xmm7                   ; spill
+    vmovdqa      xmm7, [rsp + 96]                    ; reload
+    vmovdqa      [rsp + 736], xmm9                   ; spill
+    vpxor        xmm9, xmm7, [rsp + 32]
+    vmovdqa      [rsp + 768], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm8, xmm9, 0
+    vmovdqa      [rsp + 800], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm8, xmm9, 1
+    vmovdqa      [rsp + 832], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm8, xmm9, 16
+    vpclmulqdq   xmm8, xmm8, xmm9, 17
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm2, xmm11, xmm10
+    vpxor        xmm6, xmm12, xmm6
+    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm5, xmm14, xmm15
+    vpxor        xmm3, xmm3, xmm7
+    vmovdqa      xmm7, [rsp + 160]                   ; reload
+    vpxor        xmm7, xmm7, [rsp + 32]
+    vpclmulqdq   xmm8, xmm4, xmm3, 0
+    vpclmulqdq   xmm9, xmm4, xmm3, 1
+    vpclmulqdq   xmm10, xmm4, xmm3, 16
+    vpclmulqdq   xmm11, xmm4, xmm3, 17
+    vpxor        xmm9, xmm9, xmm10
+    vpclmulqdq   xmm10, xmm5, xmm7, 0
+    vpclmulqdq   xmm14, xmm5, xmm7, 1
+    vpclmulqdq   xmm15, xmm5, xmm7, 16
+    vmovdqa      [rsp + 32], xmm2                    ; spill
+    vpclmulqdq   xmm2, xmm5, xmm7, 17
+    vpxor        xmm14, xmm14, xmm15
     vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm4, xmm2, 0
-    vpclmulqdq   xmm5, xmm4, xmm2, 1
-    vpclmulqdq   xmm15, xmm4, xmm2, 16
-    vpclmulqdq   xmm2, xmm4, xmm2, 17
-    vpxor        xmm4, xmm5, xmm15
-    vpxor        xmm5, xmm7, xmm12
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm5, xmm11, xmm6
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm8, [rsp + 832]
-    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm3, xmm3, xmm7
+    vpclmulqdq   xmm5, xmm4, xmm3, 0
+    vpclmulqdq   xmm7, xmm4, xmm3, 1
+    vpclmulqdq   xmm15, xmm4, xmm3, 16
+    vpclmulqdq   xmm3, xmm4, xmm3, 17
+    vpxor        xmm4, xmm7, xmm15
+    vpxor        xmm7, xmm11, xmm10
+    vpxor        xmm5, xmm8, xmm5
     vpxor        xmm5, xmm5, xmm7
-    vmovdqa      xmm7, [rsp + 800]                   ; reload
-    vpxor        xmm11, xmm7, [rsp + 768]
-    vpxor        xmm9, xmm9, xmm14
-    vpxor        xmm9, xmm11, xmm9
-    vmovdqa      xmm11, [rsp + 736]                  ; reload
-    vpxor        xmm12, xmm11, [rsp + 704]
-    vpxor        xmm3, xmm3, xmm0
-    vpxor        xmm3, xmm12, xmm3
-    vmovdqa      xmm12, [rsp + 672]                  ; reload
-    vpxor        xmm4, xmm12, xmm4
-    vpxor        xmm4, xmm4, xmm1
-    vmovdqa      xmm15, [rsp + 832]                  ; reload
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm10, xmm10, [rsp + 32]
-    vpxor        xmm2, xmm2, xmm10
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm1, xmm1, xmm12
+    vmovdqa      xmm7, [rsp + 832]                   ; reload
+    vpxor        xmm7, xmm7, xmm13
+    vmovdqa      xmm10, [rsp + 800]                  ; reload
+    vpxor        xmm6, xmm10, xmm6
     vmovdqa      xmm10, [rsp + 768]                  ; reload
-    vpxor        xmm10, xmm10, xmm13
-    vpxor        xmm10, xmm10, xmm14
-    vmovdqa      xmm13, [rsp + 704]                  ; reload
-    vpxor        xmm6, xmm13, xmm6
-    vpxor        xmm0, xmm6, xmm0
-    vmovdqa      xmm6, [rsp + 640]                   ; reload
-    vpxor        xmm6, xmm6, xmm8
-    vmovdqa      xmm8, [rsp + 480]                   ; reload
-    vpxor        xmm7, xmm8, xmm7
-    vmovdqa      xmm8, [rsp + 384]                   ; reload
-    vpxor        xmm8, xmm8, xmm11
-    vmovdqa      xmm11, [rsp + 352]                  ; reload
-    vpxor        xmm11, xmm11, xmm12
-    vmovdqa      xmm12, [rsp + 608]                  ; reload
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm8, xmm8, xmm1
+    vmovdqa      xmm11, [rsp + 736]                  ; reload
+    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm9, xmm9, xmm7
+    vmovdqa      xmm12, [rsp + 704]                  ; reload
     vpxor        xmm5, xmm12, xmm5
-    vmovdqa      xmm12, [rsp + 576]                  ; reload
+    vpxor        xmm5, xmm5, xmm6
+    vmovdqa      xmm13, [rsp + 672]                  ; reload
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm4, xmm4, xmm0
+    vpxor        xmm3, xmm3, [rsp + 32]
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm14, xmm7
+    vpxor        xmm2, xmm2, xmm6
+    vmovdqa      xmm6, [rsp + 448]                   ; reload
+    vpxor        xmm6, xmm6, xmm10
+    vmovdqa      xmm7, [rsp + 416]                   ; reload
+    vpxor        xmm7, xmm7, xmm11
+    vmovdqa      xmm10, [rsp + 384]                  ; reload
+    vpxor        xmm10, xmm10, xmm12
+    vmovdqa      xmm11, [rsp + 352]                  ; reload
+    vpxor        xmm11, xmm11, xmm13
+    vmovdqa      xmm12, [rsp + 640]                  ; reload
+    vpxor        xmm8, xmm12, xmm8
+    vmovdqa      xmm12, [rsp + 608]                  ; reload
     vpxor        xmm9, xmm12, xmm9
+    vmovdqa      xmm12, [rsp + 576]                  ; reload
+    vpxor        xmm5, xmm12, xmm5
     vmovdqa      xmm12, [rsp + 544]                  ; reload
-    vpxor        xmm3, xmm12, xmm3
-    vmovdqa      xmm12, [rsp + 512]                  ; reload
     vpxor        xmm4, xmm12, xmm4
-    vmovdqa      xmm12, [rsp + 320]                  ; reload
-    vpxor        xmm2, xmm12, xmm2
-    vmovdqa      xmm12, [rsp + 448]                  ; reload
-    vpxor        xmm10, xmm12, xmm10
-    vmovdqa      xmm12, [rsp + 416]                  ; reload
-    vpxor        xmm0, xmm12, xmm0
-    vmovdqa      xmm12, [rsp + 288]                  ; reload
+    vmovdqa      xmm12, [rsp + 512]                  ; reload
     vpxor        xmm1, xmm12, xmm1
+    vmovdqa      xmm12, [rsp + 320]                  ; reload
+    vpxor        xmm3, xmm12, xmm3
+    vmovdqa      xmm12, [rsp + 480]                  ; reload
+    vpxor        xmm2, xmm12, xmm2
+    vmovdqa      xmm12, [rsp + 288]                  ; reload
+    vpxor        xmm0, xmm12, xmm0
     vmovdqa      xmm12, [rsp + 256]                  ; reload
     vpxor        xmm12, xmm12, [rsp + 32]
     vpslldq      xmm13, xmm7, 8
     vpxor        xmm6, xmm6, xmm13
     vpalignr     xmm7, xmm11, xmm7, 8
-    vpxor        xmm7, xmm8, xmm7
-    vpalignr     xmm8, xmm9, xmm11, 8
-    vpxor        xmm5, xmm5, xmm8
-    vpalignr     xmm8, xmm4, xmm9, 8
-    vpxor        xmm3, xmm3, xmm8
-    vpalignr     xmm4, xmm10, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm1, xmm10, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm12, xmm1
-    vpsllq       xmm4, xmm3, 39
-    vpalignr     xmm8, xmm3, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm4, xmm4, xmm8
-    vpsllq       xmm8, xmm2, 39
-    vpalignr     xmm9, xmm2, xmm3, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpxor        xmm2, xmm9, xmm2
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm1, xmm4, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm8, xmm4
-    vpxor        xmm6, xmm7, xmm9
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm3, xmm3, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm1, xmm1, xmm7
-    vpalignr     xmm4, xmm2, xmm4, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm10, xmm9, xmm11, 8
+    vpxor        xmm8, xmm8, xmm10
+    vpalignr     xmm9, xmm4, xmm9, 8
+    vpxor        xmm5, xmm5, xmm9
+    vpalignr     xmm4, xmm3, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm12, xmm0
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm1, xmm1, xmm13
+    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm5, xmm4
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm3, xmm0
-    vpsllq       xmm3, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm2, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm6, xmm4
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm5, xmm7, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm6, xmm8, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm0, 8
     vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm3, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm3, xmm3, 8
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm5, xmm0
+    vpalignr     xmm1, xmm2, xmm1, 8
+    vpxor        xmm1, xmm6, xmm1
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
     vpxor        xmm3, xmm4, xmm3
-    vmovdqu      [rdi], xmm1
-    vmovdqu      [rdi + 16], xmm3
-    vmovdqu      [rdi + 32], xmm2
-    vmovq        qword [rdi + 48], xmm0
+    vmovdqu      [rdi], xmm3
+    vmovdqu      [rdi + 16], xmm0
+    vmovdqu      [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm2
     mov rsp, rbp
     pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -4121,10 +4350,10 @@ kg_gf2m409_muladd_avx2:
 ;
 ; reduction schedule:
 ;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
-;   f - x^409 chunk 0: 0x1 (plain xor)
-;   f - x^409 chunk 1: 0x800000 (one carry-less product per word)
-;   fold 1: degree <= 816 -> <= 494 (7 words above x^409 times f - x^409)
-;   fold 2: degree <= 494 -> <= 408 (2 words above x^409 times f - x^409)
+;   lazy form (degree < 448): remainders modulo x^39 f = x^448 + x^126 + x^39, in one pass from the top pair down, each word folded once
+;   x^39(f - x^409) chunk 0: 0x8000000000 (one carry-less product per word)
+;   x^39(f - x^409) chunk 1: 0x4000000000000000 (one carry-less product per word)
+;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_gpr_avx2.end - kg_gf2m409_reduce_gpr_avx2)
 align 32
@@ -4224,7 +4453,7 @@ kg_gf2m409_reduce_gpr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-14}, flags
+;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr2_avx2.end - kg_gf2m409_msqr2_avx2)
 align 32
@@ -4241,132 +4470,103 @@ kg_gf2m409_msqr2_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm6, xmm2, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm3, 39
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpxor        xmm2, xmm9, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm2, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm2, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm0, xmm0, xmm9
-    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm3, xmm3, xmm2, 8
+    vpxor        xmm3, xmm1, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm0, xmm0, xmm15
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm2, xmm2, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpalignr     xmm4, xmm2, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm2, xmm14, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsllq       xmm2, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm2, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm0, xmm0, xmm7
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm3, xmm6, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm5, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm0, 39
-    vpalignr     xmm8, xmm0, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm0, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm1, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm1, xmm14, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vmovdqu      [rdi], xmm2
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vmovdqu      [rdi], xmm3
     vmovdqu      [rdi + 16], xmm1
-    vmovdqu      [rdi + 32], xmm4
+    vmovdqu      [rdi + 32], xmm2
     vmovq        qword [rdi + 48], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -4379,7 +4579,7 @@ kg_gf2m409_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-14}, flags
+;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr4_avx2.end - kg_gf2m409_msqr4_avx2)
 align 32
@@ -4396,260 +4596,203 @@ kg_gf2m409_msqr4_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm6, xmm2, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm3, 39
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpxor        xmm2, xmm9, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm2, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm2, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm0, xmm0, xmm9
-    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm3, xmm3, xmm2, 8
+    vpxor        xmm3, xmm1, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm0, xmm0, xmm15
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm2, xmm2, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpalignr     xmm4, xmm2, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm2, xmm14, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsllq       xmm2, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm2, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm0, xmm0, xmm7
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm3, xmm6, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm5, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm0, 39
-    vpalignr     xmm8, xmm0, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm0, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm1, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm1, xmm14, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vmovdqu      [rdi], xmm2
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vmovdqu      [rdi], xmm3
     vmovdqu      [rdi + 16], xmm1
-    vmovdqu      [rdi + 32], xmm4
+    vmovdqu      [rdi + 32], xmm2
     vmovq        qword [rdi + 48], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -4662,7 +4805,7 @@ kg_gf2m409_msqr4_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-14}, flags
+;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr8_avx2.end - kg_gf2m409_msqr8_avx2)
 align 32
@@ -4679,516 +4822,403 @@ kg_gf2m409_msqr8_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm6, xmm2, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm3, 39
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpxor        xmm2, xmm9, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm2, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm2, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm0, xmm0, xmm9
-    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm3, xmm3, xmm2, 8
+    vpxor        xmm3, xmm1, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm0, xmm0, xmm15
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm2, xmm2, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpalignr     xmm4, xmm2, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm2, xmm14, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsllq       xmm2, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm2, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm0, xmm0, xmm7
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm3, xmm6, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm5, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm0, 39
-    vpalignr     xmm8, xmm0, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm0, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm1, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm1, xmm14, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vmovdqu      [rdi], xmm2
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vmovdqu      [rdi], xmm3
     vmovdqu      [rdi + 16], xmm1
-    vmovdqu      [rdi + 32], xmm4
+    vmovdqu      [rdi + 32], xmm2
     vmovq        qword [rdi + 48], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -5201,7 +5231,7 @@ kg_gf2m409_msqr8_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
-;   clobbers: ymm{0-14}, flags
+;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr16_avx2.end - kg_gf2m409_msqr16_avx2)
 align 32
@@ -5218,1028 +5248,803 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm6, xmm2, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm3, 39
-    vpalignr     xmm2, xmm3, xmm2, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpxor        xmm2, xmm9, xmm2
-    vpsrldq      xmm3, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm2, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm2, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm0, xmm0, xmm9
-    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm3, xmm3, xmm2, 8
+    vpxor        xmm3, xmm1, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm0, xmm0, xmm14
+    vpxor        xmm0, xmm0, xmm15
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm2, xmm2, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpalignr     xmm4, xmm2, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm2, xmm14, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpsllq       xmm2, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm2, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm0, xmm0, xmm7
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm3, xmm6, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm5, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm0, 39
-    vpalignr     xmm8, xmm0, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm0, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm1, xmm1, xmm4, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm1, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm1, xmm14, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm3, xmm3, xmm5
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm1, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm4, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm7, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm1, xmm1, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm2, xmm2, xmm5
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vmovdqu      [rdi], xmm2
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vmovdqu      [rdi], xmm3
     vmovdqu      [rdi + 16], xmm1
-    vmovdqu      [rdi + 32], xmm4
+    vmovdqu      [rdi + 32], xmm2
     vmovq        qword [rdi + 48], xmm0
-    vzeroupper
     ret
 .end:
 
@@ -6360,15 +6165,14 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm1, xmm9, xmm8, 16
     vpclmulqdq   xmm8, xmm9, xmm8, 17
     vpxor        xmm1, xmm12, xmm1
-    vpxor        xmm9, xmm15, xmm10
-    vpxor        xmm12, xmm13, xmm11
-    vpxor        xmm9, xmm9, xmm12
+    vpxor        xmm9, xmm10, xmm11
+    vpxor        xmm10, xmm15, xmm13
+    vpxor        xmm10, xmm10, xmm9
     vpxor        xmm1, xmm6, xmm1
     vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm10, xmm11, xmm4
-    vpxor        xmm8, xmm8, xmm10
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
+    vpxor        xmm8, xmm8, xmm4
+    vpxor        xmm8, xmm8, xmm9
+    vpclmulqdq   xmm9, xmm2, xmm14, 0
     vpclmulqdq   xmm11, xmm2, xmm14, 1
     vpclmulqdq   xmm12, xmm2, xmm14, 16
     vpclmulqdq   xmm13, xmm2, xmm14, 17
@@ -6376,160 +6180,136 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm12, xmm3, xmm7, 0
     vmovdqa      [rsp + 608], xmm1                   ; spill
     vpxor        xmm1, xmm2, xmm3
-    vmovdqa      [rsp + 640], xmm4                   ; spill
-    vpxor        xmm4, xmm14, xmm7
-    vmovdqa      [rsp + 672], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm1, xmm4, 0
-    vmovdqa      [rsp + 704], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm1, xmm4, 1
-    vmovdqa      [rsp + 736], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm1, xmm4, 16
-    vpclmulqdq   xmm1, xmm1, xmm4, 17
-    vpxor        xmm4, xmm5, xmm6
-    vpxor        xmm5, xmm10, xmm13
-    vpxor        xmm6, xmm9, xmm12
-    vpxor        xmm5, xmm5, xmm6
+    vmovdqa      [rsp + 640], xmm10                  ; spill
+    vpxor        xmm10, xmm14, xmm7
+    vmovdqa      [rsp + 672], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm1, xmm10, 0
+    vmovdqa      [rsp + 704], xmm15                  ; spill
+    vpclmulqdq   xmm15, xmm1, xmm10, 1
+    vmovdqa      [rsp + 736], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm1, xmm10, 16
+    vpclmulqdq   xmm1, xmm1, xmm10, 17
+    vpxor        xmm4, xmm15, xmm4
+    vpxor        xmm10, xmm13, xmm12
+    vpxor        xmm6, xmm9, xmm6
+    vpxor        xmm6, xmm6, xmm10
     vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm6, xmm0, xmm2
-    vmovdqa      xmm9, [rsp + 576]                   ; reload
-    vpxor        xmm12, xmm9, xmm3
-    vmovdqa      xmm13, [rsp + 544]                  ; reload
-    vpxor        xmm13, xmm13, xmm14
-    vmovdqa      xmm14, [rsp + 512]                  ; reload
-    vpxor        xmm7, xmm14, xmm7
-    vpclmulqdq   xmm14, xmm6, xmm13, 0
-    vmovdqa      [rsp + 512], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm6, xmm13, 1
-    vmovdqa      [rsp + 544], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm6, xmm13, 16
-    vpclmulqdq   xmm9, xmm6, xmm13, 17
-    vpxor        xmm2, xmm3, xmm2
-    vpclmulqdq   xmm3, xmm12, xmm7, 0
-    vmovdqa      [rsp + 768], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm12, xmm7, 1
-    vmovdqa      [rsp + 800], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm12, xmm7, 16
-    vmovdqa      [rsp + 832], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm12, xmm7, 17
-    vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm1, xmm6, xmm12
-    vpxor        xmm6, xmm13, xmm7
-    vpclmulqdq   xmm7, xmm1, xmm6, 0
-    vpclmulqdq   xmm12, xmm1, xmm6, 1
-    vpclmulqdq   xmm13, xmm1, xmm6, 16
-    vpclmulqdq   xmm1, xmm1, xmm6, 17
-    vpxor        xmm6, xmm12, xmm13
-    vpxor        xmm12, xmm14, xmm9
-    vpxor        xmm7, xmm7, xmm3
-    vpxor        xmm7, xmm12, xmm7
-    vpxor        xmm6, xmm2, xmm6
-    vpxor        xmm6, xmm6, xmm0
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm3, xmm15, xmm8
-    vpxor        xmm9, xmm14, xmm10
-    vpxor        xmm3, xmm3, xmm9
-    vmovdqa      xmm9, [rsp + 736]                   ; reload
-    vpxor        xmm12, xmm9, [rsp + 704]
-    vpxor        xmm2, xmm2, xmm11
-    vpxor        xmm2, xmm12, xmm2
-    vmovdqa      xmm12, [rsp + 672]                  ; reload
-    vpxor        xmm13, xmm12, [rsp + 640]
-    vpxor        xmm7, xmm7, xmm5
-    vpxor        xmm7, xmm13, xmm7
-    vmovdqa      xmm13, [rsp + 608]                  ; reload
-    vpxor        xmm6, xmm13, xmm6
-    vpxor        xmm6, xmm6, [rsp + 832]
-    vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm8, xmm10, [rsp + 800]
-    vpxor        xmm1, xmm1, xmm8
-    vmovdqa      xmm8, [rsp + 704]                   ; reload
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm0, xmm0, xmm11
-    vmovdqa      xmm8, [rsp + 640]                   ; reload
-    vpxor        xmm4, xmm8, xmm4
-    vpxor        xmm4, xmm4, xmm5
-    vpslldq      xmm5, xmm9, 8
-    vpxor        xmm5, xmm15, xmm5
-    vpalignr     xmm8, xmm13, xmm9, 8
-    vpxor        xmm8, xmm12, xmm8
-    vpalignr     xmm9, xmm2, xmm13, 8
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm2, xmm6, xmm2, 8
-    vpxor        xmm2, xmm7, xmm2
-    vpalignr     xmm6, xmm0, xmm6, 8
-    vpxor        xmm1, xmm1, xmm6
-    vmovdqa      xmm6, [rsp + 832]                   ; reload
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
-    vpsrldq      xmm4, xmm6, 8
-    vmovdqa      xmm6, [rsp + 800]                   ; reload
-    vpxor        xmm4, xmm6, xmm4
-    vpsllq       xmm6, xmm2, 39
-    vpalignr     xmm7, xmm2, xmm3, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm2, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm7, xmm7, xmm9
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm0, xmm4, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm6, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm5, xmm7, xmm6
-    vpxor        xmm6, xmm8, xmm9
     vpxor        xmm1, xmm1, xmm10
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm2, xmm2, xmm13
-    vpslldq      xmm7, xmm5, 8
+    vpxor        xmm10, xmm0, xmm2
+    vmovdqa      xmm12, [rsp + 576]                  ; reload
+    vpxor        xmm13, xmm12, xmm3
+    vmovdqa      xmm15, [rsp + 544]                  ; reload
+    vpxor        xmm14, xmm15, xmm14
+    vmovdqa      xmm15, [rsp + 512]                  ; reload
+    vpxor        xmm7, xmm15, xmm7
+    vpclmulqdq   xmm15, xmm10, xmm14, 0
+    vmovdqa      [rsp + 512], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm10, xmm14, 1
+    vmovdqa      [rsp + 544], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm10, xmm14, 16
+    vpclmulqdq   xmm12, xmm10, xmm14, 17
+    vpxor        xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm13, xmm7, 0
+    vmovdqa      [rsp + 768], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm13, xmm7, 1
+    vmovdqa      [rsp + 800], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm13, xmm7, 16
+    vmovdqa      [rsp + 832], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm13, xmm7, 17
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm10, xmm13
+    vpxor        xmm7, xmm14, xmm7
+    vpclmulqdq   xmm10, xmm1, xmm7, 0
+    vpclmulqdq   xmm13, xmm1, xmm7, 1
+    vpclmulqdq   xmm14, xmm1, xmm7, 16
+    vpclmulqdq   xmm1, xmm1, xmm7, 17
+    vpxor        xmm7, xmm13, xmm14
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm10, xmm15, xmm10
+    vpxor        xmm10, xmm10, xmm3
+    vpxor        xmm7, xmm2, xmm7
+    vpxor        xmm7, xmm7, xmm0
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm3, xmm8, xmm9
+    vpxor        xmm5, xmm5, xmm11
+    vmovdqa      xmm8, [rsp + 736]                   ; reload
+    vpxor        xmm6, xmm8, xmm6
+    vmovdqa      xmm8, [rsp + 704]                   ; reload
+    vpxor        xmm9, xmm8, xmm15
+    vpxor        xmm9, xmm9, xmm3
+    vmovdqa      xmm11, [rsp + 672]                  ; reload
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm2, xmm5
+    vmovdqa      xmm12, [rsp + 640]                  ; reload
+    vpxor        xmm10, xmm12, xmm10
+    vpxor        xmm10, xmm10, xmm6
+    vmovdqa      xmm13, [rsp + 608]                  ; reload
+    vpxor        xmm7, xmm13, xmm7
+    vpxor        xmm7, xmm7, [rsp + 832]
+    vpxor        xmm1, xmm1, [rsp + 800]
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm3, xmm4, xmm6
+    vpslldq      xmm4, xmm11, 8
+    vpxor        xmm4, xmm8, xmm4
+    vpalignr     xmm5, xmm13, xmm11, 8
+    vpxor        xmm5, xmm12, xmm5
+    vpalignr     xmm6, xmm2, xmm13, 8
+    vpxor        xmm6, xmm9, xmm6
+    vpalignr     xmm2, xmm7, xmm2, 8
+    vpxor        xmm2, xmm10, xmm2
+    vpalignr     xmm7, xmm0, xmm7, 8
+    vpxor        xmm1, xmm1, xmm7
+    vmovdqa      xmm7, [rsp + 832]                   ; reload
+    vpalignr     xmm0, xmm7, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm3, xmm7, 8
+    vmovdqa      xmm7, [rsp + 800]                   ; reload
+    vpxor        xmm3, xmm7, xmm3
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm1, xmm1, xmm13
+    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm0, xmm7, xmm0
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm3, xmm3, xmm0, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm5, xmm1, xmm5, 8
-    vpxor        xmm5, xmm6, xmm5
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm5, xmm5, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm6, xmm6, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm3, xmm1, xmm3, 8
+    vpxor        xmm3, xmm5, xmm3
     vpalignr     xmm1, xmm0, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpxor        xmm1, xmm6, xmm1
+    vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
-    vpsllq       xmm2, xmm0, 39
-    vpalignr     xmm3, xmm0, xmm1, 8
-    vpsrlq       xmm3, xmm3, 25
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm0, 8
-    vpsrlq       xmm3, xmm3, 25
-    vpsrldq      xmm6, xmm2, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm5, xmm7
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm2, xmm3, xmm2
-    vmovdqa      xmm3, [rsp + 480]                   ; reload
-    vpclmulqdq   xmm5, xmm3, [rsp + 448], 0
-    vpclmulqdq   xmm6, xmm3, [rsp + 448], 1
-    vpclmulqdq   xmm7, xmm3, [rsp + 448], 16
-    vpclmulqdq   xmm8, xmm3, [rsp + 448], 17
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm2, [rsp + 480]                   ; reload
+    vpclmulqdq   xmm5, xmm2, [rsp + 448], 0
+    vpclmulqdq   xmm6, xmm2, [rsp + 448], 1
+    vpclmulqdq   xmm7, xmm2, [rsp + 448], 16
+    vpclmulqdq   xmm8, xmm2, [rsp + 448], 17
     vpxor        xmm6, xmm6, xmm7
     vmovdqa      xmm7, [rsp + 416]                   ; reload
     vpclmulqdq   xmm9, xmm7, [rsp + 384], 0
@@ -6537,7 +6317,7 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm11, xmm7, [rsp + 384], 16
     vpclmulqdq   xmm12, xmm7, [rsp + 384], 17
     vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm11, xmm3, xmm7
+    vpxor        xmm11, xmm2, xmm7
     vmovdqa      xmm13, [rsp + 448]                  ; reload
     vpxor        xmm14, xmm13, [rsp + 384]
     vpclmulqdq   xmm15, xmm11, xmm14, 0
@@ -6547,53 +6327,51 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm1, xmm11, xmm14, 16
     vpclmulqdq   xmm11, xmm11, xmm14, 17
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm1, xmm5, xmm8
-    vpxor        xmm14, xmm15, xmm9
-    vpxor        xmm1, xmm1, xmm14
+    vpxor        xmm1, xmm8, xmm9
+    vpxor        xmm8, xmm5, xmm15
+    vpxor        xmm8, xmm8, xmm1
     vpxor        xmm0, xmm6, xmm0
     vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm9, xmm9, xmm12
-    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm9, xmm11, xmm12
+    vpxor        xmm1, xmm9, xmm1
     vmovdqa      xmm9, [rsp + 352]                   ; reload
     vpclmulqdq   xmm11, xmm9, [rsp], 0
     vpclmulqdq   xmm14, xmm9, [rsp], 1
     vpclmulqdq   xmm15, xmm9, [rsp], 16
-    vmovdqa      [rsp + 608], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm9, [rsp], 17
+    vmovdqa      [rsp + 608], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm9, [rsp], 17
     vpxor        xmm14, xmm14, xmm15
     vmovdqa      xmm15, [rsp + 320]                  ; reload
-    vmovdqa      [rsp + 672], xmm4                   ; spill
+    vmovdqa      [rsp + 640], xmm4                   ; spill
     vpclmulqdq   xmm4, xmm15, [rsp + 288], 0
-    vmovdqa      [rsp + 736], xmm0                   ; spill
+    vmovdqa      [rsp + 672], xmm0                   ; spill
     vpxor        xmm0, xmm9, xmm15
-    vmovdqa      [rsp + 640], xmm1                   ; spill
-    vmovdqa      xmm1, [rsp]                         ; reload
-    vmovdqa      [rsp + 704], xmm12                  ; spill
-    vpxor        xmm12, xmm1, [rsp + 288]
-    vmovdqa      [rsp + 864], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm0, xmm12, 0
-    vmovdqa      [rsp + 896], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm0, xmm12, 1
-    vmovdqa      [rsp + 928], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm12, 16
-    vpclmulqdq   xmm0, xmm0, xmm12, 17
-    vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm10, xmm11, xmm2
-    vpxor        xmm6, xmm6, xmm4
-    vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm5, xmm14, xmm5
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm2, xmm3, xmm9
+    vmovdqa      [rsp + 704], xmm8                   ; spill
+    vmovdqa      xmm8, [rsp]                         ; reload
+    vmovdqa      [rsp + 736], xmm6                   ; spill
+    vpxor        xmm6, xmm8, [rsp + 288]
+    vmovdqa      [rsp + 864], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm0, xmm6, 0
+    vmovdqa      [rsp + 896], xmm12                  ; spill
+    vpclmulqdq   xmm12, xmm0, xmm6, 1
+    vmovdqa      [rsp + 928], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm0, xmm6, 16
+    vpclmulqdq   xmm0, xmm0, xmm6, 17
+    vpxor        xmm6, xmm12, xmm10
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm4, xmm11, xmm5
+    vpxor        xmm4, xmm4, xmm3
+    vpxor        xmm5, xmm14, xmm6
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm2, xmm2, xmm9
     vpxor        xmm3, xmm7, xmm15
-    vpxor        xmm4, xmm13, xmm1
+    vpxor        xmm6, xmm13, xmm8
     vmovdqa      xmm7, [rsp + 384]                   ; reload
     vpxor        xmm9, xmm7, [rsp + 288]
-    vpclmulqdq   xmm10, xmm2, xmm4, 0
-    vpclmulqdq   xmm12, xmm2, xmm4, 1
-    vpclmulqdq   xmm15, xmm2, xmm4, 16
-    vpclmulqdq   xmm1, xmm2, xmm4, 17
+    vpclmulqdq   xmm10, xmm2, xmm6, 0
+    vpclmulqdq   xmm12, xmm2, xmm6, 1
+    vpclmulqdq   xmm15, xmm2, xmm6, 16
+    vpclmulqdq   xmm8, xmm2, xmm6, 17
     vpxor        xmm12, xmm12, xmm15
     vpclmulqdq   xmm15, xmm3, xmm9, 0
     vpclmulqdq   xmm7, xmm3, xmm9, 1
@@ -6602,119 +6380,96 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm0, xmm3, xmm9, 17
     vpxor        xmm7, xmm7, xmm13
     vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm4, xmm9
-    vpclmulqdq   xmm4, xmm2, xmm3, 0
+    vpxor        xmm3, xmm6, xmm9
+    vpclmulqdq   xmm6, xmm2, xmm3, 0
     vpclmulqdq   xmm9, xmm2, xmm3, 1
     vpclmulqdq   xmm13, xmm2, xmm3, 16
     vpclmulqdq   xmm2, xmm2, xmm3, 17
     vpxor        xmm3, xmm9, xmm13
-    vpxor        xmm9, xmm10, xmm1
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm8, xmm8, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm6, xmm6, xmm8
     vpxor        xmm3, xmm12, xmm3
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm2, xmm15, xmm0
-    vpxor        xmm1, xmm1, xmm2
-    vmovdqa      xmm2, [rsp + 928]                   ; reload
-    vpxor        xmm9, xmm2, xmm8
-    vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm9, xmm9, xmm10
-    vmovdqa      xmm10, [rsp + 864]                  ; reload
-    vpxor        xmm13, xmm10, [rsp + 896]
-    vpxor        xmm12, xmm12, xmm14
-    vpxor        xmm12, xmm13, xmm12
-    vmovdqa      xmm13, [rsp + 640]                  ; reload
-    vpxor        xmm15, xmm13, [rsp + 704]
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm4, xmm15, xmm4
-    vmovdqa      xmm15, [rsp + 736]                  ; reload
-    vpxor        xmm3, xmm15, xmm3
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm8, xmm11, [rsp + 320]
-    vpxor        xmm1, xmm1, xmm8
-    vmovdqa      xmm8, [rsp + 896]                   ; reload
-    vpxor        xmm7, xmm8, xmm7
-    vpxor        xmm7, xmm7, xmm14
-    vmovdqa      xmm8, [rsp + 704]                   ; reload
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm0, xmm0, xmm6
-    vpslldq      xmm6, xmm10, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpalignr     xmm6, xmm15, xmm10, 8
+    vpxor        xmm2, xmm2, xmm0
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm1, xmm1, xmm11
+    vmovdqa      xmm8, [rsp + 928]                   ; reload
+    vpxor        xmm8, xmm8, xmm14
+    vmovdqa      xmm9, [rsp + 896]                   ; reload
+    vpxor        xmm4, xmm9, xmm4
+    vmovdqa      xmm9, [rsp + 864]                   ; reload
+    vpxor        xmm10, xmm9, xmm10
+    vpxor        xmm10, xmm10, xmm1
+    vmovdqa      xmm11, [rsp + 736]                  ; reload
+    vpxor        xmm12, xmm11, xmm12
+    vpxor        xmm12, xmm12, xmm8
+    vmovdqa      xmm13, [rsp + 704]                  ; reload
     vpxor        xmm6, xmm13, xmm6
-    vpalignr     xmm8, xmm12, xmm15, 8
-    vpxor        xmm8, xmm9, xmm8
+    vpxor        xmm6, xmm6, xmm4
+    vmovdqa      xmm14, [rsp + 672]                  ; reload
+    vpxor        xmm3, xmm14, xmm3
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm2, xmm2, [rsp + 320]
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm7, xmm8
+    vpxor        xmm0, xmm0, xmm4
+    vpslldq      xmm4, xmm11, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpalignr     xmm7, xmm14, xmm11, 8
+    vpxor        xmm7, xmm13, xmm7
+    vpalignr     xmm8, xmm12, xmm14, 8
+    vpxor        xmm8, xmm10, xmm8
     vpalignr     xmm9, xmm3, xmm12, 8
-    vpxor        xmm4, xmm4, xmm9
-    vpalignr     xmm3, xmm7, xmm3, 8
+    vpxor        xmm6, xmm6, xmm9
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm1, xmm1, xmm3
-    vpalignr     xmm3, xmm5, xmm7, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpsrldq      xmm3, xmm5, 8
-    vmovdqa      xmm5, [rsp + 320]                   ; reload
-    vpxor        xmm3, xmm5, xmm3
-    vpsllq       xmm5, xmm4, 39
-    vpalignr     xmm7, xmm4, xmm8, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm5, xmm5, xmm7
-    vpsllq       xmm7, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm4, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm7, xmm7, xmm9
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsllq       xmm9, xmm3, 39
-    vpalignr     xmm0, xmm3, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm3, xmm5, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm7, xmm5
-    vpxor        xmm5, xmm6, xmm9
-    vpxor        xmm1, xmm1, xmm10
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vmovdqa      xmm3, [rsp + 320]                   ; reload
+    vpxor        xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm1, xmm13
+    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm6, xmm5
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm5, xmm7, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm1, xmm10, xmm1
     vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm4, xmm4, xmm13
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm3, xmm1, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm2, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm2, xmm1, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
     vpalignr     xmm1, xmm0, xmm1, 8
     vpxor        xmm1, xmm6, xmm1
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
-    vpsllq       xmm4, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm4, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm4, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vmovdqa      xmm4, [rsp + 768]                   ; reload
-    vpclmulqdq   xmm5, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm3, [rsp + 768]                   ; reload
+    vpclmulqdq   xmm5, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
     vmovdqa      xmm6, [rsp + 576]                   ; reload
     vpclmulqdq   xmm7, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm6, xmm6, 17
@@ -6723,729 +6478,602 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm8, xmm8, xmm8, 17
     vmovdqa      xmm10, [rsp + 512]                  ; reload
     vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpsllq       xmm11, xmm6, 39
-    vpalignr     xmm12, xmm6, xmm7, 8
-    vpsrlq       xmm12, xmm12, 25
-    vpxor        xmm11, xmm11, xmm12
-    vpsllq       xmm12, xmm9, 39
-    vpalignr     xmm13, xmm9, xmm6, 8
-    vpsrlq       xmm13, xmm13, 25
-    vpxor        xmm12, xmm12, xmm13
-    vpsllq       xmm13, xmm8, 39
-    vpalignr     xmm9, xmm8, xmm9, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm9, xmm13, xmm9
-    vpsllq       xmm13, xmm10, 39
-    vpalignr     xmm8, xmm10, xmm8, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm8, xmm13, xmm8
-    vpsrldq      xmm10, xmm11, 8
-    vpand        xmm6, xmm6, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm12, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm12, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm15, xmm9, [rel gf2m_g_800000], 0
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm14, xmm8, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm15, xmm8, [rel gf2m_g_8000000000], 1
     vmovdqa      [rsp + 512], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm9, [rel gf2m_g_800000], 1
+    vpclmulqdq   xmm0, xmm8, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_4000000000000000], 1
     vmovdqa      [rsp + 544], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm8, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 576], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm8, [rel gf2m_g_800000], 1
-    vpxor        xmm5, xmm5, xmm10
-    vpxor        xmm10, xmm12, xmm11
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm9, xmm9, xmm14
-    vpxor        xmm7, xmm7, xmm15
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm1, xmm6, xmm1
-    vpslldq      xmm6, xmm10, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpalignr     xmm6, xmm9, xmm10, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm0, xmm9, 8
-    vpxor        xmm6, xmm7, xmm6
-    vpalignr     xmm0, xmm3, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm3, xmm0, xmm6, 8
-    vpsrlq       xmm3, xmm3, 25
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm0, 8
-    vpsrlq       xmm3, xmm3, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_800000], 0
-    vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm4, xmm8
-    vpslldq      xmm4, xmm1, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vmovdqa      xmm3, [rsp + 448]                   ; reload
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vmovdqa      xmm7, [rsp + 384]                   ; reload
-    vpclmulqdq   xmm8, xmm7, xmm7, 0
-    vpclmulqdq   xmm7, xmm7, xmm7, 17
-    vmovdqa      xmm9, [rsp]                         ; reload
-    vpclmulqdq   xmm10, xmm9, xmm9, 0
-    vpclmulqdq   xmm9, xmm9, xmm9, 17
-    vmovdqa      xmm11, [rsp + 288]                  ; reload
-    vpclmulqdq   xmm11, xmm11, xmm11, 0
-    vpsllq       xmm12, xmm7, 39
-    vpalignr     xmm13, xmm7, xmm8, 8
-    vpsrlq       xmm13, xmm13, 25
-    vpxor        xmm12, xmm12, xmm13
-    vpsllq       xmm13, xmm10, 39
-    vpalignr     xmm14, xmm10, xmm7, 8
-    vpsrlq       xmm14, xmm14, 25
-    vpxor        xmm13, xmm13, xmm14
-    vpsllq       xmm14, xmm9, 39
-    vpalignr     xmm10, xmm9, xmm10, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm10, xmm14, xmm10
-    vpsllq       xmm14, xmm11, 39
-    vpalignr     xmm9, xmm11, xmm9, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm9, xmm14, xmm9
-    vpsrldq      xmm11, xmm12, 8
-    vpand        xmm7, xmm7, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm12, xmm12, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm13, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm13, [rel gf2m_g_800000], 1
-    vmovdqa      [rsp + 288], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm10, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp], xmm6                         ; spill
-    vpclmulqdq   xmm6, xmm10, [rel gf2m_g_800000], 1
-    vmovdqa      [rsp + 384], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm9, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 448], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm9, [rel gf2m_g_800000], 1
+    vpsrldq      xmm1, xmm10, 8
+    vpxor        xmm1, xmm9, xmm1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_8000000000], 0
+    vmovdqa      [rsp + 576], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm1, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 768], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm8, xmm11, xmm8
+    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm6, xmm13
+    vpalignr     xmm10, xmm10, xmm8, 8
+    vpxor        xmm10, xmm6, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm11, xmm13, xmm12
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm10, xmm10, xmm15
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm6, xmm9, xmm6
-    vpxor        xmm1, xmm7, xmm1
-    vpslldq      xmm7, xmm11, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm7, xmm10, xmm11, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm7, xmm6, xmm10, 8
-    vpxor        xmm0, xmm0, xmm7
-    vpalignr     xmm4, xmm4, xmm6, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpsllq       xmm4, xmm1, 39
-    vpalignr     xmm6, xmm1, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm6, xmm1, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm4, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm4, xmm6, xmm4
-    vpxor        xmm3, xmm3, xmm8
-    vpslldq      xmm6, xmm4, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vmovdqa      xmm4, [rsp + 672]                   ; reload
-    vpxor        xmm6, xmm4, xmm2
-    vmovdqa      xmm7, [rsp + 608]                   ; reload
-    vpxor        xmm8, xmm7, [rsp + 576]
-    vmovdqa      xmm9, [rsp + 832]                   ; reload
-    vpxor        xmm10, xmm9, [rsp + 544]
-    vmovdqa      xmm11, [rsp + 800]                  ; reload
-    vpxor        xmm12, xmm11, [rsp + 512]
-    vpclmulqdq   xmm13, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm6, xmm6, 17
-    vpclmulqdq   xmm14, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm8, xmm8, 17
-    vpclmulqdq   xmm15, xmm10, xmm10, 0
-    vpclmulqdq   xmm10, xmm10, xmm10, 17
-    vpclmulqdq   xmm12, xmm12, xmm12, 0
-    vpsllq       xmm11, xmm8, 39
-    vpalignr     xmm9, xmm8, xmm14, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm9, xmm11, xmm9
-    vpsllq       xmm11, xmm15, 39
-    vpalignr     xmm7, xmm15, xmm8, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm11, xmm7
-    vpsllq       xmm11, xmm10, 39
-    vpalignr     xmm15, xmm10, xmm15, 8
-    vpsrlq       xmm15, xmm15, 25
-    vpxor        xmm11, xmm11, xmm15
-    vpsllq       xmm15, xmm12, 39
-    vpalignr     xmm10, xmm12, xmm10, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm10, xmm15, xmm10
-    vpsrldq      xmm12, xmm9, 8
-    vpand        xmm8, xmm8, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm15, xmm7, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 768], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm4, xmm11, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 320], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm11, [rel gf2m_g_800000], 1
-    vmovdqa      [rsp + 736], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm10, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 640], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm10, [rel gf2m_g_800000], 1
-    vpxor        xmm12, xmm13, xmm12
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm6, xmm6, xmm15
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm4, xmm14, xmm4
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm0, xmm8, xmm0
-    vpslldq      xmm8, xmm7, 8
-    vpxor        xmm8, xmm12, xmm8
-    vpalignr     xmm7, xmm2, xmm7, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpalignr     xmm1, xmm3, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm3, xmm0, xmm2, 8
-    vpsrlq       xmm3, xmm3, 25
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm0, 8
-    vpsrlq       xmm3, xmm3, 25
-    vpsrldq      xmm4, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm8, xmm4
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm6, xmm7
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vmovdqa      xmm3, [rsp + 448]                   ; reload
-    vpclmulqdq   xmm6, xmm3, xmm5, 0
-    vpclmulqdq   xmm7, xmm3, xmm5, 1
-    vpclmulqdq   xmm8, xmm3, xmm5, 16
-    vpclmulqdq   xmm9, xmm3, xmm5, 17
-    vpxor        xmm7, xmm7, xmm8
-    vmovdqa      xmm8, [rsp + 384]                   ; reload
-    vpclmulqdq   xmm10, xmm8, [rsp + 640], 0
-    vpclmulqdq   xmm11, xmm8, [rsp + 640], 1
-    vpclmulqdq   xmm12, xmm8, [rsp + 640], 16
-    vpclmulqdq   xmm13, xmm8, [rsp + 640], 17
-    vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm12, xmm3, xmm8
-    vpxor        xmm14, xmm5, [rsp + 640]
-    vpclmulqdq   xmm15, xmm12, xmm14, 0
-    vmovdqa      [rsp + 864], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm12, xmm14, 1
-    vmovdqa      [rsp + 928], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm12, xmm14, 16
-    vpclmulqdq   xmm12, xmm12, xmm14, 17
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm2, xmm6, xmm9
-    vpxor        xmm14, xmm15, xmm10
-    vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm0, xmm0, xmm11
-    vpxor        xmm9, xmm9, xmm12
-    vpxor        xmm10, xmm10, xmm13
     vpxor        xmm9, xmm9, xmm10
-    vmovdqa      xmm10, [rsp]                        ; reload
-    vpclmulqdq   xmm12, xmm10, [rsp + 736], 0
-    vpclmulqdq   xmm14, xmm10, [rsp + 736], 1
-    vpclmulqdq   xmm15, xmm10, [rsp + 736], 16
-    vmovdqa      [rsp + 704], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm10, [rsp + 736], 17
-    vpxor        xmm14, xmm14, xmm15
-    vmovdqa      xmm15, [rsp + 288]                  ; reload
-    vmovdqa      [rsp + 896], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm15, [rsp + 320], 0
-    vmovdqa      [rsp + 416], xmm0                   ; spill
-    vpxor        xmm0, xmm10, xmm15
-    vmovdqa      [rsp + 352], xmm2                   ; spill
-    vmovdqa      xmm2, [rsp + 736]                   ; reload
-    vmovdqa      [rsp + 480], xmm13                  ; spill
-    vpxor        xmm13, xmm2, [rsp + 320]
-    vmovdqa      [rsp + 960], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm0, xmm13, 0
-    vmovdqa      [rsp + 992], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm0, xmm13, 1
-    vmovdqa      [rsp + 1024], xmm6                  ; spill
-    vpclmulqdq   xmm6, xmm0, xmm13, 16
-    vpclmulqdq   xmm0, xmm0, xmm13, 17
-    vpxor        xmm6, xmm11, xmm6
-    vpxor        xmm11, xmm12, xmm1
-    vpxor        xmm7, xmm7, xmm4
-    vpxor        xmm7, xmm11, xmm7
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm1, xmm3, xmm10
-    vpxor        xmm4, xmm8, xmm15
-    vpxor        xmm11, xmm5, xmm2
-    vmovdqa      xmm13, [rsp + 640]                  ; reload
-    vpxor        xmm15, xmm13, [rsp + 320]
-    vpclmulqdq   xmm10, xmm1, xmm11, 0
-    vpclmulqdq   xmm8, xmm1, xmm11, 1
-    vpclmulqdq   xmm3, xmm1, xmm11, 16
-    vpclmulqdq   xmm2, xmm1, xmm11, 17
-    vpxor        xmm3, xmm8, xmm3
-    vpclmulqdq   xmm8, xmm4, xmm15, 0
-    vpclmulqdq   xmm13, xmm4, xmm15, 1
-    vmovdqa      [rsp + 1056], xmm5                  ; spill
-    vpclmulqdq   xmm5, xmm4, xmm15, 16
-    vmovdqa      [rsp + 1088], xmm0                  ; spill
-    vpclmulqdq   xmm0, xmm4, xmm15, 17
-    vpxor        xmm5, xmm13, xmm5
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm4, xmm11, xmm15
-    vpclmulqdq   xmm11, xmm1, xmm4, 0
-    vpclmulqdq   xmm13, xmm1, xmm4, 1
-    vpclmulqdq   xmm15, xmm1, xmm4, 16
-    vpclmulqdq   xmm1, xmm1, xmm4, 17
-    vpxor        xmm4, xmm13, xmm15
-    vpxor        xmm13, xmm10, xmm2
-    vpxor        xmm11, xmm11, xmm8
-    vpxor        xmm11, xmm13, xmm11
-    vpxor        xmm4, xmm3, xmm4
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm8, xmm0
-    vpxor        xmm1, xmm1, xmm2
-    vmovdqa      xmm2, [rsp + 1024]                  ; reload
-    vpxor        xmm8, xmm2, xmm9
-    vpxor        xmm10, xmm10, xmm12
-    vpxor        xmm8, xmm8, xmm10
-    vmovdqa      xmm10, [rsp + 960]                  ; reload
-    vpxor        xmm13, xmm10, [rsp + 992]
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm13, xmm3
-    vmovdqa      xmm13, [rsp + 352]                  ; reload
-    vpxor        xmm15, xmm13, [rsp + 480]
-    vpxor        xmm11, xmm11, xmm7
-    vpxor        xmm11, xmm15, xmm11
-    vmovdqa      xmm15, [rsp + 416]                  ; reload
-    vpxor        xmm4, xmm15, xmm4
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm9, xmm12, [rsp + 1088]
-    vpxor        xmm1, xmm1, xmm9
-    vmovdqa      xmm9, [rsp + 992]                   ; reload
-    vpxor        xmm5, xmm9, xmm5
-    vpxor        xmm5, xmm5, xmm14
-    vmovdqa      xmm9, [rsp + 480]                   ; reload
-    vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm0, xmm0, xmm7
-    vpslldq      xmm7, xmm10, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm7, xmm15, xmm10, 8
-    vpxor        xmm7, xmm13, xmm7
-    vpalignr     xmm9, xmm3, xmm15, 8
-    vpxor        xmm8, xmm8, xmm9
-    vpalignr     xmm3, xmm4, xmm3, 8
-    vpxor        xmm3, xmm11, xmm3
-    vpalignr     xmm4, xmm5, xmm4, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpalignr     xmm4, xmm6, xmm5, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpsrldq      xmm4, xmm6, 8
-    vmovdqa      xmm5, [rsp + 1088]                  ; reload
-    vpxor        xmm4, xmm5, xmm4
-    vpsllq       xmm5, xmm3, 39
-    vpalignr     xmm6, xmm3, xmm8, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm3, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm6, xmm6, xmm9
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm0, xmm4, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm4, xmm5, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
+    vpxor        xmm2, xmm3, xmm2
     vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm6, xmm5
-    vpxor        xmm5, xmm7, xmm9
-    vpxor        xmm1, xmm1, xmm10
-    vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm3, xmm3, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm1, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpsllq       xmm3, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm3, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm3, xmm4, xmm3
-    vmovdqa      xmm4, [rsp + 160]                   ; reload
-    vpclmulqdq   xmm5, xmm4, [rsp + 1056], 0
-    vpclmulqdq   xmm6, xmm4, [rsp + 1056], 1
-    vpclmulqdq   xmm7, xmm4, [rsp + 1056], 16
-    vpclmulqdq   xmm8, xmm4, [rsp + 1056], 17
-    vpxor        xmm6, xmm6, xmm7
-    vmovdqa      xmm7, [rsp + 192]                   ; reload
-    vpclmulqdq   xmm9, xmm7, [rsp + 640], 0
-    vpclmulqdq   xmm10, xmm7, [rsp + 640], 1
-    vpclmulqdq   xmm11, xmm7, [rsp + 640], 16
-    vpclmulqdq   xmm12, xmm7, [rsp + 640], 17
-    vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm11, xmm4, xmm7
-    vmovdqa      xmm13, [rsp + 1056]                 ; reload
-    vpxor        xmm14, xmm13, [rsp + 640]
-    vpclmulqdq   xmm15, xmm11, xmm14, 0
-    vmovdqa      [rsp + 1088], xmm0                  ; spill
-    vpclmulqdq   xmm0, xmm11, xmm14, 1
-    vmovdqa      [rsp + 416], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm11, xmm14, 16
-    vpclmulqdq   xmm11, xmm11, xmm14, 17
-    vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm1, xmm5, xmm8
-    vpxor        xmm14, xmm15, xmm9
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm9, xmm9, xmm12
-    vpxor        xmm8, xmm8, xmm9
-    vmovdqa      xmm9, [rsp + 224]                   ; reload
-    vpclmulqdq   xmm11, xmm9, [rsp + 736], 0
-    vpclmulqdq   xmm14, xmm9, [rsp + 736], 1
-    vpclmulqdq   xmm15, xmm9, [rsp + 736], 16
-    vmovdqa      [rsp + 352], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm9, [rsp + 736], 17
-    vpxor        xmm14, xmm14, xmm15
-    vmovdqa      xmm15, [rsp + 256]                  ; reload
-    vmovdqa      [rsp + 960], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm15, [rsp + 320], 0
-    vmovdqa      [rsp + 1024], xmm0                  ; spill
-    vpxor        xmm0, xmm9, xmm15
-    vmovdqa      [rsp + 480], xmm1                   ; spill
-    vmovdqa      xmm1, [rsp + 736]                   ; reload
-    vmovdqa      [rsp + 992], xmm12                  ; spill
-    vpxor        xmm12, xmm1, [rsp + 320]
-    vmovdqa      [rsp + 1120], xmm6                  ; spill
-    vpclmulqdq   xmm6, xmm0, xmm12, 0
-    vmovdqa      [rsp + 1152], xmm10                 ; spill
-    vpclmulqdq   xmm10, xmm0, xmm12, 1
-    vmovdqa      [rsp + 1184], xmm5                  ; spill
-    vpclmulqdq   xmm5, xmm0, xmm12, 16
-    vpclmulqdq   xmm0, xmm0, xmm12, 17
-    vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm10, xmm11, xmm3
-    vpxor        xmm6, xmm6, xmm2
-    vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm5, xmm14, xmm5
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm2, xmm4, xmm9
+    vpxor        xmm1, xmm14, xmm1
     vpxor        xmm3, xmm7, xmm15
-    vpxor        xmm1, xmm13, xmm1
-    vmovdqa      xmm4, [rsp + 640]                   ; reload
-    vpxor        xmm4, xmm4, [rsp + 320]
-    vpclmulqdq   xmm7, xmm2, xmm1, 0
-    vpclmulqdq   xmm9, xmm2, xmm1, 1
-    vpclmulqdq   xmm10, xmm2, xmm1, 16
-    vpclmulqdq   xmm12, xmm2, xmm1, 17
-    vpxor        xmm9, xmm9, xmm10
-    vpclmulqdq   xmm10, xmm3, xmm4, 0
-    vpclmulqdq   xmm13, xmm3, xmm4, 1
-    vpclmulqdq   xmm15, xmm3, xmm4, 16
-    vmovdqa      [rsp + 320], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm3, xmm4, 17
-    vpxor        xmm13, xmm13, xmm15
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm1, xmm1, xmm4
-    vpclmulqdq   xmm3, xmm2, xmm1, 0
-    vpclmulqdq   xmm4, xmm2, xmm1, 1
-    vpclmulqdq   xmm15, xmm2, xmm1, 16
-    vpclmulqdq   xmm1, xmm2, xmm1, 17
-    vpxor        xmm2, xmm4, xmm15
-    vpxor        xmm4, xmm7, xmm12
-    vpxor        xmm3, xmm3, xmm10
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm2, xmm2, xmm13
-    vpxor        xmm1, xmm12, xmm1
-    vpxor        xmm4, xmm10, xmm0
-    vpxor        xmm1, xmm1, xmm4
-    vmovdqa      xmm4, [rsp + 1184]                  ; reload
-    vpxor        xmm10, xmm4, xmm8
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm7, xmm10, xmm7
-    vmovdqa      xmm10, [rsp + 1120]                 ; reload
-    vpxor        xmm12, xmm10, [rsp + 1152]
-    vpxor        xmm9, xmm9, xmm14
-    vpxor        xmm9, xmm12, xmm9
-    vmovdqa      xmm12, [rsp + 480]                  ; reload
-    vpxor        xmm15, xmm12, [rsp + 992]
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vmovdqa      xmm15, [rsp + 1024]                 ; reload
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm8, xmm11, [rsp + 320]
-    vpxor        xmm1, xmm1, xmm8
-    vmovdqa      xmm8, [rsp + 1152]                  ; reload
-    vpxor        xmm8, xmm8, xmm13
-    vpxor        xmm8, xmm8, xmm14
-    vmovdqa      xmm11, [rsp + 992]                  ; reload
-    vpxor        xmm0, xmm11, xmm0
-    vpxor        xmm0, xmm0, xmm6
-    vpslldq      xmm6, xmm10, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm15, xmm10, 8
-    vpxor        xmm6, xmm12, xmm6
-    vpalignr     xmm10, xmm9, xmm15, 8
-    vpxor        xmm7, xmm7, xmm10
-    vpalignr     xmm9, xmm2, xmm9, 8
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm2, xmm8, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpalignr     xmm2, xmm5, xmm8, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm5, 8
-    vmovdqa      xmm5, [rsp + 320]                   ; reload
-    vpxor        xmm2, xmm5, xmm2
-    vpsllq       xmm5, xmm3, 39
-    vpalignr     xmm8, xmm3, xmm7, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm5, xmm5, xmm8
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm3, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm0, xmm2, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm2, xmm5, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm4, xmm8, xmm5
-    vpxor        xmm5, xmm6, xmm9
-    vpxor        xmm1, xmm1, xmm10
-    vpxor        xmm6, xmm7, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm3, xmm3, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm1, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpalignr     xmm0, xmm14, xmm0, 8
     vpxor        xmm0, xmm3, xmm0
-    vpsllq       xmm3, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
+    vpslldq      xmm3, xmm9, 8
     vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm3, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm3, xmm4, xmm3
-    vmovdqa      xmm4, [rsp + 448]                   ; reload
-    vpxor        xmm2, xmm4, xmm2
-    vmovdqa      xmm4, [rsp + 384]                   ; reload
-    vpxor        xmm3, xmm4, xmm3
-    vmovdqa      xmm4, [rsp]                         ; reload
-    vpxor        xmm1, xmm4, xmm1
-    vmovdqa      xmm4, [rsp + 288]                   ; reload
-    vpxor        xmm0, xmm4, xmm0
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpalignr     xmm8, xmm3, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm3, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm6, xmm1, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm1, xmm7, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm3, xmm3, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm1, xmm1, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
+    vpalignr     xmm4, xmm1, xmm9, 8
     vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpsllq       xmm3, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm3, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm3, xmm3, 8
+    vpalignr     xmm1, xmm8, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm8, 8
+    vpxor        xmm1, xmm6, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm4, [rsp + 448]                   ; reload
+    vpclmulqdq   xmm5, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vmovdqa      xmm6, [rsp + 384]                   ; reload
+    vpclmulqdq   xmm7, xmm6, xmm6, 0
+    vpclmulqdq   xmm6, xmm6, xmm6, 17
+    vmovdqa      xmm8, [rsp]                         ; reload
+    vpclmulqdq   xmm9, xmm8, xmm8, 0
+    vpclmulqdq   xmm8, xmm8, xmm8, 17
+    vmovdqa      xmm10, [rsp + 288]                  ; reload
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm14, xmm8, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm15, xmm8, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 288], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm8, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_4000000000000000], 1
+    vmovdqa      [rsp], xmm0                         ; spill
+    vpsrldq      xmm0, xmm10, 8
+    vpxor        xmm0, xmm9, xmm0
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_8000000000], 0
+    vmovdqa      [rsp + 384], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm0, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 448], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm8, xmm11, xmm8
+    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm6, xmm6, xmm13
+    vpalignr     xmm10, xmm10, xmm8, 8
+    vpxor        xmm10, xmm6, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm2, xmm4, xmm2
     vpxor        xmm2, xmm2, xmm3
-    vmovdqa      xmm3, [rsp + 32]                    ; reload
-    vpclmulqdq   xmm5, xmm3, [rsp + 896], 0
-    vpclmulqdq   xmm6, xmm3, [rsp + 896], 1
-    vpclmulqdq   xmm7, xmm3, [rsp + 896], 16
-    vpclmulqdq   xmm8, xmm3, [rsp + 896], 17
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm3, xmm7, xmm15
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm9, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm4, xmm0, xmm9, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm0, xmm8, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm8, 8
+    vpxor        xmm1, xmm6, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm4, [rsp + 640]                   ; reload
+    vpxor        xmm5, xmm4, [rsp + 768]
+    vmovdqa      xmm6, [rsp + 608]                   ; reload
+    vpxor        xmm7, xmm6, [rsp + 576]
+    vmovdqa      xmm8, [rsp + 832]                   ; reload
+    vpxor        xmm9, xmm8, [rsp + 544]
+    vmovdqa      xmm10, [rsp + 800]                  ; reload
+    vpxor        xmm11, xmm10, [rsp + 512]
+    vpclmulqdq   xmm12, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm5, xmm5, 17
+    vpclmulqdq   xmm13, xmm7, xmm7, 0
+    vpclmulqdq   xmm7, xmm7, xmm7, 17
+    vpclmulqdq   xmm14, xmm9, xmm9, 0
+    vpclmulqdq   xmm9, xmm9, xmm9, 17
+    vpclmulqdq   xmm11, xmm11, xmm11, 0
+    vpclmulqdq   xmm15, xmm11, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm10, xmm11, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm8, xmm11, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm6, xmm9, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm4, xmm9, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 320], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm9, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_4000000000000000], 1
+    vmovdqa      [rsp + 672], xmm0                   ; spill
+    vpsrldq      xmm0, xmm11, 8
+    vpxor        xmm0, xmm14, xmm0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 0
+    vmovdqa      [rsp + 704], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm0, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 736], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm9, xmm15, xmm9
+    vpxor        xmm7, xmm7, xmm10
+    vpxor        xmm7, xmm7, xmm8
+    vpalignr     xmm8, xmm11, xmm9, 8
+    vpxor        xmm8, xmm7, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm10, xmm12, xmm10
+    vpxor        xmm8, xmm14, xmm8
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm0, xmm6, xmm0
+    vpxor        xmm3, xmm13, xmm4
+    vpxor        xmm1, xmm3, xmm1
+    vpslldq      xmm3, xmm8, 8
+    vpxor        xmm3, xmm10, xmm3
+    vpalignr     xmm4, xmm0, xmm8, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm0, xmm9, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm9, 8
+    vpxor        xmm1, xmm7, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm4, [rsp + 448]                   ; reload
+    vpclmulqdq   xmm5, xmm4, [rsp + 736], 0
+    vpclmulqdq   xmm6, xmm4, [rsp + 736], 1
+    vpclmulqdq   xmm7, xmm4, [rsp + 736], 16
+    vpclmulqdq   xmm8, xmm4, [rsp + 736], 17
     vpxor        xmm6, xmm6, xmm7
-    vmovdqa      xmm7, [rsp + 64]                    ; reload
+    vmovdqa      xmm7, [rsp + 384]                   ; reload
     vpclmulqdq   xmm9, xmm7, [rsp + 704], 0
     vpclmulqdq   xmm10, xmm7, [rsp + 704], 1
     vpclmulqdq   xmm11, xmm7, [rsp + 704], 16
     vpclmulqdq   xmm12, xmm7, [rsp + 704], 17
     vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm11, xmm3, xmm7
-    vmovdqa      xmm13, [rsp + 896]                  ; reload
+    vpxor        xmm11, xmm4, xmm7
+    vmovdqa      xmm13, [rsp + 736]                  ; reload
     vpxor        xmm14, xmm13, [rsp + 704]
     vpclmulqdq   xmm15, xmm11, xmm14, 0
-    vmovdqa      [rsp + 288], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm11, xmm14, 1
-    vmovdqa      [rsp], xmm4                         ; spill
-    vpclmulqdq   xmm4, xmm11, xmm14, 16
+    vmovdqa      [rsp + 864], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm11, xmm14, 1
+    vmovdqa      [rsp + 896], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm11, xmm14, 16
     vpclmulqdq   xmm11, xmm11, xmm14, 17
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm4, xmm5, xmm8
-    vpxor        xmm14, xmm15, xmm9
-    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm1, xmm8, xmm9
+    vpxor        xmm8, xmm5, xmm15
+    vpxor        xmm8, xmm8, xmm1
     vpxor        xmm0, xmm6, xmm0
     vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm9, xmm9, xmm12
-    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm9, xmm11, xmm12
+    vpxor        xmm1, xmm9, xmm1
+    vmovdqa      xmm9, [rsp]                         ; reload
+    vpclmulqdq   xmm11, xmm9, [rsp + 672], 0
+    vpclmulqdq   xmm14, xmm9, [rsp + 672], 1
+    vpclmulqdq   xmm15, xmm9, [rsp + 672], 16
+    vmovdqa      [rsp + 928], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm9, [rsp + 672], 17
+    vpxor        xmm14, xmm14, xmm15
+    vmovdqa      xmm15, [rsp + 288]                  ; reload
+    vmovdqa      [rsp + 416], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm15, [rsp + 320], 0
+    vmovdqa      [rsp + 352], xmm0                   ; spill
+    vpxor        xmm0, xmm9, xmm15
+    vmovdqa      [rsp + 480], xmm8                   ; spill
+    vmovdqa      xmm8, [rsp + 672]                   ; reload
+    vmovdqa      [rsp + 960], xmm6                   ; spill
+    vpxor        xmm6, xmm8, [rsp + 320]
+    vmovdqa      [rsp + 992], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm0, xmm6, 0
+    vmovdqa      [rsp + 1024], xmm12                 ; spill
+    vpclmulqdq   xmm12, xmm0, xmm6, 1
+    vmovdqa      [rsp + 1056], xmm10                 ; spill
+    vpclmulqdq   xmm10, xmm0, xmm6, 16
+    vpclmulqdq   xmm0, xmm0, xmm6, 17
+    vpxor        xmm6, xmm12, xmm10
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm11, xmm5
+    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm5, xmm14, xmm6
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm4, xmm9
+    vpxor        xmm6, xmm7, xmm15
+    vpxor        xmm10, xmm13, xmm8
+    vmovdqa      xmm12, [rsp + 704]                  ; reload
+    vpxor        xmm15, xmm12, [rsp + 320]
+    vpclmulqdq   xmm9, xmm2, xmm10, 0
+    vpclmulqdq   xmm7, xmm2, xmm10, 1
+    vpclmulqdq   xmm4, xmm2, xmm10, 16
+    vpclmulqdq   xmm8, xmm2, xmm10, 17
+    vpxor        xmm4, xmm7, xmm4
+    vpclmulqdq   xmm7, xmm6, xmm15, 0
+    vpclmulqdq   xmm12, xmm6, xmm15, 1
+    vpclmulqdq   xmm13, xmm6, xmm15, 16
+    vmovdqa      [rsp + 1088], xmm0                  ; spill
+    vpclmulqdq   xmm0, xmm6, xmm15, 17
+    vpxor        xmm12, xmm12, xmm13
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm6, xmm10, xmm15
+    vpclmulqdq   xmm10, xmm2, xmm6, 0
+    vpclmulqdq   xmm13, xmm2, xmm6, 1
+    vpclmulqdq   xmm15, xmm2, xmm6, 16
+    vpclmulqdq   xmm2, xmm2, xmm6, 17
+    vpxor        xmm6, xmm13, xmm15
+    vpxor        xmm7, xmm8, xmm7
+    vpxor        xmm8, xmm9, xmm10
+    vpxor        xmm8, xmm8, xmm7
+    vpxor        xmm6, xmm4, xmm6
+    vpxor        xmm6, xmm6, xmm12
+    vpxor        xmm2, xmm2, xmm0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm1, xmm1, xmm11
+    vmovdqa      xmm7, [rsp + 1056]                  ; reload
+    vpxor        xmm7, xmm7, xmm14
+    vmovdqa      xmm10, [rsp + 1024]                 ; reload
+    vpxor        xmm3, xmm10, xmm3
+    vmovdqa      xmm10, [rsp + 992]                  ; reload
+    vpxor        xmm9, xmm10, xmm9
+    vpxor        xmm9, xmm9, xmm1
+    vmovdqa      xmm11, [rsp + 960]                  ; reload
+    vpxor        xmm4, xmm11, xmm4
+    vpxor        xmm4, xmm4, xmm7
+    vmovdqa      xmm13, [rsp + 480]                  ; reload
+    vpxor        xmm8, xmm13, xmm8
+    vpxor        xmm8, xmm8, xmm3
+    vmovdqa      xmm14, [rsp + 352]                  ; reload
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm6, xmm6, xmm5
+    vpxor        xmm2, xmm2, [rsp + 1088]
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm12, xmm7
+    vpxor        xmm0, xmm0, xmm3
+    vpslldq      xmm3, xmm11, 8
+    vpxor        xmm3, xmm10, xmm3
+    vpalignr     xmm7, xmm14, xmm11, 8
+    vpxor        xmm7, xmm13, xmm7
+    vpalignr     xmm10, xmm4, xmm14, 8
+    vpxor        xmm9, xmm9, xmm10
+    vpalignr     xmm4, xmm6, xmm4, 8
+    vpxor        xmm4, xmm8, xmm4
+    vpalignr     xmm6, xmm2, xmm6, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vmovdqa      xmm5, [rsp + 1088]                  ; reload
+    vpxor        xmm2, xmm5, xmm2
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm1, xmm13
+    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm0, xmm5, xmm0
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm4, xmm4, xmm8
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm5, xmm7, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm6, xmm9, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm2, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm2, xmm1, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxor        xmm1, xmm6, xmm1
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm4, xmm0
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm4, [rsp + 160]                   ; reload
+    vpclmulqdq   xmm5, xmm4, [rsp + 736], 0
+    vpclmulqdq   xmm6, xmm4, [rsp + 736], 1
+    vpclmulqdq   xmm7, xmm4, [rsp + 736], 16
+    vpclmulqdq   xmm8, xmm4, [rsp + 736], 17
+    vpxor        xmm6, xmm6, xmm7
+    vmovdqa      xmm7, [rsp + 192]                   ; reload
+    vpclmulqdq   xmm9, xmm7, [rsp + 704], 0
+    vpclmulqdq   xmm10, xmm7, [rsp + 704], 1
+    vpclmulqdq   xmm11, xmm7, [rsp + 704], 16
+    vpclmulqdq   xmm12, xmm7, [rsp + 704], 17
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm11, xmm4, xmm7
+    vmovdqa      xmm13, [rsp + 736]                  ; reload
+    vpxor        xmm14, xmm13, [rsp + 704]
+    vpclmulqdq   xmm15, xmm11, xmm14, 0
+    vmovdqa      [rsp + 1088], xmm1                  ; spill
+    vpclmulqdq   xmm1, xmm11, xmm14, 1
+    vmovdqa      [rsp + 352], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm11, xmm14, 16
+    vpclmulqdq   xmm11, xmm11, xmm14, 17
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm2, xmm8, xmm9
+    vpxor        xmm8, xmm5, xmm15
+    vpxor        xmm8, xmm8, xmm2
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm1, xmm1, xmm10
+    vpxor        xmm9, xmm11, xmm12
+    vpxor        xmm2, xmm9, xmm2
+    vmovdqa      xmm9, [rsp + 224]                   ; reload
+    vpclmulqdq   xmm11, xmm9, [rsp + 672], 0
+    vpclmulqdq   xmm14, xmm9, [rsp + 672], 1
+    vpclmulqdq   xmm15, xmm9, [rsp + 672], 16
+    vmovdqa      [rsp + 480], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm9, [rsp + 672], 17
+    vpxor        xmm14, xmm14, xmm15
+    vmovdqa      xmm15, [rsp + 256]                  ; reload
+    vmovdqa      [rsp + 960], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm15, [rsp + 320], 0
+    vmovdqa      [rsp + 992], xmm1                   ; spill
+    vpxor        xmm1, xmm9, xmm15
+    vmovdqa      [rsp + 1024], xmm8                  ; spill
+    vmovdqa      xmm8, [rsp + 672]                   ; reload
+    vmovdqa      [rsp + 1056], xmm6                  ; spill
+    vpxor        xmm6, xmm8, [rsp + 320]
+    vmovdqa      [rsp + 1120], xmm5                  ; spill
+    vpclmulqdq   xmm5, xmm1, xmm6, 0
+    vmovdqa      [rsp + 1152], xmm12                 ; spill
+    vpclmulqdq   xmm12, xmm1, xmm6, 1
+    vmovdqa      [rsp + 1184], xmm10                 ; spill
+    vpclmulqdq   xmm10, xmm1, xmm6, 16
+    vpclmulqdq   xmm1, xmm1, xmm6, 17
+    vpxor        xmm6, xmm12, xmm10
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm11, xmm5
+    vpxor        xmm3, xmm3, xmm0
+    vpxor        xmm5, xmm14, xmm6
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm1, xmm4, xmm9
+    vpxor        xmm4, xmm7, xmm15
+    vpxor        xmm6, xmm13, xmm8
+    vmovdqa      xmm7, [rsp + 704]                   ; reload
+    vpxor        xmm7, xmm7, [rsp + 320]
+    vpclmulqdq   xmm8, xmm1, xmm6, 0
+    vpclmulqdq   xmm9, xmm1, xmm6, 1
+    vpclmulqdq   xmm10, xmm1, xmm6, 16
+    vpclmulqdq   xmm12, xmm1, xmm6, 17
+    vpxor        xmm9, xmm9, xmm10
+    vpclmulqdq   xmm10, xmm4, xmm7, 0
+    vpclmulqdq   xmm13, xmm4, xmm7, 1
+    vpclmulqdq   xmm15, xmm4, xmm7, 16
+    vmovdqa      [rsp + 320], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm4, xmm7, 17
+    vpxor        xmm13, xmm13, xmm15
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm4, xmm6, xmm7
+    vpclmulqdq   xmm6, xmm1, xmm4, 0
+    vpclmulqdq   xmm7, xmm1, xmm4, 1
+    vpclmulqdq   xmm15, xmm1, xmm4, 16
+    vpclmulqdq   xmm1, xmm1, xmm4, 17
+    vpxor        xmm4, xmm7, xmm15
+    vpxor        xmm7, xmm12, xmm10
+    vpxor        xmm6, xmm8, xmm6
+    vpxor        xmm6, xmm6, xmm7
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm1, xmm1, xmm0
+    vpxor        xmm1, xmm1, xmm7
+    vpxor        xmm2, xmm2, xmm11
+    vmovdqa      xmm7, [rsp + 1184]                  ; reload
+    vpxor        xmm7, xmm7, xmm14
+    vmovdqa      xmm10, [rsp + 1152]                 ; reload
+    vpxor        xmm3, xmm10, xmm3
+    vmovdqa      xmm10, [rsp + 1120]                 ; reload
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm8, xmm8, xmm2
+    vmovdqa      xmm11, [rsp + 1056]                 ; reload
+    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm9, xmm9, xmm7
+    vmovdqa      xmm12, [rsp + 1024]                 ; reload
+    vpxor        xmm6, xmm12, xmm6
+    vpxor        xmm6, xmm6, xmm3
+    vmovdqa      xmm14, [rsp + 992]                  ; reload
+    vpxor        xmm4, xmm14, xmm4
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm1, xmm1, [rsp + 320]
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm2, xmm13, xmm7
+    vpxor        xmm0, xmm0, xmm3
+    vpslldq      xmm3, xmm11, 8
+    vpxor        xmm3, xmm10, xmm3
+    vpalignr     xmm7, xmm14, xmm11, 8
+    vpxor        xmm7, xmm12, xmm7
+    vpalignr     xmm10, xmm9, xmm14, 8
+    vpxor        xmm8, xmm8, xmm10
+    vpalignr     xmm9, xmm4, xmm9, 8
+    vpxor        xmm6, xmm6, xmm9
+    vpalignr     xmm4, xmm2, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpsrldq      xmm2, xmm5, 8
+    vmovdqa      xmm4, [rsp + 320]                   ; reload
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm1, xmm13
+    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm4, xmm6, xmm5
+    vpxor        xmm4, xmm4, xmm9
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm5, xmm7, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm6, xmm8, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm2, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm2, xmm1, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxor        xmm1, xmm6, xmm1
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm4, xmm0
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm4, [rsp + 448]                   ; reload
+    vpxor        xmm3, xmm4, xmm3
+    vmovdqa      xmm4, [rsp + 384]                   ; reload
+    vpxor        xmm2, xmm4, xmm2
+    vmovdqa      xmm4, [rsp]                         ; reload
+    vpxor        xmm1, xmm4, xmm1
+    vmovdqa      xmm4, [rsp + 288]                   ; reload
+    vpxor        xmm0, xmm4, xmm0
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm6, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm1, xmm7, xmm1
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm1, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm2, [rsp + 32]                    ; reload
+    vpclmulqdq   xmm5, xmm2, [rsp + 416], 0
+    vpclmulqdq   xmm6, xmm2, [rsp + 416], 1
+    vpclmulqdq   xmm7, xmm2, [rsp + 416], 16
+    vpclmulqdq   xmm8, xmm2, [rsp + 416], 17
+    vpxor        xmm6, xmm6, xmm7
+    vmovdqa      xmm7, [rsp + 64]                    ; reload
+    vpclmulqdq   xmm9, xmm7, [rsp + 928], 0
+    vpclmulqdq   xmm10, xmm7, [rsp + 928], 1
+    vpclmulqdq   xmm11, xmm7, [rsp + 928], 16
+    vpclmulqdq   xmm12, xmm7, [rsp + 928], 17
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm11, xmm2, xmm7
+    vmovdqa      xmm13, [rsp + 416]                  ; reload
+    vpxor        xmm14, xmm13, [rsp + 928]
+    vpclmulqdq   xmm15, xmm11, xmm14, 0
+    vmovdqa      [rsp + 288], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm11, xmm14, 1
+    vmovdqa      [rsp], xmm0                         ; spill
+    vpclmulqdq   xmm0, xmm11, xmm14, 16
+    vpclmulqdq   xmm11, xmm11, xmm14, 17
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm8, xmm9
+    vpxor        xmm8, xmm5, xmm15
+    vpxor        xmm8, xmm8, xmm3
+    vpxor        xmm0, xmm6, xmm0
+    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm9, xmm11, xmm12
+    vpxor        xmm3, xmm9, xmm3
     vmovdqa      xmm9, [rsp + 96]                    ; reload
-    vpclmulqdq   xmm11, xmm9, [rsp + 928], 0
-    vpclmulqdq   xmm14, xmm9, [rsp + 928], 1
-    vpclmulqdq   xmm15, xmm9, [rsp + 928], 16
-    vmovdqa      [rsp + 384], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm9, [rsp + 928], 17
+    vpclmulqdq   xmm11, xmm9, [rsp + 896], 0
+    vpclmulqdq   xmm14, xmm9, [rsp + 896], 1
+    vpclmulqdq   xmm15, xmm9, [rsp + 896], 16
+    vmovdqa      [rsp + 384], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm9, [rsp + 896], 17
     vpxor        xmm14, xmm14, xmm15
     vmovdqa      xmm15, [rsp + 128]                  ; reload
     vmovdqa      [rsp + 448], xmm1                   ; spill
     vpclmulqdq   xmm1, xmm15, [rsp + 864], 0
     vmovdqa      [rsp + 320], xmm0                   ; spill
     vpxor        xmm0, xmm9, xmm15
-    vmovdqa      [rsp + 1024], xmm4                  ; spill
-    vmovdqa      xmm4, [rsp + 928]                   ; reload
-    vmovdqa      [rsp + 480], xmm12                  ; spill
-    vpxor        xmm12, xmm4, [rsp + 864]
-    vmovdqa      [rsp + 1120], xmm6                  ; spill
-    vpclmulqdq   xmm6, xmm0, xmm12, 0
-    vmovdqa      [rsp + 1184], xmm10                 ; spill
-    vpclmulqdq   xmm10, xmm0, xmm12, 1
-    vmovdqa      [rsp + 992], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm12, 16
-    vpclmulqdq   xmm0, xmm0, xmm12, 17
-    vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm10, xmm11, xmm2
-    vpxor        xmm6, xmm6, xmm1
-    vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm5, xmm14, xmm5
-    vpxor        xmm0, xmm2, xmm0
+    vmovdqa      [rsp + 992], xmm8                   ; spill
+    vmovdqa      xmm8, [rsp + 896]                   ; reload
+    vmovdqa      [rsp + 1024], xmm6                  ; spill
+    vpxor        xmm6, xmm8, [rsp + 864]
+    vmovdqa      [rsp + 1056], xmm5                  ; spill
+    vpclmulqdq   xmm5, xmm0, xmm6, 0
+    vmovdqa      [rsp + 1120], xmm12                 ; spill
+    vpclmulqdq   xmm12, xmm0, xmm6, 1
+    vmovdqa      [rsp + 1152], xmm10                 ; spill
+    vpclmulqdq   xmm10, xmm0, xmm6, 16
+    vpclmulqdq   xmm0, xmm0, xmm6, 17
+    vpxor        xmm6, xmm12, xmm10
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm11, xmm5
+    vpxor        xmm4, xmm4, xmm1
+    vpxor        xmm5, xmm14, xmm6
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm1, xmm3, xmm9
+    vpxor        xmm1, xmm2, xmm9
     vpxor        xmm2, xmm7, xmm15
-    vpxor        xmm3, xmm13, xmm4
-    vmovdqa      xmm7, [rsp + 704]                   ; reload
+    vpxor        xmm6, xmm13, xmm8
+    vmovdqa      xmm7, [rsp + 928]                   ; reload
     vpxor        xmm9, xmm7, [rsp + 864]
-    vpclmulqdq   xmm10, xmm1, xmm3, 0
-    vpclmulqdq   xmm12, xmm1, xmm3, 1
-    vpclmulqdq   xmm15, xmm1, xmm3, 16
-    vpclmulqdq   xmm4, xmm1, xmm3, 17
+    vpclmulqdq   xmm10, xmm1, xmm6, 0
+    vpclmulqdq   xmm12, xmm1, xmm6, 1
+    vpclmulqdq   xmm15, xmm1, xmm6, 16
+    vpclmulqdq   xmm8, xmm1, xmm6, 17
     vpxor        xmm12, xmm12, xmm15
     vpclmulqdq   xmm15, xmm2, xmm9, 0
     vpclmulqdq   xmm7, xmm2, xmm9, 1
@@ -7454,291 +7082,281 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm0, xmm2, xmm9, 17
     vpxor        xmm7, xmm7, xmm13
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm2, xmm3, xmm9
-    vpclmulqdq   xmm3, xmm1, xmm2, 0
+    vpxor        xmm2, xmm6, xmm9
+    vpclmulqdq   xmm6, xmm1, xmm2, 0
     vpclmulqdq   xmm9, xmm1, xmm2, 1
     vpclmulqdq   xmm13, xmm1, xmm2, 16
     vpclmulqdq   xmm1, xmm1, xmm2, 17
     vpxor        xmm2, xmm9, xmm13
-    vpxor        xmm9, xmm10, xmm4
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm8, xmm8, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm6, xmm6, xmm8
     vpxor        xmm2, xmm12, xmm2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm15, xmm0
-    vpxor        xmm1, xmm1, xmm4
-    vmovdqa      xmm4, [rsp + 992]                   ; reload
-    vpxor        xmm9, xmm4, xmm8
-    vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm9, xmm9, xmm10
-    vmovdqa      xmm10, [rsp + 1120]                 ; reload
-    vpxor        xmm13, xmm10, [rsp + 1184]
-    vpxor        xmm12, xmm12, xmm14
-    vpxor        xmm12, xmm13, xmm12
-    vmovdqa      xmm13, [rsp + 1024]                 ; reload
-    vpxor        xmm15, xmm13, [rsp + 480]
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vmovdqa      xmm15, [rsp + 320]                  ; reload
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm1, xmm8, xmm1
-    vpxor        xmm8, xmm11, [rsp + 128]
+    vpxor        xmm1, xmm1, xmm0
     vpxor        xmm1, xmm1, xmm8
-    vmovdqa      xmm8, [rsp + 1184]                  ; reload
-    vpxor        xmm7, xmm8, xmm7
-    vpxor        xmm7, xmm7, xmm14
-    vmovdqa      xmm8, [rsp + 480]                   ; reload
-    vpxor        xmm0, xmm8, xmm0
-    vpxor        xmm0, xmm0, xmm6
-    vmovdqa      xmm6, [rsp + 672]                   ; reload
-    vpclmulqdq   xmm8, xmm6, [rsp + 768], 0
-    vpclmulqdq   xmm11, xmm6, [rsp + 768], 1
-    vpclmulqdq   xmm14, xmm6, [rsp + 768], 16
-    vmovdqa      [rsp + 480], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm6, [rsp + 768], 17
-    vpxor        xmm11, xmm11, xmm14
-    vmovdqa      xmm14, [rsp + 608]                  ; reload
-    vmovdqa      [rsp + 1184], xmm0                  ; spill
-    vpclmulqdq   xmm0, xmm14, [rsp + 576], 0
-    vmovdqa      [rsp + 64], xmm7                    ; spill
-    vpclmulqdq   xmm7, xmm14, [rsp + 576], 1
-    vmovdqa      [rsp + 96], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm14, [rsp + 576], 16
-    vmovdqa      [rsp + 32], xmm2                    ; spill
-    vpclmulqdq   xmm2, xmm14, [rsp + 576], 17
-    vpxor        xmm1, xmm7, xmm1
-    vpxor        xmm7, xmm6, xmm14
-    vmovdqa      [rsp + 1152], xmm3                  ; spill
-    vmovdqa      xmm3, [rsp + 768]                   ; reload
-    vmovdqa      [rsp + 640], xmm12                  ; spill
-    vpxor        xmm12, xmm3, [rsp + 576]
-    vmovdqa      [rsp + 736], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm7, xmm12, 0
-    vpclmulqdq   xmm15, xmm7, xmm12, 1
-    vpclmulqdq   xmm13, xmm7, xmm12, 16
-    vpclmulqdq   xmm7, xmm7, xmm12, 17
-    vpxor        xmm12, xmm15, xmm13
-    vpxor        xmm13, xmm8, xmm5
-    vpxor        xmm9, xmm9, xmm0
-    vpxor        xmm9, xmm13, xmm9
-    vpxor        xmm12, xmm11, xmm12
-    vpxor        xmm12, xmm12, xmm1
-    vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm0, xmm5, xmm0
-    vmovdqa      xmm5, [rsp + 832]                   ; reload
-    vpclmulqdq   xmm7, xmm5, [rsp + 544], 0
-    vpclmulqdq   xmm13, xmm5, [rsp + 544], 1
-    vpclmulqdq   xmm15, xmm5, [rsp + 544], 16
-    vpclmulqdq   xmm10, xmm5, [rsp + 544], 17
-    vpxor        xmm13, xmm13, xmm15
-    vmovdqa      xmm15, [rsp + 800]                  ; reload
-    vpclmulqdq   xmm4, xmm15, [rsp + 512], 0
-    vmovdqa      [rsp + 1056], xmm12                 ; spill
-    vpxor        xmm12, xmm5, xmm15
-    vmovdqa      [rsp + 256], xmm2                   ; spill
-    vmovdqa      xmm2, [rsp + 544]                   ; reload
-    vmovdqa      [rsp + 192], xmm9                   ; spill
-    vpxor        xmm9, xmm2, [rsp + 512]
-    vmovdqa      [rsp + 224], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm12, xmm9, 0
-    vmovdqa      [rsp + 160], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm12, xmm9, 1
-    vmovdqa      [rsp + 1216], xmm0                  ; spill
-    vpclmulqdq   xmm0, xmm12, xmm9, 16
-    vpclmulqdq   xmm9, xmm12, xmm9, 17
-    vpxor        xmm0, xmm11, xmm0
-    vpxor        xmm11, xmm7, xmm10
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm1, xmm11, xmm1
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm9, xmm10, xmm9
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm5, xmm6, xmm5
-    vpxor        xmm6, xmm14, xmm15
-    vpxor        xmm2, xmm3, xmm2
-    vmovdqa      xmm3, [rsp + 576]                   ; reload
-    vpxor        xmm3, xmm3, [rsp + 512]
-    vpclmulqdq   xmm9, xmm5, xmm2, 0
-    vpclmulqdq   xmm10, xmm5, xmm2, 1
-    vpclmulqdq   xmm11, xmm5, xmm2, 16
-    vpclmulqdq   xmm12, xmm5, xmm2, 17
-    vpxor        xmm10, xmm10, xmm11
-    vpclmulqdq   xmm11, xmm6, xmm3, 0
-    vpclmulqdq   xmm14, xmm6, xmm3, 1
-    vpclmulqdq   xmm15, xmm6, xmm3, 16
-    vmovdqa      [rsp + 512], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm6, xmm3, 17
-    vpxor        xmm14, xmm14, xmm15
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm5, xmm2, 0
-    vpclmulqdq   xmm6, xmm5, xmm2, 1
-    vpclmulqdq   xmm15, xmm5, xmm2, 16
-    vpclmulqdq   xmm2, xmm5, xmm2, 17
-    vpxor        xmm5, xmm6, xmm15
-    vpxor        xmm6, xmm9, xmm12
     vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm5, xmm10, xmm5
-    vpxor        xmm5, xmm5, xmm14
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm6, xmm11, xmm4
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm6, xmm8, [rsp + 1216]
-    vpxor        xmm9, xmm9, xmm7
-    vpxor        xmm6, xmm6, xmm9
-    vmovdqa      xmm9, [rsp + 160]                   ; reload
-    vpxor        xmm11, xmm9, [rsp + 224]
-    vpxor        xmm10, xmm10, xmm13
-    vpxor        xmm10, xmm11, xmm10
-    vmovdqa      xmm11, [rsp + 192]                  ; reload
-    vpxor        xmm12, xmm11, [rsp + 256]
-    vpxor        xmm3, xmm3, xmm1
-    vpxor        xmm3, xmm12, xmm3
-    vmovdqa      xmm12, [rsp + 1056]                 ; reload
-    vpxor        xmm5, xmm12, xmm5
+    vmovdqa      xmm8, [rsp + 1152]                  ; reload
+    vpxor        xmm8, xmm8, xmm14
+    vmovdqa      xmm9, [rsp + 1120]                  ; reload
+    vpxor        xmm4, xmm9, xmm4
+    vmovdqa      xmm9, [rsp + 1056]                  ; reload
+    vpxor        xmm10, xmm9, xmm10
+    vpxor        xmm10, xmm10, xmm3
+    vmovdqa      xmm11, [rsp + 1024]                 ; reload
+    vpxor        xmm12, xmm11, xmm12
+    vpxor        xmm12, xmm12, xmm8
+    vmovdqa      xmm13, [rsp + 992]                  ; reload
+    vpxor        xmm6, xmm13, xmm6
+    vpxor        xmm6, xmm6, xmm4
+    vmovdqa      xmm14, [rsp + 320]                  ; reload
+    vpxor        xmm2, xmm14, xmm2
+    vpxor        xmm2, xmm2, xmm5
+    vpxor        xmm1, xmm1, [rsp + 128]
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm3, xmm7, xmm8
+    vpxor        xmm0, xmm0, xmm4
+    vmovdqa      xmm4, [rsp + 640]                   ; reload
+    vpclmulqdq   xmm7, xmm4, [rsp + 768], 0
+    vpclmulqdq   xmm8, xmm4, [rsp + 768], 1
+    vpclmulqdq   xmm15, xmm4, [rsp + 768], 16
+    vmovdqa      [rsp + 1120], xmm5                  ; spill
+    vpclmulqdq   xmm5, xmm4, [rsp + 768], 17
+    vpxor        xmm8, xmm8, xmm15
+    vmovdqa      xmm15, [rsp + 608]                  ; reload
+    vmovdqa      [rsp + 1152], xmm0                  ; spill
+    vpclmulqdq   xmm0, xmm15, [rsp + 576], 0
+    vmovdqa      [rsp + 64], xmm3                    ; spill
+    vpclmulqdq   xmm3, xmm15, [rsp + 576], 1
+    vmovdqa      [rsp + 96], xmm1                    ; spill
+    vpclmulqdq   xmm1, xmm15, [rsp + 576], 16
+    vmovdqa      [rsp + 32], xmm2                    ; spill
+    vpclmulqdq   xmm2, xmm15, [rsp + 576], 17
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm4, xmm15
+    vmovdqa      [rsp + 1184], xmm6                  ; spill
+    vmovdqa      xmm6, [rsp + 768]                   ; reload
+    vmovdqa      [rsp + 704], xmm12                  ; spill
+    vpxor        xmm12, xmm6, [rsp + 576]
+    vmovdqa      [rsp + 672], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm3, xmm12, 0
+    vpclmulqdq   xmm14, xmm3, xmm12, 1
+    vpclmulqdq   xmm13, xmm3, xmm12, 16
+    vpclmulqdq   xmm3, xmm3, xmm12, 17
+    vpxor        xmm12, xmm14, xmm13
+    vpxor        xmm0, xmm5, xmm0
+    vpxor        xmm5, xmm7, xmm10
     vpxor        xmm5, xmm5, xmm0
-    vmovdqa      xmm15, [rsp + 1216]                 ; reload
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm7, xmm7, [rsp + 512]
-    vpxor        xmm2, xmm2, xmm7
-    vmovdqa      xmm7, [rsp + 224]                   ; reload
-    vpxor        xmm7, xmm7, xmm14
-    vpxor        xmm7, xmm7, xmm13
-    vmovdqa      xmm13, [rsp + 256]                  ; reload
-    vpxor        xmm4, xmm13, xmm4
-    vpxor        xmm1, xmm4, xmm1
-    vmovdqa      xmm4, [rsp + 992]                   ; reload
-    vpxor        xmm4, xmm4, xmm8
-    vmovdqa      xmm8, [rsp + 1120]                  ; reload
-    vpxor        xmm8, xmm8, xmm9
-    vmovdqa      xmm9, [rsp + 1024]                  ; reload
-    vpxor        xmm9, xmm9, xmm11
-    vmovdqa      xmm11, [rsp + 320]                  ; reload
-    vpxor        xmm11, xmm11, xmm12
-    vmovdqa      xmm12, [rsp + 736]                  ; reload
-    vpxor        xmm6, xmm12, xmm6
-    vmovdqa      xmm12, [rsp + 640]                  ; reload
-    vpxor        xmm10, xmm12, xmm10
-    vmovdqa      xmm12, [rsp + 1152]                 ; reload
-    vpxor        xmm3, xmm12, xmm3
-    vmovdqa      xmm12, [rsp + 32]                   ; reload
-    vpxor        xmm5, xmm12, xmm5
-    vmovdqa      xmm12, [rsp + 96]                   ; reload
-    vpxor        xmm2, xmm12, xmm2
-    vmovdqa      xmm12, [rsp + 64]                   ; reload
+    vpxor        xmm10, xmm8, xmm12
+    vpxor        xmm10, xmm10, xmm1
+    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm0, xmm3, xmm0
+    vmovdqa      xmm3, [rsp + 832]                   ; reload
+    vpclmulqdq   xmm12, xmm3, [rsp + 544], 0
+    vpclmulqdq   xmm13, xmm3, [rsp + 544], 1
+    vpclmulqdq   xmm14, xmm3, [rsp + 544], 16
+    vpclmulqdq   xmm11, xmm3, [rsp + 544], 17
+    vpxor        xmm13, xmm13, xmm14
+    vmovdqa      xmm14, [rsp + 800]                  ; reload
+    vpclmulqdq   xmm9, xmm14, [rsp + 512], 0
+    vmovdqa      [rsp + 736], xmm10                  ; spill
+    vpxor        xmm10, xmm3, xmm14
+    vmovdqa      [rsp + 256], xmm5                   ; spill
+    vmovdqa      xmm5, [rsp + 544]                   ; reload
+    vmovdqa      [rsp + 192], xmm8                   ; spill
+    vpxor        xmm8, xmm5, [rsp + 512]
+    vmovdqa      [rsp + 224], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm10, xmm8, 0
+    vmovdqa      [rsp + 160], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm10, xmm8, 1
+    vmovdqa      [rsp + 1216], xmm1                  ; spill
+    vpclmulqdq   xmm1, xmm10, xmm8, 16
+    vpclmulqdq   xmm8, xmm10, xmm8, 17
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm11, xmm9
     vpxor        xmm7, xmm12, xmm7
+    vpxor        xmm7, xmm7, xmm2
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm4, xmm15, xmm14
+    vpxor        xmm5, xmm6, xmm5
+    vmovdqa      xmm6, [rsp + 576]                   ; reload
+    vpxor        xmm6, xmm6, [rsp + 512]
+    vpclmulqdq   xmm8, xmm3, xmm5, 0
+    vpclmulqdq   xmm9, xmm3, xmm5, 1
+    vpclmulqdq   xmm10, xmm3, xmm5, 16
+    vpclmulqdq   xmm11, xmm3, xmm5, 17
+    vpxor        xmm9, xmm9, xmm10
+    vpclmulqdq   xmm10, xmm4, xmm6, 0
+    vpclmulqdq   xmm14, xmm4, xmm6, 1
+    vpclmulqdq   xmm15, xmm4, xmm6, 16
+    vmovdqa      [rsp + 512], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm4, xmm6, 17
+    vpxor        xmm14, xmm14, xmm15
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm4, xmm5, xmm6
+    vpclmulqdq   xmm5, xmm3, xmm4, 0
+    vpclmulqdq   xmm6, xmm3, xmm4, 1
+    vpclmulqdq   xmm15, xmm3, xmm4, 16
+    vpclmulqdq   xmm3, xmm3, xmm4, 17
+    vpxor        xmm4, xmm6, xmm15
+    vpxor        xmm6, xmm11, xmm10
+    vpxor        xmm5, xmm8, xmm5
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm0, xmm0, xmm12
+    vmovdqa      xmm6, [rsp + 1216]                  ; reload
+    vpxor        xmm6, xmm6, xmm13
+    vmovdqa      xmm10, [rsp + 160]                  ; reload
+    vpxor        xmm7, xmm10, xmm7
+    vmovdqa      xmm10, [rsp + 224]                  ; reload
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm8, xmm8, xmm0
+    vmovdqa      xmm11, [rsp + 192]                  ; reload
+    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm9, xmm9, xmm6
+    vmovdqa      xmm12, [rsp + 256]                  ; reload
+    vpxor        xmm5, xmm12, xmm5
+    vpxor        xmm5, xmm5, xmm7
+    vmovdqa      xmm13, [rsp + 736]                  ; reload
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm4, xmm4, xmm1
+    vpxor        xmm3, xmm3, [rsp + 512]
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm14, xmm6
+    vpxor        xmm2, xmm2, xmm7
+    vmovdqa      xmm6, [rsp + 1056]                  ; reload
+    vpxor        xmm6, xmm6, xmm10
+    vmovdqa      xmm7, [rsp + 1024]                  ; reload
+    vpxor        xmm7, xmm7, xmm11
+    vmovdqa      xmm10, [rsp + 992]                  ; reload
+    vpxor        xmm10, xmm10, xmm12
+    vmovdqa      xmm11, [rsp + 320]                  ; reload
+    vpxor        xmm11, xmm11, xmm13
+    vmovdqa      xmm12, [rsp + 672]                  ; reload
+    vpxor        xmm8, xmm12, xmm8
+    vmovdqa      xmm12, [rsp + 704]                  ; reload
+    vpxor        xmm9, xmm12, xmm9
     vmovdqa      xmm12, [rsp + 1184]                 ; reload
-    vpxor        xmm1, xmm12, xmm1
-    vmovdqa      xmm12, [rsp + 480]                  ; reload
+    vpxor        xmm5, xmm12, xmm5
+    vmovdqa      xmm12, [rsp + 32]                   ; reload
+    vpxor        xmm4, xmm12, xmm4
+    vmovdqa      xmm12, [rsp + 96]                   ; reload
     vpxor        xmm0, xmm12, xmm0
+    vmovdqa      xmm12, [rsp + 64]                   ; reload
+    vpxor        xmm3, xmm12, xmm3
+    vmovdqa      xmm12, [rsp + 1152]                 ; reload
+    vpxor        xmm2, xmm12, xmm2
+    vmovdqa      xmm12, [rsp + 1120]                 ; reload
+    vpxor        xmm1, xmm12, xmm1
     vmovdqa      xmm12, [rsp + 128]                  ; reload
     vpxor        xmm12, xmm12, [rsp + 512]
-    vpslldq      xmm13, xmm8, 8
-    vpxor        xmm4, xmm4, xmm13
-    vpalignr     xmm8, xmm11, xmm8, 8
-    vpxor        xmm8, xmm9, xmm8
-    vpalignr     xmm9, xmm10, xmm11, 8
-    vpxor        xmm6, xmm6, xmm9
-    vpalignr     xmm9, xmm5, xmm10, 8
+    vpslldq      xmm13, xmm7, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpalignr     xmm7, xmm11, xmm7, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm10, xmm9, xmm11, 8
+    vpxor        xmm8, xmm8, xmm10
+    vpalignr     xmm9, xmm4, xmm9, 8
+    vpxor        xmm5, xmm5, xmm9
+    vpalignr     xmm4, xmm3, xmm4, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpalignr     xmm3, xmm1, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm12, xmm1
+    vpclmulqdq   xmm3, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm3, xmm5, xmm4
     vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm12, xmm0
-    vpsllq       xmm5, xmm3, 39
-    vpalignr     xmm7, xmm3, xmm6, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm5, xmm5, xmm7
-    vpsllq       xmm7, xmm2, 39
-    vpalignr     xmm9, xmm2, xmm3, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm7, xmm7, xmm9
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpxor        xmm2, xmm9, xmm2
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm7, xmm5
-    vpxor        xmm5, xmm8, xmm9
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm6, xmm6, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm3, xmm3, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm1, xmm1, xmm7
-    vpalignr     xmm4, xmm2, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm2, xmm6, xmm2
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpsllq       xmm3, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm2, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm1, xmm1, xmm2, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm6, xmm4
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm5, xmm7, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm8, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm1, 8
     vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm3, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm3, xmm3, 8
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpalignr     xmm0, xmm2, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm3, [rsp + 448]                   ; reload
+    vpsrlq       xmm5, xmm3, 25
+    vpsllq       xmm6, xmm5, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm5, xmm5, xmm6
+    vmovdqa      xmm6, [rsp + 384]                   ; reload
+    vpxor        xmm5, xmm6, xmm5
+    vmovdqu      [rdi], xmm5
+    vmovdqa      xmm5, [rsp]                         ; reload
+    vmovdqu      [rdi + 16], xmm5
+    vmovdqa      xmm5, [rsp + 288]                   ; reload
+    vmovdqu      [rdi + 32], xmm5
+    vmovq        qword [rdi + 48], xmm3
+    vmovdqa      xmm3, [rsp + 960]                   ; reload
+    vpsrlq       xmm5, xmm3, 25
+    vpsllq       xmm6, xmm5, 23
+    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm5, xmm5, xmm6
+    vmovdqa      xmm6, [rsp + 480]                   ; reload
+    vpxor        xmm5, xmm6, xmm5
+    vmovdqu      [rdi + 56], xmm5
+    vmovdqa      xmm5, [rsp + 352]                   ; reload
+    vmovdqu      [rdi + 72], xmm5
+    vmovdqa      xmm5, [rsp + 1088]                  ; reload
+    vmovdqu      [rdi + 88], xmm5
+    vmovq        qword [rdi + 104], xmm3
+    vpsrlq       xmm3, xmm2, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
     vpxor        xmm3, xmm4, xmm3
-    vmovdqa      xmm4, [rsp + 448]                   ; reload
-    vmovdqu      [rdi], xmm4
-    vmovdqa      xmm4, [rsp + 384]                   ; reload
-    vmovdqu      [rdi + 16], xmm4
-    vmovdqa      xmm4, [rsp]                         ; reload
-    vmovdqu      [rdi + 32], xmm4
-    vmovdqa      xmm4, [rsp + 288]                   ; reload
-    vmovq        qword [rdi + 48], xmm4
-    vmovdqa      xmm4, [rsp + 960]                   ; reload
-    vmovdqu      [rdi + 56], xmm4
-    vmovdqa      xmm4, [rsp + 352]                   ; reload
-    vmovdqu      [rdi + 72], xmm4
-    vmovdqa      xmm4, [rsp + 416]                   ; reload
-    vmovdqu      [rdi + 88], xmm4
-    vmovdqa      xmm4, [rsp + 1088]                  ; reload
-    vmovq        qword [rdi + 104], xmm4
-    vmovdqu      [rdi + 112], xmm1
-    vmovdqu      [rdi + 128], xmm3
-    vmovdqu      [rdi + 144], xmm2
-    vmovq        qword [rdi + 160], xmm0
-    vmovdqa      xmm0, [rsp + 896]                   ; reload
-    vmovdqu      [rdi + 168], xmm0
-    vmovdqa      xmm0, [rsp + 704]                   ; reload
-    vmovdqu      [rdi + 184], xmm0
-    vmovdqa      xmm0, [rsp + 928]                   ; reload
-    vmovdqu      [rdi + 200], xmm0
+    vmovdqu      [rdi + 112], xmm3
+    vmovdqu      [rdi + 128], xmm1
+    vmovdqu      [rdi + 144], xmm0
+    vmovq        qword [rdi + 160], xmm2
     vmovdqa      xmm0, [rsp + 864]                   ; reload
+    vpsrlq       xmm1, xmm0, 25
+    vpsllq       xmm2, xmm1, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm1, xmm1, xmm2
+    vmovdqa      xmm2, [rsp + 416]                   ; reload
+    vpxor        xmm1, xmm2, xmm1
+    vmovdqu      [rdi + 168], xmm1
+    vmovdqa      xmm1, [rsp + 928]                   ; reload
+    vmovdqu      [rdi + 184], xmm1
+    vmovdqa      xmm1, [rsp + 896]                   ; reload
+    vmovdqu      [rdi + 200], xmm1
     vmovq        qword [rdi + 216], xmm0
     mov rsp, rbp
     pop rbp
-    vzeroupper
     ret
 .end:
 
@@ -7861,15 +7479,14 @@ kg_gf2m409_ladder_step2_avx2:
     vpclmulqdq   ymm9, ymm3, ymm0, 16
     vpclmulqdq   ymm0, ymm3, ymm0, 17
     vpxor        ymm3, ymm4, ymm9
-    vpxor        ymm4, ymm12, ymm15
-    vpxor        ymm5, ymm5, ymm14
-    vpxor        ymm4, ymm4, ymm5
+    vpxor        ymm4, ymm15, ymm14
+    vpxor        ymm5, ymm12, ymm5
+    vpxor        ymm5, ymm5, ymm4
     vpxor        ymm3, ymm13, ymm3
     vpxor        ymm3, ymm3, ymm2
-    vpxor        ymm0, ymm15, ymm0
-    vpxor        ymm5, ymm14, ymm1
-    vpxor        ymm0, ymm0, ymm5
-    vpclmulqdq   ymm5, ymm10, ymm6, 0
+    vpxor        ymm0, ymm0, ymm1
+    vpxor        ymm0, ymm0, ymm4
+    vpclmulqdq   ymm4, ymm10, ymm6, 0
     vpclmulqdq   ymm9, ymm10, ymm6, 1
     vpclmulqdq   ymm14, ymm10, ymm6, 16
     vpclmulqdq   ymm15, ymm10, ymm6, 17
@@ -7877,152 +7494,128 @@ kg_gf2m409_ladder_step2_avx2:
     vpclmulqdq   ymm14, ymm11, ymm7, 0
     vmovdqa      [rsp + 480], ymm3                   ; spill
     vpxor        ymm3, ymm10, ymm11
-    vmovdqa      [rsp + 512], ymm1                   ; spill
-    vpxor        ymm1, ymm6, ymm7
-    vmovdqa      [rsp + 544], ymm4                   ; spill
-    vpclmulqdq   ymm4, ymm3, ymm1, 0
-    vmovdqa      [rsp + 576], ymm2                   ; spill
-    vpclmulqdq   ymm2, ymm3, ymm1, 1
-    vmovdqa      [rsp + 608], ymm13                  ; spill
-    vpclmulqdq   ymm13, ymm3, ymm1, 16
-    vpclmulqdq   ymm1, ymm3, ymm1, 17
-    vpxor        ymm2, ymm2, ymm13
-    vpxor        ymm3, ymm5, ymm15
-    vpxor        ymm4, ymm4, ymm14
-    vpxor        ymm3, ymm3, ymm4
-    vpxor        ymm2, ymm9, ymm2
-    vpxor        ymm1, ymm15, ymm1
-    vpxor        ymm1, ymm1, ymm14
-    vpxor        ymm4, ymm8, ymm10
+    vmovdqa      [rsp + 512], ymm5                   ; spill
+    vpxor        ymm5, ymm6, ymm7
+    vmovdqa      [rsp + 544], ymm13                  ; spill
+    vpclmulqdq   ymm13, ymm3, ymm5, 0
+    vmovdqa      [rsp + 576], ymm12                  ; spill
+    vpclmulqdq   ymm12, ymm3, ymm5, 1
+    vmovdqa      [rsp + 608], ymm1                   ; spill
+    vpclmulqdq   ymm1, ymm3, ymm5, 16
+    vpclmulqdq   ymm3, ymm3, ymm5, 17
+    vpxor        ymm1, ymm12, ymm1
+    vpxor        ymm5, ymm15, ymm14
+    vpxor        ymm12, ymm4, ymm13
+    vpxor        ymm12, ymm12, ymm5
+    vpxor        ymm1, ymm9, ymm1
+    vpxor        ymm3, ymm3, ymm5
+    vpxor        ymm5, ymm8, ymm10
     vmovdqa      ymm8, [rsp + 448]                   ; reload
     vpxor        ymm8, ymm8, ymm11
     vmovdqa      ymm10, [rsp + 416]                  ; reload
     vpxor        ymm6, ymm10, ymm6
     vmovdqa      ymm10, [rsp + 384]                  ; reload
     vpxor        ymm7, ymm10, ymm7
-    vpclmulqdq   ymm10, ymm4, ymm6, 0
-    vpclmulqdq   ymm11, ymm4, ymm6, 1
-    vpclmulqdq   ymm13, ymm4, ymm6, 16
-    vpclmulqdq   ymm14, ymm4, ymm6, 17
+    vpclmulqdq   ymm10, ymm5, ymm6, 0
+    vpclmulqdq   ymm11, ymm5, ymm6, 1
+    vpclmulqdq   ymm13, ymm5, ymm6, 16
+    vpclmulqdq   ymm14, ymm5, ymm6, 17
     vpxor        ymm11, ymm11, ymm13
     vpclmulqdq   ymm13, ymm8, ymm7, 0
     vpclmulqdq   ymm15, ymm8, ymm7, 1
-    vmovdqa      [rsp + 384], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm8, ymm7, 16
-    vmovdqa      [rsp + 416], ymm2                   ; spill
-    vpclmulqdq   ymm2, ymm8, ymm7, 17
-    vpxor        ymm1, ymm15, ymm1
-    vpxor        ymm4, ymm4, ymm8
+    vmovdqa      [rsp + 384], ymm3                   ; spill
+    vpclmulqdq   ymm3, ymm8, ymm7, 16
+    vmovdqa      [rsp + 416], ymm1                   ; spill
+    vpclmulqdq   ymm1, ymm8, ymm7, 17
+    vpxor        ymm3, ymm15, ymm3
+    vpxor        ymm5, ymm5, ymm8
     vpxor        ymm6, ymm6, ymm7
-    vpclmulqdq   ymm7, ymm4, ymm6, 0
-    vpclmulqdq   ymm8, ymm4, ymm6, 1
-    vpclmulqdq   ymm15, ymm4, ymm6, 16
-    vpclmulqdq   ymm4, ymm4, ymm6, 17
+    vpclmulqdq   ymm7, ymm5, ymm6, 0
+    vpclmulqdq   ymm8, ymm5, ymm6, 1
+    vpclmulqdq   ymm15, ymm5, ymm6, 16
+    vpclmulqdq   ymm5, ymm5, ymm6, 17
     vpxor        ymm6, ymm8, ymm15
-    vpxor        ymm8, ymm10, ymm14
-    vpxor        ymm7, ymm7, ymm13
-    vpxor        ymm7, ymm8, ymm7
+    vpxor        ymm8, ymm14, ymm13
+    vpxor        ymm7, ymm10, ymm7
+    vpxor        ymm7, ymm7, ymm8
     vpxor        ymm6, ymm11, ymm6
-    vpxor        ymm6, ymm6, ymm1
-    vpxor        ymm4, ymm14, ymm4
-    vpxor        ymm8, ymm13, ymm2
-    vpxor        ymm4, ymm4, ymm8
-    vpxor        ymm8, ymm12, ymm0
-    vpxor        ymm10, ymm10, ymm5
-    vpxor        ymm8, ymm8, ymm10
-    vmovdqa      ymm10, [rsp + 608]                  ; reload
-    vpxor        ymm13, ymm10, [rsp + 576]
-    vpxor        ymm11, ymm11, ymm9
-    vpxor        ymm11, ymm13, ymm11
-    vmovdqa      ymm13, [rsp + 544]                  ; reload
-    vpxor        ymm14, ymm13, [rsp + 512]
-    vpxor        ymm7, ymm7, ymm3
-    vpxor        ymm7, ymm14, ymm7
-    vmovdqa      ymm14, [rsp + 480]                  ; reload
-    vpxor        ymm6, ymm14, ymm6
+    vpxor        ymm6, ymm6, ymm3
+    vpxor        ymm5, ymm5, ymm1
+    vpxor        ymm5, ymm5, ymm8
+    vpxor        ymm0, ymm0, ymm4
+    vpxor        ymm2, ymm2, ymm9
+    vmovdqa      ymm4, [rsp + 608]                   ; reload
+    vpxor        ymm4, ymm4, ymm12
+    vmovdqa      ymm8, [rsp + 576]                   ; reload
+    vpxor        ymm9, ymm8, ymm10
+    vpxor        ymm9, ymm9, ymm0
+    vmovdqa      ymm10, [rsp + 544]                  ; reload
+    vpxor        ymm11, ymm10, ymm11
+    vpxor        ymm11, ymm11, ymm2
+    vmovdqa      ymm12, [rsp + 512]                  ; reload
+    vpxor        ymm7, ymm12, ymm7
+    vpxor        ymm7, ymm7, ymm4
+    vmovdqa      ymm13, [rsp + 480]                  ; reload
+    vpxor        ymm6, ymm13, ymm6
     vpxor        ymm6, ymm6, [rsp + 416]
-    vpxor        ymm0, ymm0, ymm4
-    vpxor        ymm4, ymm5, [rsp + 384]
-    vpxor        ymm0, ymm0, ymm4
-    vmovdqa      ymm4, [rsp + 576]                   ; reload
-    vpxor        ymm1, ymm4, ymm1
-    vpxor        ymm1, ymm1, ymm9
-    vmovdqa      ymm4, [rsp + 512]                   ; reload
-    vpxor        ymm2, ymm4, ymm2
-    vpxor        ymm2, ymm2, ymm3
+    vpxor        ymm5, ymm5, [rsp + 384]
+    vpxor        ymm0, ymm5, ymm0
+    vpxor        ymm2, ymm3, ymm2
+    vpxor        ymm1, ymm1, ymm4
     vpslldq      ymm3, ymm10, 8
-    vpxor        ymm3, ymm12, ymm3
-    vpalignr     ymm4, ymm14, ymm10, 8
-    vpxor        ymm4, ymm13, ymm4
-    vpalignr     ymm5, ymm11, ymm14, 8
-    vpxor        ymm5, ymm8, ymm5
+    vpxor        ymm3, ymm8, ymm3
+    vpalignr     ymm4, ymm13, ymm10, 8
+    vpxor        ymm4, ymm12, ymm4
+    vpalignr     ymm5, ymm11, ymm13, 8
+    vpxor        ymm5, ymm9, ymm5
     vpalignr     ymm8, ymm6, ymm11, 8
     vpxor        ymm7, ymm7, ymm8
-    vpalignr     ymm6, ymm1, ymm6, 8
+    vpalignr     ymm6, ymm2, ymm6, 8
     vpxor        ymm0, ymm0, ymm6
     vmovdqa      ymm6, [rsp + 416]                   ; reload
-    vpalignr     ymm1, ymm6, ymm1, 8
-    vpxor        ymm1, ymm2, ymm1
+    vpalignr     ymm2, ymm6, ymm2, 8
+    vpxor        ymm1, ymm1, ymm2
     vpsrldq      ymm2, ymm6, 8
     vmovdqa      ymm6, [rsp + 384]                   ; reload
     vpxor        ymm2, ymm6, ymm2
-    vpsllq       ymm6, ymm7, 39
-    vpalignr     ymm8, ymm7, ymm5, 8
-    vpsrlq       ymm8, ymm8, 25
-    vpxor        ymm6, ymm6, ymm8
-    vpsllq       ymm8, ymm0, 39
-    vpalignr     ymm9, ymm0, ymm7, 8
-    vpsrlq       ymm9, ymm9, 25
-    vpxor        ymm8, ymm8, ymm9
-    vpsllq       ymm9, ymm1, 39
-    vpalignr     ymm0, ymm1, ymm0, 8
-    vpsrlq       ymm0, ymm0, 25
-    vpxor        ymm0, ymm9, ymm0
-    vpsllq       ymm9, ymm2, 39
-    vpalignr     ymm1, ymm2, ymm1, 8
-    vpsrlq       ymm1, ymm1, 25
-    vpxor        ymm1, ymm9, ymm1
-    vpsrldq      ymm2, ymm6, 8
-    vpand        ymm7, ymm7, [rel gf2m_mask_1ffffff_0_x2]
-    vpclmulqdq   ymm6, ymm6, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm9, ymm8, [rel gf2m_g_800000_x2], 0
-    vpclmulqdq   ymm10, ymm8, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm11, ymm0, [rel gf2m_g_800000_x2], 0
-    vpclmulqdq   ymm12, ymm0, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm13, ymm1, [rel gf2m_g_800000_x2], 0
-    vpclmulqdq   ymm14, ymm1, [rel gf2m_g_800000_x2], 1
-    vpxor        ymm2, ymm3, ymm2
-    vpxor        ymm3, ymm8, ymm6
-    vpxor        ymm4, ymm4, ymm9
-    vpxor        ymm0, ymm0, ymm10
+    vpclmulqdq   ymm6, ymm2, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm8, ymm2, [rel gf2m_g_8000000000_x2], 1
+    vpclmulqdq   ymm9, ymm2, [rel gf2m_g_4000000000000000_x2], 0
+    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_4000000000000000_x2], 1
+    vpclmulqdq   ymm10, ymm1, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm11, ymm1, [rel gf2m_g_8000000000_x2], 1
+    vpclmulqdq   ymm12, ymm1, [rel gf2m_g_4000000000000000_x2], 0
+    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_4000000000000000_x2], 1
+    vpsrldq      ymm13, ymm2, 8
+    vpxor        ymm0, ymm0, ymm13
+    vpclmulqdq   ymm13, ymm0, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm14, ymm0, [rel gf2m_g_8000000000_x2], 1
+    vpclmulqdq   ymm15, ymm0, [rel gf2m_g_4000000000000000_x2], 0
+    vpclmulqdq   ymm0, ymm0, [rel gf2m_g_4000000000000000_x2], 1
+    vpxor        ymm1, ymm6, ymm1
+    vpxor        ymm6, ymm7, ymm8
+    vpxor        ymm6, ymm6, ymm9
+    vpalignr     ymm2, ymm2, ymm1, 8
+    vpxor        ymm2, ymm6, ymm2
+    vpsrldq      ymm2, ymm2, 8
+    vpclmulqdq   ymm7, ymm2, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_4000000000000000_x2], 0
+    vpxor        ymm3, ymm3, ymm7
+    vpxor        ymm2, ymm13, ymm2
+    vpxor        ymm4, ymm4, ymm14
+    vpxor        ymm4, ymm4, ymm15
+    vpxor        ymm0, ymm10, ymm0
     vpxor        ymm5, ymm5, ymm11
-    vpxor        ymm1, ymm1, ymm12
-    vpxor        ymm6, ymm7, ymm13
-    vpslldq      ymm7, ymm3, 8
-    vpxor        ymm2, ymm2, ymm7
-    vpalignr     ymm3, ymm0, ymm3, 8
-    vpxor        ymm3, ymm4, ymm3
+    vpxor        ymm5, ymm5, ymm12
+    vpslldq      ymm7, ymm2, 8
+    vpxor        ymm3, ymm3, ymm7
+    vpalignr     ymm2, ymm0, ymm2, 8
+    vpxor        ymm2, ymm4, ymm2
     vpalignr     ymm0, ymm1, ymm0, 8
     vpxor        ymm0, ymm5, ymm0
-    vpalignr     ymm1, ymm14, ymm1, 8
+    vpsrldq      ymm1, ymm1, 8
     vpxor        ymm1, ymm6, ymm1
-    vpsllq       ymm4, ymm1, 39
-    vpalignr     ymm5, ymm1, ymm0, 8
-    vpsrlq       ymm5, ymm5, 25
-    vpxor        ymm4, ymm4, ymm5
-    vpsrldq      ymm5, ymm1, 8
-    vpsrlq       ymm5, ymm5, 25
-    vpsrldq      ymm6, ymm4, 8
-    vpand        ymm1, ymm1, [rel gf2m_mask_1ffffff_0_x2]
-    vpclmulqdq   ymm4, ymm4, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm7, ymm5, [rel gf2m_g_800000_x2], 0
-    vpxor        ymm2, ymm2, ymm6
-    vpxor        ymm4, ymm5, ymm4
-    vpxor        ymm3, ymm3, ymm7
-    vpslldq      ymm5, ymm4, 8
-    vpxor        ymm2, ymm2, ymm5
-    vpsrldq      ymm4, ymm4, 8
-    vpxor        ymm3, ymm3, ymm4
+    vpand        ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vmovdqa      ymm4, [rsp + 352]                   ; reload
     vpclmulqdq   ymm5, ymm4, ymm4, 0
     vpclmulqdq   ymm4, ymm4, ymm4, 17
@@ -8034,275 +7627,231 @@ kg_gf2m409_ladder_step2_avx2:
     vpclmulqdq   ymm8, ymm8, ymm8, 17
     vmovdqa      ymm10, [rsp]                        ; reload
     vpclmulqdq   ymm10, ymm10, ymm10, 0
-    vpsllq       ymm11, ymm6, 39
-    vpalignr     ymm12, ymm6, ymm7, 8
-    vpsrlq       ymm12, ymm12, 25
-    vpxor        ymm11, ymm11, ymm12
-    vpsllq       ymm12, ymm9, 39
-    vpalignr     ymm13, ymm9, ymm6, 8
-    vpsrlq       ymm13, ymm13, 25
-    vpxor        ymm12, ymm12, ymm13
-    vpsllq       ymm13, ymm8, 39
-    vpalignr     ymm9, ymm8, ymm9, 8
-    vpsrlq       ymm9, ymm9, 25
-    vpxor        ymm9, ymm13, ymm9
-    vpsllq       ymm13, ymm10, 39
-    vpalignr     ymm8, ymm10, ymm8, 8
-    vpsrlq       ymm8, ymm8, 25
-    vpxor        ymm8, ymm13, ymm8
-    vpsrldq      ymm10, ymm11, 8
-    vpand        ymm6, ymm6, [rel gf2m_mask_1ffffff_0_x2]
-    vpclmulqdq   ymm11, ymm11, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm13, ymm12, [rel gf2m_g_800000_x2], 0
-    vpclmulqdq   ymm14, ymm12, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm15, ymm9, [rel gf2m_g_800000_x2], 0
+    vpclmulqdq   ymm11, ymm10, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm12, ymm10, [rel gf2m_g_8000000000_x2], 1
+    vpclmulqdq   ymm13, ymm10, [rel gf2m_g_4000000000000000_x2], 0
+    vpclmulqdq   ymm10, ymm10, [rel gf2m_g_4000000000000000_x2], 1
+    vpclmulqdq   ymm14, ymm8, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm15, ymm8, [rel gf2m_g_8000000000_x2], 1
     vmovdqa      [rsp], ymm1                         ; spill
-    vpclmulqdq   ymm1, ymm9, [rel gf2m_g_800000_x2], 1
+    vpclmulqdq   ymm1, ymm8, [rel gf2m_g_4000000000000000_x2], 0
+    vpclmulqdq   ymm8, ymm8, [rel gf2m_g_4000000000000000_x2], 1
     vmovdqa      [rsp + 288], ymm0                   ; spill
-    vpclmulqdq   ymm0, ymm8, [rel gf2m_g_800000_x2], 0
-    vmovdqa      [rsp + 320], ymm3                   ; spill
-    vpclmulqdq   ymm3, ymm8, [rel gf2m_g_800000_x2], 1
-    vpxor        ymm5, ymm5, ymm10
-    vpxor        ymm10, ymm12, ymm11
-    vpxor        ymm4, ymm4, ymm13
-    vpxor        ymm9, ymm9, ymm14
-    vpxor        ymm7, ymm7, ymm15
-    vpxor        ymm1, ymm8, ymm1
-    vpxor        ymm0, ymm6, ymm0
-    vpslldq      ymm6, ymm10, 8
-    vpxor        ymm5, ymm5, ymm6
-    vpalignr     ymm6, ymm9, ymm10, 8
-    vpxor        ymm4, ymm4, ymm6
-    vpalignr     ymm6, ymm1, ymm9, 8
-    vpxor        ymm6, ymm7, ymm6
-    vpalignr     ymm1, ymm3, ymm1, 8
-    vpxor        ymm0, ymm0, ymm1
-    vpsllq       ymm1, ymm0, 39
-    vpalignr     ymm3, ymm0, ymm6, 8
-    vpsrlq       ymm3, ymm3, 25
-    vpxor        ymm1, ymm1, ymm3
-    vpsrldq      ymm3, ymm0, 8
-    vpsrlq       ymm3, ymm3, 25
-    vpsrldq      ymm7, ymm1, 8
-    vpand        ymm0, ymm0, [rel gf2m_mask_1ffffff_0_x2]
-    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm8, ymm3, [rel gf2m_g_800000_x2], 0
-    vpxor        ymm5, ymm5, ymm7
-    vpxor        ymm1, ymm3, ymm1
-    vpxor        ymm3, ymm4, ymm8
-    vpslldq      ymm4, ymm1, 8
-    vpxor        ymm4, ymm5, ymm4
-    vpsrldq      ymm1, ymm1, 8
-    vpxor        ymm1, ymm3, ymm1
-    vinserti128  ymm3, ymm4, [rsp + 160], 1
-    vinserti128  ymm5, ymm1, [rsp + 192], 1
-    vinserti128  ymm7, ymm6, [rsp + 224], 1
-    vinserti128  ymm8, ymm0, [rsp + 256], 1
-    vperm2i128   ymm9, ymm4, ymm4, 17
-    vperm2i128   ymm10, ymm1, ymm1, 17
-    vperm2i128   ymm11, ymm6, ymm6, 17
-    vperm2i128   ymm12, ymm0, ymm0, 17
-    vpclmulqdq   ymm13, ymm3, ymm9, 0
-    vpclmulqdq   ymm14, ymm3, ymm9, 1
-    vpclmulqdq   ymm15, ymm3, ymm9, 16
-    vmovdqa      [rsp + 256], ymm0                   ; spill
-    vpclmulqdq   ymm0, ymm3, ymm9, 17
-    vpxor        ymm14, ymm14, ymm15
-    vpclmulqdq   ymm15, ymm5, ymm10, 0
-    vmovdqa      [rsp + 224], ymm6                   ; spill
-    vpclmulqdq   ymm6, ymm5, ymm10, 1
-    vmovdqa      [rsp + 192], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm5, ymm10, 16
-    vmovdqa      [rsp + 160], ymm4                   ; spill
-    vpclmulqdq   ymm4, ymm5, ymm10, 17
-    vpxor        ymm1, ymm6, ymm1
-    vpxor        ymm6, ymm3, ymm5
-    vmovdqa      [rsp + 352], ymm2                   ; spill
-    vpxor        ymm2, ymm9, ymm10
-    vmovdqa      [rsp + 384], ymm10                  ; spill
-    vpclmulqdq   ymm10, ymm6, ymm2, 0
-    vmovdqa      [rsp + 416], ymm9                   ; spill
-    vpclmulqdq   ymm9, ymm6, ymm2, 1
-    vmovdqa      [rsp + 480], ymm5                   ; spill
-    vpclmulqdq   ymm5, ymm6, ymm2, 16
-    vpclmulqdq   ymm2, ymm6, ymm2, 17
-    vpxor        ymm5, ymm9, ymm5
-    vpxor        ymm6, ymm13, ymm0
-    vpxor        ymm9, ymm10, ymm15
-    vpxor        ymm6, ymm6, ymm9
-    vpxor        ymm5, ymm14, ymm5
-    vpxor        ymm5, ymm5, ymm1
-    vpxor        ymm0, ymm0, ymm2
-    vpxor        ymm2, ymm15, ymm4
-    vpxor        ymm0, ymm0, ymm2
-    vpclmulqdq   ymm2, ymm7, ymm11, 0
-    vpclmulqdq   ymm9, ymm7, ymm11, 1
-    vpclmulqdq   ymm10, ymm7, ymm11, 16
-    vpclmulqdq   ymm15, ymm7, ymm11, 17
+    vpsrldq      ymm0, ymm10, 8
+    vpxor        ymm0, ymm9, ymm0
+    vpclmulqdq   ymm9, ymm0, [rel gf2m_g_8000000000_x2], 0
+    vmovdqa      [rsp + 320], ymm2                   ; spill
+    vpclmulqdq   ymm2, ymm0, [rel gf2m_g_8000000000_x2], 1
+    vmovdqa      [rsp + 352], ymm3                   ; spill
+    vpclmulqdq   ymm3, ymm0, [rel gf2m_g_4000000000000000_x2], 0
+    vpclmulqdq   ymm0, ymm0, [rel gf2m_g_4000000000000000_x2], 1
+    vpxor        ymm8, ymm11, ymm8
+    vpxor        ymm6, ymm6, ymm12
+    vpxor        ymm6, ymm6, ymm13
+    vpalignr     ymm10, ymm10, ymm8, 8
+    vpxor        ymm10, ymm6, ymm10
+    vpsrldq      ymm10, ymm10, 8
+    vpclmulqdq   ymm11, ymm10, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm10, ymm10, [rel gf2m_g_4000000000000000_x2], 0
+    vpxor        ymm5, ymm5, ymm11
     vpxor        ymm9, ymm9, ymm10
-    vpclmulqdq   ymm10, ymm8, ymm12, 0
-    vmovdqa      [rsp + 544], ymm5                   ; spill
-    vpxor        ymm5, ymm7, ymm8
-    vmovdqa      [rsp + 608], ymm4                   ; spill
-    vpxor        ymm4, ymm11, ymm12
-    vmovdqa      [rsp + 512], ymm6                   ; spill
-    vpclmulqdq   ymm6, ymm5, ymm4, 0
-    vmovdqa      [rsp + 576], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm5, ymm4, 1
-    vmovdqa      [rsp + 448], ymm14                  ; spill
-    vpclmulqdq   ymm14, ymm5, ymm4, 16
-    vpclmulqdq   ymm4, ymm5, ymm4, 17
-    vpxor        ymm1, ymm1, ymm14
-    vpxor        ymm5, ymm2, ymm15
-    vpxor        ymm6, ymm6, ymm10
-    vpxor        ymm5, ymm5, ymm6
-    vpxor        ymm1, ymm9, ymm1
-    vpxor        ymm4, ymm15, ymm4
-    vpxor        ymm4, ymm4, ymm10
-    vpxor        ymm3, ymm3, ymm7
-    vmovdqa      ymm6, [rsp + 480]                   ; reload
-    vpxor        ymm6, ymm6, ymm8
-    vmovdqa      ymm7, [rsp + 416]                   ; reload
-    vpxor        ymm7, ymm7, ymm11
-    vmovdqa      ymm8, [rsp + 384]                   ; reload
-    vpxor        ymm8, ymm8, ymm12
-    vpclmulqdq   ymm10, ymm3, ymm7, 0
-    vpclmulqdq   ymm11, ymm3, ymm7, 1
-    vpclmulqdq   ymm12, ymm3, ymm7, 16
-    vpclmulqdq   ymm14, ymm3, ymm7, 17
-    vpxor        ymm11, ymm11, ymm12
-    vpclmulqdq   ymm12, ymm6, ymm8, 0
-    vpclmulqdq   ymm15, ymm6, ymm8, 1
-    vmovdqa      [rsp + 384], ymm4                   ; spill
-    vpclmulqdq   ymm4, ymm6, ymm8, 16
-    vmovdqa      [rsp + 416], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm6, ymm8, 17
-    vpxor        ymm4, ymm15, ymm4
-    vpxor        ymm3, ymm3, ymm6
-    vpxor        ymm6, ymm7, ymm8
-    vpclmulqdq   ymm7, ymm3, ymm6, 0
-    vpclmulqdq   ymm8, ymm3, ymm6, 1
-    vpclmulqdq   ymm15, ymm3, ymm6, 16
-    vpclmulqdq   ymm3, ymm3, ymm6, 17
-    vpxor        ymm6, ymm8, ymm15
-    vpxor        ymm8, ymm10, ymm14
-    vpxor        ymm7, ymm7, ymm12
-    vpxor        ymm7, ymm8, ymm7
-    vpxor        ymm6, ymm11, ymm6
-    vpxor        ymm6, ymm6, ymm4
-    vpxor        ymm3, ymm14, ymm3
-    vpxor        ymm8, ymm12, ymm1
-    vpxor        ymm3, ymm3, ymm8
-    vpxor        ymm8, ymm13, ymm0
-    vpxor        ymm10, ymm10, ymm2
-    vpxor        ymm8, ymm8, ymm10
-    vmovdqa      ymm10, [rsp + 448]                  ; reload
-    vpxor        ymm12, ymm10, [rsp + 576]
-    vpxor        ymm11, ymm11, ymm9
-    vpxor        ymm11, ymm12, ymm11
-    vmovdqa      ymm12, [rsp + 512]                  ; reload
-    vpxor        ymm14, ymm12, [rsp + 608]
-    vpxor        ymm7, ymm7, ymm5
-    vpxor        ymm7, ymm14, ymm7
-    vmovdqa      ymm14, [rsp + 544]                  ; reload
-    vpxor        ymm6, ymm14, ymm6
-    vpxor        ymm6, ymm6, [rsp + 416]
-    vpxor        ymm0, ymm0, ymm3
-    vpxor        ymm2, ymm2, [rsp + 384]
-    vpxor        ymm0, ymm0, ymm2
-    vmovdqa      ymm2, [rsp + 576]                   ; reload
-    vpxor        ymm2, ymm2, ymm4
-    vpxor        ymm2, ymm2, ymm9
-    vmovdqa      ymm3, [rsp + 608]                   ; reload
+    vpxor        ymm2, ymm4, ymm2
+    vpxor        ymm2, ymm2, ymm3
+    vpxor        ymm0, ymm14, ymm0
+    vpxor        ymm3, ymm7, ymm15
     vpxor        ymm1, ymm3, ymm1
-    vpxor        ymm1, ymm1, ymm5
-    vpslldq      ymm3, ymm10, 8
+    vpslldq      ymm3, ymm9, 8
+    vpxor        ymm3, ymm5, ymm3
+    vpalignr     ymm4, ymm0, ymm9, 8
+    vpxor        ymm2, ymm2, ymm4
+    vpalignr     ymm0, ymm8, ymm0, 8
+    vpxor        ymm0, ymm1, ymm0
+    vpsrldq      ymm1, ymm8, 8
+    vpxor        ymm1, ymm6, ymm1
+    vpand        ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2]
+    vinserti128  ymm4, ymm3, [rsp + 160], 1
+    vinserti128  ymm5, ymm2, [rsp + 192], 1
+    vinserti128  ymm6, ymm0, [rsp + 224], 1
+    vinserti128  ymm7, ymm1, [rsp + 256], 1
+    vperm2i128   ymm8, ymm3, ymm3, 17
+    vperm2i128   ymm9, ymm2, ymm2, 17
+    vperm2i128   ymm10, ymm0, ymm0, 17
+    vperm2i128   ymm11, ymm1, ymm1, 17
+    vpclmulqdq   ymm12, ymm4, ymm8, 0
+    vpclmulqdq   ymm13, ymm4, ymm8, 1
+    vpclmulqdq   ymm14, ymm4, ymm8, 16
+    vpclmulqdq   ymm15, ymm4, ymm8, 17
+    vpxor        ymm13, ymm13, ymm14
+    vpclmulqdq   ymm14, ymm5, ymm9, 0
+    vmovdqa      [rsp + 256], ymm1                   ; spill
+    vpclmulqdq   ymm1, ymm5, ymm9, 1
+    vmovdqa      [rsp + 224], ymm0                   ; spill
+    vpclmulqdq   ymm0, ymm5, ymm9, 16
+    vmovdqa      [rsp + 192], ymm2                   ; spill
+    vpclmulqdq   ymm2, ymm5, ymm9, 17
+    vpxor        ymm0, ymm1, ymm0
+    vpxor        ymm1, ymm4, ymm5
+    vmovdqa      [rsp + 160], ymm3                   ; spill
+    vpxor        ymm3, ymm8, ymm9
+    vmovdqa      [rsp + 384], ymm9                   ; spill
+    vpclmulqdq   ymm9, ymm1, ymm3, 0
+    vmovdqa      [rsp + 416], ymm8                   ; spill
+    vpclmulqdq   ymm8, ymm1, ymm3, 1
+    vmovdqa      [rsp + 480], ymm5                   ; spill
+    vpclmulqdq   ymm5, ymm1, ymm3, 16
+    vpclmulqdq   ymm1, ymm1, ymm3, 17
+    vpxor        ymm3, ymm8, ymm5
+    vpxor        ymm5, ymm15, ymm14
+    vpxor        ymm8, ymm12, ymm9
+    vpxor        ymm8, ymm8, ymm5
     vpxor        ymm3, ymm13, ymm3
-    vpalignr     ymm4, ymm14, ymm10, 8
+    vpxor        ymm3, ymm3, ymm0
+    vpxor        ymm1, ymm1, ymm2
+    vpxor        ymm1, ymm1, ymm5
+    vpclmulqdq   ymm5, ymm6, ymm10, 0
+    vpclmulqdq   ymm9, ymm6, ymm10, 1
+    vpclmulqdq   ymm14, ymm6, ymm10, 16
+    vpclmulqdq   ymm15, ymm6, ymm10, 17
+    vpxor        ymm9, ymm9, ymm14
+    vpclmulqdq   ymm14, ymm7, ymm11, 0
+    vmovdqa      [rsp + 512], ymm3                   ; spill
+    vpxor        ymm3, ymm6, ymm7
+    vmovdqa      [rsp + 544], ymm8                   ; spill
+    vpxor        ymm8, ymm10, ymm11
+    vmovdqa      [rsp + 576], ymm13                  ; spill
+    vpclmulqdq   ymm13, ymm3, ymm8, 0
+    vmovdqa      [rsp + 608], ymm12                  ; spill
+    vpclmulqdq   ymm12, ymm3, ymm8, 1
+    vmovdqa      [rsp + 448], ymm2                   ; spill
+    vpclmulqdq   ymm2, ymm3, ymm8, 16
+    vpclmulqdq   ymm3, ymm3, ymm8, 17
+    vpxor        ymm2, ymm12, ymm2
+    vpxor        ymm8, ymm15, ymm14
+    vpxor        ymm12, ymm5, ymm13
+    vpxor        ymm12, ymm12, ymm8
+    vpxor        ymm2, ymm9, ymm2
+    vpxor        ymm3, ymm3, ymm8
+    vpxor        ymm4, ymm4, ymm6
+    vmovdqa      ymm6, [rsp + 480]                   ; reload
+    vpxor        ymm6, ymm6, ymm7
+    vmovdqa      ymm7, [rsp + 416]                   ; reload
+    vpxor        ymm7, ymm7, ymm10
+    vmovdqa      ymm8, [rsp + 384]                   ; reload
+    vpxor        ymm8, ymm8, ymm11
+    vpclmulqdq   ymm10, ymm4, ymm7, 0
+    vpclmulqdq   ymm11, ymm4, ymm7, 1
+    vpclmulqdq   ymm13, ymm4, ymm7, 16
+    vpclmulqdq   ymm14, ymm4, ymm7, 17
+    vpxor        ymm11, ymm11, ymm13
+    vpclmulqdq   ymm13, ymm6, ymm8, 0
+    vpclmulqdq   ymm15, ymm6, ymm8, 1
+    vmovdqa      [rsp + 384], ymm3                   ; spill
+    vpclmulqdq   ymm3, ymm6, ymm8, 16
+    vmovdqa      [rsp + 416], ymm2                   ; spill
+    vpclmulqdq   ymm2, ymm6, ymm8, 17
+    vpxor        ymm3, ymm15, ymm3
+    vpxor        ymm4, ymm4, ymm6
+    vpxor        ymm6, ymm7, ymm8
+    vpclmulqdq   ymm7, ymm4, ymm6, 0
+    vpclmulqdq   ymm8, ymm4, ymm6, 1
+    vpclmulqdq   ymm15, ymm4, ymm6, 16
+    vpclmulqdq   ymm4, ymm4, ymm6, 17
+    vpxor        ymm6, ymm8, ymm15
+    vpxor        ymm8, ymm14, ymm13
+    vpxor        ymm7, ymm10, ymm7
+    vpxor        ymm7, ymm7, ymm8
+    vpxor        ymm6, ymm11, ymm6
+    vpxor        ymm6, ymm6, ymm3
+    vpxor        ymm4, ymm4, ymm2
+    vpxor        ymm4, ymm4, ymm8
+    vpxor        ymm1, ymm1, ymm5
+    vpxor        ymm0, ymm0, ymm9
+    vmovdqa      ymm5, [rsp + 448]                   ; reload
+    vpxor        ymm5, ymm5, ymm12
+    vmovdqa      ymm8, [rsp + 608]                   ; reload
+    vpxor        ymm9, ymm8, ymm10
+    vpxor        ymm9, ymm9, ymm1
+    vmovdqa      ymm10, [rsp + 576]                  ; reload
+    vpxor        ymm11, ymm10, ymm11
+    vpxor        ymm11, ymm11, ymm0
+    vmovdqa      ymm12, [rsp + 544]                  ; reload
+    vpxor        ymm7, ymm12, ymm7
+    vpxor        ymm7, ymm7, ymm5
+    vmovdqa      ymm13, [rsp + 512]                  ; reload
+    vpxor        ymm6, ymm13, ymm6
+    vpxor        ymm6, ymm6, [rsp + 416]
+    vpxor        ymm4, ymm4, [rsp + 384]
+    vpxor        ymm1, ymm4, ymm1
+    vpxor        ymm0, ymm3, ymm0
+    vpxor        ymm2, ymm2, ymm5
+    vpslldq      ymm3, ymm10, 8
+    vpxor        ymm3, ymm8, ymm3
+    vpalignr     ymm4, ymm13, ymm10, 8
     vpxor        ymm4, ymm12, ymm4
-    vpalignr     ymm5, ymm11, ymm14, 8
-    vpxor        ymm5, ymm8, ymm5
+    vpalignr     ymm5, ymm11, ymm13, 8
+    vpxor        ymm5, ymm9, ymm5
     vpalignr     ymm8, ymm6, ymm11, 8
     vpxor        ymm7, ymm7, ymm8
-    vpalignr     ymm6, ymm2, ymm6, 8
-    vpxor        ymm0, ymm0, ymm6
+    vpalignr     ymm6, ymm0, ymm6, 8
+    vpxor        ymm1, ymm1, ymm6
     vmovdqa      ymm6, [rsp + 416]                   ; reload
-    vpalignr     ymm2, ymm6, ymm2, 8
-    vpxor        ymm1, ymm1, ymm2
+    vpalignr     ymm0, ymm6, ymm0, 8
+    vpxor        ymm0, ymm2, ymm0
     vpsrldq      ymm2, ymm6, 8
     vmovdqa      ymm6, [rsp + 384]                   ; reload
     vpxor        ymm2, ymm6, ymm2
-    vpsllq       ymm6, ymm7, 39
-    vpalignr     ymm8, ymm7, ymm5, 8
-    vpsrlq       ymm8, ymm8, 25
-    vpxor        ymm6, ymm6, ymm8
-    vpsllq       ymm8, ymm0, 39
-    vpalignr     ymm9, ymm0, ymm7, 8
-    vpsrlq       ymm9, ymm9, 25
-    vpxor        ymm8, ymm8, ymm9
-    vpsllq       ymm9, ymm1, 39
-    vpalignr     ymm0, ymm1, ymm0, 8
-    vpsrlq       ymm0, ymm0, 25
-    vpxor        ymm0, ymm9, ymm0
-    vpsllq       ymm9, ymm2, 39
-    vpalignr     ymm1, ymm2, ymm1, 8
-    vpsrlq       ymm1, ymm1, 25
-    vpxor        ymm1, ymm9, ymm1
-    vpsrldq      ymm2, ymm6, 8
-    vpand        ymm7, ymm7, [rel gf2m_mask_1ffffff_0_x2]
-    vpclmulqdq   ymm6, ymm6, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm9, ymm8, [rel gf2m_g_800000_x2], 0
-    vpclmulqdq   ymm10, ymm8, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm11, ymm0, [rel gf2m_g_800000_x2], 0
-    vpclmulqdq   ymm12, ymm0, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm13, ymm1, [rel gf2m_g_800000_x2], 0
-    vpclmulqdq   ymm14, ymm1, [rel gf2m_g_800000_x2], 1
-    vpxor        ymm2, ymm3, ymm2
-    vpxor        ymm3, ymm8, ymm6
-    vpxor        ymm4, ymm4, ymm9
-    vpxor        ymm0, ymm0, ymm10
-    vpxor        ymm5, ymm5, ymm11
-    vpxor        ymm1, ymm1, ymm12
-    vpxor        ymm6, ymm7, ymm13
-    vpslldq      ymm7, ymm3, 8
-    vpxor        ymm2, ymm2, ymm7
-    vpalignr     ymm3, ymm0, ymm3, 8
-    vpxor        ymm3, ymm4, ymm3
-    vpalignr     ymm0, ymm1, ymm0, 8
-    vpxor        ymm0, ymm5, ymm0
-    vpalignr     ymm1, ymm14, ymm1, 8
-    vpxor        ymm1, ymm6, ymm1
-    vpsllq       ymm4, ymm1, 39
-    vpalignr     ymm5, ymm1, ymm0, 8
-    vpsrlq       ymm5, ymm5, 25
-    vpxor        ymm4, ymm4, ymm5
-    vpsrldq      ymm5, ymm1, 8
-    vpsrlq       ymm5, ymm5, 25
-    vpsrldq      ymm6, ymm4, 8
-    vpand        ymm1, ymm1, [rel gf2m_mask_1ffffff_0_x2]
-    vpclmulqdq   ymm4, ymm4, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm7, ymm5, [rel gf2m_g_800000_x2], 0
-    vpxor        ymm2, ymm2, ymm6
-    vpxor        ymm4, ymm5, ymm4
+    vpclmulqdq   ymm6, ymm2, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm8, ymm2, [rel gf2m_g_8000000000_x2], 1
+    vpclmulqdq   ymm9, ymm2, [rel gf2m_g_4000000000000000_x2], 0
+    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_4000000000000000_x2], 1
+    vpclmulqdq   ymm10, ymm0, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm11, ymm0, [rel gf2m_g_8000000000_x2], 1
+    vpclmulqdq   ymm12, ymm0, [rel gf2m_g_4000000000000000_x2], 0
+    vpclmulqdq   ymm0, ymm0, [rel gf2m_g_4000000000000000_x2], 1
+    vpsrldq      ymm13, ymm2, 8
+    vpxor        ymm1, ymm1, ymm13
+    vpclmulqdq   ymm13, ymm1, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm14, ymm1, [rel gf2m_g_8000000000_x2], 1
+    vpclmulqdq   ymm15, ymm1, [rel gf2m_g_4000000000000000_x2], 0
+    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_4000000000000000_x2], 1
+    vpxor        ymm0, ymm6, ymm0
+    vpxor        ymm6, ymm7, ymm8
+    vpxor        ymm6, ymm6, ymm9
+    vpalignr     ymm2, ymm2, ymm0, 8
+    vpxor        ymm2, ymm6, ymm2
+    vpsrldq      ymm2, ymm2, 8
+    vpclmulqdq   ymm7, ymm2, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_4000000000000000_x2], 0
     vpxor        ymm3, ymm3, ymm7
-    vpslldq      ymm5, ymm4, 8
-    vpxor        ymm2, ymm2, ymm5
-    vpsrldq      ymm4, ymm4, 8
-    vpxor        ymm3, ymm3, ymm4
+    vpxor        ymm2, ymm13, ymm2
+    vpxor        ymm4, ymm4, ymm14
+    vpxor        ymm4, ymm4, ymm15
+    vpxor        ymm1, ymm10, ymm1
+    vpxor        ymm5, ymm5, ymm11
+    vpxor        ymm5, ymm5, ymm12
+    vpslldq      ymm7, ymm2, 8
+    vpxor        ymm3, ymm3, ymm7
+    vpalignr     ymm2, ymm1, ymm2, 8
+    vpxor        ymm2, ymm4, ymm2
+    vpalignr     ymm1, ymm0, ymm1, 8
+    vpxor        ymm1, ymm5, ymm1
+    vpsrldq      ymm0, ymm0, 8
+    vpxor        ymm0, ymm6, ymm0
+    vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vmovdqa      ymm4, [rsp + 352]                   ; reload
-    vperm2i128   ymm5, ymm4, ymm2, 48
+    vperm2i128   ymm5, ymm4, ymm3, 48
     vperm2i128   ymm6, ymm4, [rsp + 160], 33
     vpxor        ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 320]                   ; reload
-    vperm2i128   ymm7, ymm6, ymm3, 48
+    vperm2i128   ymm7, ymm6, ymm2, 48
     vperm2i128   ymm8, ymm6, [rsp + 192], 33
     vpxor        ymm7, ymm7, ymm8
     vmovdqa      ymm8, [rsp + 288]                   ; reload
-    vperm2i128   ymm9, ymm8, ymm0, 48
+    vperm2i128   ymm9, ymm8, ymm1, 48
     vperm2i128   ymm10, ymm8, [rsp + 224], 33
     vpxor        ymm9, ymm9, ymm10
     vmovdqa      ymm10, [rsp]                        ; reload
-    vperm2i128   ymm11, ymm10, ymm1, 48
+    vperm2i128   ymm11, ymm10, ymm0, 48
     vperm2i128   ymm12, ymm10, [rsp + 256], 33
     vpxor        ymm11, ymm11, ymm12
     vpclmulqdq   ymm12, ymm5, ymm5, 0
@@ -8312,202 +7861,178 @@ kg_gf2m409_ladder_step2_avx2:
     vpclmulqdq   ymm14, ymm9, ymm9, 0
     vpclmulqdq   ymm9, ymm9, ymm9, 17
     vpclmulqdq   ymm11, ymm11, ymm11, 0
-    vpsllq       ymm15, ymm7, 39
+    vpclmulqdq   ymm15, ymm11, [rel gf2m_g_8000000000_x2], 0
     vmovdqa      [rsp + 256], ymm1                   ; spill
-    vpalignr     ymm1, ymm7, ymm13, 8
-    vpsrlq       ymm1, ymm1, 25
-    vpxor        ymm1, ymm15, ymm1
-    vpsllq       ymm15, ymm14, 39
-    vmovdqa      [rsp + 224], ymm0                   ; spill
-    vpalignr     ymm0, ymm14, ymm7, 8
-    vpsrlq       ymm0, ymm0, 25
-    vpxor        ymm0, ymm15, ymm0
-    vpsllq       ymm15, ymm9, 39
-    vpalignr     ymm14, ymm9, ymm14, 8
-    vpsrlq       ymm14, ymm14, 25
-    vpxor        ymm14, ymm15, ymm14
-    vpsllq       ymm15, ymm11, 39
-    vpalignr     ymm9, ymm11, ymm9, 8
-    vpsrlq       ymm9, ymm9, 25
-    vpxor        ymm9, ymm15, ymm9
-    vpsrldq      ymm11, ymm1, 8
-    vpand        ymm7, ymm7, [rel gf2m_mask_1ffffff_0_x2]
-    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm15, ymm0, [rel gf2m_g_800000_x2], 0
+    vpclmulqdq   ymm1, ymm11, [rel gf2m_g_8000000000_x2], 1
+    vmovdqa      [rsp + 224], ymm2                   ; spill
+    vpclmulqdq   ymm2, ymm11, [rel gf2m_g_4000000000000000_x2], 0
+    vpclmulqdq   ymm11, ymm11, [rel gf2m_g_4000000000000000_x2], 1
     vmovdqa      [rsp + 192], ymm3                   ; spill
-    vpclmulqdq   ymm3, ymm0, [rel gf2m_g_800000_x2], 1
-    vmovdqa      [rsp + 160], ymm2                   ; spill
-    vpclmulqdq   ymm2, ymm14, [rel gf2m_g_800000_x2], 0
-    vpclmulqdq   ymm10, ymm14, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm8, ymm9, [rel gf2m_g_800000_x2], 0
-    vpclmulqdq   ymm6, ymm9, [rel gf2m_g_800000_x2], 1
-    vpxor        ymm11, ymm12, ymm11
-    vpxor        ymm0, ymm0, ymm1
-    vpxor        ymm1, ymm5, ymm15
-    vpxor        ymm3, ymm14, ymm3
-    vpxor        ymm2, ymm13, ymm2
-    vpxor        ymm5, ymm9, ymm10
-    vpxor        ymm7, ymm7, ymm8
-    vpslldq      ymm8, ymm0, 8
-    vpxor        ymm8, ymm11, ymm8
-    vpalignr     ymm0, ymm3, ymm0, 8
-    vpxor        ymm0, ymm1, ymm0
-    vpalignr     ymm1, ymm5, ymm3, 8
-    vpxor        ymm1, ymm2, ymm1
-    vpalignr     ymm2, ymm6, ymm5, 8
-    vpxor        ymm2, ymm7, ymm2
-    vpsllq       ymm3, ymm2, 39
-    vpalignr     ymm5, ymm2, ymm1, 8
-    vpsrlq       ymm5, ymm5, 25
-    vpxor        ymm3, ymm3, ymm5
-    vpsrldq      ymm5, ymm2, 8
-    vpsrlq       ymm5, ymm5, 25
-    vpsrldq      ymm6, ymm3, 8
-    vpand        ymm2, ymm2, [rel gf2m_mask_1ffffff_0_x2]
-    vpclmulqdq   ymm3, ymm3, [rel gf2m_g_800000_x2], 1
-    vpclmulqdq   ymm7, ymm5, [rel gf2m_g_800000_x2], 0
-    vpxor        ymm6, ymm8, ymm6
-    vpxor        ymm3, ymm5, ymm3
-    vpxor        ymm0, ymm0, ymm7
-    vpslldq      ymm5, ymm3, 8
-    vpxor        ymm5, ymm6, ymm5
-    vpsrldq      ymm3, ymm3, 8
+    vpclmulqdq   ymm3, ymm9, [rel gf2m_g_8000000000_x2], 0
+    vmovdqa      [rsp + 160], ymm0                   ; spill
+    vpclmulqdq   ymm0, ymm9, [rel gf2m_g_8000000000_x2], 1
+    vpclmulqdq   ymm10, ymm9, [rel gf2m_g_4000000000000000_x2], 0
+    vpclmulqdq   ymm9, ymm9, [rel gf2m_g_4000000000000000_x2], 1
+    vpsrldq      ymm8, ymm11, 8
+    vpxor        ymm8, ymm14, ymm8
+    vpclmulqdq   ymm14, ymm8, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm6, ymm8, [rel gf2m_g_8000000000_x2], 1
+    vpclmulqdq   ymm4, ymm8, [rel gf2m_g_4000000000000000_x2], 0
+    vpclmulqdq   ymm8, ymm8, [rel gf2m_g_4000000000000000_x2], 1
+    vpxor        ymm9, ymm15, ymm9
+    vpxor        ymm1, ymm7, ymm1
+    vpxor        ymm1, ymm1, ymm2
+    vpalignr     ymm2, ymm11, ymm9, 8
+    vpxor        ymm2, ymm1, ymm2
+    vpsrldq      ymm2, ymm2, 8
+    vpclmulqdq   ymm7, ymm2, [rel gf2m_g_8000000000_x2], 0
+    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_4000000000000000_x2], 0
+    vpxor        ymm7, ymm12, ymm7
+    vpxor        ymm2, ymm14, ymm2
+    vpxor        ymm5, ymm5, ymm6
+    vpxor        ymm4, ymm5, ymm4
+    vpxor        ymm3, ymm3, ymm8
+    vpxor        ymm0, ymm13, ymm0
+    vpxor        ymm0, ymm0, ymm10
+    vpslldq      ymm5, ymm2, 8
+    vpxor        ymm5, ymm7, ymm5
+    vpalignr     ymm2, ymm3, ymm2, 8
+    vpxor        ymm2, ymm4, ymm2
+    vpalignr     ymm3, ymm9, ymm3, 8
     vpxor        ymm0, ymm0, ymm3
-    vinserti128  ymm3, ymm4, [rsp + 32], 1
+    vpsrldq      ymm3, ymm9, 8
+    vpxor        ymm1, ymm1, ymm3
+    vpand        ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2]
+    vmovdqa      ymm3, [rsp + 352]                   ; reload
+    vinserti128  ymm4, ymm3, [rsp + 32], 1
     vmovdqa      ymm6, [rsp + 320]                   ; reload
     vinserti128  ymm7, ymm6, [rsp + 64], 1
     vmovdqa      ymm8, [rsp + 288]                   ; reload
     vinserti128  ymm9, ymm8, [rsp + 96], 1
     vmovdqa      ymm10, [rsp]                        ; reload
     vinserti128  ymm11, ymm10, [rsp + 128], 1
-    vperm2i128   ymm4, ymm4, ymm5, 33
-    vperm2i128   ymm6, ymm6, ymm0, 33
-    vperm2i128   ymm8, ymm8, ymm1, 33
-    vperm2i128   ymm10, ymm10, ymm2, 33
-    vpclmulqdq   ymm12, ymm3, ymm4, 0
-    vpclmulqdq   ymm13, ymm3, ymm4, 1
-    vpclmulqdq   ymm14, ymm3, ymm4, 16
-    vpclmulqdq   ymm15, ymm3, ymm4, 17
+    vperm2i128   ymm3, ymm3, ymm5, 33
+    vperm2i128   ymm6, ymm6, ymm2, 33
+    vperm2i128   ymm8, ymm8, ymm0, 33
+    vperm2i128   ymm10, ymm10, ymm1, 33
+    vpclmulqdq   ymm12, ymm4, ymm3, 0
+    vpclmulqdq   ymm13, ymm4, ymm3, 1
+    vpclmulqdq   ymm14, ymm4, ymm3, 16
+    vpclmulqdq   ymm15, ymm4, ymm3, 17
     vpxor        ymm13, ymm13, ymm14
     vpclmulqdq   ymm14, ymm7, ymm6, 0
-    vmovdqa      [rsp], ymm2                         ; spill
-    vpclmulqdq   ymm2, ymm7, ymm6, 1
-    vmovdqa      [rsp + 288], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm7, ymm6, 16
-    vmovdqa      [rsp + 320], ymm0                   ; spill
-    vpclmulqdq   ymm0, ymm7, ymm6, 17
-    vpxor        ymm1, ymm2, ymm1
-    vpxor        ymm2, ymm3, ymm7
-    vmovdqa      [rsp + 352], ymm5                   ; spill
-    vpxor        ymm5, ymm4, ymm6
+    vmovdqa      [rsp], ymm0                         ; spill
+    vpclmulqdq   ymm0, ymm7, ymm6, 1
+    vmovdqa      [rsp + 288], ymm2                   ; spill
+    vpclmulqdq   ymm2, ymm7, ymm6, 16
+    vmovdqa      [rsp + 320], ymm5                   ; spill
+    vpclmulqdq   ymm5, ymm7, ymm6, 17
+    vpxor        ymm0, ymm0, ymm2
+    vpxor        ymm2, ymm4, ymm7
+    vmovdqa      [rsp + 352], ymm1                   ; spill
+    vpxor        ymm1, ymm3, ymm6
     vmovdqa      [rsp + 128], ymm6                   ; spill
-    vpclmulqdq   ymm6, ymm2, ymm5, 0
-    vmovdqa      [rsp + 96], ymm4                    ; spill
-    vpclmulqdq   ymm4, ymm2, ymm5, 1
+    vpclmulqdq   ymm6, ymm2, ymm1, 0
+    vmovdqa      [rsp + 96], ymm3                    ; spill
+    vpclmulqdq   ymm3, ymm2, ymm1, 1
     vmovdqa      [rsp + 64], ymm7                    ; spill
-    vpclmulqdq   ymm7, ymm2, ymm5, 16
-    vpclmulqdq   ymm2, ymm2, ymm5, 17
-    vpxor        ymm4, ymm4, ymm7
-    vpxor        ymm5, ymm12, ymm15
-    vpxor        ymm6, ymm6, ymm14
-    vpxor        ymm5, ymm5, ymm6
-    vpxor        ymm4, ymm13, ymm4
-    vpxor        ymm4, ymm4, ymm1
-    vpxor        ymm2, ymm15, ymm2
-    vpxor        ymm6, ymm14, ymm0
-    vpxor        ymm2, ymm2, ymm6
-    vpclmulqdq   ymm6, ymm9, ymm8, 0
+    vpclmulqdq   ymm7, ymm2, ymm1, 16
+    vpclmulqdq   ymm1, ymm2, ymm1, 17
+    vpxor        ymm2, ymm3, ymm7
+    vpxor        ymm3, ymm15, ymm14
+    vpxor        ymm6, ymm12, ymm6
+    vpxor        ymm6, ymm6, ymm3
+    vpxor        ymm2, ymm13, ymm2
+    vpxor        ymm2, ymm2, ymm0
+    vpxor        ymm1, ymm1, ymm5
+    vpxor        ymm1, ymm1, ymm3
+    vpclmulqdq   ymm3, ymm9, ymm8, 0
     vpclmulqdq   ymm7, ymm9, ymm8, 1
     vpclmulqdq   ymm14, ymm9, ymm8, 16
     vpclmulqdq   ymm15, ymm9, ymm8, 17
     vpxor        ymm7, ymm7, ymm14
     vpclmulqdq   ymm14, ymm11, ymm10, 0
-    vmovdqa      [rsp + 32], ymm4                    ; spill
-    vpxor        ymm4, ymm9, ymm11
-    vmovdqa      [rsp + 384], ymm0                   ; spill
-    vpxor        ymm0, ymm8, ymm10
-    vmovdqa      [rsp + 416], ymm5                   ; spill
-    vpclmulqdq   ymm5, ymm4, ymm0, 0
-    vmovdqa      [rsp + 544], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm4, ymm0, 1
-    vmovdqa      [rsp + 512], ymm13                  ; spill
-    vpclmulqdq   ymm13, ymm4, ymm0, 16
-    vpclmulqdq   ymm0, ymm4, ymm0, 17
-    vpxor        ymm1, ymm1, ymm13
-    vpxor        ymm4, ymm6, ymm15
-    vpxor        ymm5, ymm5, ymm14
-    vpxor        ymm4, ymm4, ymm5
-    vpxor        ymm1, ymm7, ymm1
-    vpxor        ymm0, ymm15, ymm0
-    vpxor        ymm0, ymm0, ymm14
-    vpxor        ymm3, ymm3, ymm9
-    vmovdqa      ymm5, [rsp + 64]                    ; reload
-    vpxor        ymm5, ymm5, ymm11
+    vmovdqa      [rsp + 32], ymm2                    ; spill
+    vpxor        ymm2, ymm9, ymm11
+    vmovdqa      [rsp + 384], ymm6                   ; spill
+    vpxor        ymm6, ymm8, ymm10
+    vmovdqa      [rsp + 416], ymm13                  ; spill
+    vpclmulqdq   ymm13, ymm2, ymm6, 0
+    vmovdqa      [rsp + 512], ymm12                  ; spill
+    vpclmulqdq   ymm12, ymm2, ymm6, 1
+    vmovdqa      [rsp + 544], ymm5                   ; spill
+    vpclmulqdq   ymm5, ymm2, ymm6, 16
+    vpclmulqdq   ymm2, ymm2, ymm6, 17
+    vpxor        ymm5, ymm12, ymm5
+    vpxor        ymm6, ymm15, ymm14
+    vpxor        ymm12, ymm3, ymm13
+    vpxor        ymm12, ymm12, ymm6
+    vpxor        ymm5, ymm7, ymm5
+    vpxor        ymm2, ymm2, ymm6
+    vpxor        ymm4, ymm4, ymm9
+    vmovdqa      ymm6, [rsp + 64]                    ; reload
+    vpxor        ymm6, ymm6, ymm11
     vmovdqa      ymm9, [rsp + 96]                    ; reload
     vpxor        ymm8, ymm9, ymm8
     vmovdqa      ymm9, [rsp + 128]                   ; reload
     vpxor        ymm9, ymm9, ymm10
-    vpclmulqdq   ymm10, ymm3, ymm8, 0
-    vpclmulqdq   ymm11, ymm3, ymm8, 1
-    vpclmulqdq   ymm13, ymm3, ymm8, 16
-    vpclmulqdq   ymm14, ymm3, ymm8, 17
+    vpclmulqdq   ymm10, ymm4, ymm8, 0
+    vpclmulqdq   ymm11, ymm4, ymm8, 1
+    vpclmulqdq   ymm13, ymm4, ymm8, 16
+    vpclmulqdq   ymm14, ymm4, ymm8, 17
     vpxor        ymm11, ymm11, ymm13
-    vpclmulqdq   ymm13, ymm5, ymm9, 0
-    vpclmulqdq   ymm15, ymm5, ymm9, 1
-    vmovdqa      [rsp + 128], ymm0                   ; spill
-    vpclmulqdq   ymm0, ymm5, ymm9, 16
-    vmovdqa      [rsp + 96], ymm1                    ; spill
-    vpclmulqdq   ymm1, ymm5, ymm9, 17
-    vpxor        ymm0, ymm15, ymm0
-    vpxor        ymm3, ymm3, ymm5
-    vpxor        ymm5, ymm8, ymm9
-    vpclmulqdq   ymm8, ymm3, ymm5, 0
-    vpclmulqdq   ymm9, ymm3, ymm5, 1
-    vpclmulqdq   ymm15, ymm3, ymm5, 16
-    vpclmulqdq   ymm3, ymm3, ymm5, 17
-    vpxor        ymm5, ymm9, ymm15
-    vpxor        ymm9, ymm10, ymm14
-    vpxor        ymm8, ymm8, ymm13
-    vpxor        ymm8, ymm9, ymm8
-    vpxor        ymm5, ymm11, ymm5
-    vpxor        ymm5, ymm5, ymm0
-    vpxor        ymm3, ymm14, ymm3
-    vpxor        ymm9, ymm13, ymm1
-    vpxor        ymm3, ymm3, ymm9
-    vpxor        ymm9, ymm12, ymm2
-    vpxor        ymm10, ymm10, ymm6
-    vpxor        ymm9, ymm9, ymm10
-    vmovdqa      ymm10, [rsp + 512]                  ; reload
-    vpxor        ymm13, ymm10, [rsp + 544]
-    vpxor        ymm11, ymm11, ymm7
-    vpxor        ymm11, ymm13, ymm11
-    vmovdqa      ymm13, [rsp + 416]                  ; reload
-    vpxor        ymm14, ymm13, [rsp + 384]
-    vpxor        ymm8, ymm8, ymm4
-    vpxor        ymm8, ymm14, ymm8
-    vmovdqa      ymm14, [rsp + 32]                   ; reload
-    vpxor        ymm5, ymm14, ymm5
-    vpxor        ymm5, ymm5, [rsp + 96]
-    vpxor        ymm2, ymm2, ymm3
-    vpxor        ymm3, ymm6, [rsp + 128]
-    vpxor        ymm2, ymm2, ymm3
-    vmovdqa      ymm3, [rsp + 544]                   ; reload
-    vpxor        ymm0, ymm3, ymm0
+    vpclmulqdq   ymm13, ymm6, ymm9, 0
+    vpclmulqdq   ymm15, ymm6, ymm9, 1
+    vmovdqa      [rsp + 128], ymm2                   ; spill
+    vpclmulqdq   ymm2, ymm6, ymm9, 16
+    vmovdqa      [rsp + 96], ymm5                    ; spill
+    vpclmulqdq   ymm5, ymm6, ymm9, 17
+    vpxor        ymm2, ymm15, ymm2
+    vpxor        ymm4, ymm4, ymm6
+    vpxor        ymm6, ymm8, ymm9
+    vpclmulqdq   ymm8, ymm4, ymm6, 0
+    vpclmulqdq   ymm9, ymm4, ymm6, 1
+    vpclmulqdq   ymm15, ymm4, ymm6, 16
+    vpclmulqdq   ymm4, ymm4, ymm6, 17
+    vpxor        ymm6, ymm9, ymm15
+    vpxor        ymm9, ymm14, ymm13
+    vpxor        ymm8, ymm10, ymm8
+    vpxor        ymm8, ymm8, ymm9
+    vpxor        ymm6, ymm11, ymm6
+    vpxor        ymm6, ymm6, ymm2
+    vpxor        ymm4, ymm4, ymm5
+    vpxor        ymm4, ymm4, ymm9
+    vpxor        ymm1, ymm1, ymm3
     vpxor        ymm0, ymm0, ymm7
-    vmovdqa      ymm3, [rsp + 384]                   ; reload
-    vpxor        ymm1, ymm3, ymm1
-    vpxor        ymm1, ymm1, ymm4
-    vextracti128 xmm3, ymm12, 0
-    vextracti128 xmm4, ymm12, 1
+    vmovdqa      ymm3, [rsp + 544]                   ; reload
+    vpxor        ymm3, ymm3, ymm12
+    vmovdqa      ymm7, [rsp + 512]                   ; reload
+    vpxor        ymm9, ymm7, ymm10
+    vpxor        ymm9, ymm9, ymm1
+    vmovdqa      ymm10, [rsp + 416]                  ; reload
+    vpxor        ymm11, ymm10, ymm11
+    vpxor        ymm11, ymm11, ymm0
+    vmovdqa      ymm12, [rsp + 384]                  ; reload
+    vpxor        ymm8, ymm12, ymm8
+    vpxor        ymm8, ymm8, ymm3
+    vmovdqa      ymm13, [rsp + 32]                   ; reload
+    vpxor        ymm6, ymm13, ymm6
+    vpxor        ymm6, ymm6, [rsp + 96]
+    vpxor        ymm4, ymm4, [rsp + 128]
+    vpxor        ymm1, ymm4, ymm1
+    vpxor        ymm0, ymm2, ymm0
+    vpxor        ymm2, ymm5, ymm3
+    vextracti128 xmm3, ymm7, 0
+    vextracti128 xmm4, ymm7, 1
     vpxor        xmm3, xmm3, xmm4
     vextracti128 xmm4, ymm10, 0
-    vextracti128 xmm6, ymm10, 1
-    vpxor        xmm4, xmm4, xmm6
-    vextracti128 xmm6, ymm13, 0
-    vextracti128 xmm7, ymm13, 1
-    vpxor        xmm6, xmm6, xmm7
-    vextracti128 xmm7, ymm14, 0
-    vextracti128 xmm10, ymm14, 1
+    vextracti128 xmm5, ymm10, 1
+    vpxor        xmm4, xmm4, xmm5
+    vextracti128 xmm5, ymm12, 0
+    vextracti128 xmm7, ymm12, 1
+    vpxor        xmm5, xmm5, xmm7
+    vextracti128 xmm7, ymm13, 0
+    vextracti128 xmm10, ymm13, 1
     vpxor        xmm7, xmm7, xmm10
     vextracti128 xmm10, ymm9, 0
     vextracti128 xmm9, ymm9, 1
@@ -8518,18 +8043,18 @@ kg_gf2m409_ladder_step2_avx2:
     vextracti128 xmm11, ymm8, 0
     vextracti128 xmm8, ymm8, 1
     vpxor        xmm8, xmm11, xmm8
-    vextracti128 xmm11, ymm5, 0
-    vextracti128 xmm5, ymm5, 1
-    vpxor        xmm5, xmm11, xmm5
-    vextracti128 xmm11, ymm2, 0
-    vextracti128 xmm2, ymm2, 1
-    vpxor        xmm2, xmm11, xmm2
-    vextracti128 xmm11, ymm0, 0
-    vextracti128 xmm0, ymm0, 1
-    vpxor        xmm0, xmm11, xmm0
+    vextracti128 xmm11, ymm6, 0
+    vextracti128 xmm6, ymm6, 1
+    vpxor        xmm6, xmm11, xmm6
     vextracti128 xmm11, ymm1, 0
     vextracti128 xmm1, ymm1, 1
     vpxor        xmm1, xmm11, xmm1
+    vextracti128 xmm11, ymm0, 0
+    vextracti128 xmm0, ymm0, 1
+    vpxor        xmm0, xmm11, xmm0
+    vextracti128 xmm11, ymm2, 0
+    vextracti128 xmm2, ymm2, 1
+    vpxor        xmm2, xmm11, xmm2
     vmovdqa      ymm11, [rsp + 96]                   ; reload
     vextracti128 xmm12, ymm11, 0
     vextracti128 xmm11, ymm11, 1
@@ -8541,110 +8066,106 @@ kg_gf2m409_ladder_step2_avx2:
     vpslldq      xmm13, xmm4, 8
     vpxor        xmm3, xmm3, xmm13
     vpalignr     xmm4, xmm7, xmm4, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm6, xmm10, xmm7, 8
-    vpxor        xmm6, xmm9, xmm6
-    vpalignr     xmm7, xmm5, xmm10, 8
-    vpxor        xmm7, xmm8, xmm7
-    vpalignr     xmm5, xmm0, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm0, xmm11, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm1, xmm11, 8
-    vpxor        xmm1, xmm12, xmm1
-    vpsllq       xmm5, xmm7, 39
-    vpalignr     xmm8, xmm7, xmm6, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm5, xmm5, xmm8
-    vpsllq       xmm8, xmm2, 39
-    vpalignr     xmm9, xmm2, xmm7, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpxor        xmm2, xmm9, xmm2
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm1, xmm5, 8
-    vpand        xmm7, xmm7, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm8, xmm5
-    vpxor        xmm4, xmm4, xmm9
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm5, xmm6, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm6, xmm7, xmm13
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm1, xmm1, xmm7
-    vpalignr     xmm3, xmm2, xmm3, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm6, xmm0
-    vpsllq       xmm4, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm2, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm4, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm1, xmm1, xmm6
     vpxor        xmm4, xmm5, xmm4
+    vpalignr     xmm5, xmm10, xmm7, 8
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm7, xmm6, xmm10, 8
+    vpxor        xmm7, xmm8, xmm7
+    vpalignr     xmm6, xmm0, xmm6, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm0, xmm11, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpsrldq      xmm2, xmm11, 8
+    vpxor        xmm2, xmm12, xmm2
+    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm1, xmm1, xmm13
+    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm0, xmm6, xmm0
+    vpxor        xmm6, xmm7, xmm8
+    vpxor        xmm6, xmm6, xmm9
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpxor        xmm2, xmm6, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm7, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
     vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm4, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm2, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm2, xmm1, xmm2, 8
+    vpxor        xmm2, xmm4, xmm2
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      ymm4, [rsp + 352]                   ; reload
-    vextracti128 xmm5, ymm4, 1
+    vpsrlq       ymm5, ymm4, 25
+    vpsllq       ymm6, ymm5, 23
+    vpand        ymm4, ymm4, [rel gf2m_mask_1ffffff_0_x2]
+    vpunpcklqdq  ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 320]                   ; reload
-    vextracti128 xmm7, ymm6, 1
-    vmovdqa      ymm8, [rsp + 288]                   ; reload
-    vextracti128 xmm9, ymm8, 1
-    vmovdqa      ymm10, [rsp]                        ; reload
-    vextracti128 xmm11, ymm10, 1
-    vmovdqa      ymm12, [rsp + 160]                  ; reload
-    vextracti128 xmm12, ymm12, 0
-    vmovdqa      ymm13, [rsp + 192]                  ; reload
-    vextracti128 xmm13, ymm13, 0
+    vpxor        ymm5, ymm6, ymm5
+    vmovdqa      ymm6, [rsp + 160]                   ; reload
+    vpsrlq       ymm7, ymm6, 25
+    vpsllq       ymm8, ymm7, 23
+    vpand        ymm6, ymm6, [rel gf2m_mask_1ffffff_0_x2]
+    vpunpcklqdq  ymm7, ymm7, ymm8
+    vmovdqa      ymm8, [rsp + 192]                   ; reload
+    vpxor        ymm7, ymm8, ymm7
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm8, 23
+    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm8, xmm8, xmm9
+    vpxor        xmm3, xmm3, xmm8
+    vextracti128 xmm8, ymm5, 1
+    vmovdqa      ymm9, [rsp + 288]                   ; reload
+    vextracti128 xmm10, ymm9, 1
+    vmovdqa      ymm11, [rsp]                        ; reload
+    vextracti128 xmm12, ymm11, 1
+    vextracti128 xmm13, ymm4, 1
+    vextracti128 xmm7, ymm7, 0
     vmovdqa      ymm14, [rsp + 224]                  ; reload
     vextracti128 xmm14, ymm14, 0
     vmovdqa      ymm15, [rsp + 256]                  ; reload
     vextracti128 xmm15, ymm15, 0
-    vextracti128 xmm4, ymm4, 0
     vextracti128 xmm6, ymm6, 0
-    vextracti128 xmm8, ymm8, 0
-    vextracti128 xmm10, ymm10, 0
-    vmovdqu      [rdi], xmm5
-    vmovdqu      [rdi + 16], xmm7
-    vmovdqu      [rdi + 32], xmm9
-    vmovq        qword [rdi + 48], xmm11
-    vmovdqu      [rdi + 56], xmm12
-    vmovdqu      [rdi + 72], xmm13
-    vmovdqu      [rdi + 88], xmm14
-    vmovq        qword [rdi + 104], xmm15
-    vmovdqu      [rdi + 112], xmm1
-    vmovdqu      [rdi + 128], xmm3
-    vmovdqu      [rdi + 144], xmm2
+    vextracti128 xmm5, ymm5, 0
+    vextracti128 xmm9, ymm9, 0
+    vextracti128 xmm11, ymm11, 0
+    vextracti128 xmm4, ymm4, 0
+    vmovdqu      [rdi], xmm8
+    vmovdqu      [rdi + 16], xmm10
+    vmovdqu      [rdi + 32], xmm12
+    vmovq        qword [rdi + 48], xmm13
+    vmovdqu      [rdi + 56], xmm7
+    vmovdqu      [rdi + 72], xmm14
+    vmovdqu      [rdi + 88], xmm15
+    vmovq        qword [rdi + 104], xmm6
+    vmovdqu      [rdi + 112], xmm3
+    vmovdqu      [rdi + 128], xmm2
+    vmovdqu      [rdi + 144], xmm1
     vmovq        qword [rdi + 160], xmm0
-    vmovdqu      [rdi + 168], xmm4
-    vmovdqu      [rdi + 184], xmm6
-    vmovdqu      [rdi + 200], xmm8
-    vmovq        qword [rdi + 216], xmm10
+    vmovdqu      [rdi + 168], xmm5
+    vmovdqu      [rdi + 184], xmm9
+    vmovdqu      [rdi + 200], xmm11
+    vmovq        qword [rdi + 216], xmm4
     mov rsp, rbp
     pop rbp
     vzeroupper
@@ -8669,7 +8190,7 @@ kg_gf2m409_inv_avx2:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 416
+    sub rsp, 448
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -8681,2375 +8202,743 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm8, xmm2, xmm2, 0
     vpclmulqdq   xmm9, xmm2, xmm2, 17
     vpclmulqdq   xmm10, xmm3, xmm3, 0
-    vpsllq       xmm11, xmm7, 39
-    vpalignr     xmm12, xmm7, xmm6, 8
-    vpsrlq       xmm12, xmm12, 25
-    vpxor        xmm11, xmm11, xmm12
-    vpsllq       xmm12, xmm8, 39
-    vpalignr     xmm13, xmm8, xmm7, 8
-    vpsrlq       xmm13, xmm13, 25
-    vpxor        xmm12, xmm12, xmm13
-    vpsllq       xmm13, xmm9, 39
-    vpalignr     xmm8, xmm9, xmm8, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm8, xmm13, xmm8
-    vpsllq       xmm13, xmm10, 39
-    vpalignr     xmm9, xmm10, xmm9, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm9, xmm13, xmm9
-    vpsrldq      xmm10, xmm11, 8
-    vpand        xmm7, xmm7, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm12, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm12, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm15, xmm8, [rel gf2m_g_800000], 0
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm14, xmm9, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm15, xmm9, [rel gf2m_g_8000000000], 1
     vmovdqa      [rsp], xmm3                         ; spill
-    vpclmulqdq   xmm3, xmm8, [rel gf2m_g_800000], 1
+    vpclmulqdq   xmm3, xmm9, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_4000000000000000], 1
     vmovdqa      [rsp + 32], xmm2                    ; spill
-    vpclmulqdq   xmm2, xmm9, [rel gf2m_g_800000], 0
+    vpsrldq      xmm2, xmm10, 8
+    vpxor        xmm2, xmm8, xmm2
+    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 0
     vmovdqa      [rsp + 64], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm9, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm10, xmm12, xmm11
-    vpxor        xmm5, xmm5, xmm13
-    vpxor        xmm8, xmm8, xmm14
-    vpxor        xmm6, xmm6, xmm15
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm2, xmm7, xmm2
-    vpslldq      xmm7, xmm10, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm7, xmm8, xmm10, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm7, xmm3, xmm8, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm1, xmm1, xmm3, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsllq       xmm2, xmm1, 39
-    vpalignr     xmm3, xmm1, xmm6, 8
-    vpsrlq       xmm3, xmm3, 25
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm1, 8
-    vpsrlq       xmm3, xmm3, 25
-    vpsrldq      xmm7, xmm2, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm5, xmm8
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpclmulqdq   xmm3, xmm4, xmm0, 0
-    vpclmulqdq   xmm5, xmm4, xmm0, 1
-    vpclmulqdq   xmm7, xmm4, xmm0, 16
-    vpclmulqdq   xmm8, xmm4, xmm0, 17
-    vpxor        xmm5, xmm5, xmm7
-    vpclmulqdq   xmm7, xmm2, [rsp + 64], 0
-    vpclmulqdq   xmm9, xmm2, [rsp + 64], 1
-    vpclmulqdq   xmm10, xmm2, [rsp + 64], 16
-    vpclmulqdq   xmm11, xmm2, [rsp + 64], 17
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm10, xmm4, xmm2
-    vpxor        xmm12, xmm0, [rsp + 64]
-    vpclmulqdq   xmm13, xmm10, xmm12, 0
-    vpclmulqdq   xmm14, xmm10, xmm12, 1
-    vpclmulqdq   xmm15, xmm10, xmm12, 16
-    vpclmulqdq   xmm10, xmm10, xmm12, 17
-    vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm14, xmm3, xmm8
-    vpxor        xmm13, xmm13, xmm7
-    vpxor        xmm13, xmm14, xmm13
-    vpxor        xmm12, xmm5, xmm12
-    vpxor        xmm12, xmm12, xmm9
+    vpclmulqdq   xmm1, xmm2, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 96], xmm0                    ; spill
+    vpclmulqdq   xmm0, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm7, xmm7, xmm12
+    vpxor        xmm7, xmm7, xmm13
+    vpalignr     xmm10, xmm10, xmm9, 8
+    vpxor        xmm10, xmm7, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm11
     vpxor        xmm8, xmm8, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm7, xmm8, xmm7
-    vpclmulqdq   xmm8, xmm6, [rsp + 32], 0
-    vpclmulqdq   xmm10, xmm6, [rsp + 32], 1
-    vpclmulqdq   xmm14, xmm6, [rsp + 32], 16
-    vpclmulqdq   xmm15, xmm6, [rsp + 32], 17
-    vpxor        xmm10, xmm10, xmm14
-    vpclmulqdq   xmm14, xmm1, [rsp], 0
-    vmovdqa      [rsp + 96], xmm12                   ; spill
-    vpxor        xmm12, xmm6, xmm1
-    vmovdqa      [rsp + 128], xmm11                  ; spill
-    vmovdqa      xmm11, [rsp + 32]                   ; reload
-    vmovdqa      [rsp + 160], xmm13                  ; spill
-    vpxor        xmm13, xmm11, [rsp]
-    vmovdqa      [rsp + 192], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm12, xmm13, 0
-    vmovdqa      [rsp + 224], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm12, xmm13, 1
-    vmovdqa      [rsp + 256], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm12, xmm13, 16
-    vpclmulqdq   xmm12, xmm12, xmm13, 17
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm9, xmm8, xmm15
-    vpxor        xmm5, xmm5, xmm14
-    vpxor        xmm5, xmm9, xmm5
-    vpxor        xmm3, xmm10, xmm3
-    vpxor        xmm9, xmm15, xmm12
-    vpxor        xmm9, xmm9, xmm14
-    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm1, xmm14, xmm2
+    vpxor        xmm2, xmm6, xmm15
+    vpxor        xmm2, xmm2, xmm3
+    vpslldq      xmm3, xmm8, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpalignr     xmm4, xmm1, xmm8, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpalignr     xmm1, xmm9, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm0, xmm11
-    vmovdqa      xmm6, [rsp + 64]                    ; reload
-    vpxor        xmm12, xmm6, [rsp]
-    vpclmulqdq   xmm13, xmm4, xmm2, 0
-    vpclmulqdq   xmm14, xmm4, xmm2, 1
-    vpclmulqdq   xmm15, xmm4, xmm2, 16
-    vpclmulqdq   xmm11, xmm4, xmm2, 17
-    vpxor        xmm14, xmm14, xmm15
-    vpclmulqdq   xmm15, xmm1, xmm12, 0
-    vpclmulqdq   xmm6, xmm1, xmm12, 1
-    vmovdqa      [rsp + 288], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm1, xmm12, 16
-    vmovdqa      [rsp + 320], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm1, xmm12, 17
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm2, xmm2, xmm12
-    vpclmulqdq   xmm4, xmm1, xmm2, 0
-    vpclmulqdq   xmm6, xmm1, xmm2, 1
-    vpclmulqdq   xmm12, xmm1, xmm2, 16
-    vpclmulqdq   xmm1, xmm1, xmm2, 17
-    vpxor        xmm2, xmm6, xmm12
-    vpxor        xmm6, xmm13, xmm11
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm4, xmm6, xmm4
-    vpxor        xmm2, xmm14, xmm2
-    vpxor        xmm2, xmm2, xmm0
-    vpxor        xmm1, xmm11, xmm1
-    vpxor        xmm6, xmm15, xmm9
-    vpxor        xmm1, xmm1, xmm6
-    vmovdqa      xmm6, [rsp + 256]                   ; reload
-    vpxor        xmm11, xmm6, xmm7
-    vpxor        xmm12, xmm13, xmm8
-    vpxor        xmm11, xmm11, xmm12
-    vmovdqa      xmm12, [rsp + 192]                  ; reload
-    vpxor        xmm13, xmm12, [rsp + 224]
-    vpxor        xmm14, xmm14, xmm10
-    vpxor        xmm13, xmm13, xmm14
-    vmovdqa      xmm14, [rsp + 160]                  ; reload
-    vpxor        xmm15, xmm14, [rsp + 128]
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm4, xmm15, xmm4
-    vmovdqa      xmm15, [rsp + 96]                   ; reload
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm1, xmm7, xmm1
-    vpxor        xmm7, xmm8, [rsp + 320]
-    vpxor        xmm1, xmm1, xmm7
-    vmovdqa      xmm7, [rsp + 224]                   ; reload
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm0, xmm0, xmm10
-    vmovdqa      xmm7, [rsp + 128]                   ; reload
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm5, xmm7, xmm5
-    vpslldq      xmm7, xmm12, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm7, xmm15, xmm12, 8
-    vpxor        xmm7, xmm14, xmm7
-    vpalignr     xmm8, xmm13, xmm15, 8
-    vpxor        xmm8, xmm11, xmm8
-    vpalignr     xmm9, xmm2, xmm13, 8
-    vpxor        xmm4, xmm4, xmm9
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm1, xmm1, xmm2
-    vpalignr     xmm0, xmm3, xmm0, 8
-    vpxor        xmm0, xmm5, xmm0
-    vpsrldq      xmm2, xmm3, 8
-    vmovdqa      xmm3, [rsp + 320]                   ; reload
-    vpxor        xmm2, xmm3, xmm2
-    vpsllq       xmm3, xmm4, 39
-    vpalignr     xmm5, xmm4, xmm8, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm3, xmm3, xmm5
-    vpsllq       xmm5, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm4, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm5, xmm5, xmm9
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm0, xmm2, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm2, xmm3, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm5, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm5, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm5, xmm7, xmm9
-    vpxor        xmm1, xmm1, xmm10
-    vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm4, xmm4, xmm13
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm3, xmm1, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
-    vpsllq       xmm4, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm4, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm4, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpalignr     xmm8, xmm3, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm3, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm6, xmm1, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm1, xmm7, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm3, xmm3, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm1, xmm1, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpsllq       xmm3, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm3, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm1, [rsp + 288], 0
-    vpclmulqdq   xmm5, xmm1, [rsp + 288], 1
-    vpclmulqdq   xmm6, xmm1, [rsp + 288], 16
-    vpclmulqdq   xmm7, xmm1, [rsp + 288], 17
+    vpsrldq      xmm2, xmm9, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm3, [rsp + 96], 0
+    vpclmulqdq   xmm5, xmm3, [rsp + 96], 1
+    vpclmulqdq   xmm6, xmm3, [rsp + 96], 16
+    vpclmulqdq   xmm7, xmm3, [rsp + 96], 17
     vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm2, [rsp + 64], 0
-    vpclmulqdq   xmm8, xmm2, [rsp + 64], 1
-    vpclmulqdq   xmm9, xmm2, [rsp + 64], 16
-    vpclmulqdq   xmm10, xmm2, [rsp + 64], 17
+    vpclmulqdq   xmm6, xmm0, [rsp + 64], 0
+    vpclmulqdq   xmm8, xmm0, [rsp + 64], 1
+    vpclmulqdq   xmm9, xmm0, [rsp + 64], 16
+    vpclmulqdq   xmm10, xmm0, [rsp + 64], 17
     vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm1, xmm2
-    vmovdqa      xmm11, [rsp + 288]                  ; reload
+    vpxor        xmm9, xmm3, xmm0
+    vmovdqa      xmm11, [rsp + 96]                   ; reload
     vpxor        xmm12, xmm11, [rsp + 64]
     vpclmulqdq   xmm13, xmm9, xmm12, 0
     vpclmulqdq   xmm14, xmm9, xmm12, 1
     vpclmulqdq   xmm15, xmm9, xmm12, 16
     vpclmulqdq   xmm9, xmm9, xmm12, 17
     vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm14, xmm3, xmm7
-    vpxor        xmm13, xmm13, xmm6
-    vpxor        xmm13, xmm14, xmm13
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm4, xmm13
+    vpxor        xmm7, xmm7, xmm6
     vpxor        xmm12, xmm5, xmm12
     vpxor        xmm12, xmm12, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm6, xmm9, xmm6
+    vpclmulqdq   xmm9, xmm1, [rsp + 32], 0
+    vpclmulqdq   xmm13, xmm1, [rsp + 32], 1
+    vpclmulqdq   xmm14, xmm1, [rsp + 32], 16
+    vpclmulqdq   xmm15, xmm1, [rsp + 32], 17
+    vpxor        xmm13, xmm13, xmm14
+    vpclmulqdq   xmm14, xmm2, [rsp], 0
+    vmovdqa      [rsp + 128], xmm12                  ; spill
+    vpxor        xmm12, xmm1, xmm2
+    vmovdqa      [rsp + 160], xmm7                   ; spill
+    vmovdqa      xmm7, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 192], xmm5                   ; spill
+    vpxor        xmm5, xmm7, [rsp]
+    vmovdqa      [rsp + 224], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm12, xmm5, 0
+    vmovdqa      [rsp + 256], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm12, xmm5, 1
+    vmovdqa      [rsp + 288], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm12, xmm5, 16
+    vpclmulqdq   xmm5, xmm12, xmm5, 17
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm10, xmm15, xmm14
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm8, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm2, xmm11, xmm7
+    vmovdqa      xmm3, [rsp + 64]                    ; reload
+    vpxor        xmm10, xmm3, [rsp]
+    vpclmulqdq   xmm12, xmm1, xmm2, 0
+    vpclmulqdq   xmm14, xmm1, xmm2, 1
+    vpclmulqdq   xmm15, xmm1, xmm2, 16
+    vpclmulqdq   xmm7, xmm1, xmm2, 17
+    vpxor        xmm14, xmm14, xmm15
+    vpclmulqdq   xmm15, xmm0, xmm10, 0
+    vpclmulqdq   xmm3, xmm0, xmm10, 1
+    vpclmulqdq   xmm11, xmm0, xmm10, 16
+    vmovdqa      [rsp + 320], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm0, xmm10, 17
+    vpxor        xmm3, xmm3, xmm11
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm1, xmm2, xmm10
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm10, xmm0, xmm1, 1
+    vpclmulqdq   xmm11, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxor        xmm1, xmm10, xmm11
+    vpxor        xmm7, xmm7, xmm15
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm1, xmm14, xmm1
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm6, xmm6, xmm9
+    vmovdqa      xmm7, [rsp + 288]                   ; reload
+    vpxor        xmm7, xmm7, xmm13
+    vmovdqa      xmm9, [rsp + 256]                   ; reload
+    vpxor        xmm4, xmm9, xmm4
+    vmovdqa      xmm9, [rsp + 224]                   ; reload
+    vpxor        xmm10, xmm9, xmm12
+    vpxor        xmm10, xmm10, xmm6
+    vmovdqa      xmm11, [rsp + 192]                  ; reload
+    vpxor        xmm12, xmm11, xmm14
+    vpxor        xmm12, xmm12, xmm7
+    vmovdqa      xmm13, [rsp + 160]                  ; reload
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm2, xmm2, xmm4
+    vmovdqa      xmm14, [rsp + 128]                  ; reload
+    vpxor        xmm1, xmm14, xmm1
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm0, xmm0, [rsp + 320]
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm6, xmm14, xmm11, 8
+    vpxor        xmm6, xmm13, xmm6
+    vpalignr     xmm7, xmm12, xmm14, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm9, xmm1, xmm12, 8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm1, xmm3, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpalignr     xmm1, xmm8, xmm3, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpsrldq      xmm3, xmm8, 8
+    vmovdqa      xmm4, [rsp + 320]                   ; reload
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm3, xmm3, xmm1, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm5, xmm6, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm6, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm0, xmm7, xmm0
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpalignr     xmm4, xmm0, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, [rsp + 96], 0
+    vpclmulqdq   xmm5, xmm2, [rsp + 96], 1
+    vpclmulqdq   xmm6, xmm2, [rsp + 96], 16
+    vpclmulqdq   xmm7, xmm2, [rsp + 96], 17
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm1, [rsp + 64], 0
+    vpclmulqdq   xmm8, xmm1, [rsp + 64], 1
+    vpclmulqdq   xmm9, xmm1, [rsp + 64], 16
+    vpclmulqdq   xmm10, xmm1, [rsp + 64], 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm9, xmm2, xmm1
+    vmovdqa      xmm11, [rsp + 96]                   ; reload
+    vpxor        xmm12, xmm11, [rsp + 64]
+    vpclmulqdq   xmm13, xmm9, xmm12, 0
+    vpclmulqdq   xmm14, xmm9, xmm12, 1
+    vpclmulqdq   xmm15, xmm9, xmm12, 16
+    vpclmulqdq   xmm9, xmm9, xmm12, 17
+    vpxor        xmm12, xmm14, xmm15
     vpxor        xmm6, xmm7, xmm6
-    vpclmulqdq   xmm7, xmm4, [rsp + 32], 0
-    vpclmulqdq   xmm9, xmm4, [rsp + 32], 1
+    vpxor        xmm7, xmm3, xmm13
+    vpxor        xmm7, xmm7, xmm6
+    vpxor        xmm12, xmm5, xmm12
+    vpxor        xmm12, xmm12, xmm8
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm6, xmm9, xmm6
+    vpclmulqdq   xmm9, xmm4, [rsp + 32], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 32], 1
     vpclmulqdq   xmm14, xmm4, [rsp + 32], 16
     vpclmulqdq   xmm15, xmm4, [rsp + 32], 17
-    vpxor        xmm9, xmm9, xmm14
+    vpxor        xmm13, xmm13, xmm14
     vpclmulqdq   xmm14, xmm0, [rsp], 0
     vmovdqa      [rsp + 320], xmm12                  ; spill
     vpxor        xmm12, xmm4, xmm0
-    vmovdqa      [rsp + 96], xmm10                   ; spill
-    vmovdqa      xmm10, [rsp + 32]                   ; reload
-    vmovdqa      [rsp + 160], xmm13                  ; spill
-    vpxor        xmm13, xmm10, [rsp]
-    vmovdqa      [rsp + 192], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm12, xmm13, 0
+    vmovdqa      [rsp + 128], xmm7                   ; spill
+    vmovdqa      xmm7, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 160], xmm5                   ; spill
+    vpxor        xmm5, xmm7, [rsp]
+    vmovdqa      [rsp + 192], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm12, xmm5, 0
+    vmovdqa      [rsp + 224], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm12, xmm5, 1
     vmovdqa      [rsp + 256], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm12, xmm13, 1
-    vmovdqa      [rsp + 128], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm12, xmm13, 16
-    vpclmulqdq   xmm12, xmm12, xmm13, 17
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm8, xmm7, xmm15
-    vpxor        xmm5, xmm5, xmm14
-    vpxor        xmm5, xmm8, xmm5
+    vpclmulqdq   xmm8, xmm12, xmm5, 16
+    vpclmulqdq   xmm5, xmm12, xmm5, 17
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm10, xmm15, xmm14
     vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm8, xmm15, xmm12
-    vpxor        xmm8, xmm8, xmm14
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm2, xmm11, xmm10
-    vmovdqa      xmm4, [rsp + 64]                    ; reload
-    vpxor        xmm12, xmm4, [rsp]
-    vpclmulqdq   xmm13, xmm1, xmm2, 0
-    vpclmulqdq   xmm14, xmm1, xmm2, 1
-    vpclmulqdq   xmm15, xmm1, xmm2, 16
-    vpclmulqdq   xmm10, xmm1, xmm2, 17
-    vpxor        xmm14, xmm14, xmm15
-    vpclmulqdq   xmm15, xmm0, xmm12, 0
-    vpclmulqdq   xmm4, xmm0, xmm12, 1
-    vpclmulqdq   xmm11, xmm0, xmm12, 16
-    vmovdqa      [rsp + 224], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm0, xmm12, 17
-    vpxor        xmm4, xmm4, xmm11
+    vpxor        xmm3, xmm3, xmm10
+    vpxor        xmm8, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm2, xmm2, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm2, xmm12
+    vpxor        xmm1, xmm11, xmm7
+    vmovdqa      xmm4, [rsp + 64]                    ; reload
+    vpxor        xmm10, xmm4, [rsp]
+    vpclmulqdq   xmm12, xmm2, xmm1, 0
+    vpclmulqdq   xmm14, xmm2, xmm1, 1
+    vpclmulqdq   xmm15, xmm2, xmm1, 16
+    vpclmulqdq   xmm7, xmm2, xmm1, 17
+    vpxor        xmm14, xmm14, xmm15
+    vpclmulqdq   xmm15, xmm0, xmm10, 0
+    vpclmulqdq   xmm4, xmm0, xmm10, 1
+    vpclmulqdq   xmm11, xmm0, xmm10, 16
+    vmovdqa      [rsp + 288], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm0, xmm10, 17
+    vpxor        xmm4, xmm4, xmm11
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm1, xmm1, xmm10
     vpclmulqdq   xmm2, xmm0, xmm1, 0
-    vpclmulqdq   xmm11, xmm0, xmm1, 1
-    vpclmulqdq   xmm12, xmm0, xmm1, 16
+    vpclmulqdq   xmm10, xmm0, xmm1, 1
+    vpclmulqdq   xmm11, xmm0, xmm1, 16
     vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm11, xmm12
-    vpxor        xmm11, xmm13, xmm10
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm1, xmm10, xmm11
+    vpxor        xmm7, xmm7, xmm15
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm7
     vpxor        xmm1, xmm14, xmm1
     vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm10, xmm15, xmm8
-    vpxor        xmm0, xmm0, xmm10
-    vmovdqa      xmm10, [rsp + 128]                  ; reload
-    vpxor        xmm11, xmm10, xmm6
-    vpxor        xmm12, xmm13, xmm7
-    vpxor        xmm11, xmm11, xmm12
-    vmovdqa      xmm12, [rsp + 192]                  ; reload
-    vpxor        xmm13, xmm12, [rsp + 256]
-    vpxor        xmm14, xmm14, xmm9
-    vpxor        xmm13, xmm13, xmm14
-    vmovdqa      xmm14, [rsp + 160]                  ; reload
-    vpxor        xmm15, xmm14, [rsp + 96]
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm15, xmm2
-    vmovdqa      xmm15, [rsp + 320]                  ; reload
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm6, xmm7, [rsp + 224]
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm6, xmm6, xmm9
+    vmovdqa      xmm7, [rsp + 256]                   ; reload
+    vpxor        xmm7, xmm7, xmm13
+    vmovdqa      xmm9, [rsp + 224]                   ; reload
+    vpxor        xmm3, xmm9, xmm3
+    vmovdqa      xmm9, [rsp + 192]                   ; reload
+    vpxor        xmm10, xmm9, xmm12
+    vpxor        xmm10, xmm10, xmm6
+    vmovdqa      xmm11, [rsp + 160]                  ; reload
+    vpxor        xmm12, xmm11, xmm14
+    vpxor        xmm12, xmm12, xmm7
+    vmovdqa      xmm13, [rsp + 128]                  ; reload
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm2, xmm2, xmm3
+    vmovdqa      xmm14, [rsp + 320]                  ; reload
+    vpxor        xmm1, xmm14, xmm1
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm0, xmm0, [rsp + 288]
     vpxor        xmm0, xmm0, xmm6
-    vmovdqa      xmm6, [rsp + 256]                   ; reload
-    vpxor        xmm4, xmm6, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vmovdqa      xmm6, [rsp + 96]                    ; reload
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm5, xmm6, xmm5
-    vpslldq      xmm6, xmm12, 8
-    vpxor        xmm6, xmm10, xmm6
-    vpalignr     xmm7, xmm15, xmm12, 8
-    vpxor        xmm7, xmm14, xmm7
-    vpalignr     xmm8, xmm13, xmm15, 8
-    vpxor        xmm8, xmm11, xmm8
-    vpalignr     xmm9, xmm1, xmm13, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm3, xmm5, xmm3
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm6, xmm14, xmm11, 8
+    vpxor        xmm6, xmm13, xmm6
+    vpalignr     xmm7, xmm12, xmm14, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm9, xmm1, xmm12, 8
     vpxor        xmm2, xmm2, xmm9
     vpalignr     xmm1, xmm4, xmm1, 8
     vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm3, xmm4, 8
-    vpxor        xmm1, xmm5, xmm1
-    vpsrldq      xmm3, xmm3, 8
-    vmovdqa      xmm4, [rsp + 224]                   ; reload
+    vpalignr     xmm1, xmm8, xmm4, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm8, 8
+    vmovdqa      xmm4, [rsp + 288]                   ; reload
     vpxor        xmm3, xmm4, xmm3
-    vpsllq       xmm4, xmm2, 39
-    vpalignr     xmm5, xmm2, xmm8, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 39
-    vpalignr     xmm9, xmm0, xmm2, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm5, xmm5, xmm9
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsllq       xmm9, xmm3, 39
-    vpalignr     xmm1, xmm3, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm5, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm5, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm6, xmm3
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm3, xmm3, xmm1, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm5, xmm7, xmm9
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm2, xmm2, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm0, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm5, xmm6, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxor        xmm3, xmm5, xmm3
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
-    vpalignr     xmm1, xmm14, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsllq       xmm2, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm2, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm2, xmm2, 17
-    vpclmulqdq   xmm8, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm0, xmm0, 17
-    vpclmulqdq   xmm10, xmm1, xmm1, 0
-    vpsllq       xmm11, xmm7, 39
-    vpalignr     xmm12, xmm7, xmm6, 8
-    vpsrlq       xmm12, xmm12, 25
-    vpxor        xmm11, xmm11, xmm12
-    vpsllq       xmm12, xmm8, 39
-    vpalignr     xmm13, xmm8, xmm7, 8
-    vpsrlq       xmm13, xmm13, 25
-    vpxor        xmm12, xmm12, xmm13
-    vpsllq       xmm13, xmm9, 39
-    vpalignr     xmm8, xmm9, xmm8, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm8, xmm13, xmm8
-    vpsllq       xmm13, xmm10, 39
-    vpalignr     xmm9, xmm10, xmm9, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm9, xmm13, xmm9
-    vpsrldq      xmm10, xmm11, 8
-    vpand        xmm7, xmm7, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm12, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm12, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm15, xmm8, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 224], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm8, [rel gf2m_g_800000], 1
-    vmovdqa      [rsp + 320], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm9, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 160], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm9, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm10, xmm12, xmm11
-    vpxor        xmm5, xmm5, xmm13
-    vpxor        xmm8, xmm8, xmm14
-    vpxor        xmm6, xmm6, xmm15
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm0, xmm7, xmm0
-    vpslldq      xmm7, xmm10, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm7, xmm8, xmm10, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm7, xmm1, xmm8, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm2, xmm0, xmm6, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm5, xmm8
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm4, xmm4, xmm5
     vpsrldq      xmm1, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm6, xmm6, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm5, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm6, 39
-    vpalignr     xmm7, xmm6, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm6, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm6, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm6, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm6, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm0, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm3, 0
-    vpclmulqdq   xmm6, xmm4, xmm3, 1
-    vpclmulqdq   xmm7, xmm4, xmm3, 16
-    vpclmulqdq   xmm8, xmm4, xmm3, 17
-    vpxor        xmm6, xmm6, xmm7
-    vpclmulqdq   xmm7, xmm1, [rsp + 160], 0
-    vpclmulqdq   xmm9, xmm1, [rsp + 160], 1
-    vpclmulqdq   xmm10, xmm1, [rsp + 160], 16
-    vpclmulqdq   xmm11, xmm1, [rsp + 160], 17
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm10, xmm4, xmm1
-    vpxor        xmm12, xmm3, [rsp + 160]
-    vpclmulqdq   xmm13, xmm10, xmm12, 0
-    vpclmulqdq   xmm14, xmm10, xmm12, 1
-    vpclmulqdq   xmm15, xmm10, xmm12, 16
-    vpclmulqdq   xmm10, xmm10, xmm12, 17
-    vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm14, xmm2, xmm8
-    vpxor        xmm13, xmm13, xmm7
-    vpxor        xmm13, xmm14, xmm13
-    vpxor        xmm12, xmm6, xmm12
-    vpxor        xmm12, xmm12, xmm9
-    vpxor        xmm8, xmm8, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm7, xmm8, xmm7
-    vpclmulqdq   xmm8, xmm5, [rsp + 320], 0
-    vpclmulqdq   xmm10, xmm5, [rsp + 320], 1
-    vpclmulqdq   xmm14, xmm5, [rsp + 320], 16
-    vpclmulqdq   xmm15, xmm5, [rsp + 320], 17
-    vpxor        xmm10, xmm10, xmm14
-    vpclmulqdq   xmm14, xmm0, [rsp + 224], 0
-    vmovdqa      [rsp + 192], xmm12                  ; spill
-    vpxor        xmm12, xmm5, xmm0
-    vmovdqa      [rsp + 128], xmm11                  ; spill
-    vmovdqa      xmm11, [rsp + 320]                  ; reload
-    vmovdqa      [rsp + 96], xmm13                   ; spill
-    vpxor        xmm13, xmm11, [rsp + 224]
-    vmovdqa      [rsp + 256], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm12, xmm13, 0
-    vmovdqa      [rsp + 352], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm12, xmm13, 1
-    vmovdqa      [rsp + 384], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm12, xmm13, 16
-    vpclmulqdq   xmm12, xmm12, xmm13, 17
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm9, xmm8, xmm15
-    vpxor        xmm6, xmm6, xmm14
-    vpxor        xmm6, xmm9, xmm6
-    vpxor        xmm2, xmm10, xmm2
-    vpxor        xmm9, xmm15, xmm12
-    vpxor        xmm9, xmm9, xmm14
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm3, xmm11
-    vmovdqa      xmm3, [rsp + 160]                   ; reload
-    vpxor        xmm3, xmm3, [rsp + 224]
-    vpclmulqdq   xmm5, xmm4, xmm1, 0
-    vpclmulqdq   xmm11, xmm4, xmm1, 1
-    vpclmulqdq   xmm12, xmm4, xmm1, 16
-    vpclmulqdq   xmm13, xmm4, xmm1, 17
-    vpxor        xmm11, xmm11, xmm12
-    vpclmulqdq   xmm12, xmm0, xmm3, 0
-    vpclmulqdq   xmm14, xmm0, xmm3, 1
-    vpclmulqdq   xmm15, xmm0, xmm3, 16
-    vmovdqa      [rsp + 224], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm0, xmm3, 17
-    vpxor        xmm14, xmm14, xmm15
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm0, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm1, 1
-    vpclmulqdq   xmm15, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm4, xmm15
-    vpxor        xmm4, xmm5, xmm13
-    vpxor        xmm3, xmm3, xmm12
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm1, xmm11, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm4, xmm12, xmm9
-    vpxor        xmm0, xmm0, xmm4
-    vmovdqa      xmm4, [rsp + 384]                   ; reload
-    vpxor        xmm12, xmm4, xmm7
-    vpxor        xmm5, xmm5, xmm8
-    vpxor        xmm5, xmm12, xmm5
-    vmovdqa      xmm12, [rsp + 256]                  ; reload
-    vpxor        xmm13, xmm12, [rsp + 352]
-    vpxor        xmm11, xmm11, xmm10
-    vpxor        xmm11, xmm13, xmm11
-    vmovdqa      xmm13, [rsp + 96]                   ; reload
-    vpxor        xmm15, xmm13, [rsp + 128]
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vmovdqa      xmm15, [rsp + 192]                  ; reload
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm7, xmm8, [rsp + 224]
-    vpxor        xmm0, xmm0, xmm7
-    vmovdqa      xmm7, [rsp + 352]                   ; reload
-    vpxor        xmm7, xmm7, xmm14
-    vpxor        xmm7, xmm7, xmm10
-    vmovdqa      xmm8, [rsp + 128]                   ; reload
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm6, xmm8, xmm6
-    vpslldq      xmm8, xmm12, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm8, xmm15, xmm12, 8
-    vpxor        xmm8, xmm13, xmm8
-    vpalignr     xmm9, xmm11, xmm15, 8
-    vpxor        xmm5, xmm5, xmm9
-    vpalignr     xmm9, xmm1, xmm11, 8
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm1, xmm7, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm2, xmm7, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpsrldq      xmm2, xmm2, 8
-    vmovdqa      xmm6, [rsp + 224]                   ; reload
-    vpxor        xmm2, xmm6, xmm2
-    vpsllq       xmm6, xmm3, 39
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 39
-    vpalignr     xmm9, xmm0, xmm3, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm7, xmm7, xmm9
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm2, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm4, xmm7, xmm6
-    vpxor        xmm6, xmm8, xmm9
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm3, xmm3, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm0, xmm4, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm5, xmm0
-    vpalignr     xmm1, xmm14, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsllq       xmm3, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm3, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm4, xmm4, 17
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm7, xmm3, xmm3, 17
     vpclmulqdq   xmm8, xmm0, xmm0, 0
     vpclmulqdq   xmm9, xmm0, xmm0, 17
     vpclmulqdq   xmm10, xmm1, xmm1, 0
-    vpsllq       xmm11, xmm7, 39
-    vpalignr     xmm12, xmm7, xmm6, 8
-    vpsrlq       xmm12, xmm12, 25
-    vpxor        xmm11, xmm11, xmm12
-    vpsllq       xmm12, xmm8, 39
-    vpalignr     xmm13, xmm8, xmm7, 8
-    vpsrlq       xmm13, xmm13, 25
-    vpxor        xmm12, xmm12, xmm13
-    vpsllq       xmm13, xmm9, 39
-    vpalignr     xmm8, xmm9, xmm8, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm8, xmm13, xmm8
-    vpsllq       xmm13, xmm10, 39
-    vpalignr     xmm9, xmm10, xmm9, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm9, xmm13, xmm9
-    vpsrldq      xmm10, xmm11, 8
-    vpand        xmm7, xmm7, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm12, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm12, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm15, xmm8, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 224], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm8, [rel gf2m_g_800000], 1
-    vmovdqa      [rsp + 192], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm9, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 96], xmm3                    ; spill
-    vpclmulqdq   xmm3, xmm9, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm10, xmm12, xmm11
-    vpxor        xmm5, xmm5, xmm13
-    vpxor        xmm8, xmm8, xmm14
-    vpxor        xmm6, xmm6, xmm15
-    vpxor        xmm1, xmm9, xmm1
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm14, xmm9, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm15, xmm9, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 288], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm9, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_4000000000000000], 1
+    vmovdqa      [rsp + 320], xmm0                   ; spill
+    vpsrldq      xmm0, xmm10, 8
+    vpxor        xmm0, xmm8, xmm0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 0
+    vmovdqa      [rsp + 128], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 160], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm7, xmm7, xmm12
+    vpxor        xmm7, xmm7, xmm13
+    vpalignr     xmm10, xmm10, xmm9, 8
+    vpxor        xmm10, xmm7, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm11
+    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm4, xmm6, xmm15
+    vpxor        xmm1, xmm4, xmm1
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm4, xmm0, xmm8, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpalignr     xmm0, xmm9, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm9, 8
+    vpxor        xmm1, xmm7, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm6, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
     vpxor        xmm0, xmm7, xmm0
-    vpslldq      xmm7, xmm10, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm7, xmm8, xmm10, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm7, xmm1, xmm8, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm1, xmm3, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm3, xmm0, xmm6, 8
-    vpsrlq       xmm3, xmm3, 25
-    vpxor        xmm1, xmm1, xmm3
-    vpsrldq      xmm3, xmm0, 8
-    vpsrlq       xmm3, xmm3, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm1, xmm1, xmm0, 8
     vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm5, xmm8
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm4, xmm4, xmm5
     vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm0, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm5, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm6, 39
-    vpalignr     xmm7, xmm6, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm6, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm6, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm6, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm6, 8
-    vpxor        xmm3, xmm3, xmm8
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm0, xmm7, 8
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm4, xmm0
+    vpalignr     xmm4, xmm2, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm3, [rsp + 160], 0
+    vpclmulqdq   xmm5, xmm3, [rsp + 160], 1
+    vpclmulqdq   xmm6, xmm3, [rsp + 160], 16
+    vpclmulqdq   xmm7, xmm3, [rsp + 160], 17
     vpxor        xmm5, xmm5, xmm6
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
+    vpclmulqdq   xmm6, xmm0, [rsp + 128], 0
+    vpclmulqdq   xmm8, xmm0, [rsp + 128], 1
+    vpclmulqdq   xmm9, xmm0, [rsp + 128], 16
+    vpclmulqdq   xmm10, xmm0, [rsp + 128], 17
     vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm3, xmm3, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm3, xmm3, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm3, xmm3, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm3, xmm3, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm3, xmm3, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm3, xmm3, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm3, xmm3, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm3, xmm2, 0
-    vpclmulqdq   xmm6, xmm3, xmm2, 1
-    vpclmulqdq   xmm7, xmm3, xmm2, 16
-    vpclmulqdq   xmm8, xmm3, xmm2, 17
-    vpxor        xmm6, xmm6, xmm7
-    vpclmulqdq   xmm7, xmm1, [rsp + 96], 0
-    vpclmulqdq   xmm9, xmm1, [rsp + 96], 1
-    vpclmulqdq   xmm10, xmm1, [rsp + 96], 16
-    vpclmulqdq   xmm11, xmm1, [rsp + 96], 17
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm10, xmm3, xmm1
-    vpxor        xmm12, xmm2, [rsp + 96]
-    vpclmulqdq   xmm13, xmm10, xmm12, 0
-    vpclmulqdq   xmm14, xmm10, xmm12, 1
-    vpclmulqdq   xmm15, xmm10, xmm12, 16
-    vpclmulqdq   xmm10, xmm10, xmm12, 17
+    vpxor        xmm9, xmm3, xmm0
+    vmovdqa      xmm11, [rsp + 160]                  ; reload
+    vpxor        xmm12, xmm11, [rsp + 128]
+    vpclmulqdq   xmm13, xmm9, xmm12, 0
+    vpclmulqdq   xmm14, xmm9, xmm12, 1
+    vpclmulqdq   xmm15, xmm9, xmm12, 16
+    vpclmulqdq   xmm9, xmm9, xmm12, 17
     vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm14, xmm4, xmm8
-    vpxor        xmm13, xmm13, xmm7
-    vpxor        xmm13, xmm14, xmm13
-    vpxor        xmm12, xmm6, xmm12
-    vpxor        xmm12, xmm12, xmm9
-    vpxor        xmm8, xmm8, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm7, xmm8, xmm7
-    vpclmulqdq   xmm8, xmm5, [rsp + 192], 0
-    vpclmulqdq   xmm10, xmm5, [rsp + 192], 1
-    vpclmulqdq   xmm14, xmm5, [rsp + 192], 16
-    vpclmulqdq   xmm15, xmm5, [rsp + 192], 17
-    vpxor        xmm10, xmm10, xmm14
-    vpclmulqdq   xmm14, xmm0, [rsp + 224], 0
-    vmovdqa      [rsp + 256], xmm12                  ; spill
-    vpxor        xmm12, xmm5, xmm0
-    vmovdqa      [rsp + 384], xmm11                  ; spill
-    vmovdqa      xmm11, [rsp + 192]                  ; reload
-    vmovdqa      [rsp + 128], xmm13                  ; spill
-    vpxor        xmm13, xmm11, [rsp + 224]
-    vmovdqa      [rsp + 352], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm12, xmm13, 0
-    vmovdqa      [rsp + 160], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm12, xmm13, 1
-    vmovdqa      [rsp + 320], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm12, xmm13, 16
-    vpclmulqdq   xmm12, xmm12, xmm13, 17
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm9, xmm8, xmm15
-    vpxor        xmm6, xmm6, xmm14
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm2, xmm13
+    vpxor        xmm7, xmm7, xmm6
+    vpxor        xmm12, xmm5, xmm12
+    vpxor        xmm12, xmm12, xmm8
+    vpxor        xmm9, xmm9, xmm10
     vpxor        xmm6, xmm9, xmm6
-    vpxor        xmm4, xmm10, xmm4
-    vpxor        xmm9, xmm15, xmm12
-    vpxor        xmm9, xmm9, xmm14
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm2, xmm11
-    vmovdqa      xmm2, [rsp + 96]                    ; reload
-    vpxor        xmm2, xmm2, [rsp + 224]
-    vpclmulqdq   xmm5, xmm3, xmm1, 0
-    vpclmulqdq   xmm11, xmm3, xmm1, 1
-    vpclmulqdq   xmm12, xmm3, xmm1, 16
-    vpclmulqdq   xmm13, xmm3, xmm1, 17
-    vpxor        xmm11, xmm11, xmm12
-    vpclmulqdq   xmm12, xmm0, xmm2, 0
-    vpclmulqdq   xmm14, xmm0, xmm2, 1
-    vpclmulqdq   xmm15, xmm0, xmm2, 16
-    vmovdqa      [rsp + 224], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm0, xmm2, 17
+    vpclmulqdq   xmm9, xmm4, [rsp + 320], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 320], 1
+    vpclmulqdq   xmm14, xmm4, [rsp + 320], 16
+    vpclmulqdq   xmm15, xmm4, [rsp + 320], 17
+    vpxor        xmm13, xmm13, xmm14
+    vpclmulqdq   xmm14, xmm1, [rsp + 288], 0
+    vmovdqa      [rsp + 192], xmm12                  ; spill
+    vpxor        xmm12, xmm4, xmm1
+    vmovdqa      [rsp + 224], xmm7                   ; spill
+    vmovdqa      xmm7, [rsp + 320]                   ; reload
+    vmovdqa      [rsp + 256], xmm5                   ; spill
+    vpxor        xmm5, xmm7, [rsp + 288]
+    vmovdqa      [rsp + 352], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm12, xmm5, 0
+    vmovdqa      [rsp + 384], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm12, xmm5, 1
+    vmovdqa      [rsp + 416], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm12, xmm5, 16
+    vpclmulqdq   xmm5, xmm12, xmm5, 17
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm10, xmm15, xmm14
+    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm2, xmm2, xmm10
+    vpxor        xmm8, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm11, xmm7
+    vmovdqa      xmm4, [rsp + 128]                   ; reload
+    vpxor        xmm4, xmm4, [rsp + 288]
+    vpclmulqdq   xmm7, xmm3, xmm1, 0
+    vpclmulqdq   xmm10, xmm3, xmm1, 1
+    vpclmulqdq   xmm11, xmm3, xmm1, 16
+    vpclmulqdq   xmm12, xmm3, xmm1, 17
+    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm11, xmm0, xmm4, 0
+    vpclmulqdq   xmm14, xmm0, xmm4, 1
+    vpclmulqdq   xmm15, xmm0, xmm4, 16
+    vmovdqa      [rsp + 288], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm0, xmm4, 17
     vpxor        xmm14, xmm14, xmm15
     vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm1, xmm1, xmm2
-    vpclmulqdq   xmm2, xmm0, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm1, 1
+    vpxor        xmm1, xmm1, xmm4
+    vpclmulqdq   xmm3, xmm0, xmm1, 0
+    vpclmulqdq   xmm4, xmm0, xmm1, 1
     vpclmulqdq   xmm15, xmm0, xmm1, 16
     vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm3, xmm15
-    vpxor        xmm3, xmm5, xmm13
-    vpxor        xmm2, xmm2, xmm12
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm1, xmm11, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm3, xmm12, xmm9
-    vpxor        xmm0, xmm0, xmm3
-    vmovdqa      xmm3, [rsp + 320]                   ; reload
-    vpxor        xmm12, xmm3, xmm7
-    vpxor        xmm5, xmm5, xmm8
-    vpxor        xmm5, xmm12, xmm5
-    vmovdqa      xmm12, [rsp + 352]                  ; reload
-    vpxor        xmm13, xmm12, [rsp + 160]
-    vpxor        xmm11, xmm11, xmm10
-    vpxor        xmm11, xmm13, xmm11
-    vmovdqa      xmm13, [rsp + 128]                  ; reload
-    vpxor        xmm15, xmm13, [rsp + 384]
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vmovdqa      xmm15, [rsp + 256]                  ; reload
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm7, xmm8, [rsp + 224]
-    vpxor        xmm0, xmm0, xmm7
-    vmovdqa      xmm7, [rsp + 160]                   ; reload
-    vpxor        xmm7, xmm7, xmm14
-    vpxor        xmm7, xmm7, xmm10
-    vmovdqa      xmm8, [rsp + 384]                   ; reload
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm6, xmm8, xmm6
-    vpslldq      xmm8, xmm12, 8
-    vpxor        xmm3, xmm3, xmm8
-    vpalignr     xmm8, xmm15, xmm12, 8
-    vpxor        xmm8, xmm13, xmm8
-    vpalignr     xmm9, xmm11, xmm15, 8
-    vpxor        xmm5, xmm5, xmm9
-    vpalignr     xmm9, xmm1, xmm11, 8
-    vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm7, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm4, xmm7, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpsrldq      xmm4, xmm4, 8
-    vmovdqa      xmm6, [rsp + 224]                   ; reload
-    vpxor        xmm4, xmm6, xmm4
-    vpsllq       xmm6, xmm2, 39
-    vpalignr     xmm7, xmm2, xmm5, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 39
-    vpalignr     xmm9, xmm0, xmm2, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm7, xmm7, xmm9
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm4, xmm6, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
+    vpxor        xmm1, xmm4, xmm15
+    vpxor        xmm4, xmm12, xmm11
+    vpxor        xmm3, xmm7, xmm3
     vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm7, xmm6
-    vpxor        xmm6, xmm8, xmm9
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm2, xmm2, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm0, xmm4, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm5, xmm0
-    vpalignr     xmm1, xmm14, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsllq       xmm2, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm2, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm1, xmm14
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm4, xmm6, xmm9
+    vmovdqa      xmm6, [rsp + 416]                   ; reload
+    vpxor        xmm6, xmm6, xmm13
+    vmovdqa      xmm9, [rsp + 384]                   ; reload
+    vpxor        xmm2, xmm9, xmm2
+    vmovdqa      xmm9, [rsp + 352]                   ; reload
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm7, xmm7, xmm4
+    vmovdqa      xmm11, [rsp + 256]                  ; reload
+    vpxor        xmm10, xmm11, xmm10
+    vpxor        xmm10, xmm10, xmm6
+    vmovdqa      xmm12, [rsp + 224]                  ; reload
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm2
+    vmovdqa      xmm13, [rsp + 192]                  ; reload
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm0, xmm0, [rsp + 288]
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm4, xmm14, xmm6
     vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm2, xmm2, 8
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm6, xmm13, xmm11, 8
+    vpxor        xmm6, xmm12, xmm6
+    vpalignr     xmm9, xmm10, xmm13, 8
+    vpxor        xmm7, xmm7, xmm9
+    vpalignr     xmm9, xmm1, xmm10, 8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpalignr     xmm1, xmm8, xmm4, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm8, 8
+    vmovdqa      xmm4, [rsp + 288]                   ; reload
     vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm2, xmm2, xmm1, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm5, xmm6, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm2, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm4, xmm4, 0
+    vpclmulqdq   xmm5, xmm4, xmm4, 17
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm7, xmm2, xmm2, 17
     vpclmulqdq   xmm8, xmm0, xmm0, 0
     vpclmulqdq   xmm9, xmm0, xmm0, 17
     vpclmulqdq   xmm10, xmm1, xmm1, 0
-    vpsllq       xmm11, xmm7, 39
-    vpalignr     xmm12, xmm7, xmm6, 8
-    vpsrlq       xmm12, xmm12, 25
-    vpxor        xmm11, xmm11, xmm12
-    vpsllq       xmm12, xmm8, 39
-    vpalignr     xmm13, xmm8, xmm7, 8
-    vpsrlq       xmm13, xmm13, 25
-    vpxor        xmm12, xmm12, xmm13
-    vpsllq       xmm13, xmm9, 39
-    vpalignr     xmm8, xmm9, xmm8, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm8, xmm13, xmm8
-    vpsllq       xmm13, xmm10, 39
-    vpalignr     xmm9, xmm10, xmm9, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm9, xmm13, xmm9
-    vpsrldq      xmm10, xmm11, 8
-    vpand        xmm7, xmm7, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm12, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm12, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm15, xmm8, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 224], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm8, [rel gf2m_g_800000], 1
-    vmovdqa      [rsp + 256], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm9, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 128], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm9, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm10, xmm12, xmm11
-    vpxor        xmm5, xmm5, xmm13
-    vpxor        xmm8, xmm8, xmm14
-    vpxor        xmm6, xmm6, xmm15
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm0, xmm7, xmm0
-    vpslldq      xmm7, xmm10, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm7, xmm8, xmm10, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm7, xmm1, xmm8, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm2, xmm0, xmm6, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm5, xmm8
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm6, xmm6, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm5, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm6, 39
-    vpalignr     xmm7, xmm6, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm6, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm6, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm6, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm6, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm0, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm3, 0
-    vpclmulqdq   xmm6, xmm2, xmm3, 1
-    vpclmulqdq   xmm7, xmm2, xmm3, 16
-    vpclmulqdq   xmm8, xmm2, xmm3, 17
-    vpxor        xmm6, xmm6, xmm7
-    vpclmulqdq   xmm7, xmm1, [rsp + 128], 0
-    vpclmulqdq   xmm9, xmm1, [rsp + 128], 1
-    vpclmulqdq   xmm10, xmm1, [rsp + 128], 16
-    vpclmulqdq   xmm11, xmm1, [rsp + 128], 17
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm10, xmm2, xmm1
-    vpxor        xmm12, xmm3, [rsp + 128]
-    vpclmulqdq   xmm13, xmm10, xmm12, 0
-    vpclmulqdq   xmm14, xmm10, xmm12, 1
-    vpclmulqdq   xmm15, xmm10, xmm12, 16
-    vpclmulqdq   xmm10, xmm10, xmm12, 17
-    vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm14, xmm4, xmm8
-    vpxor        xmm13, xmm13, xmm7
-    vpxor        xmm13, xmm14, xmm13
-    vpxor        xmm12, xmm6, xmm12
-    vpxor        xmm12, xmm12, xmm9
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm14, xmm9, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm15, xmm9, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 288], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm9, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_4000000000000000], 1
+    vmovdqa      [rsp + 192], xmm0                   ; spill
+    vpsrldq      xmm0, xmm10, 8
+    vpxor        xmm0, xmm8, xmm0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 0
+    vmovdqa      [rsp + 224], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm0, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 256], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm7, xmm7, xmm12
+    vpxor        xmm7, xmm7, xmm13
+    vpalignr     xmm10, xmm10, xmm9, 8
+    vpxor        xmm10, xmm7, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm11
     vpxor        xmm8, xmm8, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm7, xmm8, xmm7
-    vpclmulqdq   xmm8, xmm5, [rsp + 256], 0
-    vpclmulqdq   xmm10, xmm5, [rsp + 256], 1
-    vpclmulqdq   xmm14, xmm5, [rsp + 256], 16
-    vpclmulqdq   xmm15, xmm5, [rsp + 256], 17
-    vpxor        xmm10, xmm10, xmm14
-    vpclmulqdq   xmm14, xmm0, [rsp + 224], 0
-    vmovdqa      [rsp + 352], xmm12                  ; spill
-    vpxor        xmm12, xmm5, xmm0
-    vmovdqa      [rsp + 320], xmm11                  ; spill
-    vmovdqa      xmm11, [rsp + 256]                  ; reload
-    vmovdqa      [rsp + 384], xmm13                  ; spill
-    vpxor        xmm13, xmm11, [rsp + 224]
-    vmovdqa      [rsp + 160], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm12, xmm13, 0
-    vmovdqa      [rsp + 96], xmm9                    ; spill
-    vpclmulqdq   xmm9, xmm12, xmm13, 1
-    vmovdqa      [rsp + 192], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm12, xmm13, 16
-    vpclmulqdq   xmm12, xmm12, xmm13, 17
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm9, xmm8, xmm15
-    vpxor        xmm6, xmm6, xmm14
-    vpxor        xmm6, xmm9, xmm6
-    vpxor        xmm4, xmm10, xmm4
-    vpxor        xmm9, xmm15, xmm12
-    vpxor        xmm9, xmm9, xmm14
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm3, xmm11
-    vmovdqa      xmm3, [rsp + 128]                   ; reload
-    vpxor        xmm3, xmm3, [rsp + 224]
-    vpclmulqdq   xmm5, xmm2, xmm1, 0
-    vpclmulqdq   xmm11, xmm2, xmm1, 1
-    vpclmulqdq   xmm12, xmm2, xmm1, 16
-    vpclmulqdq   xmm13, xmm2, xmm1, 17
-    vpxor        xmm11, xmm11, xmm12
-    vpclmulqdq   xmm12, xmm0, xmm3, 0
-    vpclmulqdq   xmm14, xmm0, xmm3, 1
-    vpclmulqdq   xmm15, xmm0, xmm3, 16
-    vmovdqa      [rsp + 224], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm0, xmm3, 17
-    vpxor        xmm14, xmm14, xmm15
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm2, xmm0, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm1, 1
-    vpclmulqdq   xmm15, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm3, xmm15
-    vpxor        xmm3, xmm5, xmm13
-    vpxor        xmm2, xmm2, xmm12
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm1, xmm11, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm3, xmm12, xmm9
-    vpxor        xmm0, xmm0, xmm3
-    vmovdqa      xmm3, [rsp + 192]                   ; reload
-    vpxor        xmm12, xmm3, xmm7
-    vpxor        xmm5, xmm5, xmm8
-    vpxor        xmm5, xmm12, xmm5
-    vmovdqa      xmm12, [rsp + 160]                  ; reload
-    vpxor        xmm13, xmm12, [rsp + 96]
-    vpxor        xmm11, xmm11, xmm10
-    vpxor        xmm11, xmm13, xmm11
-    vmovdqa      xmm13, [rsp + 384]                  ; reload
-    vpxor        xmm15, xmm13, [rsp + 320]
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm2, xmm15, xmm2
-    vmovdqa      xmm15, [rsp + 352]                  ; reload
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm7, xmm8, [rsp + 224]
-    vpxor        xmm0, xmm0, xmm7
-    vmovdqa      xmm7, [rsp + 96]                    ; reload
-    vpxor        xmm7, xmm7, xmm14
-    vpxor        xmm7, xmm7, xmm10
-    vmovdqa      xmm8, [rsp + 320]                   ; reload
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm6, xmm8, xmm6
-    vpslldq      xmm8, xmm12, 8
-    vpxor        xmm3, xmm3, xmm8
-    vpalignr     xmm8, xmm15, xmm12, 8
-    vpxor        xmm8, xmm13, xmm8
-    vpalignr     xmm9, xmm11, xmm15, 8
-    vpxor        xmm5, xmm5, xmm9
-    vpalignr     xmm9, xmm1, xmm11, 8
-    vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm7, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm4, xmm7, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpsrldq      xmm4, xmm4, 8
-    vmovdqa      xmm6, [rsp + 224]                   ; reload
-    vpxor        xmm4, xmm6, xmm4
-    vpsllq       xmm6, xmm2, 39
-    vpalignr     xmm7, xmm2, xmm5, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 39
-    vpalignr     xmm9, xmm0, xmm2, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm7, xmm7, xmm9
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsllq       xmm9, xmm4, 39
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm4, xmm6, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm7, xmm6
-    vpxor        xmm6, xmm8, xmm9
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm2, xmm2, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm0, xmm4, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm5, xmm0
-    vpalignr     xmm1, xmm14, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsllq       xmm2, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm2, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
     vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm4, xmm6, xmm15
+    vpxor        xmm1, xmm4, xmm1
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpalignr     xmm4, xmm0, xmm8, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm0, xmm9, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm9, 8
+    vpxor        xmm1, xmm7, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm5, xmm2, xmm2, 0
@@ -11057,2023 +8946,427 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm2, 39
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm2, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm1, xmm7, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm3, xmm3, xmm9
-    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm0, xmm7, xmm0
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm2, xmm2, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm1, xmm1, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpalignr     xmm4, xmm0, xmm6, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm0, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
-    vpsllq       xmm2, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm2, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm2, xmm5, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm3, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm4, xmm0
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm4, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
     vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm4, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpclmulqdq   xmm3, xmm1, [rsp + 288], 0
-    vpclmulqdq   xmm5, xmm1, [rsp + 288], 1
-    vpclmulqdq   xmm6, xmm1, [rsp + 288], 16
-    vpclmulqdq   xmm7, xmm1, [rsp + 288], 17
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, [rsp + 256], 0
+    vpclmulqdq   xmm5, xmm2, [rsp + 256], 1
+    vpclmulqdq   xmm6, xmm2, [rsp + 256], 16
+    vpclmulqdq   xmm7, xmm2, [rsp + 256], 17
     vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm2, [rsp + 64], 0
-    vpclmulqdq   xmm8, xmm2, [rsp + 64], 1
-    vpclmulqdq   xmm9, xmm2, [rsp + 64], 16
-    vpclmulqdq   xmm10, xmm2, [rsp + 64], 17
+    vpclmulqdq   xmm6, xmm1, [rsp + 224], 0
+    vpclmulqdq   xmm8, xmm1, [rsp + 224], 1
+    vpclmulqdq   xmm9, xmm1, [rsp + 224], 16
+    vpclmulqdq   xmm10, xmm1, [rsp + 224], 17
     vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm1, xmm2
-    vmovdqa      xmm11, [rsp + 288]                  ; reload
-    vpxor        xmm12, xmm11, [rsp + 64]
+    vpxor        xmm9, xmm2, xmm1
+    vmovdqa      xmm11, [rsp + 256]                  ; reload
+    vpxor        xmm12, xmm11, [rsp + 224]
     vpclmulqdq   xmm13, xmm9, xmm12, 0
     vpclmulqdq   xmm14, xmm9, xmm12, 1
     vpclmulqdq   xmm15, xmm9, xmm12, 16
     vpclmulqdq   xmm9, xmm9, xmm12, 17
     vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm14, xmm3, xmm7
-    vpxor        xmm13, xmm13, xmm6
-    vpxor        xmm13, xmm14, xmm13
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm3, xmm13
+    vpxor        xmm7, xmm7, xmm6
     vpxor        xmm12, xmm5, xmm12
     vpxor        xmm12, xmm12, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm6, xmm7, xmm6
-    vpclmulqdq   xmm7, xmm4, [rsp + 32], 0
-    vpclmulqdq   xmm9, xmm4, [rsp + 32], 1
-    vpclmulqdq   xmm14, xmm4, [rsp + 32], 16
-    vpclmulqdq   xmm15, xmm4, [rsp + 32], 17
-    vpxor        xmm9, xmm9, xmm14
-    vpclmulqdq   xmm14, xmm0, [rsp], 0
-    vmovdqa      [rsp + 224], xmm12                  ; spill
-    vpxor        xmm12, xmm4, xmm0
-    vmovdqa      [rsp + 352], xmm10                  ; spill
-    vmovdqa      xmm10, [rsp + 32]                   ; reload
-    vmovdqa      [rsp + 384], xmm13                  ; spill
-    vpxor        xmm13, xmm10, [rsp]
-    vmovdqa      [rsp + 160], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm12, xmm13, 0
-    vmovdqa      [rsp + 192], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm12, xmm13, 1
-    vmovdqa      [rsp + 320], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm12, xmm13, 16
-    vpclmulqdq   xmm12, xmm12, xmm13, 17
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm8, xmm7, xmm15
-    vpxor        xmm5, xmm5, xmm14
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm8, xmm15, xmm12
-    vpxor        xmm8, xmm8, xmm14
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm2, xmm11, xmm10
-    vmovdqa      xmm4, [rsp + 64]                    ; reload
-    vpxor        xmm12, xmm4, [rsp]
-    vpclmulqdq   xmm13, xmm1, xmm2, 0
-    vpclmulqdq   xmm14, xmm1, xmm2, 1
-    vpclmulqdq   xmm15, xmm1, xmm2, 16
-    vpclmulqdq   xmm10, xmm1, xmm2, 17
-    vpxor        xmm14, xmm14, xmm15
-    vpclmulqdq   xmm15, xmm0, xmm12, 0
-    vpclmulqdq   xmm4, xmm0, xmm12, 1
-    vpclmulqdq   xmm11, xmm0, xmm12, 16
-    vmovdqa      [rsp + 96], xmm8                    ; spill
-    vpclmulqdq   xmm8, xmm0, xmm12, 17
-    vpxor        xmm4, xmm4, xmm11
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm2, xmm12
-    vpclmulqdq   xmm2, xmm0, xmm1, 0
-    vpclmulqdq   xmm11, xmm0, xmm1, 1
-    vpclmulqdq   xmm12, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm11, xmm12
-    vpxor        xmm11, xmm13, xmm10
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm10, xmm15, xmm8
-    vpxor        xmm0, xmm0, xmm10
-    vmovdqa      xmm10, [rsp + 320]                  ; reload
-    vpxor        xmm11, xmm10, xmm6
-    vpxor        xmm12, xmm13, xmm7
-    vpxor        xmm11, xmm11, xmm12
-    vmovdqa      xmm12, [rsp + 160]                  ; reload
-    vpxor        xmm13, xmm12, [rsp + 192]
-    vpxor        xmm14, xmm14, xmm9
-    vpxor        xmm13, xmm13, xmm14
-    vmovdqa      xmm14, [rsp + 384]                  ; reload
-    vpxor        xmm15, xmm14, [rsp + 352]
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm15, xmm2
-    vmovdqa      xmm15, [rsp + 224]                  ; reload
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm6, xmm7, [rsp + 96]
-    vpxor        xmm0, xmm0, xmm6
-    vmovdqa      xmm6, [rsp + 192]                   ; reload
-    vpxor        xmm4, xmm6, xmm4
-    vpxor        xmm4, xmm4, xmm9
-    vmovdqa      xmm6, [rsp + 352]                   ; reload
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm5, xmm6, xmm5
-    vpslldq      xmm6, xmm12, 8
-    vpxor        xmm6, xmm10, xmm6
-    vpalignr     xmm7, xmm15, xmm12, 8
-    vpxor        xmm7, xmm14, xmm7
-    vpalignr     xmm8, xmm13, xmm15, 8
-    vpxor        xmm8, xmm11, xmm8
-    vpalignr     xmm9, xmm1, xmm13, 8
-    vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm3, xmm4, 8
-    vpxor        xmm1, xmm5, xmm1
-    vpsrldq      xmm3, xmm3, 8
-    vmovdqa      xmm4, [rsp + 96]                    ; reload
-    vpxor        xmm3, xmm4, xmm3
-    vpsllq       xmm4, xmm2, 39
-    vpalignr     xmm5, xmm2, xmm8, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm4, xmm4, xmm5
-    vpsllq       xmm5, xmm0, 39
-    vpalignr     xmm9, xmm0, xmm2, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm5, xmm5, xmm9
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsllq       xmm9, xmm3, 39
-    vpalignr     xmm1, xmm3, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm5, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm5, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm5, xmm7, xmm9
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm2, xmm2, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm0, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm6, xmm0
-    vpalignr     xmm1, xmm14, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsllq       xmm2, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm2, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm2, xmm2, 17
-    vpclmulqdq   xmm8, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm0, xmm0, 17
-    vpclmulqdq   xmm10, xmm1, xmm1, 0
-    vpsllq       xmm11, xmm7, 39
-    vpalignr     xmm12, xmm7, xmm6, 8
-    vpsrlq       xmm12, xmm12, 25
-    vpxor        xmm11, xmm11, xmm12
-    vpsllq       xmm12, xmm8, 39
-    vpalignr     xmm13, xmm8, xmm7, 8
-    vpsrlq       xmm13, xmm13, 25
-    vpxor        xmm12, xmm12, xmm13
-    vpsllq       xmm13, xmm9, 39
-    vpalignr     xmm8, xmm9, xmm8, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm8, xmm13, xmm8
-    vpsllq       xmm13, xmm10, 39
-    vpalignr     xmm9, xmm10, xmm9, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm9, xmm13, xmm9
-    vpsrldq      xmm10, xmm11, 8
-    vpand        xmm7, xmm7, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm12, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm12, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm15, xmm8, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 96], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm8, [rel gf2m_g_800000], 1
-    vmovdqa      [rsp + 224], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm9, [rel gf2m_g_800000], 0
-    vmovdqa      [rsp + 384], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm9, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm10, xmm12, xmm11
-    vpxor        xmm5, xmm5, xmm13
-    vpxor        xmm8, xmm8, xmm14
-    vpxor        xmm6, xmm6, xmm15
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm0, xmm7, xmm0
-    vpslldq      xmm7, xmm10, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm7, xmm8, xmm10, 8
-    vpxor        xmm5, xmm5, xmm7
-    vpalignr     xmm7, xmm1, xmm8, 8
-    vpxor        xmm6, xmm6, xmm7
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm2, xmm0, xmm6, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpxor        xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm0, 8
-    vpsrlq       xmm2, xmm2, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm5, xmm8
-    vpslldq      xmm5, xmm1, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm6, xmm6, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm5, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
     vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm6, 39
-    vpalignr     xmm7, xmm6, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm6, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm6, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm6, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm5, xmm5, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm6, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm6, xmm7, xmm6, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpalignr     xmm6, xmm0, xmm7, 8
-    vpxor        xmm5, xmm5, xmm6
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm4, xmm4, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm4, xmm4, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm2, xmm2, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm1, xmm1, 17
-    vpclmulqdq   xmm7, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm5, xmm5, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm8, xmm1, 39
-    vpalignr     xmm9, xmm1, xmm6, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm7, 39
-    vpalignr     xmm10, xmm7, xmm1, 8
-    vpsrlq       xmm10, xmm10, 25
-    vpxor        xmm9, xmm9, xmm10
-    vpsllq       xmm10, xmm5, 39
-    vpalignr     xmm7, xmm5, xmm7, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm7, xmm10, xmm7
-    vpsllq       xmm10, xmm0, 39
-    vpalignr     xmm0, xmm0, xmm5, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm10, xmm0
-    vpsrldq      xmm5, xmm8, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm10, xmm9, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm11, xmm9, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm12, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm13, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm5, xmm9, xmm8
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm0, xmm0, xmm13
-    vpxor        xmm1, xmm1, xmm14
-    vpslldq      xmm8, xmm5, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpalignr     xmm5, xmm0, xmm7, 8
-    vpxor        xmm5, xmm6, xmm5
-    vpalignr     xmm0, xmm15, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsllq       xmm1, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm5, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm1, xmm1, xmm6
-    vpsrldq      xmm6, xmm0, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpsrldq      xmm7, xmm1, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_800000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpslldq      xmm6, xmm1, 8
-    vpxor        xmm4, xmm4, xmm6
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpclmulqdq   xmm2, xmm4, xmm3, 0
-    vpclmulqdq   xmm6, xmm4, xmm3, 1
-    vpclmulqdq   xmm7, xmm4, xmm3, 16
-    vpclmulqdq   xmm8, xmm4, xmm3, 17
-    vpxor        xmm6, xmm6, xmm7
-    vpclmulqdq   xmm7, xmm1, [rsp + 384], 0
-    vpclmulqdq   xmm9, xmm1, [rsp + 384], 1
-    vpclmulqdq   xmm10, xmm1, [rsp + 384], 16
-    vpclmulqdq   xmm11, xmm1, [rsp + 384], 17
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm10, xmm4, xmm1
-    vpxor        xmm12, xmm3, [rsp + 384]
-    vpclmulqdq   xmm13, xmm10, xmm12, 0
-    vpclmulqdq   xmm14, xmm10, xmm12, 1
-    vpclmulqdq   xmm15, xmm10, xmm12, 16
-    vpclmulqdq   xmm10, xmm10, xmm12, 17
-    vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm14, xmm2, xmm8
-    vpxor        xmm13, xmm13, xmm7
-    vpxor        xmm13, xmm14, xmm13
-    vpxor        xmm12, xmm6, xmm12
-    vpxor        xmm12, xmm12, xmm9
-    vpxor        xmm8, xmm8, xmm10
-    vpxor        xmm7, xmm7, xmm11
-    vpxor        xmm7, xmm8, xmm7
-    vpclmulqdq   xmm8, xmm5, [rsp + 224], 0
-    vpclmulqdq   xmm10, xmm5, [rsp + 224], 1
-    vpclmulqdq   xmm14, xmm5, [rsp + 224], 16
-    vpclmulqdq   xmm15, xmm5, [rsp + 224], 17
-    vpxor        xmm10, xmm10, xmm14
-    vpclmulqdq   xmm14, xmm0, [rsp + 96], 0
-    vmovdqa      [rsp + 160], xmm12                  ; spill
-    vpxor        xmm12, xmm5, xmm0
-    vmovdqa      [rsp + 320], xmm11                  ; spill
-    vmovdqa      xmm11, [rsp + 224]                  ; reload
-    vmovdqa      [rsp + 352], xmm13                  ; spill
-    vpxor        xmm13, xmm11, [rsp + 96]
-    vmovdqa      [rsp + 192], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm12, xmm13, 0
-    vmovdqa      [rsp + 128], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm12, xmm13, 1
-    vmovdqa      [rsp + 256], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm12, xmm13, 16
-    vpclmulqdq   xmm12, xmm12, xmm13, 17
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm9, xmm8, xmm15
-    vpxor        xmm6, xmm6, xmm14
     vpxor        xmm6, xmm9, xmm6
-    vpxor        xmm2, xmm10, xmm2
-    vpxor        xmm9, xmm15, xmm12
-    vpxor        xmm9, xmm9, xmm14
-    vpxor        xmm4, xmm4, xmm5
+    vpclmulqdq   xmm9, xmm4, [rsp + 192], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 192], 1
+    vpclmulqdq   xmm14, xmm4, [rsp + 192], 16
+    vpclmulqdq   xmm15, xmm4, [rsp + 192], 17
+    vpxor        xmm13, xmm13, xmm14
+    vpclmulqdq   xmm14, xmm0, [rsp + 288], 0
+    vmovdqa      [rsp + 352], xmm12                  ; spill
+    vpxor        xmm12, xmm4, xmm0
+    vmovdqa      [rsp + 384], xmm7                   ; spill
+    vmovdqa      xmm7, [rsp + 192]                   ; reload
+    vmovdqa      [rsp + 416], xmm5                   ; spill
+    vpxor        xmm5, xmm7, [rsp + 288]
+    vmovdqa      [rsp + 128], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm12, xmm5, 0
+    vmovdqa      [rsp + 320], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm12, xmm5, 1
+    vmovdqa      [rsp + 160], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm12, xmm5, 16
+    vpclmulqdq   xmm5, xmm12, xmm5, 17
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm10, xmm15, xmm14
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm3, xmm3, xmm10
+    vpxor        xmm8, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm2, xmm2, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm3, xmm11
-    vmovdqa      xmm3, [rsp + 384]                   ; reload
-    vpxor        xmm3, xmm3, [rsp + 96]
-    vpclmulqdq   xmm5, xmm4, xmm1, 0
-    vpclmulqdq   xmm11, xmm4, xmm1, 1
-    vpclmulqdq   xmm12, xmm4, xmm1, 16
-    vpclmulqdq   xmm13, xmm4, xmm1, 17
-    vpxor        xmm11, xmm11, xmm12
-    vpclmulqdq   xmm12, xmm0, xmm3, 0
-    vpclmulqdq   xmm14, xmm0, xmm3, 1
-    vpclmulqdq   xmm15, xmm0, xmm3, 16
-    vmovdqa      [rsp + 96], xmm9                    ; spill
-    vpclmulqdq   xmm9, xmm0, xmm3, 17
+    vpxor        xmm1, xmm11, xmm7
+    vmovdqa      xmm4, [rsp + 224]                   ; reload
+    vpxor        xmm4, xmm4, [rsp + 288]
+    vpclmulqdq   xmm7, xmm2, xmm1, 0
+    vpclmulqdq   xmm10, xmm2, xmm1, 1
+    vpclmulqdq   xmm11, xmm2, xmm1, 16
+    vpclmulqdq   xmm12, xmm2, xmm1, 17
+    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm11, xmm0, xmm4, 0
+    vpclmulqdq   xmm14, xmm0, xmm4, 1
+    vpclmulqdq   xmm15, xmm0, xmm4, 16
+    vmovdqa      [rsp + 288], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm0, xmm4, 17
     vpxor        xmm14, xmm14, xmm15
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm1, xmm1, xmm3
-    vpclmulqdq   xmm3, xmm0, xmm1, 0
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm1, xmm1, xmm4
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
     vpclmulqdq   xmm4, xmm0, xmm1, 1
     vpclmulqdq   xmm15, xmm0, xmm1, 16
     vpclmulqdq   xmm0, xmm0, xmm1, 17
     vpxor        xmm1, xmm4, xmm15
-    vpxor        xmm4, xmm5, xmm13
-    vpxor        xmm3, xmm3, xmm12
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm4, xmm12, xmm11
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm1, xmm10, xmm1
     vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm4, xmm12, xmm9
+    vpxor        xmm0, xmm0, xmm5
     vpxor        xmm0, xmm0, xmm4
-    vmovdqa      xmm4, [rsp + 256]                   ; reload
-    vpxor        xmm12, xmm4, xmm7
-    vpxor        xmm5, xmm5, xmm8
-    vpxor        xmm5, xmm12, xmm5
-    vmovdqa      xmm12, [rsp + 192]                  ; reload
-    vpxor        xmm13, xmm12, [rsp + 128]
-    vpxor        xmm11, xmm11, xmm10
-    vpxor        xmm11, xmm13, xmm11
+    vpxor        xmm4, xmm6, xmm9
+    vmovdqa      xmm6, [rsp + 160]                   ; reload
+    vpxor        xmm6, xmm6, xmm13
+    vmovdqa      xmm9, [rsp + 320]                   ; reload
+    vpxor        xmm3, xmm9, xmm3
+    vmovdqa      xmm9, [rsp + 128]                   ; reload
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm7, xmm7, xmm4
+    vmovdqa      xmm11, [rsp + 416]                  ; reload
+    vpxor        xmm10, xmm11, xmm10
+    vpxor        xmm10, xmm10, xmm6
+    vmovdqa      xmm12, [rsp + 384]                  ; reload
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm3
     vmovdqa      xmm13, [rsp + 352]                  ; reload
-    vpxor        xmm15, xmm13, [rsp + 320]
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm3, xmm15, xmm3
-    vmovdqa      xmm15, [rsp + 160]                  ; reload
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm7, xmm8, [rsp + 96]
-    vpxor        xmm0, xmm0, xmm7
-    vmovdqa      xmm7, [rsp + 128]                   ; reload
-    vpxor        xmm7, xmm7, xmm14
-    vpxor        xmm7, xmm7, xmm10
-    vmovdqa      xmm8, [rsp + 320]                   ; reload
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm6, xmm8, xmm6
-    vpslldq      xmm8, xmm12, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm8, xmm15, xmm12, 8
-    vpxor        xmm8, xmm13, xmm8
-    vpalignr     xmm9, xmm11, xmm15, 8
-    vpxor        xmm5, xmm5, xmm9
-    vpalignr     xmm9, xmm1, xmm11, 8
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm1, xmm7, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm2, xmm7, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpsrldq      xmm2, xmm2, 8
-    vmovdqa      xmm6, [rsp + 96]                    ; reload
-    vpxor        xmm2, xmm6, xmm2
-    vpsllq       xmm6, xmm3, 39
-    vpalignr     xmm7, xmm3, xmm5, 8
-    vpsrlq       xmm7, xmm7, 25
-    vpxor        xmm6, xmm6, xmm7
-    vpsllq       xmm7, xmm0, 39
-    vpalignr     xmm9, xmm0, xmm3, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm7, xmm7, xmm9
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm2, xmm6, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm7, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm4, xmm7, xmm6
-    vpxor        xmm6, xmm8, xmm9
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm3, xmm3, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm4, xmm0, xmm4, 8
-    vpxor        xmm4, xmm6, xmm4
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm5, xmm0
-    vpalignr     xmm1, xmm14, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsllq       xmm3, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm0, xmm0, [rsp + 288]
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm4, xmm14, xmm6
     vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm3, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm3, xmm3, 8
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm6, xmm13, xmm11, 8
+    vpxor        xmm6, xmm12, xmm6
+    vpalignr     xmm9, xmm10, xmm13, 8
+    vpxor        xmm7, xmm7, xmm9
+    vpalignr     xmm9, xmm1, xmm10, 8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpalignr     xmm1, xmm8, xmm4, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm8, 8
+    vmovdqa      xmm4, [rsp + 288]                   ; reload
     vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm3, xmm3, xmm1, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm5, xmm6, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm5, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm7, xmm3, xmm3, 17
+    vpclmulqdq   xmm8, xmm0, xmm0, 0
+    vpclmulqdq   xmm9, xmm0, xmm0, 17
+    vpclmulqdq   xmm10, xmm1, xmm1, 0
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm14, xmm9, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm15, xmm9, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 288], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm9, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_4000000000000000], 1
+    vmovdqa      [rsp + 352], xmm0                   ; spill
+    vpsrldq      xmm0, xmm10, 8
+    vpxor        xmm0, xmm8, xmm0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 0
+    vmovdqa      [rsp + 384], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 416], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm7, xmm7, xmm12
+    vpxor        xmm7, xmm7, xmm13
+    vpalignr     xmm10, xmm10, xmm9, 8
+    vpxor        xmm10, xmm7, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm11
+    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm4, xmm6, xmm15
+    vpxor        xmm1, xmm4, xmm1
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm4, xmm0, xmm8, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpalignr     xmm0, xmm9, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm9, 8
+    vpxor        xmm1, xmm7, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm5, xmm3, xmm3, 0
@@ -13081,261 +9374,2353 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm3, 39
-    vpalignr     xmm8, xmm3, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm3, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm1, xmm7, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm0, xmm7, xmm0
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm3, xmm3, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm1, xmm1, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm0, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm4, xmm0
+    vpalignr     xmm4, xmm2, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm4, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm4, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm3, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm2, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpalignr     xmm4, xmm2, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm4, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm4, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm4, xmm0
+    vpalignr     xmm4, xmm2, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm4, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm4, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm3, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpalignr     xmm2, xmm3, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm2, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpalignr     xmm4, xmm2, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm3, [rsp + 416], 0
+    vpclmulqdq   xmm5, xmm3, [rsp + 416], 1
+    vpclmulqdq   xmm6, xmm3, [rsp + 416], 16
+    vpclmulqdq   xmm7, xmm3, [rsp + 416], 17
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm1, [rsp + 384], 0
+    vpclmulqdq   xmm8, xmm1, [rsp + 384], 1
+    vpclmulqdq   xmm9, xmm1, [rsp + 384], 16
+    vpclmulqdq   xmm10, xmm1, [rsp + 384], 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm9, xmm3, xmm1
+    vmovdqa      xmm11, [rsp + 416]                  ; reload
+    vpxor        xmm12, xmm11, [rsp + 384]
+    vpclmulqdq   xmm13, xmm9, xmm12, 0
+    vpclmulqdq   xmm14, xmm9, xmm12, 1
+    vpclmulqdq   xmm15, xmm9, xmm12, 16
+    vpclmulqdq   xmm9, xmm9, xmm12, 17
+    vpxor        xmm12, xmm14, xmm15
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm2, xmm13
+    vpxor        xmm7, xmm7, xmm6
+    vpxor        xmm12, xmm5, xmm12
+    vpxor        xmm12, xmm12, xmm8
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm6, xmm9, xmm6
+    vpclmulqdq   xmm9, xmm4, [rsp + 352], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 352], 1
+    vpclmulqdq   xmm14, xmm4, [rsp + 352], 16
+    vpclmulqdq   xmm15, xmm4, [rsp + 352], 17
+    vpxor        xmm13, xmm13, xmm14
+    vpclmulqdq   xmm14, xmm0, [rsp + 288], 0
+    vmovdqa      [rsp + 128], xmm12                  ; spill
+    vpxor        xmm12, xmm4, xmm0
+    vmovdqa      [rsp + 320], xmm7                   ; spill
+    vmovdqa      xmm7, [rsp + 352]                   ; reload
+    vmovdqa      [rsp + 160], xmm5                   ; spill
+    vpxor        xmm5, xmm7, [rsp + 288]
+    vmovdqa      [rsp + 224], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm12, xmm5, 0
+    vmovdqa      [rsp + 192], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm12, xmm5, 1
+    vmovdqa      [rsp + 256], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm12, xmm5, 16
+    vpclmulqdq   xmm5, xmm12, xmm5, 17
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm10, xmm15, xmm14
+    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm2, xmm2, xmm10
+    vpxor        xmm8, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm1, xmm11, xmm7
+    vmovdqa      xmm4, [rsp + 384]                   ; reload
+    vpxor        xmm4, xmm4, [rsp + 288]
+    vpclmulqdq   xmm7, xmm3, xmm1, 0
+    vpclmulqdq   xmm10, xmm3, xmm1, 1
+    vpclmulqdq   xmm11, xmm3, xmm1, 16
+    vpclmulqdq   xmm12, xmm3, xmm1, 17
+    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm11, xmm0, xmm4, 0
+    vpclmulqdq   xmm14, xmm0, xmm4, 1
+    vpclmulqdq   xmm15, xmm0, xmm4, 16
+    vmovdqa      [rsp + 288], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm0, xmm4, 17
+    vpxor        xmm14, xmm14, xmm15
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm1, xmm1, xmm4
+    vpclmulqdq   xmm3, xmm0, xmm1, 0
+    vpclmulqdq   xmm4, xmm0, xmm1, 1
+    vpclmulqdq   xmm15, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxor        xmm1, xmm4, xmm15
+    vpxor        xmm4, xmm12, xmm11
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm1, xmm14
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm4, xmm6, xmm9
+    vmovdqa      xmm6, [rsp + 256]                   ; reload
+    vpxor        xmm6, xmm6, xmm13
+    vmovdqa      xmm9, [rsp + 192]                   ; reload
+    vpxor        xmm2, xmm9, xmm2
+    vmovdqa      xmm9, [rsp + 224]                   ; reload
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm7, xmm7, xmm4
+    vmovdqa      xmm11, [rsp + 160]                  ; reload
+    vpxor        xmm10, xmm11, xmm10
+    vpxor        xmm10, xmm10, xmm6
+    vmovdqa      xmm12, [rsp + 320]                  ; reload
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm2
+    vmovdqa      xmm13, [rsp + 128]                  ; reload
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm0, xmm0, [rsp + 288]
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm4, xmm14, xmm6
+    vpxor        xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm6, xmm13, xmm11, 8
+    vpxor        xmm6, xmm12, xmm6
+    vpalignr     xmm9, xmm10, xmm13, 8
+    vpxor        xmm7, xmm7, xmm9
+    vpalignr     xmm9, xmm1, xmm10, 8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpalignr     xmm1, xmm8, xmm4, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm8, 8
+    vmovdqa      xmm4, [rsp + 288]                   ; reload
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm2, xmm2, xmm1, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm5, xmm6, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm2, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm6, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm0, xmm7, xmm0
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
     vpalignr     xmm4, xmm0, xmm6, 8
     vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpsllq       xmm3, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm3, 8
-    vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm3, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpclmulqdq   xmm3, xmm1, [rsp + 288], 0
-    vpclmulqdq   xmm5, xmm1, [rsp + 288], 1
-    vpclmulqdq   xmm6, xmm1, [rsp + 288], 16
-    vpclmulqdq   xmm7, xmm1, [rsp + 288], 17
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm3, [rsp + 96], 0
+    vpclmulqdq   xmm5, xmm3, [rsp + 96], 1
+    vpclmulqdq   xmm6, xmm3, [rsp + 96], 16
+    vpclmulqdq   xmm7, xmm3, [rsp + 96], 17
     vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm2, [rsp + 64], 0
-    vpclmulqdq   xmm8, xmm2, [rsp + 64], 1
-    vpclmulqdq   xmm9, xmm2, [rsp + 64], 16
-    vpclmulqdq   xmm10, xmm2, [rsp + 64], 17
+    vpclmulqdq   xmm6, xmm1, [rsp + 64], 0
+    vpclmulqdq   xmm8, xmm1, [rsp + 64], 1
+    vpclmulqdq   xmm9, xmm1, [rsp + 64], 16
+    vpclmulqdq   xmm10, xmm1, [rsp + 64], 17
     vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm1, xmm2
-    vmovdqa      xmm11, [rsp + 288]                  ; reload
+    vpxor        xmm9, xmm3, xmm1
+    vmovdqa      xmm11, [rsp + 96]                   ; reload
     vpxor        xmm12, xmm11, [rsp + 64]
     vpclmulqdq   xmm13, xmm9, xmm12, 0
     vpclmulqdq   xmm14, xmm9, xmm12, 1
     vpclmulqdq   xmm15, xmm9, xmm12, 16
     vpclmulqdq   xmm9, xmm9, xmm12, 17
     vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm14, xmm3, xmm7
-    vpxor        xmm13, xmm13, xmm6
-    vpxor        xmm13, xmm14, xmm13
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm2, xmm13
+    vpxor        xmm7, xmm7, xmm6
     vpxor        xmm12, xmm5, xmm12
     vpxor        xmm12, xmm12, xmm8
-    vpxor        xmm7, xmm7, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm6, xmm7, xmm6
-    vpclmulqdq   xmm7, xmm4, [rsp + 32], 0
-    vpclmulqdq   xmm9, xmm4, [rsp + 32], 1
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm6, xmm9, xmm6
+    vpclmulqdq   xmm9, xmm4, [rsp + 32], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 32], 1
     vpclmulqdq   xmm14, xmm4, [rsp + 32], 16
     vpclmulqdq   xmm15, xmm4, [rsp + 32], 17
-    vpxor        xmm9, xmm9, xmm14
+    vpxor        xmm13, xmm13, xmm14
     vpclmulqdq   xmm14, xmm0, [rsp], 0
-    vmovdqa      [rsp + 96], xmm12                   ; spill
+    vmovdqa      [rsp + 288], xmm12                  ; spill
     vpxor        xmm12, xmm4, xmm0
-    vmovdqa      [rsp + 160], xmm10                  ; spill
-    vmovdqa      xmm10, [rsp + 32]                   ; reload
-    vmovdqa      [rsp + 352], xmm13                  ; spill
-    vpxor        xmm13, xmm10, [rsp]
-    vmovdqa      [rsp + 192], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm12, xmm13, 0
-    vmovdqa      [rsp + 256], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm12, xmm13, 1
-    vmovdqa      [rsp + 320], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm12, xmm13, 16
-    vpclmulqdq   xmm12, xmm12, xmm13, 17
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm8, xmm7, xmm15
-    vpxor        xmm5, xmm5, xmm14
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm8, xmm15, xmm12
-    vpxor        xmm8, xmm8, xmm14
+    vmovdqa      [rsp + 128], xmm7                   ; spill
+    vmovdqa      xmm7, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 320], xmm5                   ; spill
+    vpxor        xmm5, xmm7, [rsp]
+    vmovdqa      [rsp + 160], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm12, xmm5, 0
+    vmovdqa      [rsp + 224], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm12, xmm5, 1
+    vmovdqa      [rsp + 192], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm12, xmm5, 16
+    vpclmulqdq   xmm5, xmm12, xmm5, 17
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm10, xmm15, xmm14
+    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm2, xmm2, xmm10
+    vpxor        xmm8, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm1, xmm11, xmm7
+    vmovdqa      xmm4, [rsp + 64]                    ; reload
+    vpxor        xmm10, xmm4, [rsp]
+    vpclmulqdq   xmm12, xmm3, xmm1, 0
+    vpclmulqdq   xmm14, xmm3, xmm1, 1
+    vpclmulqdq   xmm15, xmm3, xmm1, 16
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
+    vpxor        xmm14, xmm14, xmm15
+    vpclmulqdq   xmm15, xmm0, xmm10, 0
+    vpclmulqdq   xmm4, xmm0, xmm10, 1
+    vpclmulqdq   xmm11, xmm0, xmm10, 16
+    vmovdqa      [rsp + 256], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm0, xmm10, 17
+    vpxor        xmm4, xmm4, xmm11
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm1, xmm1, xmm10
+    vpclmulqdq   xmm3, xmm0, xmm1, 0
+    vpclmulqdq   xmm10, xmm0, xmm1, 1
+    vpclmulqdq   xmm11, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxor        xmm1, xmm10, xmm11
+    vpxor        xmm7, xmm7, xmm15
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm1, xmm14, xmm1
     vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm6, xmm6, xmm9
+    vmovdqa      xmm7, [rsp + 192]                   ; reload
+    vpxor        xmm7, xmm7, xmm13
+    vmovdqa      xmm9, [rsp + 224]                   ; reload
+    vpxor        xmm2, xmm9, xmm2
+    vmovdqa      xmm9, [rsp + 160]                   ; reload
+    vpxor        xmm10, xmm9, xmm12
+    vpxor        xmm10, xmm10, xmm6
+    vmovdqa      xmm11, [rsp + 320]                  ; reload
+    vpxor        xmm12, xmm11, xmm14
+    vpxor        xmm12, xmm12, xmm7
+    vmovdqa      xmm13, [rsp + 128]                  ; reload
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm3, xmm3, xmm2
+    vmovdqa      xmm14, [rsp + 288]                  ; reload
+    vpxor        xmm1, xmm14, xmm1
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm0, xmm0, [rsp + 256]
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm6, xmm14, xmm11, 8
+    vpxor        xmm6, xmm13, xmm6
+    vpalignr     xmm7, xmm12, xmm14, 8
+    vpxor        xmm7, xmm10, xmm7
+    vpalignr     xmm9, xmm1, xmm12, 8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpalignr     xmm1, xmm8, xmm4, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm8, 8
+    vmovdqa      xmm4, [rsp + 256]                   ; reload
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm2, xmm2, xmm1, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm5, xmm6, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm2, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm4, xmm4, 0
+    vpclmulqdq   xmm5, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm7, xmm2, xmm2, 17
+    vpclmulqdq   xmm8, xmm0, xmm0, 0
+    vpclmulqdq   xmm9, xmm0, xmm0, 17
+    vpclmulqdq   xmm10, xmm1, xmm1, 0
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm14, xmm9, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm15, xmm9, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 256], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm9, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_4000000000000000], 1
+    vmovdqa      [rsp + 288], xmm0                   ; spill
+    vpsrldq      xmm0, xmm10, 8
+    vpxor        xmm0, xmm8, xmm0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 0
+    vmovdqa      [rsp + 128], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm0, [rel gf2m_g_8000000000], 1
+    vmovdqa      [rsp + 320], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm7, xmm7, xmm12
+    vpxor        xmm7, xmm7, xmm13
+    vpalignr     xmm10, xmm10, xmm9, 8
+    vpxor        xmm10, xmm7, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm11
+    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm4, xmm6, xmm15
+    vpxor        xmm1, xmm4, xmm1
+    vpslldq      xmm4, xmm8, 8
+    vpxor        xmm3, xmm3, xmm4
+    vpalignr     xmm4, xmm0, xmm8, 8
+    vpxor        xmm2, xmm2, xmm4
+    vpalignr     xmm0, xmm9, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm9, 8
+    vpxor        xmm1, xmm7, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm6, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm0, xmm7, xmm0
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm0, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm2, xmm11, xmm10
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm3, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm4, xmm0
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm4, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm4, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm4, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpalignr     xmm2, xmm4, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm2, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm3, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm4, xmm0
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm4, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm4, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm4, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpalignr     xmm2, xmm4, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm2, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm3, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm4, xmm0
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm4, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm4, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm4, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpalignr     xmm2, xmm4, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm2, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm3, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm4, xmm0
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm1, xmm1, xmm3
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm4, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpalignr     xmm2, xmm4, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm3, xmm3, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpalignr     xmm3, xmm2, xmm6, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm6, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm4, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm0, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm0, xmm6, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpalignr     xmm2, xmm4, xmm6, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpsrldq      xmm4, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm4, xmm3, [rsp + 320], 0
+    vpclmulqdq   xmm5, xmm3, [rsp + 320], 1
+    vpclmulqdq   xmm6, xmm3, [rsp + 320], 16
+    vpclmulqdq   xmm7, xmm3, [rsp + 320], 17
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm0, [rsp + 128], 0
+    vpclmulqdq   xmm8, xmm0, [rsp + 128], 1
+    vpclmulqdq   xmm9, xmm0, [rsp + 128], 16
+    vpclmulqdq   xmm10, xmm0, [rsp + 128], 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm9, xmm3, xmm0
+    vmovdqa      xmm11, [rsp + 320]                  ; reload
+    vpxor        xmm12, xmm11, [rsp + 128]
+    vpclmulqdq   xmm13, xmm9, xmm12, 0
+    vpclmulqdq   xmm14, xmm9, xmm12, 1
+    vpclmulqdq   xmm15, xmm9, xmm12, 16
+    vpclmulqdq   xmm9, xmm9, xmm12, 17
+    vpxor        xmm12, xmm14, xmm15
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm4, xmm13
+    vpxor        xmm7, xmm7, xmm6
+    vpxor        xmm12, xmm5, xmm12
+    vpxor        xmm12, xmm12, xmm8
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm6, xmm9, xmm6
+    vpclmulqdq   xmm9, xmm2, [rsp + 288], 0
+    vpclmulqdq   xmm13, xmm2, [rsp + 288], 1
+    vpclmulqdq   xmm14, xmm2, [rsp + 288], 16
+    vpclmulqdq   xmm15, xmm2, [rsp + 288], 17
+    vpxor        xmm13, xmm13, xmm14
+    vpclmulqdq   xmm14, xmm1, [rsp + 256], 0
+    vmovdqa      [rsp + 160], xmm12                  ; spill
+    vpxor        xmm12, xmm2, xmm1
+    vmovdqa      [rsp + 224], xmm7                   ; spill
+    vmovdqa      xmm7, [rsp + 288]                   ; reload
+    vmovdqa      [rsp + 192], xmm5                   ; spill
+    vpxor        xmm5, xmm7, [rsp + 256]
+    vmovdqa      [rsp + 384], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm12, xmm5, 0
+    vmovdqa      [rsp + 352], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm12, xmm5, 1
+    vmovdqa      [rsp + 416], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm12, xmm5, 16
+    vpclmulqdq   xmm5, xmm12, xmm5, 17
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm10, xmm15, xmm14
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm8, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm1, xmm11, xmm7
+    vmovdqa      xmm3, [rsp + 128]                   ; reload
+    vpxor        xmm3, xmm3, [rsp + 256]
+    vpclmulqdq   xmm7, xmm2, xmm1, 0
+    vpclmulqdq   xmm10, xmm2, xmm1, 1
+    vpclmulqdq   xmm11, xmm2, xmm1, 16
+    vpclmulqdq   xmm12, xmm2, xmm1, 17
+    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm11, xmm0, xmm3, 0
+    vpclmulqdq   xmm14, xmm0, xmm3, 1
+    vpclmulqdq   xmm15, xmm0, xmm3, 16
+    vmovdqa      [rsp + 256], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm0, xmm3, 17
+    vpxor        xmm14, xmm14, xmm15
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 1
+    vpclmulqdq   xmm15, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxor        xmm1, xmm3, xmm15
+    vpxor        xmm3, xmm12, xmm11
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm1, xmm14
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm3, xmm6, xmm9
+    vmovdqa      xmm6, [rsp + 416]                   ; reload
+    vpxor        xmm6, xmm6, xmm13
+    vmovdqa      xmm9, [rsp + 352]                   ; reload
+    vpxor        xmm4, xmm9, xmm4
+    vmovdqa      xmm9, [rsp + 384]                   ; reload
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm7, xmm7, xmm3
+    vmovdqa      xmm11, [rsp + 192]                  ; reload
+    vpxor        xmm10, xmm11, xmm10
+    vpxor        xmm10, xmm10, xmm6
+    vmovdqa      xmm12, [rsp + 224]                  ; reload
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm4
+    vmovdqa      xmm13, [rsp + 160]                  ; reload
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm0, xmm0, [rsp + 256]
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm3, xmm14, xmm6
+    vpxor        xmm4, xmm5, xmm4
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm6, xmm13, xmm11, 8
+    vpxor        xmm6, xmm12, xmm6
+    vpalignr     xmm9, xmm10, xmm13, 8
+    vpxor        xmm7, xmm7, xmm9
+    vpalignr     xmm9, xmm1, xmm10, 8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm1, xmm3, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpalignr     xmm1, xmm8, xmm3, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpsrldq      xmm3, xmm8, 8
+    vmovdqa      xmm4, [rsp + 256]                   ; reload
+    vpxor        xmm3, xmm4, xmm3
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm3, xmm3, xmm1, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm5, xmm6, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm2, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm3, xmm3, 0
+    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpclmulqdq   xmm6, xmm0, xmm0, 0
+    vpclmulqdq   xmm0, xmm0, xmm0, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm0, xmm7, xmm0
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm1, xmm6, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpalignr     xmm4, xmm0, xmm6, 8
+    vpxor        xmm4, xmm5, xmm4
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm2, [rsp + 96], 0
+    vpclmulqdq   xmm5, xmm2, [rsp + 96], 1
+    vpclmulqdq   xmm6, xmm2, [rsp + 96], 16
+    vpclmulqdq   xmm7, xmm2, [rsp + 96], 17
+    vpxor        xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm1, [rsp + 64], 0
+    vpclmulqdq   xmm8, xmm1, [rsp + 64], 1
+    vpclmulqdq   xmm9, xmm1, [rsp + 64], 16
+    vpclmulqdq   xmm10, xmm1, [rsp + 64], 17
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm9, xmm2, xmm1
+    vmovdqa      xmm11, [rsp + 96]                   ; reload
+    vpxor        xmm12, xmm11, [rsp + 64]
+    vpclmulqdq   xmm13, xmm9, xmm12, 0
+    vpclmulqdq   xmm14, xmm9, xmm12, 1
+    vpclmulqdq   xmm15, xmm9, xmm12, 16
+    vpclmulqdq   xmm9, xmm9, xmm12, 17
+    vpxor        xmm12, xmm14, xmm15
+    vpxor        xmm6, xmm7, xmm6
+    vpxor        xmm7, xmm3, xmm13
+    vpxor        xmm7, xmm7, xmm6
+    vpxor        xmm12, xmm5, xmm12
+    vpxor        xmm12, xmm12, xmm8
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm6, xmm9, xmm6
+    vpclmulqdq   xmm9, xmm4, [rsp + 32], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 32], 1
+    vpclmulqdq   xmm14, xmm4, [rsp + 32], 16
+    vpclmulqdq   xmm15, xmm4, [rsp + 32], 17
+    vpxor        xmm13, xmm13, xmm14
+    vpclmulqdq   xmm14, xmm0, [rsp], 0
+    vmovdqa      [rsp + 256], xmm12                  ; spill
+    vpxor        xmm12, xmm4, xmm0
+    vmovdqa      [rsp + 160], xmm7                   ; spill
+    vmovdqa      xmm7, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 224], xmm5                   ; spill
+    vpxor        xmm5, xmm7, [rsp]
+    vmovdqa      [rsp + 192], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm12, xmm5, 0
+    vmovdqa      [rsp + 384], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm12, xmm5, 1
+    vmovdqa      [rsp + 352], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm12, xmm5, 16
+    vpclmulqdq   xmm5, xmm12, xmm5, 17
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm10, xmm15, xmm14
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm3, xmm3, xmm10
+    vpxor        xmm8, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm10
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm1, xmm11, xmm7
     vmovdqa      xmm4, [rsp + 64]                    ; reload
     vpxor        xmm4, xmm4, [rsp]
-    vpclmulqdq   xmm10, xmm1, xmm2, 0
-    vpclmulqdq   xmm11, xmm1, xmm2, 1
-    vpclmulqdq   xmm12, xmm1, xmm2, 16
-    vpclmulqdq   xmm13, xmm1, xmm2, 17
-    vpxor        xmm11, xmm11, xmm12
-    vpclmulqdq   xmm12, xmm0, xmm4, 0
+    vpclmulqdq   xmm7, xmm2, xmm1, 0
+    vpclmulqdq   xmm10, xmm2, xmm1, 1
+    vpclmulqdq   xmm11, xmm2, xmm1, 16
+    vpclmulqdq   xmm12, xmm2, xmm1, 17
+    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm11, xmm0, xmm4, 0
     vpclmulqdq   xmm14, xmm0, xmm4, 1
     vpclmulqdq   xmm15, xmm0, xmm4, 16
-    vmovdqa      [rsp], xmm8                         ; spill
-    vpclmulqdq   xmm8, xmm0, xmm4, 17
+    vmovdqa      [rsp], xmm5                         ; spill
+    vpclmulqdq   xmm5, xmm0, xmm4, 17
     vpxor        xmm14, xmm14, xmm15
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm2, xmm4
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm1, xmm1, xmm4
     vpclmulqdq   xmm2, xmm0, xmm1, 0
     vpclmulqdq   xmm4, xmm0, xmm1, 1
     vpclmulqdq   xmm15, xmm0, xmm1, 16
     vpclmulqdq   xmm0, xmm0, xmm1, 17
     vpxor        xmm1, xmm4, xmm15
-    vpxor        xmm4, xmm10, xmm13
-    vpxor        xmm2, xmm2, xmm12
-    vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm4, xmm12, xmm11
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm1, xmm10, xmm1
     vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm4, xmm12, xmm8
+    vpxor        xmm0, xmm0, xmm5
     vpxor        xmm0, xmm0, xmm4
-    vmovdqa      xmm4, [rsp + 320]                   ; reload
-    vpxor        xmm12, xmm4, xmm6
-    vpxor        xmm10, xmm10, xmm7
-    vpxor        xmm10, xmm12, xmm10
-    vmovdqa      xmm12, [rsp + 192]                  ; reload
-    vpxor        xmm13, xmm12, [rsp + 256]
-    vpxor        xmm11, xmm11, xmm9
-    vpxor        xmm11, xmm13, xmm11
-    vmovdqa      xmm13, [rsp + 352]                  ; reload
-    vpxor        xmm15, xmm13, [rsp + 160]
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm2, xmm15, xmm2
-    vmovdqa      xmm15, [rsp + 96]                   ; reload
-    vpxor        xmm1, xmm15, xmm1
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm6, xmm7, [rsp]
-    vpxor        xmm0, xmm0, xmm6
-    vmovdqa      xmm6, [rsp + 256]                   ; reload
-    vpxor        xmm6, xmm6, xmm14
-    vpxor        xmm6, xmm6, xmm9
-    vmovdqa      xmm7, [rsp + 160]                   ; reload
-    vpxor        xmm7, xmm7, xmm8
-    vpxor        xmm5, xmm7, xmm5
-    vpslldq      xmm7, xmm12, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm7, xmm15, xmm12, 8
-    vpxor        xmm7, xmm13, xmm7
-    vpalignr     xmm8, xmm11, xmm15, 8
-    vpxor        xmm8, xmm10, xmm8
-    vpalignr     xmm9, xmm1, xmm11, 8
-    vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm3, xmm6, 8
-    vpxor        xmm1, xmm5, xmm1
-    vpsrldq      xmm3, xmm3, 8
-    vmovdqa      xmm5, [rsp]                         ; reload
+    vpxor        xmm4, xmm6, xmm9
+    vmovdqa      xmm6, [rsp + 352]                   ; reload
+    vpxor        xmm6, xmm6, xmm13
+    vmovdqa      xmm9, [rsp + 384]                   ; reload
+    vpxor        xmm3, xmm9, xmm3
+    vmovdqa      xmm9, [rsp + 192]                   ; reload
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm7, xmm7, xmm4
+    vmovdqa      xmm11, [rsp + 224]                  ; reload
+    vpxor        xmm10, xmm11, xmm10
+    vpxor        xmm10, xmm10, xmm6
+    vmovdqa      xmm12, [rsp + 160]                  ; reload
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm3
+    vmovdqa      xmm13, [rsp + 256]                  ; reload
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm0, xmm0, [rsp]
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm4, xmm14, xmm6
     vpxor        xmm3, xmm5, xmm3
-    vpsllq       xmm5, xmm2, 39
-    vpalignr     xmm6, xmm2, xmm8, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm5, xmm5, xmm6
-    vpsllq       xmm6, xmm0, 39
-    vpalignr     xmm9, xmm0, xmm2, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm6, xmm6, xmm9
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsllq       xmm9, xmm3, 39
-    vpalignr     xmm1, xmm3, xmm1, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm9, xmm5
+    vpalignr     xmm6, xmm13, xmm11, 8
+    vpxor        xmm6, xmm12, xmm6
+    vpalignr     xmm9, xmm10, xmm13, 8
+    vpxor        xmm7, xmm7, xmm9
+    vpalignr     xmm9, xmm1, xmm10, 8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpalignr     xmm1, xmm8, xmm4, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm8, 8
+    vmovdqa      xmm4, [rsp]                         ; reload
     vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm4, xmm6, xmm5
-    vpxor        xmm5, xmm7, xmm9
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm2, xmm2, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm0, xmm4, 8
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm3, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm3, xmm3, xmm1, 8
+    vpxor        xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
     vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm5, xmm6, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm3, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxor        xmm3, xmm5, xmm3
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
-    vpalignr     xmm1, xmm14, xmm1, 8
+    vpsrldq      xmm1, xmm1, 8
     vpxor        xmm1, xmm2, xmm1
-    vpsllq       xmm2, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm2, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm4, xmm4, xmm7
-    vpslldq      xmm5, xmm2, 8
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm2, xmm2, 8
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm6, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
     vpxor        xmm2, xmm4, xmm2
-    vpbroadcastq ymm4, xmm3
-    vpsrldq      xmm5, xmm3, 8
-    vpbroadcastq ymm5, xmm5
-    vpbroadcastq ymm6, xmm2
-    vpsrldq      xmm7, xmm2, 8
-    vpbroadcastq ymm7, xmm7
-    vpbroadcastq ymm8, xmm0
-    vpsrldq      xmm9, xmm0, 8
-    vpbroadcastq ymm9, xmm9
-    vpbroadcastq ymm10, xmm1
-    vpblendd     ymm4, ymm4, ymm5, 12
-    vpblendd     ymm4, ymm4, ymm6, 48
-    vpblendd     ymm4, ymm4, ymm7, 192
-    vpblendd     ymm5, ymm8, ymm9, 12
-    vpblendd     ymm5, ymm5, ymm10, 48
+    vpbroadcastq ymm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpbroadcastq ymm2, xmm2
+    vpbroadcastq ymm7, xmm3
+    vpsrldq      xmm8, xmm3, 8
+    vpbroadcastq ymm8, xmm8
+    vpbroadcastq ymm9, xmm0
+    vpsrldq      xmm10, xmm0, 8
+    vpbroadcastq ymm10, xmm10
+    vpbroadcastq ymm6, xmm6
+    vpblendd     ymm2, ymm5, ymm2, 12
+    vpblendd     ymm2, ymm2, ymm7, 48
+    vpblendd     ymm2, ymm2, ymm8, 192
+    vpblendd     ymm5, ymm9, ymm10, 12
+    vpblendd     ymm5, ymm5, ymm6, 48
     vmovdqu      ymm6, [rel gf2m_zero4]
     vpblendd     ymm5, ymm5, ymm6, 192
     vmovdqu      ymm6, [rel gf2m_zero4]
-    vpsllq       ymm7, ymm4, 63
+    vpsllq       ymm7, ymm2, 63
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm8, ymm7, [rel gf2m_sq51_map]
     vpand        ymm9, ymm7, [rel gf2m_sq51_map + 32]
@@ -13345,7 +11730,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm13, ymm7, [rel gf2m_sq51_map + 160]
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 192]
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 224]
-    vpsllq       ymm15, ymm4, 62
+    vpsllq       ymm15, ymm2, 62
     vpcmpgtq     ymm15, ymm6, ymm15
     vmovdqa      [rsp], xmm1                         ; spill
     vpand        ymm1, ymm15, [rel gf2m_sq51_map + 256]
@@ -13364,7 +11749,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm14, ymm13
     vpand        ymm14, ymm15, [rel gf2m_sq51_map + 480]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 61
+    vpsllq       ymm14, ymm2, 61
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 512]
     vpxor        ymm1, ymm1, ymm15
@@ -13382,7 +11767,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 736]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 60
+    vpsllq       ymm14, ymm2, 60
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 768]
     vpxor        ymm1, ymm1, ymm15
@@ -13400,7 +11785,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 992]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 59
+    vpsllq       ymm14, ymm2, 59
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1024]
     vpxor        ymm1, ymm1, ymm15
@@ -13418,7 +11803,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 1248]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 58
+    vpsllq       ymm14, ymm2, 58
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1280]
     vpxor        ymm1, ymm1, ymm15
@@ -13436,7 +11821,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 1504]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 57
+    vpsllq       ymm14, ymm2, 57
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1536]
     vpxor        ymm1, ymm1, ymm15
@@ -13454,7 +11839,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 1760]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 56
+    vpsllq       ymm14, ymm2, 56
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 1792]
     vpxor        ymm1, ymm1, ymm15
@@ -13472,7 +11857,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 2016]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 55
+    vpsllq       ymm14, ymm2, 55
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2048]
     vpxor        ymm1, ymm1, ymm15
@@ -13490,7 +11875,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 2272]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 54
+    vpsllq       ymm14, ymm2, 54
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2304]
     vpxor        ymm1, ymm1, ymm15
@@ -13508,7 +11893,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 2528]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 53
+    vpsllq       ymm14, ymm2, 53
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2560]
     vpxor        ymm1, ymm1, ymm15
@@ -13526,7 +11911,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 2784]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 52
+    vpsllq       ymm14, ymm2, 52
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 2816]
     vpxor        ymm1, ymm1, ymm15
@@ -13544,7 +11929,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 3040]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 51
+    vpsllq       ymm14, ymm2, 51
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3072]
     vpxor        ymm1, ymm1, ymm15
@@ -13562,7 +11947,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 3296]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 50
+    vpsllq       ymm14, ymm2, 50
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3328]
     vpxor        ymm1, ymm1, ymm15
@@ -13580,7 +11965,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 3552]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 49
+    vpsllq       ymm14, ymm2, 49
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3584]
     vpxor        ymm1, ymm1, ymm15
@@ -13598,7 +11983,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 3808]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 48
+    vpsllq       ymm14, ymm2, 48
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 3840]
     vpxor        ymm1, ymm1, ymm15
@@ -13616,7 +12001,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 4064]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 47
+    vpsllq       ymm14, ymm2, 47
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4096]
     vpxor        ymm1, ymm1, ymm15
@@ -13634,7 +12019,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 4320]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 46
+    vpsllq       ymm14, ymm2, 46
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4352]
     vpxor        ymm1, ymm1, ymm15
@@ -13652,7 +12037,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 4576]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 45
+    vpsllq       ymm14, ymm2, 45
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4608]
     vpxor        ymm1, ymm1, ymm15
@@ -13670,7 +12055,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 4832]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 44
+    vpsllq       ymm14, ymm2, 44
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 4864]
     vpxor        ymm1, ymm1, ymm15
@@ -13688,7 +12073,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 5088]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 43
+    vpsllq       ymm14, ymm2, 43
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5120]
     vpxor        ymm1, ymm1, ymm15
@@ -13706,7 +12091,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 5344]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 42
+    vpsllq       ymm14, ymm2, 42
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5376]
     vpxor        ymm1, ymm1, ymm15
@@ -13724,7 +12109,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 5600]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 41
+    vpsllq       ymm14, ymm2, 41
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5632]
     vpxor        ymm1, ymm1, ymm15
@@ -13742,7 +12127,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 5856]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 40
+    vpsllq       ymm14, ymm2, 40
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 5888]
     vpxor        ymm1, ymm1, ymm15
@@ -13760,7 +12145,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 6112]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 39
+    vpsllq       ymm14, ymm2, 39
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6144]
     vpxor        ymm1, ymm1, ymm15
@@ -13778,7 +12163,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 6368]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 38
+    vpsllq       ymm14, ymm2, 38
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6400]
     vpxor        ymm1, ymm1, ymm15
@@ -13796,7 +12181,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 6624]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 37
+    vpsllq       ymm14, ymm2, 37
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6656]
     vpxor        ymm1, ymm1, ymm15
@@ -13814,7 +12199,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 6880]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 36
+    vpsllq       ymm14, ymm2, 36
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 6912]
     vpxor        ymm1, ymm1, ymm15
@@ -13832,7 +12217,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 7136]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 35
+    vpsllq       ymm14, ymm2, 35
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7168]
     vpxor        ymm1, ymm1, ymm15
@@ -13850,7 +12235,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 7392]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 34
+    vpsllq       ymm14, ymm2, 34
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7424]
     vpxor        ymm1, ymm1, ymm15
@@ -13868,7 +12253,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 7648]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 33
+    vpsllq       ymm14, ymm2, 33
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7680]
     vpxor        ymm1, ymm1, ymm15
@@ -13886,7 +12271,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 7904]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 32
+    vpsllq       ymm14, ymm2, 32
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 7936]
     vpxor        ymm1, ymm1, ymm15
@@ -13904,7 +12289,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 8160]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 31
+    vpsllq       ymm14, ymm2, 31
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8192]
     vpxor        ymm1, ymm1, ymm15
@@ -13922,7 +12307,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 8416]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 30
+    vpsllq       ymm14, ymm2, 30
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8448]
     vpxor        ymm1, ymm1, ymm15
@@ -13940,7 +12325,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 8672]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 29
+    vpsllq       ymm14, ymm2, 29
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8704]
     vpxor        ymm1, ymm1, ymm15
@@ -13958,7 +12343,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 8928]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 28
+    vpsllq       ymm14, ymm2, 28
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 8960]
     vpxor        ymm1, ymm1, ymm15
@@ -13976,7 +12361,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 9184]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 27
+    vpsllq       ymm14, ymm2, 27
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9216]
     vpxor        ymm1, ymm1, ymm15
@@ -13994,7 +12379,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 9440]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 26
+    vpsllq       ymm14, ymm2, 26
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9472]
     vpxor        ymm1, ymm1, ymm15
@@ -14012,7 +12397,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 9696]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 25
+    vpsllq       ymm14, ymm2, 25
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9728]
     vpxor        ymm1, ymm1, ymm15
@@ -14030,7 +12415,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 9952]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 24
+    vpsllq       ymm14, ymm2, 24
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 9984]
     vpxor        ymm1, ymm1, ymm15
@@ -14048,7 +12433,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 10208]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 23
+    vpsllq       ymm14, ymm2, 23
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10240]
     vpxor        ymm1, ymm1, ymm15
@@ -14066,7 +12451,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 10464]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 22
+    vpsllq       ymm14, ymm2, 22
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10496]
     vpxor        ymm1, ymm1, ymm15
@@ -14084,7 +12469,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 10720]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 21
+    vpsllq       ymm14, ymm2, 21
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 10752]
     vpxor        ymm1, ymm1, ymm15
@@ -14102,7 +12487,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 10976]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 20
+    vpsllq       ymm14, ymm2, 20
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11008]
     vpxor        ymm1, ymm1, ymm15
@@ -14120,7 +12505,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 11232]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 19
+    vpsllq       ymm14, ymm2, 19
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11264]
     vpxor        ymm1, ymm1, ymm15
@@ -14138,7 +12523,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 11488]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 18
+    vpsllq       ymm14, ymm2, 18
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11520]
     vpxor        ymm1, ymm1, ymm15
@@ -14156,7 +12541,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 11744]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 17
+    vpsllq       ymm14, ymm2, 17
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 11776]
     vpxor        ymm1, ymm1, ymm15
@@ -14174,7 +12559,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 12000]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 16
+    vpsllq       ymm14, ymm2, 16
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12032]
     vpxor        ymm1, ymm1, ymm15
@@ -14192,7 +12577,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 12256]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 15
+    vpsllq       ymm14, ymm2, 15
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12288]
     vpxor        ymm1, ymm1, ymm15
@@ -14210,7 +12595,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 12512]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 14
+    vpsllq       ymm14, ymm2, 14
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12544]
     vpxor        ymm1, ymm1, ymm15
@@ -14228,7 +12613,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 12768]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 13
+    vpsllq       ymm14, ymm2, 13
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 12800]
     vpxor        ymm1, ymm1, ymm15
@@ -14246,7 +12631,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 13024]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 12
+    vpsllq       ymm14, ymm2, 12
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13056]
     vpxor        ymm1, ymm1, ymm15
@@ -14264,7 +12649,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 13280]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 11
+    vpsllq       ymm14, ymm2, 11
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13312]
     vpxor        ymm1, ymm1, ymm15
@@ -14282,7 +12667,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 13536]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 10
+    vpsllq       ymm14, ymm2, 10
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13568]
     vpxor        ymm1, ymm1, ymm15
@@ -14300,7 +12685,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 13792]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 9
+    vpsllq       ymm14, ymm2, 9
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 13824]
     vpxor        ymm1, ymm1, ymm15
@@ -14318,7 +12703,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 14048]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 8
+    vpsllq       ymm14, ymm2, 8
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14080]
     vpxor        ymm1, ymm1, ymm15
@@ -14336,7 +12721,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 14304]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 7
+    vpsllq       ymm14, ymm2, 7
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14336]
     vpxor        ymm1, ymm1, ymm15
@@ -14354,7 +12739,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 14560]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 6
+    vpsllq       ymm14, ymm2, 6
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14592]
     vpxor        ymm1, ymm1, ymm15
@@ -14372,7 +12757,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 14816]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 5
+    vpsllq       ymm14, ymm2, 5
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 14848]
     vpxor        ymm1, ymm1, ymm15
@@ -14390,7 +12775,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 15072]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 4
+    vpsllq       ymm14, ymm2, 4
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15104]
     vpxor        ymm1, ymm1, ymm15
@@ -14408,7 +12793,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 15328]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 3
+    vpsllq       ymm14, ymm2, 3
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15360]
     vpxor        ymm1, ymm1, ymm15
@@ -14426,7 +12811,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 15584]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 2
+    vpsllq       ymm14, ymm2, 2
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15616]
     vpxor        ymm1, ymm1, ymm15
@@ -14444,7 +12829,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 15840]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 1
+    vpsllq       ymm14, ymm2, 1
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq51_map + 15872]
     vpxor        ymm1, ymm1, ymm15
@@ -14462,23 +12847,23 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq51_map + 16096]
     vpxor        ymm7, ymm7, ymm14
-    vpcmpgtq     ymm4, ymm6, ymm4
-    vpand        ymm14, ymm4, [rel gf2m_sq51_map + 16128]
+    vpcmpgtq     ymm2, ymm6, ymm2
+    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16128]
     vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq51_map + 16160]
+    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16160]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq51_map + 16192]
+    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16192]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq51_map + 16224]
+    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16224]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq51_map + 16256]
+    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16256]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq51_map + 16288]
+    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16288]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq51_map + 16320]
+    vpand        ymm14, ymm2, [rel gf2m_sq51_map + 16320]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm4, ymm4, [rel gf2m_sq51_map + 16352]
-    vpxor        ymm4, ymm7, ymm4
+    vpand        ymm2, ymm2, [rel gf2m_sq51_map + 16352]
+    vpxor        ymm2, ymm7, ymm2
     vpsllq       ymm7, ymm5, 63
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16384]
@@ -14496,7 +12881,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16576]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 16608]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 62
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16640]
@@ -14514,7 +12899,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16832]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 16864]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 61
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 16896]
@@ -14532,7 +12917,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17088]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 17120]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 60
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17152]
@@ -14550,7 +12935,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17344]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 17376]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 59
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17408]
@@ -14568,7 +12953,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17600]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 17632]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 58
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17664]
@@ -14586,7 +12971,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17856]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 17888]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 57
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 17920]
@@ -14604,7 +12989,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18112]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 18144]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 56
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18176]
@@ -14622,7 +13007,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18368]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 18400]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 55
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18432]
@@ -14640,7 +13025,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18624]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 18656]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 54
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18688]
@@ -14658,7 +13043,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18880]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 18912]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 53
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 18944]
@@ -14676,7 +13061,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19136]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 19168]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 52
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19200]
@@ -14694,7 +13079,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19392]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 19424]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 51
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19456]
@@ -14712,7 +13097,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19648]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 19680]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 50
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19712]
@@ -14730,7 +13115,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19904]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 19936]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 49
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 19968]
@@ -14748,7 +13133,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20160]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 20192]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 48
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20224]
@@ -14766,7 +13151,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20416]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 20448]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 47
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20480]
@@ -14784,7 +13169,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20672]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 20704]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 46
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20736]
@@ -14802,7 +13187,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20928]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 20960]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 45
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 20992]
@@ -14820,7 +13205,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21184]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 21216]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 44
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21248]
@@ -14838,7 +13223,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21440]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 21472]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 43
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21504]
@@ -14856,7 +13241,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21696]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 21728]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 42
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21760]
@@ -14874,7 +13259,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 21952]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 21984]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 41
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22016]
@@ -14892,7 +13277,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22208]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 22240]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 40
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22272]
@@ -14910,7 +13295,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22464]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 22496]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 39
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22528]
@@ -14928,7 +13313,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22720]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 22752]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 38
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22784]
@@ -14946,7 +13331,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 22976]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 23008]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 37
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23040]
@@ -14964,7 +13349,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23232]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 23264]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 36
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23296]
@@ -14982,7 +13367,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23488]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 23520]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 35
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23552]
@@ -15000,7 +13385,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23744]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 23776]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 34
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 23808]
@@ -15018,7 +13403,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24000]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 24032]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 33
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24064]
@@ -15036,7 +13421,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24256]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 24288]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 32
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24320]
@@ -15054,7 +13439,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24512]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 24544]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 31
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24576]
@@ -15072,7 +13457,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24768]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 24800]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 30
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 24832]
@@ -15090,7 +13475,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25024]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 25056]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 29
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25088]
@@ -15108,7 +13493,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25280]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 25312]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 28
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25344]
@@ -15126,7 +13511,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25536]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 25568]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 27
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25600]
@@ -15144,7 +13529,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25792]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 25824]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 26
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 25856]
@@ -15162,7 +13547,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26048]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 26080]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 25
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26112]
@@ -15180,7 +13565,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26304]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 26336]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 24
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26368]
@@ -15198,7 +13583,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26560]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 26592]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 23
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26624]
@@ -15216,7 +13601,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26816]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 26848]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 22
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 26880]
@@ -15234,7 +13619,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27072]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 27104]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 21
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27136]
@@ -15252,7 +13637,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27328]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 27360]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 20
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27392]
@@ -15270,7 +13655,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27584]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 27616]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 19
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27648]
@@ -15288,7 +13673,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27840]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 27872]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 18
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 27904]
@@ -15306,7 +13691,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28096]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 28128]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 17
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28160]
@@ -15324,7 +13709,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28352]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 28384]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 16
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28416]
@@ -15342,7 +13727,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28608]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 28640]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 15
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28672]
@@ -15360,7 +13745,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28864]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 28896]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 14
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 28928]
@@ -15378,7 +13763,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29120]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 29152]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 13
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29184]
@@ -15396,7 +13781,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29376]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 29408]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 12
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29440]
@@ -15414,7 +13799,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29632]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 29664]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 11
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29696]
@@ -15432,7 +13817,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29888]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 29920]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 10
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 29952]
@@ -15450,7 +13835,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30144]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 30176]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 9
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30208]
@@ -15468,7 +13853,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30400]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 30432]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 8
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30464]
@@ -15486,7 +13871,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30656]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 30688]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 7
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30720]
@@ -15504,7 +13889,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30912]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 30944]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 6
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 30976]
@@ -15522,7 +13907,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31168]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 31200]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 5
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31232]
@@ -15540,7 +13925,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31424]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 31456]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 4
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31488]
@@ -15558,7 +13943,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31680]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 31712]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 3
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31744]
@@ -15576,7 +13961,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 31936]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 31968]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 2
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32000]
@@ -15594,7 +13979,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32192]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 32224]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpsllq       ymm7, ymm5, 1
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32256]
@@ -15612,7 +13997,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq51_map + 32448]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq51_map + 32480]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm2, ymm2, ymm7
     vpcmpgtq     ymm5, ymm6, ymm5
     vpand        ymm6, ymm5, [rel gf2m_sq51_map + 32512]
     vpxor        ymm1, ymm1, ymm6
@@ -15629,7 +14014,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm11, ymm5, [rel gf2m_sq51_map + 32704]
     vpxor        ymm11, ymm13, ymm11
     vpand        ymm5, ymm5, [rel gf2m_sq51_map + 32736]
-    vpxor        ymm4, ymm4, ymm5
+    vpxor        ymm2, ymm2, ymm5
     vpermq       ymm5, ymm6, 147
     vpermq       ymm6, ymm7, 78
     vpermq       ymm7, ymm8, 57
@@ -15640,211 +14025,191 @@ kg_gf2m409_inv_avx2:
     vextracti128 xmm1, ymm1, 1
     vpermq       ymm6, ymm10, 147
     vpermq       ymm7, ymm11, 78
-    vpermq       ymm4, ymm4, 57
+    vpermq       ymm2, ymm2, 57
     vpxor        ymm6, ymm9, ymm6
     vpxor        ymm6, ymm6, ymm7
-    vpxor        ymm4, ymm6, ymm4
-    vextracti128 xmm6, ymm4, 0
-    vextracti128 xmm4, ymm4, 1
-    vpclmulqdq   xmm7, xmm5, xmm3, 0
-    vpclmulqdq   xmm8, xmm5, xmm3, 1
-    vpclmulqdq   xmm9, xmm5, xmm3, 16
-    vpclmulqdq   xmm10, xmm5, xmm3, 17
+    vpxor        ymm2, ymm6, ymm2
+    vextracti128 xmm6, ymm2, 0
+    vextracti128 xmm2, ymm2, 1
+    vpclmulqdq   xmm7, xmm5, xmm4, 0
+    vpclmulqdq   xmm8, xmm5, xmm4, 1
+    vpclmulqdq   xmm9, xmm5, xmm4, 16
+    vpclmulqdq   xmm10, xmm5, xmm4, 17
     vpxor        xmm8, xmm8, xmm9
-    vpclmulqdq   xmm9, xmm1, xmm2, 0
-    vpclmulqdq   xmm11, xmm1, xmm2, 1
-    vpclmulqdq   xmm12, xmm1, xmm2, 16
-    vpclmulqdq   xmm13, xmm1, xmm2, 17
+    vpclmulqdq   xmm9, xmm1, xmm3, 0
+    vpclmulqdq   xmm11, xmm1, xmm3, 1
+    vpclmulqdq   xmm12, xmm1, xmm3, 16
+    vpclmulqdq   xmm13, xmm1, xmm3, 17
     vpxor        xmm11, xmm11, xmm12
     vpxor        xmm12, xmm5, xmm1
-    vpxor        xmm14, xmm3, xmm2
+    vpxor        xmm14, xmm4, xmm3
     vpclmulqdq   xmm15, xmm12, xmm14, 0
-    vmovdqa      [rsp + 96], xmm2                    ; spill
-    vpclmulqdq   xmm2, xmm12, xmm14, 1
-    vmovdqa      [rsp + 352], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm12, xmm14, 16
+    vmovdqa      [rsp + 256], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm12, xmm14, 1
+    vmovdqa      [rsp + 160], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm12, xmm14, 16
     vpclmulqdq   xmm12, xmm12, xmm14, 17
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm7, xmm10
-    vpxor        xmm14, xmm15, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm2, xmm2, xmm11
-    vpxor        xmm10, xmm10, xmm12
-    vpxor        xmm9, xmm9, xmm13
-    vpxor        xmm9, xmm10, xmm9
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm4, xmm10, xmm9
+    vpxor        xmm9, xmm7, xmm15
+    vpxor        xmm9, xmm9, xmm4
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm3, xmm11
+    vpxor        xmm10, xmm12, xmm13
+    vpxor        xmm4, xmm10, xmm4
     vpclmulqdq   xmm10, xmm6, xmm0, 0
     vpclmulqdq   xmm12, xmm6, xmm0, 1
     vpclmulqdq   xmm14, xmm6, xmm0, 16
     vpclmulqdq   xmm15, xmm6, xmm0, 17
     vpxor        xmm12, xmm12, xmm14
-    vpclmulqdq   xmm14, xmm4, [rsp], 0
-    vmovdqa      [rsp + 192], xmm2                   ; spill
-    vpxor        xmm2, xmm6, xmm4
-    vmovdqa      [rsp + 320], xmm3                   ; spill
-    vpxor        xmm3, xmm0, [rsp]
-    vmovdqa      [rsp + 160], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm2, xmm3, 0
-    vmovdqa      [rsp + 256], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm2, xmm3, 1
-    vmovdqa      [rsp + 64], xmm11                   ; spill
-    vpclmulqdq   xmm11, xmm2, xmm3, 16
-    vpclmulqdq   xmm2, xmm2, xmm3, 17
-    vpxor        xmm3, xmm8, xmm11
-    vpxor        xmm8, xmm10, xmm15
-    vpxor        xmm11, xmm13, xmm14
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm2, xmm14
+    vpclmulqdq   xmm14, xmm2, [rsp], 0
+    vmovdqa      [rsp + 224], xmm3                   ; spill
+    vpxor        xmm3, xmm6, xmm2
+    vmovdqa      [rsp + 192], xmm9                   ; spill
+    vpxor        xmm9, xmm0, [rsp]
+    vmovdqa      [rsp + 384], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm3, xmm9, 0
+    vmovdqa      [rsp + 352], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm3, xmm9, 1
+    vmovdqa      [rsp + 64], xmm13                   ; spill
+    vpclmulqdq   xmm13, xmm3, xmm9, 16
+    vpclmulqdq   xmm3, xmm3, xmm9, 17
+    vpxor        xmm7, xmm7, xmm13
+    vpxor        xmm9, xmm15, xmm14
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm7, xmm12, xmm7
+    vpxor        xmm3, xmm3, xmm9
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm1, xmm4
-    vmovdqa      xmm4, [rsp + 352]                   ; reload
-    vpxor        xmm0, xmm4, xmm0
-    vmovdqa      xmm4, [rsp + 96]                    ; reload
-    vpxor        xmm4, xmm4, [rsp]
+    vpxor        xmm1, xmm1, xmm2
+    vmovdqa      xmm2, [rsp + 160]                   ; reload
+    vpxor        xmm0, xmm2, xmm0
+    vmovdqa      xmm2, [rsp + 256]                   ; reload
+    vpxor        xmm2, xmm2, [rsp]
     vpclmulqdq   xmm6, xmm5, xmm0, 0
-    vpclmulqdq   xmm11, xmm5, xmm0, 1
+    vpclmulqdq   xmm9, xmm5, xmm0, 1
     vpclmulqdq   xmm13, xmm5, xmm0, 16
     vpclmulqdq   xmm14, xmm5, xmm0, 17
-    vpxor        xmm11, xmm11, xmm13
-    vpclmulqdq   xmm13, xmm1, xmm4, 0
-    vpclmulqdq   xmm15, xmm1, xmm4, 1
-    vmovdqa      [rsp], xmm2                         ; spill
-    vpclmulqdq   xmm2, xmm1, xmm4, 16
-    vmovdqa      [rsp + 96], xmm3                    ; spill
-    vpclmulqdq   xmm3, xmm1, xmm4, 17
-    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm9, xmm9, xmm13
+    vpclmulqdq   xmm13, xmm1, xmm2, 0
+    vpclmulqdq   xmm15, xmm1, xmm2, 1
+    vmovdqa      [rsp], xmm3                         ; spill
+    vpclmulqdq   xmm3, xmm1, xmm2, 16
+    vmovdqa      [rsp + 256], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm1, xmm2, 17
+    vpxor        xmm3, xmm15, xmm3
     vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm4, xmm1, xmm0, 0
+    vpxor        xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm0, 0
     vpclmulqdq   xmm5, xmm1, xmm0, 1
     vpclmulqdq   xmm15, xmm1, xmm0, 16
     vpclmulqdq   xmm0, xmm1, xmm0, 17
     vpxor        xmm1, xmm5, xmm15
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm1, xmm11, xmm1
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm5, xmm13, xmm3
-    vpxor        xmm0, xmm0, xmm5
-    vpxor        xmm5, xmm7, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm6
-    vmovdqa      xmm6, [rsp + 256]                   ; reload
-    vpxor        xmm13, xmm6, [rsp + 64]
-    vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm11, xmm13, xmm11
-    vmovdqa      xmm13, [rsp + 320]                  ; reload
-    vpxor        xmm14, xmm13, [rsp + 160]
-    vpxor        xmm4, xmm4, xmm8
-    vpxor        xmm4, xmm14, xmm4
-    vmovdqa      xmm14, [rsp + 192]                  ; reload
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm1, xmm1, [rsp + 96]
-    vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm9, xmm10, [rsp]
-    vpxor        xmm0, xmm0, xmm9
-    vmovdqa      xmm9, [rsp + 64]                    ; reload
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm2, xmm2, xmm12
-    vmovdqa      xmm9, [rsp + 160]                   ; reload
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm3, xmm3, xmm8
-    vpslldq      xmm8, xmm6, 8
-    vpxor        xmm7, xmm7, xmm8
-    vpalignr     xmm6, xmm14, xmm6, 8
-    vpxor        xmm6, xmm13, xmm6
-    vpalignr     xmm8, xmm11, xmm14, 8
-    vpxor        xmm5, xmm5, xmm8
-    vpalignr     xmm8, xmm1, xmm11, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vmovdqa      xmm1, [rsp + 96]                    ; reload
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm1, xmm1, 8
-    vmovdqa      xmm3, [rsp]                         ; reload
-    vpxor        xmm1, xmm3, xmm1
-    vpsllq       xmm3, xmm4, 39
-    vpalignr     xmm8, xmm4, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm3, xmm3, xmm8
-    vpsllq       xmm8, xmm0, 39
-    vpalignr     xmm9, xmm0, xmm4, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm0, xmm2, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm1, xmm1, xmm2, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm6, xmm6, xmm9
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm4, xmm4, xmm13
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm3, xmm0, xmm3, 8
-    vpxor        xmm3, xmm6, xmm3
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm5, xmm0
-    vpalignr     xmm1, xmm14, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpsllq       xmm4, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm4, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm4, 8
+    vpxor        xmm5, xmm14, xmm13
+    vpxor        xmm2, xmm6, xmm2
     vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpbroadcastq ymm4, xmm2
-    vpsrldq      xmm5, xmm2, 8
-    vpbroadcastq ymm5, xmm5
-    vpbroadcastq ymm6, xmm3
-    vpsrldq      xmm7, xmm3, 8
-    vpbroadcastq ymm7, xmm7
-    vpbroadcastq ymm8, xmm0
-    vpsrldq      xmm9, xmm0, 8
-    vpbroadcastq ymm9, xmm9
-    vpbroadcastq ymm10, xmm1
-    vpblendd     ymm4, ymm4, ymm5, 12
-    vpblendd     ymm4, ymm4, ymm6, 48
-    vpblendd     ymm4, ymm4, ymm7, 192
-    vpblendd     ymm5, ymm8, ymm9, 12
-    vpblendd     ymm5, ymm5, ymm10, 48
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm5, xmm11, xmm12
+    vmovdqa      xmm10, [rsp + 64]                   ; reload
+    vpxor        xmm8, xmm10, xmm8
+    vmovdqa      xmm10, [rsp + 352]                  ; reload
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm6, xmm6, xmm4
+    vmovdqa      xmm11, [rsp + 384]                  ; reload
+    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm9, xmm9, xmm5
+    vmovdqa      xmm12, [rsp + 192]                  ; reload
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm8
+    vmovdqa      xmm13, [rsp + 224]                  ; reload
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm1, xmm1, [rsp + 256]
+    vpxor        xmm0, xmm0, [rsp]
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm4, xmm7, xmm8
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm10, xmm5
+    vpalignr     xmm7, xmm13, xmm11, 8
+    vpxor        xmm7, xmm12, xmm7
+    vpalignr     xmm8, xmm9, xmm13, 8
+    vpxor        xmm6, xmm6, xmm8
+    vpalignr     xmm8, xmm1, xmm9, 8
+    vpxor        xmm2, xmm2, xmm8
+    vpalignr     xmm1, xmm3, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vmovdqa      xmm1, [rsp + 256]                   ; reload
+    vpalignr     xmm3, xmm1, xmm3, 8
+    vpxor        xmm3, xmm4, xmm3
+    vpsrldq      xmm1, xmm1, 8
+    vmovdqa      xmm4, [rsp]                         ; reload
+    vpxor        xmm1, xmm4, xmm1
+    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm1, xmm1, xmm3, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm5, xmm7, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm6, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpalignr     xmm0, xmm3, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm2, xmm2, xmm3
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm6, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpbroadcastq ymm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpbroadcastq ymm3, xmm3
+    vpbroadcastq ymm7, xmm1
+    vpsrldq      xmm8, xmm1, 8
+    vpbroadcastq ymm8, xmm8
+    vpbroadcastq ymm9, xmm0
+    vpsrldq      xmm10, xmm0, 8
+    vpbroadcastq ymm10, xmm10
+    vpbroadcastq ymm6, xmm6
+    vpblendd     ymm3, ymm5, ymm3, 12
+    vpblendd     ymm3, ymm3, ymm7, 48
+    vpblendd     ymm3, ymm3, ymm8, 192
+    vpblendd     ymm5, ymm9, ymm10, 12
+    vpblendd     ymm5, ymm5, ymm6, 48
     vmovdqu      ymm6, [rel gf2m_zero4]
     vpblendd     ymm5, ymm5, ymm6, 192
     vmovdqu      ymm6, [rel gf2m_zero4]
-    vpsllq       ymm7, ymm4, 63
+    vpsllq       ymm7, ymm3, 63
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm8, ymm7, [rel gf2m_sq102_map]
     vpand        ymm9, ymm7, [rel gf2m_sq102_map + 32]
@@ -15854,11 +14219,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm13, ymm7, [rel gf2m_sq102_map + 160]
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 192]
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 224]
-    vpsllq       ymm15, ymm4, 62
+    vpsllq       ymm15, ymm3, 62
     vpcmpgtq     ymm15, ymm6, ymm15
-    vmovdqa      [rsp], xmm1                         ; spill
-    vpand        ymm1, ymm15, [rel gf2m_sq102_map + 256]
-    vpxor        ymm1, ymm8, ymm1
+    vmovdqa      [rsp], xmm2                         ; spill
+    vpand        ymm2, ymm15, [rel gf2m_sq102_map + 256]
+    vpxor        ymm2, ymm8, ymm2
     vpand        ymm8, ymm15, [rel gf2m_sq102_map + 288]
     vpxor        ymm8, ymm9, ymm8
     vpand        ymm9, ymm15, [rel gf2m_sq102_map + 320]
@@ -15873,10 +14238,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm14, ymm13
     vpand        ymm14, ymm15, [rel gf2m_sq102_map + 480]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 61
+    vpsllq       ymm14, ymm3, 61
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 512]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 544]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 576]
@@ -15891,10 +14256,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 736]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 60
+    vpsllq       ymm14, ymm3, 60
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 768]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 800]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 832]
@@ -15909,10 +14274,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 992]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 59
+    vpsllq       ymm14, ymm3, 59
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1024]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1056]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1088]
@@ -15927,10 +14292,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 1248]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 58
+    vpsllq       ymm14, ymm3, 58
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1280]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1312]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1344]
@@ -15945,10 +14310,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 1504]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 57
+    vpsllq       ymm14, ymm3, 57
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1536]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1568]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1600]
@@ -15963,10 +14328,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 1760]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 56
+    vpsllq       ymm14, ymm3, 56
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1792]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1824]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 1856]
@@ -15981,10 +14346,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 2016]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 55
+    vpsllq       ymm14, ymm3, 55
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2048]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2080]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2112]
@@ -15999,10 +14364,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 2272]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 54
+    vpsllq       ymm14, ymm3, 54
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2304]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2336]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2368]
@@ -16017,10 +14382,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 2528]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 53
+    vpsllq       ymm14, ymm3, 53
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2560]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2592]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2624]
@@ -16035,10 +14400,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 2784]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 52
+    vpsllq       ymm14, ymm3, 52
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2816]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2848]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 2880]
@@ -16053,10 +14418,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 3040]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 51
+    vpsllq       ymm14, ymm3, 51
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3072]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3104]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3136]
@@ -16071,10 +14436,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 3296]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 50
+    vpsllq       ymm14, ymm3, 50
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3328]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3360]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3392]
@@ -16089,10 +14454,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 3552]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 49
+    vpsllq       ymm14, ymm3, 49
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3584]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3616]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3648]
@@ -16107,10 +14472,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 3808]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 48
+    vpsllq       ymm14, ymm3, 48
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3840]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3872]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 3904]
@@ -16125,10 +14490,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 4064]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 47
+    vpsllq       ymm14, ymm3, 47
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4096]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4128]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4160]
@@ -16143,10 +14508,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 4320]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 46
+    vpsllq       ymm14, ymm3, 46
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4352]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4384]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4416]
@@ -16161,10 +14526,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 4576]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 45
+    vpsllq       ymm14, ymm3, 45
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4608]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4640]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4672]
@@ -16179,10 +14544,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 4832]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 44
+    vpsllq       ymm14, ymm3, 44
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4864]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4896]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 4928]
@@ -16197,10 +14562,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 5088]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 43
+    vpsllq       ymm14, ymm3, 43
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5120]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5152]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5184]
@@ -16215,10 +14580,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 5344]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 42
+    vpsllq       ymm14, ymm3, 42
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5376]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5408]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5440]
@@ -16233,10 +14598,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 5600]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 41
+    vpsllq       ymm14, ymm3, 41
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5632]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5664]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5696]
@@ -16251,10 +14616,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 5856]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 40
+    vpsllq       ymm14, ymm3, 40
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5888]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5920]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 5952]
@@ -16269,10 +14634,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 6112]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 39
+    vpsllq       ymm14, ymm3, 39
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6144]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6176]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6208]
@@ -16287,10 +14652,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 6368]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 38
+    vpsllq       ymm14, ymm3, 38
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6400]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6432]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6464]
@@ -16305,10 +14670,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 6624]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 37
+    vpsllq       ymm14, ymm3, 37
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6656]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6688]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6720]
@@ -16323,10 +14688,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 6880]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 36
+    vpsllq       ymm14, ymm3, 36
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6912]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6944]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 6976]
@@ -16341,10 +14706,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 7136]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 35
+    vpsllq       ymm14, ymm3, 35
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7168]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7200]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7232]
@@ -16359,10 +14724,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 7392]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 34
+    vpsllq       ymm14, ymm3, 34
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7424]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7456]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7488]
@@ -16377,10 +14742,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 7648]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 33
+    vpsllq       ymm14, ymm3, 33
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7680]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7712]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7744]
@@ -16395,10 +14760,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 7904]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 32
+    vpsllq       ymm14, ymm3, 32
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7936]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 7968]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8000]
@@ -16413,10 +14778,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 8160]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 31
+    vpsllq       ymm14, ymm3, 31
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8192]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8224]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8256]
@@ -16431,10 +14796,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 8416]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 30
+    vpsllq       ymm14, ymm3, 30
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8448]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8480]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8512]
@@ -16449,10 +14814,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 8672]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 29
+    vpsllq       ymm14, ymm3, 29
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8704]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8736]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8768]
@@ -16467,10 +14832,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 8928]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 28
+    vpsllq       ymm14, ymm3, 28
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8960]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 8992]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9024]
@@ -16485,10 +14850,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 9184]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 27
+    vpsllq       ymm14, ymm3, 27
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9216]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9248]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9280]
@@ -16503,10 +14868,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 9440]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 26
+    vpsllq       ymm14, ymm3, 26
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9472]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9504]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9536]
@@ -16521,10 +14886,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 9696]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 25
+    vpsllq       ymm14, ymm3, 25
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9728]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9760]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9792]
@@ -16539,10 +14904,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 9952]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 24
+    vpsllq       ymm14, ymm3, 24
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 9984]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10016]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10048]
@@ -16557,10 +14922,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 10208]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 23
+    vpsllq       ymm14, ymm3, 23
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10240]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10272]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10304]
@@ -16575,10 +14940,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 10464]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 22
+    vpsllq       ymm14, ymm3, 22
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10496]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10528]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10560]
@@ -16593,10 +14958,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 10720]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 21
+    vpsllq       ymm14, ymm3, 21
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10752]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10784]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 10816]
@@ -16611,10 +14976,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 10976]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 20
+    vpsllq       ymm14, ymm3, 20
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11008]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11040]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11072]
@@ -16629,10 +14994,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 11232]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 19
+    vpsllq       ymm14, ymm3, 19
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11264]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11296]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11328]
@@ -16647,10 +15012,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 11488]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 18
+    vpsllq       ymm14, ymm3, 18
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11520]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11552]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11584]
@@ -16665,10 +15030,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 11744]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 17
+    vpsllq       ymm14, ymm3, 17
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11776]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11808]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 11840]
@@ -16683,10 +15048,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 12000]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 16
+    vpsllq       ymm14, ymm3, 16
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12032]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12064]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12096]
@@ -16701,10 +15066,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 12256]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 15
+    vpsllq       ymm14, ymm3, 15
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12288]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12320]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12352]
@@ -16719,10 +15084,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 12512]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 14
+    vpsllq       ymm14, ymm3, 14
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12544]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12576]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12608]
@@ -16737,10 +15102,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 12768]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 13
+    vpsllq       ymm14, ymm3, 13
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12800]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12832]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 12864]
@@ -16755,10 +15120,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 13024]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 12
+    vpsllq       ymm14, ymm3, 12
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13056]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13088]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13120]
@@ -16773,10 +15138,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 13280]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 11
+    vpsllq       ymm14, ymm3, 11
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13312]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13344]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13376]
@@ -16791,10 +15156,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 13536]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 10
+    vpsllq       ymm14, ymm3, 10
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13568]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13600]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13632]
@@ -16809,10 +15174,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 13792]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 9
+    vpsllq       ymm14, ymm3, 9
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13824]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13856]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 13888]
@@ -16827,10 +15192,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 14048]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 8
+    vpsllq       ymm14, ymm3, 8
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14080]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14112]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14144]
@@ -16845,10 +15210,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 14304]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 7
+    vpsllq       ymm14, ymm3, 7
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14336]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14368]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14400]
@@ -16863,10 +15228,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 14560]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 6
+    vpsllq       ymm14, ymm3, 6
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14592]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14624]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14656]
@@ -16881,10 +15246,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 14816]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 5
+    vpsllq       ymm14, ymm3, 5
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14848]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14880]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 14912]
@@ -16899,10 +15264,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 15072]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 4
+    vpsllq       ymm14, ymm3, 4
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15104]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15136]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15168]
@@ -16917,10 +15282,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 15328]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 3
+    vpsllq       ymm14, ymm3, 3
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15360]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15392]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15424]
@@ -16935,10 +15300,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 15584]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 2
+    vpsllq       ymm14, ymm3, 2
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15616]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15648]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15680]
@@ -16953,10 +15318,10 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 15840]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 1
+    vpsllq       ymm14, ymm3, 1
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15872]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15904]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq102_map + 15936]
@@ -16971,27 +15336,27 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq102_map + 16096]
     vpxor        ymm7, ymm7, ymm14
-    vpcmpgtq     ymm4, ymm6, ymm4
-    vpand        ymm14, ymm4, [rel gf2m_sq102_map + 16128]
-    vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq102_map + 16160]
+    vpcmpgtq     ymm3, ymm6, ymm3
+    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16128]
+    vpxor        ymm2, ymm2, ymm14
+    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16160]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq102_map + 16192]
+    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16192]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq102_map + 16224]
+    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16224]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq102_map + 16256]
+    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16256]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq102_map + 16288]
+    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16288]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq102_map + 16320]
+    vpand        ymm14, ymm3, [rel gf2m_sq102_map + 16320]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm4, ymm4, [rel gf2m_sq102_map + 16352]
-    vpxor        ymm4, ymm7, ymm4
+    vpand        ymm3, ymm3, [rel gf2m_sq102_map + 16352]
+    vpxor        ymm3, ymm7, ymm3
     vpsllq       ymm7, ymm5, 63
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16384]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16416]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16448]
@@ -17005,11 +15370,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16576]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 16608]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 62
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16640]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16672]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16704]
@@ -17023,11 +15388,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16832]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 16864]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 61
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16896]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16928]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 16960]
@@ -17041,11 +15406,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17088]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 17120]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 60
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17152]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17184]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17216]
@@ -17059,11 +15424,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17344]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 17376]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 59
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17408]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17440]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17472]
@@ -17077,11 +15442,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17600]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 17632]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 58
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17664]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17696]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17728]
@@ -17095,11 +15460,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17856]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 17888]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 57
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17920]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17952]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 17984]
@@ -17113,11 +15478,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18112]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 18144]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 56
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18176]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18208]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18240]
@@ -17131,11 +15496,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18368]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 18400]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 55
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18432]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18464]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18496]
@@ -17149,11 +15514,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18624]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 18656]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 54
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18688]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18720]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18752]
@@ -17167,11 +15532,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18880]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 18912]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 53
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18944]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 18976]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19008]
@@ -17185,11 +15550,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19136]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 19168]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 52
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19200]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19232]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19264]
@@ -17203,11 +15568,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19392]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 19424]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 51
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19456]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19488]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19520]
@@ -17221,11 +15586,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19648]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 19680]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 50
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19712]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19744]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19776]
@@ -17239,11 +15604,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19904]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 19936]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 49
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 19968]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20000]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20032]
@@ -17257,11 +15622,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20160]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 20192]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 48
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20224]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20256]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20288]
@@ -17275,11 +15640,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20416]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 20448]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 47
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20480]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20512]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20544]
@@ -17293,11 +15658,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20672]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 20704]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 46
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20736]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20768]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20800]
@@ -17311,11 +15676,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20928]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 20960]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 45
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 20992]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21024]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21056]
@@ -17329,11 +15694,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21184]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 21216]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 44
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21248]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21280]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21312]
@@ -17347,11 +15712,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21440]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 21472]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 43
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21504]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21536]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21568]
@@ -17365,11 +15730,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21696]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 21728]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 42
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21760]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21792]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21824]
@@ -17383,11 +15748,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 21952]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 21984]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 41
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22016]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22048]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22080]
@@ -17401,11 +15766,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22208]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 22240]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 40
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22272]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22304]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22336]
@@ -17419,11 +15784,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22464]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 22496]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 39
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22528]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22560]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22592]
@@ -17437,11 +15802,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22720]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 22752]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 38
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22784]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22816]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22848]
@@ -17455,11 +15820,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 22976]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 23008]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 37
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23040]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23072]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23104]
@@ -17473,11 +15838,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23232]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 23264]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 36
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23296]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23328]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23360]
@@ -17491,11 +15856,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23488]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 23520]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 35
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23552]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23584]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23616]
@@ -17509,11 +15874,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23744]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 23776]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 34
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23808]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23840]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 23872]
@@ -17527,11 +15892,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24000]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 24032]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 33
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24064]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24096]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24128]
@@ -17545,11 +15910,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24256]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 24288]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 32
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24320]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24352]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24384]
@@ -17563,11 +15928,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24512]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 24544]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 31
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24576]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24608]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24640]
@@ -17581,11 +15946,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24768]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 24800]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 30
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24832]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24864]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 24896]
@@ -17599,11 +15964,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25024]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 25056]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 29
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25088]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25120]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25152]
@@ -17617,11 +15982,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25280]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 25312]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 28
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25344]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25376]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25408]
@@ -17635,11 +16000,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25536]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 25568]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 27
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25600]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25632]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25664]
@@ -17653,11 +16018,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25792]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 25824]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 26
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25856]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25888]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 25920]
@@ -17671,11 +16036,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26048]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 26080]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 25
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26112]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26144]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26176]
@@ -17689,11 +16054,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26304]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 26336]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 24
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26368]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26400]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26432]
@@ -17707,11 +16072,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26560]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 26592]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 23
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26624]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26656]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26688]
@@ -17725,11 +16090,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26816]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 26848]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 22
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26880]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26912]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 26944]
@@ -17743,11 +16108,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27072]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 27104]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 21
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27136]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27168]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27200]
@@ -17761,11 +16126,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27328]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 27360]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 20
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27392]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27424]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27456]
@@ -17779,11 +16144,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27584]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 27616]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 19
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27648]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27680]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27712]
@@ -17797,11 +16162,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27840]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 27872]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 18
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27904]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27936]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 27968]
@@ -17815,11 +16180,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28096]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 28128]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 17
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28160]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28192]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28224]
@@ -17833,11 +16198,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28352]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 28384]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 16
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28416]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28448]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28480]
@@ -17851,11 +16216,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28608]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 28640]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 15
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28672]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28704]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28736]
@@ -17869,11 +16234,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28864]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 28896]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 14
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28928]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28960]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 28992]
@@ -17887,11 +16252,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29120]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 29152]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 13
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29184]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29216]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29248]
@@ -17905,11 +16270,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29376]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 29408]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 12
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29440]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29472]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29504]
@@ -17923,11 +16288,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29632]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 29664]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 11
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29696]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29728]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29760]
@@ -17941,11 +16306,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29888]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 29920]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 10
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29952]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 29984]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30016]
@@ -17959,11 +16324,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30144]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 30176]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 9
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30208]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30240]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30272]
@@ -17977,11 +16342,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30400]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 30432]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 8
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30464]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30496]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30528]
@@ -17995,11 +16360,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30656]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 30688]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 7
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30720]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30752]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30784]
@@ -18013,11 +16378,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30912]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 30944]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 6
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 30976]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31008]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31040]
@@ -18031,11 +16396,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31168]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 31200]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 5
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31232]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31264]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31296]
@@ -18049,11 +16414,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31424]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 31456]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 4
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31488]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31520]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31552]
@@ -18067,11 +16432,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31680]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 31712]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 3
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31744]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31776]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31808]
@@ -18085,11 +16450,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 31936]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 31968]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 2
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32000]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32032]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32064]
@@ -18103,11 +16468,11 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32192]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 32224]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 1
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32256]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32288]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32320]
@@ -18121,10 +16486,10 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq102_map + 32448]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq102_map + 32480]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpcmpgtq     ymm5, ymm6, ymm5
     vpand        ymm6, ymm5, [rel gf2m_sq102_map + 32512]
-    vpxor        ymm1, ymm1, ymm6
+    vpxor        ymm2, ymm2, ymm6
     vpand        ymm6, ymm5, [rel gf2m_sq102_map + 32544]
     vpxor        ymm6, ymm8, ymm6
     vpand        ymm7, ymm5, [rel gf2m_sq102_map + 32576]
@@ -18138,222 +16503,202 @@ kg_gf2m409_inv_avx2:
     vpand        ymm11, ymm5, [rel gf2m_sq102_map + 32704]
     vpxor        ymm11, ymm13, ymm11
     vpand        ymm5, ymm5, [rel gf2m_sq102_map + 32736]
-    vpxor        ymm4, ymm4, ymm5
+    vpxor        ymm3, ymm3, ymm5
     vpermq       ymm5, ymm6, 147
     vpermq       ymm6, ymm7, 78
     vpermq       ymm7, ymm8, 57
-    vpxor        ymm1, ymm1, ymm5
-    vpxor        ymm1, ymm1, ymm6
-    vpxor        ymm1, ymm1, ymm7
-    vextracti128 xmm5, ymm1, 0
-    vextracti128 xmm1, ymm1, 1
+    vpxor        ymm2, ymm2, ymm5
+    vpxor        ymm2, ymm2, ymm6
+    vpxor        ymm2, ymm2, ymm7
+    vextracti128 xmm5, ymm2, 0
+    vextracti128 xmm2, ymm2, 1
     vpermq       ymm6, ymm10, 147
     vpermq       ymm7, ymm11, 78
-    vpermq       ymm4, ymm4, 57
+    vpermq       ymm3, ymm3, 57
     vpxor        ymm6, ymm9, ymm6
     vpxor        ymm6, ymm6, ymm7
-    vpxor        ymm4, ymm6, ymm4
-    vextracti128 xmm6, ymm4, 0
-    vextracti128 xmm4, ymm4, 1
-    vpclmulqdq   xmm7, xmm5, xmm2, 0
-    vpclmulqdq   xmm8, xmm5, xmm2, 1
-    vpclmulqdq   xmm9, xmm5, xmm2, 16
-    vpclmulqdq   xmm10, xmm5, xmm2, 17
+    vpxor        ymm3, ymm6, ymm3
+    vextracti128 xmm6, ymm3, 0
+    vextracti128 xmm3, ymm3, 1
+    vpclmulqdq   xmm7, xmm5, xmm4, 0
+    vpclmulqdq   xmm8, xmm5, xmm4, 1
+    vpclmulqdq   xmm9, xmm5, xmm4, 16
+    vpclmulqdq   xmm10, xmm5, xmm4, 17
     vpxor        xmm8, xmm8, xmm9
-    vpclmulqdq   xmm9, xmm1, xmm3, 0
-    vpclmulqdq   xmm11, xmm1, xmm3, 1
-    vpclmulqdq   xmm12, xmm1, xmm3, 16
-    vpclmulqdq   xmm13, xmm1, xmm3, 17
+    vpclmulqdq   xmm9, xmm2, xmm1, 0
+    vpclmulqdq   xmm11, xmm2, xmm1, 1
+    vpclmulqdq   xmm12, xmm2, xmm1, 16
+    vpclmulqdq   xmm13, xmm2, xmm1, 17
     vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm12, xmm5, xmm1
-    vpxor        xmm14, xmm2, xmm3
+    vpxor        xmm12, xmm5, xmm2
+    vpxor        xmm14, xmm4, xmm1
     vpclmulqdq   xmm15, xmm12, xmm14, 0
-    vmovdqa      [rsp + 96], xmm3                    ; spill
-    vpclmulqdq   xmm3, xmm12, xmm14, 1
-    vmovdqa      [rsp + 192], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm12, xmm14, 16
+    vmovdqa      [rsp + 256], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm12, xmm14, 1
+    vmovdqa      [rsp + 224], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm12, xmm14, 16
     vpclmulqdq   xmm12, xmm12, xmm14, 17
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm7, xmm10
-    vpxor        xmm14, xmm15, xmm9
-    vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm2, xmm2, xmm11
-    vpxor        xmm10, xmm10, xmm12
-    vpxor        xmm9, xmm9, xmm13
-    vpxor        xmm9, xmm10, xmm9
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm4, xmm10, xmm9
+    vpxor        xmm9, xmm7, xmm15
+    vpxor        xmm9, xmm9, xmm4
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm1, xmm1, xmm11
+    vpxor        xmm10, xmm12, xmm13
+    vpxor        xmm4, xmm10, xmm4
     vpclmulqdq   xmm10, xmm6, xmm0, 0
     vpclmulqdq   xmm12, xmm6, xmm0, 1
     vpclmulqdq   xmm14, xmm6, xmm0, 16
     vpclmulqdq   xmm15, xmm6, xmm0, 17
     vpxor        xmm12, xmm12, xmm14
-    vpclmulqdq   xmm14, xmm4, [rsp], 0
-    vmovdqa      [rsp + 320], xmm2                   ; spill
-    vpxor        xmm2, xmm6, xmm4
-    vmovdqa      [rsp + 256], xmm3                   ; spill
-    vpxor        xmm3, xmm0, [rsp]
+    vpclmulqdq   xmm14, xmm3, [rsp], 0
+    vmovdqa      [rsp + 192], xmm1                   ; spill
+    vpxor        xmm1, xmm6, xmm3
+    vmovdqa      [rsp + 384], xmm9                   ; spill
+    vpxor        xmm9, xmm0, [rsp]
+    vmovdqa      [rsp + 352], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm1, xmm9, 0
+    vmovdqa      [rsp + 64], xmm7                    ; spill
+    vpclmulqdq   xmm7, xmm1, xmm9, 1
     vmovdqa      [rsp + 160], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm2, xmm3, 0
-    vmovdqa      [rsp + 64], xmm8                    ; spill
-    vpclmulqdq   xmm8, xmm2, xmm3, 1
-    vmovdqa      [rsp + 352], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm2, xmm3, 16
-    vpclmulqdq   xmm2, xmm2, xmm3, 17
-    vpxor        xmm3, xmm8, xmm11
-    vpxor        xmm8, xmm10, xmm15
-    vpxor        xmm11, xmm13, xmm14
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm2, xmm14
+    vpclmulqdq   xmm13, xmm1, xmm9, 16
+    vpclmulqdq   xmm1, xmm1, xmm9, 17
+    vpxor        xmm7, xmm7, xmm13
+    vpxor        xmm9, xmm15, xmm14
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm7, xmm12, xmm7
+    vpxor        xmm1, xmm1, xmm9
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm1, xmm4
-    vmovdqa      xmm4, [rsp + 192]                   ; reload
-    vpxor        xmm0, xmm4, xmm0
-    vmovdqa      xmm4, [rsp + 96]                    ; reload
-    vpxor        xmm4, xmm4, [rsp]
+    vpxor        xmm2, xmm2, xmm3
+    vmovdqa      xmm3, [rsp + 224]                   ; reload
+    vpxor        xmm0, xmm3, xmm0
+    vmovdqa      xmm3, [rsp + 256]                   ; reload
+    vpxor        xmm3, xmm3, [rsp]
     vpclmulqdq   xmm6, xmm5, xmm0, 0
-    vpclmulqdq   xmm11, xmm5, xmm0, 1
+    vpclmulqdq   xmm9, xmm5, xmm0, 1
     vpclmulqdq   xmm13, xmm5, xmm0, 16
     vpclmulqdq   xmm14, xmm5, xmm0, 17
-    vpxor        xmm11, xmm11, xmm13
-    vpclmulqdq   xmm13, xmm1, xmm4, 0
-    vpclmulqdq   xmm15, xmm1, xmm4, 1
-    vmovdqa      [rsp], xmm2                         ; spill
-    vpclmulqdq   xmm2, xmm1, xmm4, 16
-    vmovdqa      [rsp + 96], xmm3                    ; spill
-    vpclmulqdq   xmm3, xmm1, xmm4, 17
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm4, xmm1, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm0, 1
-    vpclmulqdq   xmm15, xmm1, xmm0, 16
-    vpclmulqdq   xmm0, xmm1, xmm0, 17
-    vpxor        xmm1, xmm5, xmm15
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm1, xmm11, xmm1
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm5, xmm13, xmm3
-    vpxor        xmm0, xmm0, xmm5
-    vpxor        xmm5, xmm7, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm6
-    vmovdqa      xmm6, [rsp + 64]                    ; reload
-    vpxor        xmm13, xmm6, [rsp + 352]
-    vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm11, xmm13, xmm11
-    vmovdqa      xmm13, [rsp + 256]                  ; reload
-    vpxor        xmm14, xmm13, [rsp + 160]
-    vpxor        xmm4, xmm4, xmm8
-    vpxor        xmm4, xmm14, xmm4
-    vmovdqa      xmm14, [rsp + 320]                  ; reload
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm1, xmm1, [rsp + 96]
-    vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm9, xmm10, [rsp]
-    vpxor        xmm0, xmm0, xmm9
-    vmovdqa      xmm9, [rsp + 352]                   ; reload
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm2, xmm2, xmm12
-    vmovdqa      xmm9, [rsp + 160]                   ; reload
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm3, xmm3, xmm8
-    vpslldq      xmm8, xmm6, 8
-    vpxor        xmm7, xmm7, xmm8
-    vpalignr     xmm6, xmm14, xmm6, 8
-    vpxor        xmm6, xmm13, xmm6
-    vpalignr     xmm8, xmm11, xmm14, 8
-    vpxor        xmm5, xmm5, xmm8
-    vpalignr     xmm8, xmm1, xmm11, 8
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vmovdqa      xmm1, [rsp + 96]                    ; reload
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm1, xmm1, 8
-    vmovdqa      xmm3, [rsp]                         ; reload
-    vpxor        xmm1, xmm3, xmm1
-    vpsllq       xmm3, xmm4, 39
-    vpalignr     xmm8, xmm4, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm3, xmm3, xmm8
-    vpsllq       xmm8, xmm0, 39
-    vpalignr     xmm9, xmm0, xmm4, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm0, xmm2, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm1, xmm1, xmm2, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm6, xmm6, xmm9
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm4, xmm4, xmm13
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxor        xmm9, xmm9, xmm13
+    vpclmulqdq   xmm13, xmm2, xmm3, 0
+    vpclmulqdq   xmm15, xmm2, xmm3, 1
+    vmovdqa      [rsp], xmm1                         ; spill
+    vpclmulqdq   xmm1, xmm2, xmm3, 16
+    vmovdqa      [rsp + 256], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm2, xmm3, 17
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm0, xmm0, xmm3
+    vpclmulqdq   xmm3, xmm2, xmm0, 0
+    vpclmulqdq   xmm5, xmm2, xmm0, 1
+    vpclmulqdq   xmm15, xmm2, xmm0, 16
+    vpclmulqdq   xmm0, xmm2, xmm0, 17
+    vpxor        xmm2, xmm5, xmm15
+    vpxor        xmm5, xmm14, xmm13
     vpxor        xmm3, xmm6, xmm3
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm5, xmm0
-    vpalignr     xmm1, xmm14, xmm1, 8
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm5, xmm11, xmm12
+    vmovdqa      xmm10, [rsp + 160]                  ; reload
+    vpxor        xmm8, xmm10, xmm8
+    vmovdqa      xmm10, [rsp + 64]                   ; reload
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm6, xmm6, xmm4
+    vmovdqa      xmm11, [rsp + 352]                  ; reload
+    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm9, xmm9, xmm5
+    vmovdqa      xmm12, [rsp + 384]                  ; reload
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm8
+    vmovdqa      xmm13, [rsp + 192]                  ; reload
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm2, xmm2, [rsp + 256]
+    vpxor        xmm0, xmm0, [rsp]
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm4, xmm7, xmm8
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm10, xmm5
+    vpalignr     xmm7, xmm13, xmm11, 8
+    vpxor        xmm7, xmm12, xmm7
+    vpalignr     xmm8, xmm9, xmm13, 8
+    vpxor        xmm6, xmm6, xmm8
+    vpalignr     xmm8, xmm2, xmm9, 8
+    vpxor        xmm3, xmm3, xmm8
+    vpalignr     xmm2, xmm1, xmm2, 8
+    vpxor        xmm0, xmm0, xmm2
+    vmovdqa      xmm2, [rsp + 256]                   ; reload
+    vpalignr     xmm1, xmm2, xmm1, 8
     vpxor        xmm1, xmm4, xmm1
-    vpsllq       xmm4, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm4, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
+    vpsrldq      xmm2, xmm2, 8
+    vmovdqa      xmm4, [rsp]                         ; reload
+    vpxor        xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm2, xmm2, xmm1, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm4, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpbroadcastq ymm4, xmm2
-    vpsrldq      xmm5, xmm2, 8
-    vpbroadcastq ymm5, xmm5
-    vpbroadcastq ymm6, xmm3
-    vpsrldq      xmm7, xmm3, 8
-    vpbroadcastq ymm7, xmm7
-    vpbroadcastq ymm8, xmm0
-    vpsrldq      xmm9, xmm0, 8
-    vpbroadcastq ymm9, xmm9
-    vpbroadcastq ymm10, xmm1
-    vpblendd     ymm4, ymm4, ymm5, 12
-    vpblendd     ymm4, ymm4, ymm6, 48
-    vpblendd     ymm4, ymm4, ymm7, 192
-    vpblendd     ymm5, ymm8, ymm9, 12
-    vpblendd     ymm5, ymm5, ymm10, 48
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm5, xmm7, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm6, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm2, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm1, 25
+    vpsllq       xmm5, xmm3, 23
+    vpand        xmm6, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxor        xmm3, xmm4, xmm3
+    vpbroadcastq ymm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpbroadcastq ymm3, xmm3
+    vpbroadcastq ymm7, xmm2
+    vpsrldq      xmm8, xmm2, 8
+    vpbroadcastq ymm8, xmm8
+    vpbroadcastq ymm9, xmm0
+    vpsrldq      xmm10, xmm0, 8
+    vpbroadcastq ymm10, xmm10
+    vpbroadcastq ymm6, xmm6
+    vpblendd     ymm3, ymm5, ymm3, 12
+    vpblendd     ymm3, ymm3, ymm7, 48
+    vpblendd     ymm3, ymm3, ymm8, 192
+    vpblendd     ymm5, ymm9, ymm10, 12
+    vpblendd     ymm5, ymm5, ymm6, 48
     vmovdqu      ymm6, [rel gf2m_zero4]
     vpblendd     ymm5, ymm5, ymm6, 192
     vmovdqu      ymm6, [rel gf2m_zero4]
-    vpsllq       ymm7, ymm4, 63
+    vpsllq       ymm7, ymm3, 63
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm8, ymm7, [rel gf2m_sq204_map]
     vpand        ymm9, ymm7, [rel gf2m_sq204_map + 32]
@@ -18363,7 +16708,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm13, ymm7, [rel gf2m_sq204_map + 160]
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 192]
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 224]
-    vpsllq       ymm15, ymm4, 62
+    vpsllq       ymm15, ymm3, 62
     vpcmpgtq     ymm15, ymm6, ymm15
     vmovdqa      [rsp], xmm1                         ; spill
     vpand        ymm1, ymm15, [rel gf2m_sq204_map + 256]
@@ -18382,7 +16727,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm14, ymm13
     vpand        ymm14, ymm15, [rel gf2m_sq204_map + 480]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 61
+    vpsllq       ymm14, ymm3, 61
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 512]
     vpxor        ymm1, ymm1, ymm15
@@ -18400,7 +16745,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 736]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 60
+    vpsllq       ymm14, ymm3, 60
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 768]
     vpxor        ymm1, ymm1, ymm15
@@ -18418,7 +16763,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 992]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 59
+    vpsllq       ymm14, ymm3, 59
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1024]
     vpxor        ymm1, ymm1, ymm15
@@ -18436,7 +16781,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 1248]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 58
+    vpsllq       ymm14, ymm3, 58
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1280]
     vpxor        ymm1, ymm1, ymm15
@@ -18454,7 +16799,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 1504]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 57
+    vpsllq       ymm14, ymm3, 57
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1536]
     vpxor        ymm1, ymm1, ymm15
@@ -18472,7 +16817,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 1760]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 56
+    vpsllq       ymm14, ymm3, 56
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1792]
     vpxor        ymm1, ymm1, ymm15
@@ -18490,7 +16835,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 2016]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 55
+    vpsllq       ymm14, ymm3, 55
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2048]
     vpxor        ymm1, ymm1, ymm15
@@ -18508,7 +16853,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 2272]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 54
+    vpsllq       ymm14, ymm3, 54
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2304]
     vpxor        ymm1, ymm1, ymm15
@@ -18526,7 +16871,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 2528]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 53
+    vpsllq       ymm14, ymm3, 53
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2560]
     vpxor        ymm1, ymm1, ymm15
@@ -18544,7 +16889,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 2784]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 52
+    vpsllq       ymm14, ymm3, 52
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2816]
     vpxor        ymm1, ymm1, ymm15
@@ -18562,7 +16907,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 3040]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 51
+    vpsllq       ymm14, ymm3, 51
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3072]
     vpxor        ymm1, ymm1, ymm15
@@ -18580,7 +16925,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 3296]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 50
+    vpsllq       ymm14, ymm3, 50
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3328]
     vpxor        ymm1, ymm1, ymm15
@@ -18598,7 +16943,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 3552]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 49
+    vpsllq       ymm14, ymm3, 49
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3584]
     vpxor        ymm1, ymm1, ymm15
@@ -18616,7 +16961,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 3808]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 48
+    vpsllq       ymm14, ymm3, 48
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3840]
     vpxor        ymm1, ymm1, ymm15
@@ -18634,7 +16979,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 4064]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 47
+    vpsllq       ymm14, ymm3, 47
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4096]
     vpxor        ymm1, ymm1, ymm15
@@ -18652,7 +16997,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 4320]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 46
+    vpsllq       ymm14, ymm3, 46
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4352]
     vpxor        ymm1, ymm1, ymm15
@@ -18670,7 +17015,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 4576]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 45
+    vpsllq       ymm14, ymm3, 45
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4608]
     vpxor        ymm1, ymm1, ymm15
@@ -18688,7 +17033,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 4832]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 44
+    vpsllq       ymm14, ymm3, 44
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4864]
     vpxor        ymm1, ymm1, ymm15
@@ -18706,7 +17051,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 5088]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 43
+    vpsllq       ymm14, ymm3, 43
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5120]
     vpxor        ymm1, ymm1, ymm15
@@ -18724,7 +17069,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 5344]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 42
+    vpsllq       ymm14, ymm3, 42
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5376]
     vpxor        ymm1, ymm1, ymm15
@@ -18742,7 +17087,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 5600]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 41
+    vpsllq       ymm14, ymm3, 41
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5632]
     vpxor        ymm1, ymm1, ymm15
@@ -18760,7 +17105,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 5856]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 40
+    vpsllq       ymm14, ymm3, 40
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5888]
     vpxor        ymm1, ymm1, ymm15
@@ -18778,7 +17123,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 6112]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 39
+    vpsllq       ymm14, ymm3, 39
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6144]
     vpxor        ymm1, ymm1, ymm15
@@ -18796,7 +17141,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 6368]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 38
+    vpsllq       ymm14, ymm3, 38
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6400]
     vpxor        ymm1, ymm1, ymm15
@@ -18814,7 +17159,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 6624]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 37
+    vpsllq       ymm14, ymm3, 37
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6656]
     vpxor        ymm1, ymm1, ymm15
@@ -18832,7 +17177,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 6880]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 36
+    vpsllq       ymm14, ymm3, 36
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6912]
     vpxor        ymm1, ymm1, ymm15
@@ -18850,7 +17195,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 7136]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 35
+    vpsllq       ymm14, ymm3, 35
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7168]
     vpxor        ymm1, ymm1, ymm15
@@ -18868,7 +17213,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 7392]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 34
+    vpsllq       ymm14, ymm3, 34
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7424]
     vpxor        ymm1, ymm1, ymm15
@@ -18886,7 +17231,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 7648]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 33
+    vpsllq       ymm14, ymm3, 33
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7680]
     vpxor        ymm1, ymm1, ymm15
@@ -18904,7 +17249,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 7904]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 32
+    vpsllq       ymm14, ymm3, 32
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7936]
     vpxor        ymm1, ymm1, ymm15
@@ -18922,7 +17267,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 8160]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 31
+    vpsllq       ymm14, ymm3, 31
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8192]
     vpxor        ymm1, ymm1, ymm15
@@ -18940,7 +17285,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 8416]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 30
+    vpsllq       ymm14, ymm3, 30
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8448]
     vpxor        ymm1, ymm1, ymm15
@@ -18958,7 +17303,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 8672]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 29
+    vpsllq       ymm14, ymm3, 29
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8704]
     vpxor        ymm1, ymm1, ymm15
@@ -18976,7 +17321,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 8928]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 28
+    vpsllq       ymm14, ymm3, 28
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8960]
     vpxor        ymm1, ymm1, ymm15
@@ -18994,7 +17339,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 9184]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 27
+    vpsllq       ymm14, ymm3, 27
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9216]
     vpxor        ymm1, ymm1, ymm15
@@ -19012,7 +17357,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 9440]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 26
+    vpsllq       ymm14, ymm3, 26
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9472]
     vpxor        ymm1, ymm1, ymm15
@@ -19030,7 +17375,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 9696]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 25
+    vpsllq       ymm14, ymm3, 25
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9728]
     vpxor        ymm1, ymm1, ymm15
@@ -19048,7 +17393,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 9952]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 24
+    vpsllq       ymm14, ymm3, 24
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9984]
     vpxor        ymm1, ymm1, ymm15
@@ -19066,7 +17411,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 10208]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 23
+    vpsllq       ymm14, ymm3, 23
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10240]
     vpxor        ymm1, ymm1, ymm15
@@ -19084,7 +17429,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 10464]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 22
+    vpsllq       ymm14, ymm3, 22
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10496]
     vpxor        ymm1, ymm1, ymm15
@@ -19102,7 +17447,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 10720]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 21
+    vpsllq       ymm14, ymm3, 21
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10752]
     vpxor        ymm1, ymm1, ymm15
@@ -19120,7 +17465,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 10976]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 20
+    vpsllq       ymm14, ymm3, 20
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11008]
     vpxor        ymm1, ymm1, ymm15
@@ -19138,7 +17483,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 11232]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 19
+    vpsllq       ymm14, ymm3, 19
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11264]
     vpxor        ymm1, ymm1, ymm15
@@ -19156,7 +17501,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 11488]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 18
+    vpsllq       ymm14, ymm3, 18
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11520]
     vpxor        ymm1, ymm1, ymm15
@@ -19174,7 +17519,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 11744]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 17
+    vpsllq       ymm14, ymm3, 17
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11776]
     vpxor        ymm1, ymm1, ymm15
@@ -19192,7 +17537,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 12000]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 16
+    vpsllq       ymm14, ymm3, 16
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12032]
     vpxor        ymm1, ymm1, ymm15
@@ -19210,7 +17555,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 12256]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 15
+    vpsllq       ymm14, ymm3, 15
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12288]
     vpxor        ymm1, ymm1, ymm15
@@ -19228,7 +17573,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 12512]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 14
+    vpsllq       ymm14, ymm3, 14
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12544]
     vpxor        ymm1, ymm1, ymm15
@@ -19246,7 +17591,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 12768]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 13
+    vpsllq       ymm14, ymm3, 13
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12800]
     vpxor        ymm1, ymm1, ymm15
@@ -19264,7 +17609,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 13024]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 12
+    vpsllq       ymm14, ymm3, 12
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13056]
     vpxor        ymm1, ymm1, ymm15
@@ -19282,7 +17627,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 13280]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 11
+    vpsllq       ymm14, ymm3, 11
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13312]
     vpxor        ymm1, ymm1, ymm15
@@ -19300,7 +17645,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 13536]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 10
+    vpsllq       ymm14, ymm3, 10
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13568]
     vpxor        ymm1, ymm1, ymm15
@@ -19318,7 +17663,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 13792]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 9
+    vpsllq       ymm14, ymm3, 9
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13824]
     vpxor        ymm1, ymm1, ymm15
@@ -19336,7 +17681,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 14048]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 8
+    vpsllq       ymm14, ymm3, 8
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14080]
     vpxor        ymm1, ymm1, ymm15
@@ -19354,7 +17699,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 14304]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 7
+    vpsllq       ymm14, ymm3, 7
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14336]
     vpxor        ymm1, ymm1, ymm15
@@ -19372,7 +17717,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 14560]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 6
+    vpsllq       ymm14, ymm3, 6
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14592]
     vpxor        ymm1, ymm1, ymm15
@@ -19390,7 +17735,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 14816]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 5
+    vpsllq       ymm14, ymm3, 5
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14848]
     vpxor        ymm1, ymm1, ymm15
@@ -19408,7 +17753,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 15072]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 4
+    vpsllq       ymm14, ymm3, 4
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15104]
     vpxor        ymm1, ymm1, ymm15
@@ -19426,7 +17771,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 15328]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 3
+    vpsllq       ymm14, ymm3, 3
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15360]
     vpxor        ymm1, ymm1, ymm15
@@ -19444,7 +17789,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 15584]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 2
+    vpsllq       ymm14, ymm3, 2
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15616]
     vpxor        ymm1, ymm1, ymm15
@@ -19462,7 +17807,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 15840]
     vpxor        ymm7, ymm7, ymm14
-    vpsllq       ymm14, ymm4, 1
+    vpsllq       ymm14, ymm3, 1
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15872]
     vpxor        ymm1, ymm1, ymm15
@@ -19480,23 +17825,23 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm13, ymm13, ymm15
     vpand        ymm14, ymm14, [rel gf2m_sq204_map + 16096]
     vpxor        ymm7, ymm7, ymm14
-    vpcmpgtq     ymm4, ymm6, ymm4
-    vpand        ymm14, ymm4, [rel gf2m_sq204_map + 16128]
+    vpcmpgtq     ymm3, ymm6, ymm3
+    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16128]
     vpxor        ymm1, ymm1, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq204_map + 16160]
+    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16160]
     vpxor        ymm8, ymm8, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq204_map + 16192]
+    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16192]
     vpxor        ymm9, ymm9, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq204_map + 16224]
+    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16224]
     vpxor        ymm10, ymm10, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq204_map + 16256]
+    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16256]
     vpxor        ymm11, ymm11, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq204_map + 16288]
+    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16288]
     vpxor        ymm12, ymm12, ymm14
-    vpand        ymm14, ymm4, [rel gf2m_sq204_map + 16320]
+    vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16320]
     vpxor        ymm13, ymm13, ymm14
-    vpand        ymm4, ymm4, [rel gf2m_sq204_map + 16352]
-    vpxor        ymm4, ymm7, ymm4
+    vpand        ymm3, ymm3, [rel gf2m_sq204_map + 16352]
+    vpxor        ymm3, ymm7, ymm3
     vpsllq       ymm7, ymm5, 63
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16384]
@@ -19514,7 +17859,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16576]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 16608]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 62
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16640]
@@ -19532,7 +17877,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16832]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 16864]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 61
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16896]
@@ -19550,7 +17895,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17088]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 17120]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 60
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17152]
@@ -19568,7 +17913,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17344]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 17376]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 59
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17408]
@@ -19586,7 +17931,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17600]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 17632]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 58
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17664]
@@ -19604,7 +17949,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17856]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 17888]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 57
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17920]
@@ -19622,7 +17967,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18112]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 18144]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 56
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18176]
@@ -19640,7 +17985,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18368]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 18400]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 55
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18432]
@@ -19658,7 +18003,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18624]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 18656]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 54
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18688]
@@ -19676,7 +18021,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18880]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 18912]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 53
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18944]
@@ -19694,7 +18039,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19136]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 19168]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 52
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19200]
@@ -19712,7 +18057,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19392]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 19424]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 51
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19456]
@@ -19730,7 +18075,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19648]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 19680]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 50
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19712]
@@ -19748,7 +18093,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19904]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 19936]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 49
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19968]
@@ -19766,7 +18111,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20160]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 20192]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 48
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20224]
@@ -19784,7 +18129,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20416]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 20448]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 47
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20480]
@@ -19802,7 +18147,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20672]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 20704]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 46
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20736]
@@ -19820,7 +18165,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20928]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 20960]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 45
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20992]
@@ -19838,7 +18183,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21184]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 21216]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 44
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21248]
@@ -19856,7 +18201,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21440]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 21472]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 43
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21504]
@@ -19874,7 +18219,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21696]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 21728]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 42
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21760]
@@ -19892,7 +18237,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21952]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 21984]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 41
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22016]
@@ -19910,7 +18255,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22208]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 22240]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 40
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22272]
@@ -19928,7 +18273,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22464]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 22496]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 39
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22528]
@@ -19946,7 +18291,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22720]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 22752]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 38
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22784]
@@ -19964,7 +18309,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22976]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 23008]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 37
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23040]
@@ -19982,7 +18327,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23232]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 23264]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 36
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23296]
@@ -20000,7 +18345,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23488]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 23520]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 35
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23552]
@@ -20018,7 +18363,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23744]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 23776]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 34
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23808]
@@ -20036,7 +18381,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24000]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 24032]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 33
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24064]
@@ -20054,7 +18399,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24256]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 24288]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 32
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24320]
@@ -20072,7 +18417,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24512]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 24544]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 31
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24576]
@@ -20090,7 +18435,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24768]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 24800]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 30
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24832]
@@ -20108,7 +18453,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25024]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 25056]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 29
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25088]
@@ -20126,7 +18471,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25280]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 25312]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 28
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25344]
@@ -20144,7 +18489,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25536]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 25568]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 27
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25600]
@@ -20162,7 +18507,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25792]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 25824]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 26
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25856]
@@ -20180,7 +18525,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26048]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 26080]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 25
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26112]
@@ -20198,7 +18543,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26304]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 26336]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 24
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26368]
@@ -20216,7 +18561,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26560]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 26592]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 23
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26624]
@@ -20234,7 +18579,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26816]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 26848]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 22
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26880]
@@ -20252,7 +18597,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27072]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 27104]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 21
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27136]
@@ -20270,7 +18615,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27328]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 27360]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 20
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27392]
@@ -20288,7 +18633,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27584]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 27616]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 19
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27648]
@@ -20306,7 +18651,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27840]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 27872]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 18
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27904]
@@ -20324,7 +18669,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28096]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 28128]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 17
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28160]
@@ -20342,7 +18687,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28352]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 28384]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 16
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28416]
@@ -20360,7 +18705,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28608]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 28640]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 15
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28672]
@@ -20378,7 +18723,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28864]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 28896]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 14
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28928]
@@ -20396,7 +18741,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29120]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 29152]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 13
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29184]
@@ -20414,7 +18759,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29376]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 29408]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 12
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29440]
@@ -20432,7 +18777,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29632]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 29664]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 11
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29696]
@@ -20450,7 +18795,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29888]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 29920]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 10
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29952]
@@ -20468,7 +18813,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30144]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 30176]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 9
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30208]
@@ -20486,7 +18831,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30400]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 30432]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 8
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30464]
@@ -20504,7 +18849,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30656]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 30688]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 7
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30720]
@@ -20522,7 +18867,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30912]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 30944]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 6
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30976]
@@ -20540,7 +18885,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31168]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 31200]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 5
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31232]
@@ -20558,7 +18903,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31424]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 31456]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 4
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31488]
@@ -20576,7 +18921,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31680]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 31712]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 3
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31744]
@@ -20594,7 +18939,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31936]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 31968]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 2
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32000]
@@ -20612,7 +18957,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32192]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 32224]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpsllq       ymm7, ymm5, 1
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32256]
@@ -20630,7 +18975,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32448]
     vpxor        ymm13, ymm13, ymm14
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 32480]
-    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm3, ymm3, ymm7
     vpcmpgtq     ymm5, ymm6, ymm5
     vpand        ymm6, ymm5, [rel gf2m_sq204_map + 32512]
     vpxor        ymm1, ymm1, ymm6
@@ -20647,7 +18992,7 @@ kg_gf2m409_inv_avx2:
     vpand        ymm11, ymm5, [rel gf2m_sq204_map + 32704]
     vpxor        ymm11, ymm13, ymm11
     vpand        ymm5, ymm5, [rel gf2m_sq204_map + 32736]
-    vpxor        ymm4, ymm4, ymm5
+    vpxor        ymm3, ymm3, ymm5
     vpermq       ymm5, ymm6, 147
     vpermq       ymm6, ymm7, 78
     vpermq       ymm7, ymm8, 57
@@ -20658,256 +19003,217 @@ kg_gf2m409_inv_avx2:
     vextracti128 xmm1, ymm1, 1
     vpermq       ymm6, ymm10, 147
     vpermq       ymm7, ymm11, 78
-    vpermq       ymm4, ymm4, 57
+    vpermq       ymm3, ymm3, 57
     vpxor        ymm6, ymm9, ymm6
     vpxor        ymm6, ymm6, ymm7
-    vpxor        ymm4, ymm6, ymm4
-    vextracti128 xmm6, ymm4, 0
-    vextracti128 xmm4, ymm4, 1
-    vpclmulqdq   xmm7, xmm5, xmm2, 0
-    vpclmulqdq   xmm8, xmm5, xmm2, 1
-    vpclmulqdq   xmm9, xmm5, xmm2, 16
-    vpclmulqdq   xmm10, xmm5, xmm2, 17
+    vpxor        ymm3, ymm6, ymm3
+    vextracti128 xmm6, ymm3, 0
+    vextracti128 xmm3, ymm3, 1
+    vpclmulqdq   xmm7, xmm5, xmm4, 0
+    vpclmulqdq   xmm8, xmm5, xmm4, 1
+    vpclmulqdq   xmm9, xmm5, xmm4, 16
+    vpclmulqdq   xmm10, xmm5, xmm4, 17
     vpxor        xmm8, xmm8, xmm9
-    vpclmulqdq   xmm9, xmm1, xmm3, 0
-    vpclmulqdq   xmm11, xmm1, xmm3, 1
-    vpclmulqdq   xmm12, xmm1, xmm3, 16
-    vpclmulqdq   xmm13, xmm1, xmm3, 17
+    vpclmulqdq   xmm9, xmm1, xmm2, 0
+    vpclmulqdq   xmm11, xmm1, xmm2, 1
+    vpclmulqdq   xmm12, xmm1, xmm2, 16
+    vpclmulqdq   xmm13, xmm1, xmm2, 17
     vpxor        xmm11, xmm11, xmm12
     vpxor        xmm12, xmm5, xmm1
-    vpxor        xmm14, xmm2, xmm3
+    vpxor        xmm14, xmm4, xmm2
     vpclmulqdq   xmm15, xmm12, xmm14, 0
-    vmovdqa      [rsp + 96], xmm3                    ; spill
-    vpclmulqdq   xmm3, xmm12, xmm14, 1
-    vmovdqa      [rsp + 320], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm12, xmm14, 16
+    vmovdqa      [rsp + 256], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm12, xmm14, 1
+    vmovdqa      [rsp + 192], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm12, xmm14, 16
     vpclmulqdq   xmm12, xmm12, xmm14, 17
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm7, xmm10
-    vpxor        xmm14, xmm15, xmm9
-    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm4, xmm10, xmm9
+    vpxor        xmm9, xmm7, xmm15
+    vpxor        xmm9, xmm9, xmm4
     vpxor        xmm2, xmm8, xmm2
     vpxor        xmm2, xmm2, xmm11
-    vpxor        xmm10, xmm10, xmm12
-    vpxor        xmm9, xmm9, xmm13
-    vpxor        xmm9, xmm10, xmm9
+    vpxor        xmm10, xmm12, xmm13
+    vpxor        xmm4, xmm10, xmm4
     vpclmulqdq   xmm10, xmm6, xmm0, 0
     vpclmulqdq   xmm12, xmm6, xmm0, 1
     vpclmulqdq   xmm14, xmm6, xmm0, 16
     vpclmulqdq   xmm15, xmm6, xmm0, 17
     vpxor        xmm12, xmm12, xmm14
-    vpclmulqdq   xmm14, xmm4, [rsp], 0
-    vmovdqa      [rsp + 256], xmm2                   ; spill
-    vpxor        xmm2, xmm6, xmm4
-    vmovdqa      [rsp + 64], xmm3                    ; spill
-    vpxor        xmm3, xmm0, [rsp]
-    vmovdqa      [rsp + 160], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm2, xmm3, 0
-    vmovdqa      [rsp + 352], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm2, xmm3, 1
-    vmovdqa      [rsp + 192], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm2, xmm3, 16
-    vpclmulqdq   xmm2, xmm2, xmm3, 17
-    vpxor        xmm3, xmm8, xmm11
-    vpxor        xmm8, xmm10, xmm15
-    vpxor        xmm11, xmm13, xmm14
-    vpxor        xmm8, xmm8, xmm11
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm2, xmm2, xmm14
+    vpclmulqdq   xmm14, xmm3, [rsp], 0
+    vmovdqa      [rsp + 384], xmm2                   ; spill
+    vpxor        xmm2, xmm6, xmm3
+    vmovdqa      [rsp + 352], xmm9                   ; spill
+    vpxor        xmm9, xmm0, [rsp]
+    vmovdqa      [rsp + 64], xmm8                    ; spill
+    vpclmulqdq   xmm8, xmm2, xmm9, 0
+    vmovdqa      [rsp + 160], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm2, xmm9, 1
+    vmovdqa      [rsp + 224], xmm13                  ; spill
+    vpclmulqdq   xmm13, xmm2, xmm9, 16
+    vpclmulqdq   xmm2, xmm2, xmm9, 17
+    vpxor        xmm7, xmm7, xmm13
+    vpxor        xmm9, xmm15, xmm14
+    vpxor        xmm8, xmm10, xmm8
+    vpxor        xmm8, xmm8, xmm9
+    vpxor        xmm7, xmm12, xmm7
+    vpxor        xmm2, xmm2, xmm9
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm1, xmm4
-    vmovdqa      xmm4, [rsp + 320]                   ; reload
-    vpxor        xmm0, xmm4, xmm0
-    vmovdqa      xmm4, [rsp + 96]                    ; reload
-    vpxor        xmm4, xmm4, [rsp]
+    vpxor        xmm1, xmm1, xmm3
+    vmovdqa      xmm3, [rsp + 192]                   ; reload
+    vpxor        xmm0, xmm3, xmm0
+    vmovdqa      xmm3, [rsp + 256]                   ; reload
+    vpxor        xmm3, xmm3, [rsp]
     vpclmulqdq   xmm6, xmm5, xmm0, 0
-    vpclmulqdq   xmm11, xmm5, xmm0, 1
+    vpclmulqdq   xmm9, xmm5, xmm0, 1
     vpclmulqdq   xmm13, xmm5, xmm0, 16
     vpclmulqdq   xmm14, xmm5, xmm0, 17
-    vpxor        xmm11, xmm11, xmm13
-    vpclmulqdq   xmm13, xmm1, xmm4, 0
-    vpclmulqdq   xmm15, xmm1, xmm4, 1
+    vpxor        xmm9, xmm9, xmm13
+    vpclmulqdq   xmm13, xmm1, xmm3, 0
+    vpclmulqdq   xmm15, xmm1, xmm3, 1
     vmovdqa      [rsp], xmm2                         ; spill
-    vpclmulqdq   xmm2, xmm1, xmm4, 16
-    vmovdqa      [rsp + 96], xmm3                    ; spill
-    vpclmulqdq   xmm3, xmm1, xmm4, 17
+    vpclmulqdq   xmm2, xmm1, xmm3, 16
+    vmovdqa      [rsp + 256], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm1, xmm3, 17
     vpxor        xmm2, xmm15, xmm2
     vpxor        xmm1, xmm5, xmm1
-    vpxor        xmm0, xmm0, xmm4
-    vpclmulqdq   xmm4, xmm1, xmm0, 0
+    vpxor        xmm0, xmm0, xmm3
+    vpclmulqdq   xmm3, xmm1, xmm0, 0
     vpclmulqdq   xmm5, xmm1, xmm0, 1
     vpclmulqdq   xmm15, xmm1, xmm0, 16
     vpclmulqdq   xmm0, xmm1, xmm0, 17
     vpxor        xmm1, xmm5, xmm15
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm1, xmm11, xmm1
+    vpxor        xmm5, xmm14, xmm13
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm1, xmm9, xmm1
     vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm0, xmm14, xmm0
-    vpxor        xmm5, xmm13, xmm3
+    vpxor        xmm0, xmm0, xmm7
     vpxor        xmm0, xmm0, xmm5
-    vpxor        xmm5, xmm7, xmm9
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm5, xmm5, xmm6
-    vmovdqa      xmm6, [rsp + 352]                   ; reload
-    vpxor        xmm13, xmm6, [rsp + 192]
-    vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm11, xmm13, xmm11
-    vmovdqa      xmm13, [rsp + 64]                   ; reload
-    vpxor        xmm14, xmm13, [rsp + 160]
-    vpxor        xmm4, xmm4, xmm8
-    vpxor        xmm4, xmm14, xmm4
-    vmovdqa      xmm14, [rsp + 256]                  ; reload
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm1, xmm1, [rsp + 96]
-    vpxor        xmm0, xmm9, xmm0
-    vpxor        xmm9, xmm10, [rsp]
-    vpxor        xmm0, xmm0, xmm9
-    vmovdqa      xmm9, [rsp + 192]                   ; reload
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm2, xmm2, xmm12
-    vmovdqa      xmm9, [rsp + 160]                   ; reload
-    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm5, xmm11, xmm12
+    vmovdqa      xmm10, [rsp + 224]                  ; reload
+    vpxor        xmm8, xmm10, xmm8
+    vmovdqa      xmm10, [rsp + 160]                  ; reload
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm6, xmm6, xmm4
+    vmovdqa      xmm11, [rsp + 64]                   ; reload
+    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm9, xmm9, xmm5
+    vmovdqa      xmm12, [rsp + 352]                  ; reload
+    vpxor        xmm3, xmm12, xmm3
     vpxor        xmm3, xmm3, xmm8
-    vpslldq      xmm8, xmm6, 8
-    vpxor        xmm7, xmm7, xmm8
-    vpalignr     xmm6, xmm14, xmm6, 8
-    vpxor        xmm6, xmm13, xmm6
-    vpalignr     xmm8, xmm11, xmm14, 8
-    vpxor        xmm5, xmm5, xmm8
-    vpalignr     xmm8, xmm1, xmm11, 8
-    vpxor        xmm4, xmm4, xmm8
+    vmovdqa      xmm13, [rsp + 384]                  ; reload
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm1, xmm1, [rsp + 256]
+    vpxor        xmm0, xmm0, [rsp]
+    vpxor        xmm0, xmm0, xmm4
+    vpxor        xmm2, xmm2, xmm5
+    vpxor        xmm4, xmm7, xmm8
+    vpslldq      xmm5, xmm11, 8
+    vpxor        xmm5, xmm10, xmm5
+    vpalignr     xmm7, xmm13, xmm11, 8
+    vpxor        xmm7, xmm12, xmm7
+    vpalignr     xmm8, xmm9, xmm13, 8
+    vpxor        xmm6, xmm6, xmm8
+    vpalignr     xmm8, xmm1, xmm9, 8
+    vpxor        xmm3, xmm3, xmm8
     vpalignr     xmm1, xmm2, xmm1, 8
     vpxor        xmm0, xmm0, xmm1
-    vmovdqa      xmm1, [rsp + 96]                    ; reload
+    vmovdqa      xmm1, [rsp + 256]                   ; reload
     vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm2, xmm3, xmm2
+    vpxor        xmm2, xmm4, xmm2
     vpsrldq      xmm1, xmm1, 8
-    vmovdqa      xmm3, [rsp]                         ; reload
-    vpxor        xmm1, xmm3, xmm1
-    vpsllq       xmm3, xmm4, 39
-    vpalignr     xmm8, xmm4, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm3, xmm3, xmm8
-    vpsllq       xmm8, xmm0, 39
-    vpalignr     xmm9, xmm0, xmm4, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm2, 39
-    vpalignr     xmm0, xmm2, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm1, xmm1, xmm2, 8
-    vpsrlq       xmm1, xmm1, 25
-    vpxor        xmm1, xmm9, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpand        xmm4, xmm4, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_800000], 1
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm3, xmm8, xmm3
-    vpxor        xmm6, xmm6, xmm9
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm4, xmm4, xmm13
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm3, xmm0, xmm3, 8
-    vpxor        xmm3, xmm6, xmm3
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm5, xmm0
-    vpalignr     xmm1, xmm14, xmm1, 8
+    vmovdqa      xmm4, [rsp]                         ; reload
     vpxor        xmm1, xmm4, xmm1
-    vpsllq       xmm4, xmm1, 39
-    vpalignr     xmm5, xmm1, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm1, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm4, 8
-    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm2, xmm2, xmm6
+    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm1, xmm1, xmm2, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm3, xmm3, xmm7
-    vpslldq      xmm5, xmm4, 8
-    vpxor        xmm2, xmm2, xmm5
-    vpsrldq      xmm4, xmm4, 8
-    vpxor        xmm3, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm3, xmm3, 17
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm5, xmm7, xmm14
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm6, xmm6, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxor        xmm1, xmm5, xmm1
+    vpalignr     xmm0, xmm2, xmm0, 8
+    vpxor        xmm0, xmm6, xmm0
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpclmulqdq   xmm3, xmm4, xmm4, 0
+    vpclmulqdq   xmm4, xmm4, xmm4, 17
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm1, xmm1, 17
     vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm7, xmm3, 39
-    vpalignr     xmm8, xmm3, xmm5, 8
-    vpsrlq       xmm8, xmm8, 25
-    vpxor        xmm7, xmm7, xmm8
-    vpsllq       xmm8, xmm6, 39
-    vpalignr     xmm9, xmm6, xmm3, 8
-    vpsrlq       xmm9, xmm9, 25
-    vpxor        xmm8, xmm8, xmm9
-    vpsllq       xmm9, xmm0, 39
-    vpalignr     xmm6, xmm0, xmm6, 8
-    vpsrlq       xmm6, xmm6, 25
-    vpxor        xmm6, xmm9, xmm6
-    vpsllq       xmm9, xmm1, 39
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpsrlq       xmm0, xmm0, 25
-    vpxor        xmm0, xmm9, xmm0
-    vpsrldq      xmm1, xmm7, 8
-    vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm7, xmm7, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm9, xmm8, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm11, xmm6, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm12, xmm6, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_800000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_800000], 1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm8, xmm7
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm7, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm13, xmm2, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
+    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm0, xmm7, xmm0
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpxor        xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm7, xmm2, [rel gf2m_g_8000000000], 0
+    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm4, xmm4, xmm14
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm6, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm0, xmm0, xmm12
-    vpxor        xmm3, xmm3, xmm13
-    vpslldq      xmm7, xmm4, 8
-    vpxor        xmm1, xmm1, xmm7
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm5, xmm5, xmm12
+    vpslldq      xmm7, xmm2, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm2, xmm6, xmm2, 8
+    vpxor        xmm2, xmm4, xmm2
     vpalignr     xmm4, xmm0, xmm6, 8
     vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm0, xmm14, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpsllq       xmm3, xmm0, 39
-    vpalignr     xmm5, xmm0, xmm4, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpxor        xmm3, xmm3, xmm5
-    vpsrldq      xmm5, xmm0, 8
-    vpsrlq       xmm5, xmm5, 25
-    vpsrldq      xmm6, xmm3, 8
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm1, xmm0, 25
+    vpsllq       xmm5, xmm1, 23
     vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_800000], 1
-    vpclmulqdq   xmm7, xmm5, [rel gf2m_g_800000], 0
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm3, xmm5, xmm3
-    vpxor        xmm2, xmm2, xmm7
-    vpslldq      xmm5, xmm3, 8
-    vpxor        xmm1, xmm1, xmm5
-    vpsrldq      xmm3, xmm3, 8
-    vpxor        xmm2, xmm2, xmm3
+    vpunpcklqdq  xmm1, xmm1, xmm5
+    vpxor        xmm1, xmm3, xmm1
     vmovdqu      [rdi], xmm1
     vmovdqu      [rdi + 16], xmm2
     vmovdqu      [rdi + 32], xmm4

@@ -52,6 +52,43 @@ void kg_gf2m409_mul_avx2(uint64_t out[7], const uint64_t a[7], const uint64_t b[
 void kg_gf2m409_sqr_avx2(uint64_t out[7], const uint64_t a[7]);
 
 
+/* out = a * b mod f in GF(2^409), lazy form (degree < 448; gf2m_freeze reduces it)
+ *   requires: a, b: 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+ *   ensures: out ≡ a*b (mod f): 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   out: 7 x uint64_t, out, 8-byte aligned
+ *   a: 7 x uint64_t, in, 8-byte aligned
+ *   b: 7 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m409_mul_lazy_avx2(uint64_t out[7], const uint64_t a[7], const uint64_t b[7]);
+
+
+/* out = a^2 mod f in GF(2^409), lazy form (degree < 448; gf2m_freeze reduces it)
+ *   requires: a: 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+ *   ensures: out ≡ a^2 (mod f): 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   out: 7 x uint64_t, out, 8-byte aligned
+ *   a: 7 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m409_sqr_lazy_avx2(uint64_t out[7], const uint64_t a[7]);
+
+
+/* out = a mod f: a lazy element in its reduced form
+ *   requires: a: 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+ *   ensures: out = a mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX (check CPUID before calling)
+ *   out: 7 x uint64_t, out, 8-byte aligned
+ *   a: 7 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m409_freeze_avx2(uint64_t out[7], const uint64_t a[7]);
+
+
 /* out = c mod f for an unreduced c of degree <= 816
  *   requires: c: 14 little-endian uint64 limbs, degree <= 816 (below 2^817); limbs above 12 are not read
  *   ensures: out = c mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)

@@ -42,6 +42,46 @@ unsafe extern "C" {
     /// ```
     pub fn kg_gf2m409_sqr_avx2(out: *mut u64, a: *const u64);
 
+    /// out = a * b mod f in GF(2^409), lazy form (degree < 448; gf2m_freeze reduces it)
+    ///
+    /// ```text
+    /// requires: a, b: 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+    /// ensures: out ≡ a*b (mod f): 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX, PCLMULQDQ (is_x86_feature_detected!: "avx", "pclmulqdq")
+    /// out: 7 x u64, out, 8-byte aligned
+    /// a: 7 x u64, in, 8-byte aligned
+    /// b: 7 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m409_mul_lazy_avx2(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// out = a^2 mod f in GF(2^409), lazy form (degree < 448; gf2m_freeze reduces it)
+    ///
+    /// ```text
+    /// requires: a: 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+    /// ensures: out ≡ a^2 (mod f): 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX, PCLMULQDQ (is_x86_feature_detected!: "avx", "pclmulqdq")
+    /// out: 7 x u64, out, 8-byte aligned
+    /// a: 7 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m409_sqr_lazy_avx2(out: *mut u64, a: *const u64);
+
+    /// out = a mod f: a lazy element in its reduced form
+    ///
+    /// ```text
+    /// requires: a: 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+    /// ensures: out = a mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX (is_x86_feature_detected!: "avx")
+    /// out: 7 x u64, out, 8-byte aligned
+    /// a: 7 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m409_freeze_avx2(out: *mut u64, a: *const u64);
+
     /// out = c mod f for an unreduced c of degree <= 816
     ///
     /// ```text

@@ -52,6 +52,43 @@ void kg_gf2m571_mul_avx2(uint64_t out[9], const uint64_t a[9], const uint64_t b[
 void kg_gf2m571_sqr_avx2(uint64_t out[9], const uint64_t a[9]);
 
 
+/* out = a * b mod f in GF(2^571), lazy form (degree < 576; gf2m_freeze reduces it)
+ *   requires: a, b: 9 little-endian uint64 limbs, any 576 bits (lazy form: degree < 576, the element is its remainder mod f)
+ *   ensures: out ≡ a*b (mod f): 9 little-endian uint64 limbs, any 576 bits (lazy form: degree < 576, the element is its remainder mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   out: 9 x uint64_t, out, 8-byte aligned
+ *   a: 9 x uint64_t, in, 8-byte aligned
+ *   b: 9 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m571_mul_lazy_avx2(uint64_t out[9], const uint64_t a[9], const uint64_t b[9]);
+
+
+/* out = a^2 mod f in GF(2^571), lazy form (degree < 576; gf2m_freeze reduces it)
+ *   requires: a: 9 little-endian uint64 limbs, any 576 bits (lazy form: degree < 576, the element is its remainder mod f)
+ *   ensures: out ≡ a^2 (mod f): 9 little-endian uint64 limbs, any 576 bits (lazy form: degree < 576, the element is its remainder mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   out: 9 x uint64_t, out, 8-byte aligned
+ *   a: 9 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m571_sqr_lazy_avx2(uint64_t out[9], const uint64_t a[9]);
+
+
+/* out = a mod f: a lazy element in its reduced form
+ *   requires: a: 9 little-endian uint64 limbs, any 576 bits (lazy form: degree < 576, the element is its remainder mod f)
+ *   ensures: out = a mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX (check CPUID before calling)
+ *   out: 9 x uint64_t, out, 8-byte aligned
+ *   a: 9 x uint64_t, in, 8-byte aligned
+ */
+void kg_gf2m571_freeze_avx2(uint64_t out[9], const uint64_t a[9]);
+
+
 /* out = c mod f for an unreduced c of degree <= 1140
  *   requires: c: 18 little-endian uint64 limbs, degree <= 1140 (below 2^1141); limbs above 17 are not read
  *   ensures: out = c mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)

@@ -165,6 +165,14 @@ class Kernel:
         may be dirty and the epilogue ends with vzeroupper)."""
         return "AVX" in self.extensions or "AVX2" in self.extensions
 
+    @property
+    def dirty_upper(self) -> bool:
+        """Whether a ymm register is written: a VEX.128 write zeroes the upper
+        half, so only then can the upper state be dirty and the epilogue
+        need vzeroupper."""
+        return any(isinstance(o, (PhysReg, VReg)) and getattr(o, "kind", "vec") == "vec" and o.bits == 256
+                   for ins in self.body for o in ins.written)
+
 
 @dataclass
 class Builder:

@@ -2,7 +2,7 @@
 
 The prologue loads stack-passed arguments into their home registers and
 pushes the callee-saved general registers the kernel uses. The epilogue
-undoes the frame and ends VEX code with vzeroupper. The frame template
+undoes the frame and ends code that wrote a ymm register with vzeroupper. The frame template
 renders these fields, in one of two layouts.
 
 System V (no unwind tables): when the kernel spills, rbp is pushed and
@@ -119,7 +119,7 @@ def frame_of(kernel: Kernel) -> Frame:
     saves = tuple((f"xmm{r}", spill + SAVE_BYTES * k) for k, r in enumerate(saved))
     area = spill + SAVE_BYTES * len(saves)
     area += -area % SLOT_BYTES
-    return Frame(stack_args, pushes, area, saves, save_move, kernel.vex)
+    return Frame(stack_args, pushes, area, saves, save_move, kernel.dirty_upper)
 
 
 def _win64_frame(kernel: Kernel, stack_args: tuple[tuple[str, int], ...], pushes: tuple[str, ...], spill: int,
@@ -138,5 +138,5 @@ def _win64_frame(kernel: Kernel, stack_args: tuple[tuple[str, int], ...], pushes
     if size >= PAGE_BYTES:
         raise ValueError(f"{kernel.symbol}: a Win64 frame of {size} bytes (4 KiB or more) would need stack "
                          "probes (__chkstk), which kerngen does not emit")
-    return Frame(stack_args, pushes, 0, saves, save_move, kernel.vex, unwind=True, alloc=alloc,
+    return Frame(stack_args, pushes, 0, saves, save_move, kernel.dirty_upper, unwind=True, alloc=alloc,
                  frame_pointer=frame_pointer, spill_bytes=spill)

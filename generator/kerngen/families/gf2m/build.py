@@ -18,8 +18,8 @@ from .gf2x import poly_text
 from .kernels import Field
 from .mul import MulConfig
 from .params import Gf2mParams
-from .plan import folds, itoh_tsujii_chain
-from .reduce import gpr_reduce_streams, reduce_gpr
+from .plan import FieldPlan, folds, itoh_tsujii_chain
+from .reduce import gpr_reduce_streams, reduce_gpr, streams_by_pairs
 from .vec import Pairs
 
 MSQR_STEPS = (2, 4, 8, 16)
@@ -57,19 +57,28 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
                   notes)
 
 
+def _chunk_lines(f: Field, plan: FieldPlan, g: str) -> list[str]:
+    return [f"{g} chunk {c.q}: 0x{c.bits:x}"
+            + (" (plain xor)" if c.bits == 1 else
+               " (two shifts per pair)" if f.cfg.single_shift and c.single_shift is not None
+               else " (one carry-less product per word)") for c in plan.chunks]
+
+
 def _plan_lines(f: Field) -> tuple[str, ...]:
     """The products' configuration, g's chunks and the folds, in words."""
-    m, plan = f.p.m, f.plan
-    fold_lines = [f"fold {i + 1}: degree <= {fd.bound_in} -> <= {fd.bound_out} "
-                  f"({fd.hi_words} words above x^{m} times f - x^{m})" for i, fd in enumerate(folds(plan, 2 * m - 2))]
-    chunk_lines = [f"f - x^{m} chunk {c.q}: 0x{c.bits:x}"
-                   + (" (plain xor)" if c.bits == 1 else
-                      " (two shifts per pair)" if f.cfg.single_shift and c.single_shift is not None
-                      else " (one carry-less product per word)") for c in plan.chunks]
+    m, n, s, plan, lazy = f.p.m, f.n, f.plan.slack, f.plan, f.lazy_plan
     cfg_line = (f"products: {f.cfg.base} blocks of 128 bits, "
                 + (f"Karatsuba split from {f.cfg.karatsuba_min} blocks" if f.cfg.karatsuba_min
                    else "schoolbook over blocks"))
-    return (cfg_line, *chunk_lines, *fold_lines)
+    lazy_line = f"lazy form (degree < {64 * n}): remainders modulo x^{s} f = {poly_text(lazy.poly)}"
+    if streams_by_pairs(lazy):
+        return (cfg_line, lazy_line + ", in one pass from the top pair down, each word folded once",
+                *_chunk_lines(f, lazy, f"x^{s}(f - x^{m})"),
+                f"reduced form: the lazy form with its {s} bits above x^{m} folded once more (gf2m_freeze)")
+    return (cfg_line, *_chunk_lines(f, plan, f"f - x^{m}"),
+            *[f"fold {i + 1}: degree <= {fd.bound_in} -> <= {fd.bound_out} "
+              f"({fd.hi_words} words above x^{m} times f - x^{m})" for i, fd in enumerate(folds(plan, 2 * m - 2))],
+            lazy_line + ", by folds at x^" + str(64 * n))
 
 
 def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_steps) -> list[Function]:
@@ -79,6 +88,9 @@ def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_ste
     elem = Values(Bound(0, (1 << m) - 1), representation="reduced", bits=m, limbs=n)
     wide = Values(Bound(0, (1 << (2 * m - 1)) - 1), representation="unreduced", bits=2 * m - 1, limbs=2 * n)
     degree = f"degree < {m} (fully reduced mod f)"
+    lazy = Values(Bound(0, (1 << (64 * n)) - 1), representation="lazy", bits=64 * n, limbs=n)
+    lazy_text = (f"{n} little-endian uint64 limbs, any {64 * n} bits (lazy form: degree < {64 * n}, "
+                 "the element is its remainder mod f)")
     red = f"{n} little-endian uint64 limbs, {degree}"
     alias = "out may be the same buffer as any input (all inputs are read before out is written)"
 
@@ -97,6 +109,17 @@ def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_ste
                                                        alias), expect=(("a", "b"),)),
         KernelSpec("gf2m_sqr", "sqr", f.k_sqr, args(n, elem, ("a", n, elem)), f"out = a^2 mod f in GF(2^{m})",
                    ("requires: a: " + red, "ensures: out = a^2 mod f: " + red, alias), expect=(("a",),)),
+        KernelSpec("gf2m_mul_lazy", "mul_lazy", f.k_mul_lazy, args(n, lazy, ("a", n, lazy), ("b", n, lazy)),
+                   f"out = a * b mod f in GF(2^{m}), lazy form (degree < {64 * n}; gf2m_freeze reduces it)",
+                   ("requires: a, b: " + lazy_text, "ensures: out ≡ a*b (mod f): " + lazy_text, alias),
+                   expect=(("a", "b"),)),
+        KernelSpec("gf2m_sqr_lazy", "sqr_lazy", f.k_sqr_lazy, args(n, lazy, ("a", n, lazy)),
+                   f"out = a^2 mod f in GF(2^{m}), lazy form (degree < {64 * n}; gf2m_freeze reduces it)",
+                   ("requires: a: " + lazy_text, "ensures: out ≡ a^2 (mod f): " + lazy_text, alias),
+                   expect=(("a",),)),
+        KernelSpec("gf2m_freeze", "freeze", f.k_freeze, args(n, elem, ("a", n, lazy)),
+                   "out = a mod f: a lazy element in its reduced form",
+                   ("requires: a: " + lazy_text, "ensures: out = a mod f: " + red, alias), expect=(("a",),)),
         KernelSpec("gf2m_reduce", "reduce", f.k_reduce, reduce_args,
                    f"out = c mod f for an unreduced c of degree <= {2 * m - 2}", reduce_text, (("registers", "xmm"),),
                    expect=(("c",),)),

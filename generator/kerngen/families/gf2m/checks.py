@@ -51,6 +51,18 @@ def _judge(expected: tuple[int, ...], what: str) -> Callable[[dict[int, list[int
     return judge
 
 
+def _judge_lazy(expected: int, poly, bits: int, what: str) -> Callable[[dict[int, list[int]]], str | None]:
+    """A lazy result: any value below 2^bits (so nothing past the limbs)
+    whose remainder mod f is `expected`."""
+    def judge(outputs: dict[int, list[int]]) -> str | None:
+        got = value_of(outputs.get(0, ()))
+        if got >> bits == 0 and ref_rem(got, poly) == expected:
+            return None
+        return (f"{what}: got 0x{got:x}, whose remainder mod f is 0x{ref_rem(got, poly):x}, "
+                f"expected a value below 2^{bits} congruent to 0x{expected:x}")
+    return judge
+
+
 def _case(fn: dict, tag: str, ins: list[int], alias: bool) -> Case:
     """Case for a kernel out, in1, in2, ... (a manifest entry): inputs as
     integers; `alias` makes out share in1's buffer."""
@@ -112,7 +124,31 @@ def function_checks(fn: dict, rng: random.Random, nrandom: int = 4,
         case = _case(fn, tag, ins, alias)
         out.append(Check(case, _judge(limbs_of(expected, n_out), f"{fn['symbol']} {tag}")))
 
-    if kind in ("gf2m_mul", "gf2m_mulwide"):
+    lazy_bits = 64 * n_out
+
+    def add_lazy(tag, ins, expected, alias=False):
+        case = _case(fn, tag, ins, alias)
+        out.append(Check(case, _judge_lazy(expected, poly, lazy_bits, f"{fn['symbol']} {tag}")))
+
+    if kind == "gf2m_mul_lazy":
+        xs = _inputs(lazy_bits, rng, nrandom)
+        ys = _inputs(lazy_bits, rng, nrandom)
+        pairs = [(x, y) for x in xs[:4] for y in xs[:4]] + list(zip(xs[4:], reversed(ys)))
+        for i, (x, y) in enumerate(pairs):
+            add_lazy(f"p{i}", [x, y], ref_mulmod(x, y, poly))
+        add_lazy("inplace", [xs[-1], ys[-1]], ref_mulmod(xs[-1], ys[-1], poly), alias=True)
+    elif kind == "gf2m_sqr_lazy":
+        xs = _inputs(lazy_bits, rng, nrandom)
+        for i, x in enumerate(xs):
+            add_lazy(f"v{i}", [x], ref_mulmod(x, x, poly))
+        add_lazy("inplace", [xs[-1]], ref_mulmod(xs[-1], xs[-1], poly), alias=True)
+    elif kind == "gf2m_freeze":
+        extra = [c for c in ((1 << m) - 1, 1 << m, ((1 << lazy_bits) - 1) ^ ((1 << m) - 1)) if c >> lazy_bits == 0]
+        for i, c in enumerate(_inputs(lazy_bits, rng, nrandom) + extra):
+            add(f"c{i}", [c], ref_rem(c, poly))
+        c = rng.getrandbits(lazy_bits)
+        add("inplace", [c], ref_rem(c, poly), alias=True)
+    elif kind in ("gf2m_mul", "gf2m_mulwide"):
         xs = _inputs(m, rng, nrandom)
         ys = _inputs(m, rng, nrandom)
         pairs = [(x, y) for x in xs[:4] for y in xs[:4]] + list(zip(xs[4:], reversed(ys)))
@@ -203,38 +239,60 @@ def _square_power(table: list[int], m: int, k: int) -> np.ndarray:
     return result.astype(np.uint64)
 
 
+def _canonical(got: np.ndarray, table: list[int], m: int) -> np.ndarray:
+    """Rows of lazy results (limbs, any 64 n bits) as their remainders mod f:
+    each bit b >= m set is replaced by x^b mod f from `table`."""
+    got = got.copy()
+    count = got.shape[1]
+    for b in range(m, 64 * count):
+        limb, off = divmod(b, 64)
+        bit = np.uint64(1 << off)
+        rows = (got[:, limb] & bit) != 0
+        got[rows] ^= _limbs([table[b]], count)[0]
+        got[:, limb] &= ~bit
+    return got
+
+
+_LAZY_IN = ("gf2m_mul_lazy", "gf2m_sqr_lazy", "gf2m_freeze")
+
+
 def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
     """Every kernel proven GF(2)-multilinear (its manifest `proof`) run on a
     whole basis — each basis monomial x^i of a linear argument, each pair
     (x^i, x^j) of a bilinear product, each product of a sum of products with
     the other product's arguments zero — and compared with the images SymPy
     gives: together with the verifier's proof of the form, that determines the
-    kernel for every input. Inversion and the ladder step are not multilinear
-    and are checked by sampling only."""
+    kernel for every input. A lazy kernel's basis is every bit of its limbs
+    and its images are compared by their remainders mod f. Inversion and the
+    ladder step are not multilinear and are checked by sampling only."""
     m, poly = manifest["params"]["m"], manifest["params"]["poly"]
-    table = monomial_remainders(poly, 2 * m - 1)  # x^s mod f
+    limbs = (m + 63) // 64
+    table = monomial_remainders(poly, 128 * limbs - 1)  # x^s mod f, s up to a product of lazy elements
     out = []
     for fn in manifest["functions"]:
         mono = (fn.get("proof") or {}).get("monomials")
         if not mono:
             continue
+        kind = fn["kind"]
         counts = [a["count"] for a in fn["args"]]
         n_out = counts[0]
         name = f"basis proof of {fn['symbol']}"
+        bits = 2 * m - 1 if kind == "gf2m_reduce" else 64 * limbs if kind in _LAZY_IN else m
         if len(mono) == 1 and len(mono[0]) == 1:  # linear in one argument (1)
-            bits = 2 * m - 1 if fn["kind"] == "gf2m_reduce" else m
             units = _bits_to_limbs(np.eye(bits, dtype=np.uint64), counts[1])
-            if fn["kind"] == "gf2m_reduce":
+            if kind in ("gf2m_reduce", "gf2m_freeze"):
                 want = _limbs(table[:bits], n_out)
+            elif kind == "gf2m_sqr_lazy":
+                want = _limbs([table[2 * i] for i in range(bits)], n_out)
             else:
                 want = _bits_to_limbs(_square_power(table, m, fn.get("k", 1)), n_out)
             got = calls.batch(fn, {1: units})[0]
             label, cases = f"{bits} basis monomials", [(i,) for i in range(bits)]
         else:  # products: pairs of basis monomials, one product at a time
-            units = _bits_to_limbs(np.eye(m, dtype=np.uint64), counts[1])
-            i, j = np.divmod(np.arange(m * m), m)
-            zero = np.zeros((m * m, counts[1]), dtype=np.uint64)
-            if fn["kind"] == "gf2m_mulwide":
+            units = _bits_to_limbs(np.eye(bits, dtype=np.uint64), counts[1])
+            i, j = np.divmod(np.arange(bits * bits), bits)
+            zero = np.zeros((bits * bits, counts[1]), dtype=np.uint64)
+            if kind == "gf2m_mulwide":
                 pair_want = _limbs([1 << s for s in range(2 * m - 1)], n_out)
             else:
                 pair_want = _limbs(table, n_out)
@@ -248,6 +306,8 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                 cases += [(product, a, b) for a, b in zip(i.tolist(), j.tolist())]
             got, want = np.concatenate(gots), np.concatenate(wants)
             label = f"{len(cases)} pairs of basis monomials"
+        if kind in ("gf2m_mul_lazy", "gf2m_sqr_lazy"):
+            got = _canonical(got, table, m)
         bad = np.argwhere(got != want)
         out.append((f"{name} ({label})", None if not len(bad) else
                     f"basis input {cases[bad[0][0]]}: limb {bad[0][1]} is {int(got[tuple(bad[0])]):#x}, "
@@ -260,6 +320,10 @@ def build_openssl_shim(m: int, poly, workdir: Path) -> Path:
     flags = ["-O2", f"-DKG_M={m}", f"-DKG_LIMBS={(m + 63) // 64}", "-DKG_POLY=" + ",".join(map(str, poly))]
     return driver.build_shared_c("openssl_gf2m.c", f"openssl_gf2m-{m}", flags, workdir,
                                   "building the OpenSSL comparison (it needs libssl-dev)", link=["-lcrypto"])
+
+
+# OpenSSL has no lazy form: a lazy kernel is timed beside the reduced operation
+_OPENSSL_TWIN = {"mul_lazy": "mul", "sqr_lazy": "sqr"}
 
 
 def _short(fn: dict, prefix: str) -> str:
@@ -290,10 +354,11 @@ def bench_items(bundle: Bundle, workdir: Path) -> list[BenchItem]:
             if a["count"] == 1:  # the ladder step's swap mask
                 ins.append((1 << 64) - 1)
                 continue
-            bits = 2 * p.m - 1 if a["count"] > p.limbs else p.m
+            bits = 2 * p.m - 1 if a["count"] > p.limbs else 64 * p.limbs if fn["kind"] in _LAZY_IN else p.m
             ins.append(rng.getrandbits(bits) | 1)
         case = _case(fn, "bench", ins, alias=False)
-        comps = (Comparison("openssl", so, f"kg_ossl_{_short(fn, p.prefix)}"),)
+        short = _short(fn, p.prefix)
+        comps = (Comparison("openssl", so, f"kg_ossl_{_OPENSSL_TWIN.get(short, short)}"),)
         if fn["kind"] in gpr:
             comps += (Comparison("gpr", None, gpr[fn["kind"]]),)
         items.append(BenchItem(fn["kind"], fn["symbol"], case, comps))

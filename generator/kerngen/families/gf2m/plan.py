@@ -65,6 +65,19 @@ def field_plan(m: int, poly: tuple[int, ...]) -> FieldPlan:
     return FieldPlan(m, tuple(poly), n, 64 * n - m, chunks, max(g))
 
 
+def lazy_plan(plan: FieldPlan) -> FieldPlan:
+    """The plan of reduction modulo x^s f = x^(64 n) + x^s g, s the slack.
+
+    x^s f is a multiple of f, so a remainder modulo it is congruent to the
+    input modulo f: this is the lazy (partial) reduction, to degree
+    < 64 n. Its folds split at the word boundary x^(64 n), so no alignment
+    shift is needed, and its result still needs one short fold (`freeze`)
+    to become canonical.
+    """
+    s = plan.slack
+    return field_plan(64 * plan.limbs, tuple(e + s for e in plan.poly))
+
+
 def folds(plan: FieldPlan, bound: int) -> tuple[Fold, ...]:
     """The folds that bring a polynomial of degree <= `bound` below x^m.
 
@@ -148,3 +161,4 @@ def map_pays(m: int, k: int) -> bool:
     chunks = (m + 255) // 256
     ops = chunks * 64 * (2 + 8 * chunks)
     return 17 * k > ops / 3 + 20
+

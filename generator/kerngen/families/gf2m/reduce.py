@@ -14,7 +14,7 @@ from collections import defaultdict
 from ...ir.instr import ArgBase, Builder, GReg, Imm, Mem, VReg
 from .mul import MulConfig
 from .plan import FieldPlan, folds
-from .vec import Pairs, Terms, normalize, to_pairs
+from .vec import Pairs, Terms, normalize, pair_at, to_pairs
 
 
 def reduce_pairs(v: Pairs, plan: FieldPlan, pairs: list[VReg], bound: int, cfg: MulConfig) -> list[VReg]:
@@ -164,3 +164,107 @@ def reduce_gpr(b: Builder, plan: FieldPlan, bound: int) -> None:
         if w not in stored:
             b.emit("mov_store", Mem(ArgBase(0), 8 * w, 8), word(w))
             acc.pop(w)
+
+
+def streams_by_pairs(plan: FieldPlan) -> bool:
+    """Whether `reduce_stream` applies: the plan splits at a word boundary
+    (no slack) and a folded pair lands wholly below itself and the pair
+    under it, so each pair above x^m is final when the pass reaches it."""
+    return plan.slack == 0 and max(ch.q for ch in plan.chunks) <= plan.limbs - 3
+
+
+def reduce_stream(v: Pairs, plan: FieldPlan, pairs: list[VReg], cfg: MulConfig) -> list[VReg]:
+    """Pairs of c (2 n limbs) -> pairs of c mod f, for a plan with
+    `streams_by_pairs`: one pass from the top pair down.
+
+    Each pair above x^m is multiplied by g as soon as everything folded
+    into it has arrived, so every word is folded exactly once (a pass per
+    fold, as in `reduce_pairs`, folds the words it brings down again).
+    Contributions wait as terms at limb offsets; a pair is read out of
+    them with the one `palignr` that `to_pairs` would use. With n odd the
+    pair straddling x^m has its upper word folded alone (its other lane
+    zero), which touches nothing it was read from.
+    """
+    n = plan.limbs
+    acc: Terms = defaultdict(list)
+    for k, r in enumerate(pairs):
+        acc[2 * k].append(r)
+
+    def term(o: int) -> VReg | None:
+        r = v.tree(acc.pop(o, []))
+        if r is not None:
+            acc[o] = [r]
+        return r
+
+    def add(o: int, r: VReg, words: int) -> None:
+        assert o + words <= consumed, f"a fold reaches limb {o + words - 1}, above x^m and read already"
+        acc[o].append(r)
+
+    consumed = 2 * len(pairs)  # limbs from here up have been folded
+    for k in reversed(range(n // 2, len(pairs))):
+        h = pair_at(v, {o: r for o in (2 * k - 1, 2 * k, 2 * k + 1) if (r := term(o)) is not None}, k)
+        o, words = 2 * k - n, 2
+        if o < 0:  # the pair straddling x^m: its upper word alone is folded
+            h, o, words = v.down64(h), 0, 1
+        consumed = max(n, 2 * k)
+        for ch in plan.chunks:
+            r_ = ch.single_shift
+            if ch.bits == 1:
+                add(o + ch.q, h, words)
+            elif cfg.single_shift and r_ is not None:
+                add(o + ch.q, v.sll(h, r_), words)
+                add(o + ch.q + 1, v.srl(h, 64 - r_), words)
+            else:
+                g = v.const(f"gf2m_g_{ch.bits:x}", (ch.bits, 0),
+                            comment=f"terms x^{64 * ch.q}*(...) of f - x^{plan.m}, chunk {ch.q}")
+                add(o + ch.q, v.clmul(h, g, 0x00), 2)
+                if words == 2:
+                    add(o + ch.q + 1, v.clmul(h, g, 0x01), 2)
+    out = to_pairs(v, {o: r for o in range(-1, n) if (r := term(o)) is not None}, n)
+    if n % 2:  # the straddling pair's upper word was folded: clear it
+        out[-1] = v.and_(out[-1], v.const(f"gf2m_mask_{(1 << 64) - 1:x}_0", ((1 << 64) - 1, 0),
+                                          comment=f"limb {n - 1} alone"))
+    return out
+
+
+def freeze_pairs(v: Pairs, plan: FieldPlan, pairs: list[VReg]) -> list[VReg]:
+    """Pairs of a lazy element (degree < 64 n) -> pairs of its remainder mod f.
+
+    The s bits above x^m form one short word H; each term x^e of g adds
+    H x^e, one word (two when e mod 64 + s > 64) built in the lane H sits
+    in, and the words are placed into their pairs by unpacking: with
+    x^233 + x^74 + 1 that is a shift, a shift, one `punpckhqdq`, an xor
+    and the mask. A small field whose g reaches within s bits of x^m needs
+    more than one such fold (`folds`). Needs the upper lane of an odd n's
+    top pair zero (as loaded and as every kernel leaves it).
+    """
+    n, s = plan.limbs, plan.slack
+    top, lane = divmod(n - 1, 2)
+    out = list(pairs)
+    for fd in folds(plan, 64 * n - 1):
+        bits = fd.bound_in - plan.m + 1  # of H
+        h = v.srl(out[top], 64 - s)  # H in `lane`; with lane 1, lane 0 holds junk
+        words: dict[int, list[VReg]] = defaultdict(list)
+        for e in plan.poly[1:]:
+            limb, r = divmod(e, 64)
+            words[limb].append(v.sll(h, r) if r else h)
+            if r + bits > 64:
+                words[limb + 1].append(v.srl(h, 64 - r))
+        out[top] = v.and_(out[top], v.const(
+            f"gf2m_mask_{(1 << 64) - 1 if lane else plan.low_mask:x}_{plan.low_mask if lane else 0:x}",
+            ((1 << 64) - 1, plan.low_mask) if lane else (plan.low_mask, 0),
+            comment=f"limbs of x^{plan.m} - 1 in pair {top}"))
+        for k in range((max(words) + 2) // 2):
+            w0, w1 = v.tree(words.get(2 * k, [])), v.tree(words.get(2 * k + 1, []))
+            if w0 is None and w1 is None:
+                continue
+            if lane == 0:  # the other lane is zero: words combine by moving lane 0 up
+                add = w0 if w1 is None else v.unpacklo(w0, w1) if w0 is not None else v.up64(w1)
+            elif w0 is not None and w1 is not None:
+                add = v.unpackhi(w0, w1)
+            elif w0 is not None:
+                add = v.down64(w0)
+            else:
+                add = v.unpackhi(v.zero(), w1)
+            out[k] = v.xor(out[k], add)
+    return out

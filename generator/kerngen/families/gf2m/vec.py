@@ -57,6 +57,14 @@ class Pairs:
         """(lane 1 of lo, lane 0 of hi)."""
         return self._op("vpalignr", hi, lo, Imm(8))
 
+    def unpacklo(self, a, c) -> VReg:
+        """(lane 0 of a, lane 0 of c)."""
+        return self._op("vpunpcklqdq", a, c)
+
+    def unpackhi(self, a, c) -> VReg:
+        """(lane 1 of a, lane 1 of c)."""
+        return self._op("vpunpckhqdq", a, c)
+
     def swap(self, a) -> VReg:
         return self._op("vpshufd", a, Imm(0x4E))
 
@@ -86,23 +94,25 @@ def normalize(v: Pairs, terms: Terms) -> dict[int, VReg]:
     return {o: v.tree(rs) for o, rs in sorted(terms.items()) if rs}
 
 
+def pair_at(v: Pairs, norm: dict[int, VReg], k: int) -> VReg:
+    """Pair k (limbs 2k, 2k+1) of the sum of offset terms."""
+    parts = []
+    if 2 * k in norm:
+        parts.append(norm[2 * k])
+    lo, hi = norm.get(2 * k - 1), norm.get(2 * k + 1)
+    if lo is not None and hi is not None:
+        parts.append(v.straddle(hi, lo))
+    elif hi is not None:
+        parts.append(v.up64(hi))
+    elif lo is not None:
+        parts.append(v.down64(lo))
+    return v.tree(parts) if parts else v.zero()
+
+
 def to_pairs(v: Pairs, norm: dict[int, VReg], nwords: int) -> list[VReg]:
     """Pairs (limbs 2k, 2k+1) for limbs 0..nwords-1 of the sum of offset terms;
     terms reaching further must be zero there."""
-    pairs = []
-    for k in range((nwords + 1) // 2):
-        parts = []
-        if 2 * k in norm:
-            parts.append(norm[2 * k])
-        lo, hi = norm.get(2 * k - 1), norm.get(2 * k + 1)
-        if lo is not None and hi is not None:
-            parts.append(v.straddle(hi, lo))
-        elif hi is not None:
-            parts.append(v.up64(hi))
-        elif lo is not None:
-            parts.append(v.down64(lo))
-        pairs.append(v.tree(parts) if parts else v.zero())
-    return pairs
+    return [pair_at(v, norm, k) for k in range((nwords + 1) // 2)]
 
 
 def load_pairs(v: Pairs, arg: int, nwords: int, at: int = 0) -> list[VReg]:

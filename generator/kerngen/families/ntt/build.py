@@ -5,7 +5,7 @@ reductions, each with its typed contract."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import sympy
 
@@ -90,7 +90,12 @@ def butterfly_cost(ar: Arithmetic, direction: str) -> int:
     factor = ar.mul.operands([1] * (size * 8 // bits), lambda row: Mem(ArgBase(0), 0, size))
     start = len(b.instrs)
     ar.mul.butterfly(b, x, y, factor, q, direction == "inverse", None, 2 * ar.math.q, "")
-    return sum(2 if spec(ins.op).cls == "mul" else 1 for ins in b.instrs[start:])
+    return instructions_cost(b.instrs[start:])
+
+
+def instructions_cost(body) -> int:
+    """Instructions by the cost model: every one once, multiplications twice."""
+    return sum(2 if spec(ins.op).cls == "mul" else 1 for ins in body)
 
 
 def reduction_cost(r) -> int:
@@ -364,15 +369,20 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
               f" (proven); r_j = sum over i < {k} of a_i_j*b_i_j*2^-{bits} mod (x^{d} - zeta_j, {q}),"),
              *(() if k == 1 else ((f"          a_i = a[{n}*i .. {n}*i+{n - 1}], b_i likewise",),)),
              (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
-        def make(finish: Reducer | None) -> Compiled:
+        def make(finish: Reducer | None, karatsuba: bool) -> Compiled:
             b = kernel_builder(layout)
-            build_basemul(b, bm_ar, barrett, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude, finish, k)
+            build_basemul(b, bm_ar, barrett, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude, finish, k,
+                          karatsuba)
             return _compile(b, f"{p.prefix}_{kind}_{isa}", bm_contract, p, t)  # signed lanes: Montgomery's
 
-        # reduced at the end only if the output could exceed the range asked for, or the inverse's input
-        bc = first_fitting(bm_output, make, "r", lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi,
-                           bm_finishers)
-        facts = (("aliasing", "r may be the same array as a or b"), ("output_range", bm_output))
+        # reduced at the end only if the output could exceed the range asked for, or the inverse's input;
+        # blocks of degree 1 by Karatsuba where that, with its looser bound, still costs less
+        builds = [first_fitting(bm_output, partial(make, karatsuba=kara), "r",
+                                lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi, bm_finishers)
+                  for kara in ((False, True) if layout.d == 2 else (False,))]
+        bc = min(builds, key=lambda c: instructions_cost(c.kernel.body))
+        facts = (("aliasing", "r may be the same array as a or b"), ("output_range", bm_output),
+                 *((("karatsuba", builds.index(bc) == 1),) if layout.d == 2 else ()))
         fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,
                             f"base multiplication r = a*b blockwise mod (x^{d} - zeta_j), NTT domain" if k == 1 else
                             f"base multiply-accumulate r = {_sum_text(k)} blockwise, NTT domain",
