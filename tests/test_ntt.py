@@ -239,20 +239,45 @@ def test_every_validated_set_emits(log_n, k, policy, reducer):
         assert {f.kind for f in bundle.functions if f.isa == isa} >= {"ntt_forward", "ntt_inverse", "basemul", "freeze"}
 
 
-@pytest.mark.parametrize("q, karatsuba", [(769, True), (3329, False)])
+@pytest.mark.parametrize("q, karatsuba", [(3329, True), (7937, False)])
 def test_degree_one_blocks_by_karatsuba_where_it_costs_less(q, karatsuba):
-    """Three products per block of degree 1 instead of four where the looser
-    bound of the cross term (a0 + a1)(b0 + b1) - a0 b0 - a1 b1 still needs no
-    final reduction (small q); Kyber's inputs up to 4.9q would need one, which
-    costs more than the two multiplications saved. Either way the kernel
-    passes the harness (sums against SymPy, basis proofs)."""
+    """Three products per block of degree 1 instead of four where the sums
+    a0 + a1 fit the lanes and the cross term (a0 + a1)(b0 + b1) - a0 b0 -
+    a1 b1, bounded by the verifier's Karatsuba check, needs no final
+    reduction: Kyber's inputs up to 4.9q; not q = 7937's up to 19179, whose
+    sums would leave int16. Either way the kernel passes the harness (sums
+    against SymPy, basis proofs)."""
     p = from_mapping({"name": f"k256-{q}", "family": "ntt", "n": 256, "q": q, "isa": ["avx2", "sse"]}, "t")
     for fn in build(p).functions:
         if fn.kind == "basemul":
             assert dict(fn.facts)["karatsuba"] is karatsuba
-            products = sum(1 for ins in fn.kernel.body if ins.op == "vpmulhw") - sum(
-                1 for ins in fn.kernel.body if ins.op == "vpmulhw" and "barrett" in ins.comment)
-            per_block = 2 * (3 if karatsuba else 4) + 2  # hi(x*w) and hi(t*q) per product, two for the zeta
-            assert products == per_block * 256 // 2 // (fn.kernel.target.isa.vector_bits // 16)
+            if karatsuba:  # per register of blocks: 3 products and 3 factors w', the zeta's product: 15 in all
+                muls = sum(1 for ins in fn.kernel.body if ins.op in ("vpmulhw", "vpmullw", "pmulhw", "pmullw"))
+                assert muls == 15 * 256 // 2 // (fn.kernel.target.isa.vector_bits // 16)
     outcome = run_kerngen_test(p, seed=7, say=lambda s: None)
     assert outcome.failed == 0, outcome.failures
+
+
+def test_a_karatsuba_cross_term_is_bounded_only_from_the_sums_of_its_factors():
+    """kyber-3329's cross terms are proven in [-12986, 12986], not the ±28975
+    that intervals give; a cross term whose big product is not of the other
+    two products' summed factors (here its first subtraction's sources
+    swapped, or the sum a0 + a1 made a difference) is refused."""
+    import dataclasses
+    from kerngen.passes.verify import KARATSUBA
+    p = load(REPO / "params/kyber-3329.toml")
+    fn = next(f for f in build(p).functions if f.kind == "basemul" and f.kernel.target.isa.name == "avx2")
+    inputs = {1: (-16184, 16184), 2: (-16184, 16184)}
+    assert verify_kernel(fn.kernel, inputs, p.q).hull(0) == (-12986, 12986)
+    body = list(fn.kernel.body)
+    start = next(i for i, ins in enumerate(body) if ins.idiom and ins.idiom.kind == KARATSUBA)
+    ins = body[start]
+    swapped = dataclasses.replace(ins, operands=(ins.operands[0], ins.operands[2], ins.operands[1]))
+    with pytest.raises(VerifyError, match="Karatsuba cross term that in lane 0 does not multiply the sums"):
+        verify_kernel(dataclasses.replace(fn.kernel, body=tuple(body[:start] + [swapped] + body[start + 1:])),
+                      inputs, p.q)
+    add = next(i for i, ins in enumerate(body) if ins.op == "vpaddw")
+    difference = dataclasses.replace(body[add], op="vpsubw")
+    with pytest.raises(VerifyError, match="does not multiply the sums"):
+        verify_kernel(dataclasses.replace(fn.kernel, body=tuple(body[:add] + [difference] + body[add + 1:])),
+                      inputs, p.q)

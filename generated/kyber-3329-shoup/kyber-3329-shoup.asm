@@ -1086,7 +1086,7 @@ kg_kyber3329shoup_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 6657] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-8}, flags
+;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_basemul_avx2.end - kg_kyber3329shoup_basemul_avx2)
 align 32
@@ -1098,29 +1098,29 @@ kg_kyber3329shoup_basemul_avx2:
     vmovdqu      ymm3, [rdx]
     vmovdqu      ymm4, [rdx + 32]
     vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm7, ymm1, ymm5
-    vpmulhw      ymm8, ymm1, ymm3
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm8, ymm7
-    vpmullw      ymm8, ymm1, ymm6
-    vpmulhw      ymm1, ymm1, ymm4
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm5, ymm2, ymm5
-    vpmulhw      ymm3, ymm2, ymm3
+    vpmullw      ymm5, ymm1, ymm5
+    vpmulhw      ymm6, ymm1, ymm3
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm2, ymm6
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 32]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm2, ymm7, ymm2
+    vpsubw       ymm5, ymm6, ymm5
+    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm7, ymm2, ymm4
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm7, ymm6
+    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm2, ymm3, ymm4
+    vpmullw      ymm3, ymm2, [rel pw_m3327]
+    vpmullw      ymm3, ymm1, ymm3
+    vpmulhw      ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm1, ymm1, ymm5
+    vpsubw       ymm1, ymm1, ymm6
+    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 32]
+    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm3, ymm2
+    vpaddw       ymm2, ymm5, ymm2
     vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
     vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
@@ -1134,29 +1134,29 @@ kg_kyber3329shoup_basemul_avx2:
     vmovdqu      ymm3, [rdx + 64]
     vmovdqu      ymm4, [rdx + 96]
     vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm7, ymm1, ymm5
-    vpmulhw      ymm8, ymm1, ymm3
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm8, ymm7
-    vpmullw      ymm8, ymm1, ymm6
-    vpmulhw      ymm1, ymm1, ymm4
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm5, ymm2, ymm5
-    vpmulhw      ymm3, ymm2, ymm3
+    vpmullw      ymm5, ymm1, ymm5
+    vpmulhw      ymm6, ymm1, ymm3
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm2, ymm6
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 96]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 64]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm2, ymm7, ymm2
+    vpsubw       ymm5, ymm6, ymm5
+    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm7, ymm2, ymm4
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm7, ymm6
+    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm2, ymm3, ymm4
+    vpmullw      ymm3, ymm2, [rel pw_m3327]
+    vpmullw      ymm3, ymm1, ymm3
+    vpmulhw      ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm1, ymm1, ymm5
+    vpsubw       ymm1, ymm1, ymm6
+    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 64]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm3, ymm2
+    vpaddw       ymm2, ymm5, ymm2
     vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
     vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
@@ -1170,29 +1170,29 @@ kg_kyber3329shoup_basemul_avx2:
     vmovdqu      ymm3, [rdx + 128]
     vmovdqu      ymm4, [rdx + 160]
     vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm7, ymm1, ymm5
-    vpmulhw      ymm8, ymm1, ymm3
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm8, ymm7
-    vpmullw      ymm8, ymm1, ymm6
-    vpmulhw      ymm1, ymm1, ymm4
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm5, ymm2, ymm5
-    vpmulhw      ymm3, ymm2, ymm3
+    vpmullw      ymm5, ymm1, ymm5
+    vpmulhw      ymm6, ymm1, ymm3
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm2, ymm6
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 160]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 128]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm2, ymm7, ymm2
+    vpsubw       ymm5, ymm6, ymm5
+    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm7, ymm2, ymm4
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm7, ymm6
+    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm2, ymm3, ymm4
+    vpmullw      ymm3, ymm2, [rel pw_m3327]
+    vpmullw      ymm3, ymm1, ymm3
+    vpmulhw      ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm1, ymm1, ymm5
+    vpsubw       ymm1, ymm1, ymm6
+    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 160]
+    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 128]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm3, ymm2
+    vpaddw       ymm2, ymm5, ymm2
     vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
     vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
@@ -1206,29 +1206,29 @@ kg_kyber3329shoup_basemul_avx2:
     vmovdqu      ymm3, [rdx + 192]
     vmovdqu      ymm4, [rdx + 224]
     vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm7, ymm1, ymm5
-    vpmulhw      ymm8, ymm1, ymm3
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm8, ymm7
-    vpmullw      ymm8, ymm1, ymm6
-    vpmulhw      ymm1, ymm1, ymm4
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm5, ymm2, ymm5
-    vpmulhw      ymm3, ymm2, ymm3
+    vpmullw      ymm5, ymm1, ymm5
+    vpmulhw      ymm6, ymm1, ymm3
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm2, ymm6
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 224]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 192]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm2, ymm7, ymm2
+    vpsubw       ymm5, ymm6, ymm5
+    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm7, ymm2, ymm4
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm7, ymm6
+    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm2, ymm3, ymm4
+    vpmullw      ymm3, ymm2, [rel pw_m3327]
+    vpmullw      ymm3, ymm1, ymm3
+    vpmulhw      ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm1, ymm1, ymm5
+    vpsubw       ymm1, ymm1, ymm6
+    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 224]
+    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 192]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm3, ymm2
+    vpaddw       ymm2, ymm5, ymm2
     vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
     vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
@@ -1242,29 +1242,29 @@ kg_kyber3329shoup_basemul_avx2:
     vmovdqu      ymm3, [rdx + 256]
     vmovdqu      ymm4, [rdx + 288]
     vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm7, ymm1, ymm5
-    vpmulhw      ymm8, ymm1, ymm3
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm8, ymm7
-    vpmullw      ymm8, ymm1, ymm6
-    vpmulhw      ymm1, ymm1, ymm4
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm5, ymm2, ymm5
-    vpmulhw      ymm3, ymm2, ymm3
+    vpmullw      ymm5, ymm1, ymm5
+    vpmulhw      ymm6, ymm1, ymm3
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm2, ymm6
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 288]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 256]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm2, ymm7, ymm2
+    vpsubw       ymm5, ymm6, ymm5
+    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm7, ymm2, ymm4
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm7, ymm6
+    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm2, ymm3, ymm4
+    vpmullw      ymm3, ymm2, [rel pw_m3327]
+    vpmullw      ymm3, ymm1, ymm3
+    vpmulhw      ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm1, ymm1, ymm5
+    vpsubw       ymm1, ymm1, ymm6
+    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 288]
+    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 256]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm3, ymm2
+    vpaddw       ymm2, ymm5, ymm2
     vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
     vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
@@ -1278,29 +1278,29 @@ kg_kyber3329shoup_basemul_avx2:
     vmovdqu      ymm3, [rdx + 320]
     vmovdqu      ymm4, [rdx + 352]
     vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm7, ymm1, ymm5
-    vpmulhw      ymm8, ymm1, ymm3
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm8, ymm7
-    vpmullw      ymm8, ymm1, ymm6
-    vpmulhw      ymm1, ymm1, ymm4
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm5, ymm2, ymm5
-    vpmulhw      ymm3, ymm2, ymm3
+    vpmullw      ymm5, ymm1, ymm5
+    vpmulhw      ymm6, ymm1, ymm3
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm2, ymm6
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 352]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 320]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm2, ymm7, ymm2
+    vpsubw       ymm5, ymm6, ymm5
+    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm7, ymm2, ymm4
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm7, ymm6
+    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm2, ymm3, ymm4
+    vpmullw      ymm3, ymm2, [rel pw_m3327]
+    vpmullw      ymm3, ymm1, ymm3
+    vpmulhw      ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm1, ymm1, ymm5
+    vpsubw       ymm1, ymm1, ymm6
+    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 352]
+    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 320]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm3, ymm2
+    vpaddw       ymm2, ymm5, ymm2
     vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
     vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
@@ -1314,29 +1314,29 @@ kg_kyber3329shoup_basemul_avx2:
     vmovdqu      ymm3, [rdx + 384]
     vmovdqu      ymm4, [rdx + 416]
     vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm7, ymm1, ymm5
-    vpmulhw      ymm8, ymm1, ymm3
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm8, ymm7
-    vpmullw      ymm8, ymm1, ymm6
-    vpmulhw      ymm1, ymm1, ymm4
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm5, ymm2, ymm5
-    vpmulhw      ymm3, ymm2, ymm3
+    vpmullw      ymm5, ymm1, ymm5
+    vpmulhw      ymm6, ymm1, ymm3
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm2, ymm6
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 416]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 384]
-    vpmulhw      ymm3, ymm3, ymm0
-    vpsubw       ymm2, ymm2, ymm3
-    vpaddw       ymm2, ymm7, ymm2
+    vpsubw       ymm5, ymm6, ymm5
+    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm7, ymm2, ymm4
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm7, ymm6
+    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm2, ymm3, ymm4
+    vpmullw      ymm3, ymm2, [rel pw_m3327]
+    vpmullw      ymm3, ymm1, ymm3
+    vpmulhw      ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm1, ymm1, ymm5
+    vpsubw       ymm1, ymm1, ymm6
+    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 416]
+    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 384]
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm2, ymm3, ymm2
+    vpaddw       ymm2, ymm5, ymm2
     vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
     vpand        ymm3, ymm3, [rel pw_6658]
     vpaddw       ymm2, ymm2, ymm3
@@ -1350,29 +1350,29 @@ kg_kyber3329shoup_basemul_avx2:
     vmovdqu      ymm3, [rdx + 448]
     vmovdqu      ymm4, [rdx + 480]
     vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm7, ymm1, ymm5
-    vpmulhw      ymm8, ymm1, ymm3
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm8, ymm7
-    vpmullw      ymm8, ymm1, ymm6
-    vpmulhw      ymm1, ymm1, ymm4
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm1, ymm1, ymm8
-    vpmullw      ymm5, ymm2, ymm5
-    vpmulhw      ymm3, ymm2, ymm3
+    vpmullw      ymm5, ymm1, ymm5
+    vpmulhw      ymm6, ymm1, ymm3
     vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm2, ymm6
-    vpmulhw      ymm2, ymm2, ymm4
-    vpmulhw      ymm4, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 480]
-    vpmulhw      ymm2, ymm2, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 448]
-    vpmulhw      ymm0, ymm3, ymm0
-    vpsubw       ymm0, ymm2, ymm0
-    vpaddw       ymm0, ymm7, ymm0
+    vpsubw       ymm5, ymm6, ymm5
+    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm7, ymm2, ymm4
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm6, ymm7, ymm6
+    vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm2, ymm3, ymm4
+    vpmullw      ymm3, ymm2, [rel pw_m3327]
+    vpmullw      ymm3, ymm1, ymm3
+    vpmulhw      ymm1, ymm1, ymm2
+    vpmulhw      ymm2, ymm3, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsubw       ymm1, ymm1, ymm5
+    vpsubw       ymm1, ymm1, ymm6
+    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 480]
+    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 448]
+    vpmulhw      ymm0, ymm2, ymm0
+    vpsubw       ymm0, ymm3, ymm0
+    vpaddw       ymm0, ymm5, ymm0
     vpsraw       ymm2, ymm0, 15                      ; lift: the output range asked for
     vpand        ymm2, ymm2, [rel pw_6658]
     vpaddw       ymm0, ymm0, ymm2
@@ -4293,16 +4293,12 @@ kg_kyber3329shoup_ntt_forward_sse:
 ;   ensures:  every r[i] in [0, 6657] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-15}, flags
+;   clobbers: xmm{0-14}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_basemul_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_basemul_sse.end - kg_kyber3329shoup_basemul_sse)
 align 32
 kg_kyber3329shoup_basemul_sse:
     endbr64                                          ; an indirect-branch target under CET
-    push rbp
-    mov rbp, rsp
-    and rsp, -32
-    sub rsp, 32
     movdqu       xmm0, [rel pw_3329]                 ; q = 3329
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -4316,72 +4312,70 @@ kg_kyber3329shoup_basemul_sse:
     pmullw       xmm9, [rel pw_m3327]
     movdqa       xmm10, xmm6
     pmullw       xmm10, [rel pw_m3327 + 16]
-    movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m3327]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m3327 + 16]
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm9
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm10
-    movdqa       xmm15, xmm1
-    pmulhw       xmm15, xmm5
-    movdqa       [rsp], xmm5                         ; spill
-    movdqa       xmm5, xmm2
-    pmulhw       xmm5, xmm6
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm15, xmm13
-    psubw        xmm5, xmm14
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm11
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm12
-    pmulhw       xmm1, xmm7
-    pmulhw       xmm2, xmm8
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm1, xmm13
-    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    movdqa       xmm11, xmm1
+    pmulhw       xmm11, xmm5
+    movdqa       xmm12, xmm2
+    pmulhw       xmm12, xmm6
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm11, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm7
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm8
+    pmullw       xmm10, [rel pw_m3327 + 16]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
-    movdqa       xmm13, [rsp]                        ; reload
-    pmulhw       xmm13, xmm3
-    pmulhw       xmm6, xmm4
+    movdqa       xmm13, xmm3
+    pmulhw       xmm13, xmm7
+    movdqa       xmm14, xmm4
+    pmulhw       xmm14, xmm8
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
-    psubw        xmm6, xmm10
-    pmullw       xmm11, xmm3
-    pmullw       xmm12, xmm4
-    pmulhw       xmm3, xmm7
-    pmulhw       xmm4, xmm8
-    pmulhw       xmm11, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm3, xmm11
-    psubw        xmm4, xmm12
-    paddw        xmm1, xmm13
-    paddw        xmm2, xmm6
-    movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_kyber3329shoup_basemul_zetas_sse + 32]
-    movdqa       xmm7, xmm4
-    pmullw       xmm7, [rel kg_kyber3329shoup_basemul_zetas_sse + 48]
-    pmulhw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse]
-    pmulhw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 16]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm7, xmm0
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm7
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; lift: the output range asked for
+    psubw        xmm14, xmm10
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    paddw        xmm5, xmm7
+    paddw        xmm6, xmm8
+    movdqa       xmm3, xmm5
+    pmullw       xmm3, [rel pw_m3327]
+    movdqa       xmm4, xmm6
+    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm2
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    psubw        xmm1, xmm11
+    psubw        xmm2, xmm12
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 32]
+    movdqa       xmm4, xmm14
+    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 48]
+    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse]
+    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 16]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm13, xmm3
+    psubw        xmm14, xmm4
+    paddw        xmm11, xmm13
+    paddw        xmm12, xmm14
+    movdqa       xmm3, xmm11                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm5
+    movdqa       xmm4, xmm12
     psraw        xmm4, 15
     pand         xmm3, [rel pw_6658]
     pand         xmm4, [rel pw_6658 + 16]
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
+    paddw        xmm11, xmm3
+    paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -4390,8 +4384,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi], xmm15
-    movdqu       [rdi + 16], xmm5
+    movdqu       [rdi], xmm11
+    movdqu       [rdi + 16], xmm12
     movdqu       [rdi + 32], xmm1
     movdqu       [rdi + 48], xmm2
     movdqu       xmm1, [rsi + 64]
@@ -4406,72 +4400,70 @@ kg_kyber3329shoup_basemul_sse:
     pmullw       xmm9, [rel pw_m3327]
     movdqa       xmm10, xmm6
     pmullw       xmm10, [rel pw_m3327 + 16]
-    movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m3327]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m3327 + 16]
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm9
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm10
-    movdqa       xmm15, xmm1
-    pmulhw       xmm15, xmm5
-    movdqa       [rsp], xmm5                         ; spill
-    movdqa       xmm5, xmm2
-    pmulhw       xmm5, xmm6
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm15, xmm13
-    psubw        xmm5, xmm14
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm11
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm12
-    pmulhw       xmm1, xmm7
-    pmulhw       xmm2, xmm8
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm1, xmm13
-    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    movdqa       xmm11, xmm1
+    pmulhw       xmm11, xmm5
+    movdqa       xmm12, xmm2
+    pmulhw       xmm12, xmm6
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm11, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm7
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm8
+    pmullw       xmm10, [rel pw_m3327 + 16]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
-    movdqa       xmm13, [rsp]                        ; reload
-    pmulhw       xmm13, xmm3
-    pmulhw       xmm6, xmm4
+    movdqa       xmm13, xmm3
+    pmulhw       xmm13, xmm7
+    movdqa       xmm14, xmm4
+    pmulhw       xmm14, xmm8
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
-    psubw        xmm6, xmm10
-    pmullw       xmm11, xmm3
-    pmullw       xmm12, xmm4
-    pmulhw       xmm3, xmm7
-    pmulhw       xmm4, xmm8
-    pmulhw       xmm11, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm3, xmm11
-    psubw        xmm4, xmm12
-    paddw        xmm1, xmm13
-    paddw        xmm2, xmm6
-    movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_kyber3329shoup_basemul_zetas_sse + 96]
-    movdqa       xmm7, xmm4
-    pmullw       xmm7, [rel kg_kyber3329shoup_basemul_zetas_sse + 112]
-    pmulhw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 64]
-    pmulhw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 80]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm7, xmm0
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm7
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; lift: the output range asked for
+    psubw        xmm14, xmm10
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    paddw        xmm5, xmm7
+    paddw        xmm6, xmm8
+    movdqa       xmm3, xmm5
+    pmullw       xmm3, [rel pw_m3327]
+    movdqa       xmm4, xmm6
+    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm2
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    psubw        xmm1, xmm11
+    psubw        xmm2, xmm12
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 96]
+    movdqa       xmm4, xmm14
+    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 112]
+    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 64]
+    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 80]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm13, xmm3
+    psubw        xmm14, xmm4
+    paddw        xmm11, xmm13
+    paddw        xmm12, xmm14
+    movdqa       xmm3, xmm11                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm5
+    movdqa       xmm4, xmm12
     psraw        xmm4, 15
     pand         xmm3, [rel pw_6658]
     pand         xmm4, [rel pw_6658 + 16]
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
+    paddw        xmm11, xmm3
+    paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -4480,8 +4472,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi + 64], xmm15
-    movdqu       [rdi + 80], xmm5
+    movdqu       [rdi + 64], xmm11
+    movdqu       [rdi + 80], xmm12
     movdqu       [rdi + 96], xmm1
     movdqu       [rdi + 112], xmm2
     movdqu       xmm1, [rsi + 128]
@@ -4496,72 +4488,70 @@ kg_kyber3329shoup_basemul_sse:
     pmullw       xmm9, [rel pw_m3327]
     movdqa       xmm10, xmm6
     pmullw       xmm10, [rel pw_m3327 + 16]
-    movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m3327]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m3327 + 16]
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm9
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm10
-    movdqa       xmm15, xmm1
-    pmulhw       xmm15, xmm5
-    movdqa       [rsp], xmm5                         ; spill
-    movdqa       xmm5, xmm2
-    pmulhw       xmm5, xmm6
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm15, xmm13
-    psubw        xmm5, xmm14
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm11
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm12
-    pmulhw       xmm1, xmm7
-    pmulhw       xmm2, xmm8
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm1, xmm13
-    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    movdqa       xmm11, xmm1
+    pmulhw       xmm11, xmm5
+    movdqa       xmm12, xmm2
+    pmulhw       xmm12, xmm6
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm11, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm7
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm8
+    pmullw       xmm10, [rel pw_m3327 + 16]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
-    movdqa       xmm13, [rsp]                        ; reload
-    pmulhw       xmm13, xmm3
-    pmulhw       xmm6, xmm4
+    movdqa       xmm13, xmm3
+    pmulhw       xmm13, xmm7
+    movdqa       xmm14, xmm4
+    pmulhw       xmm14, xmm8
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
-    psubw        xmm6, xmm10
-    pmullw       xmm11, xmm3
-    pmullw       xmm12, xmm4
-    pmulhw       xmm3, xmm7
-    pmulhw       xmm4, xmm8
-    pmulhw       xmm11, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm3, xmm11
-    psubw        xmm4, xmm12
-    paddw        xmm1, xmm13
-    paddw        xmm2, xmm6
-    movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_kyber3329shoup_basemul_zetas_sse + 160]
-    movdqa       xmm7, xmm4
-    pmullw       xmm7, [rel kg_kyber3329shoup_basemul_zetas_sse + 176]
-    pmulhw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 128]
-    pmulhw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 144]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm7, xmm0
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm7
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; lift: the output range asked for
+    psubw        xmm14, xmm10
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    paddw        xmm5, xmm7
+    paddw        xmm6, xmm8
+    movdqa       xmm3, xmm5
+    pmullw       xmm3, [rel pw_m3327]
+    movdqa       xmm4, xmm6
+    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm2
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    psubw        xmm1, xmm11
+    psubw        xmm2, xmm12
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 160]
+    movdqa       xmm4, xmm14
+    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 176]
+    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 128]
+    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 144]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm13, xmm3
+    psubw        xmm14, xmm4
+    paddw        xmm11, xmm13
+    paddw        xmm12, xmm14
+    movdqa       xmm3, xmm11                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm5
+    movdqa       xmm4, xmm12
     psraw        xmm4, 15
     pand         xmm3, [rel pw_6658]
     pand         xmm4, [rel pw_6658 + 16]
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
+    paddw        xmm11, xmm3
+    paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -4570,8 +4560,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi + 128], xmm15
-    movdqu       [rdi + 144], xmm5
+    movdqu       [rdi + 128], xmm11
+    movdqu       [rdi + 144], xmm12
     movdqu       [rdi + 160], xmm1
     movdqu       [rdi + 176], xmm2
     movdqu       xmm1, [rsi + 192]
@@ -4586,72 +4576,70 @@ kg_kyber3329shoup_basemul_sse:
     pmullw       xmm9, [rel pw_m3327]
     movdqa       xmm10, xmm6
     pmullw       xmm10, [rel pw_m3327 + 16]
-    movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m3327]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m3327 + 16]
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm9
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm10
-    movdqa       xmm15, xmm1
-    pmulhw       xmm15, xmm5
-    movdqa       [rsp], xmm5                         ; spill
-    movdqa       xmm5, xmm2
-    pmulhw       xmm5, xmm6
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm15, xmm13
-    psubw        xmm5, xmm14
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm11
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm12
-    pmulhw       xmm1, xmm7
-    pmulhw       xmm2, xmm8
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm1, xmm13
-    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    movdqa       xmm11, xmm1
+    pmulhw       xmm11, xmm5
+    movdqa       xmm12, xmm2
+    pmulhw       xmm12, xmm6
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm11, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm7
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm8
+    pmullw       xmm10, [rel pw_m3327 + 16]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
-    movdqa       xmm13, [rsp]                        ; reload
-    pmulhw       xmm13, xmm3
-    pmulhw       xmm6, xmm4
+    movdqa       xmm13, xmm3
+    pmulhw       xmm13, xmm7
+    movdqa       xmm14, xmm4
+    pmulhw       xmm14, xmm8
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
-    psubw        xmm6, xmm10
-    pmullw       xmm11, xmm3
-    pmullw       xmm12, xmm4
-    pmulhw       xmm3, xmm7
-    pmulhw       xmm4, xmm8
-    pmulhw       xmm11, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm3, xmm11
-    psubw        xmm4, xmm12
-    paddw        xmm1, xmm13
-    paddw        xmm2, xmm6
-    movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_kyber3329shoup_basemul_zetas_sse + 224]
-    movdqa       xmm7, xmm4
-    pmullw       xmm7, [rel kg_kyber3329shoup_basemul_zetas_sse + 240]
-    pmulhw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 192]
-    pmulhw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 208]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm7, xmm0
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm7
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; lift: the output range asked for
+    psubw        xmm14, xmm10
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    paddw        xmm5, xmm7
+    paddw        xmm6, xmm8
+    movdqa       xmm3, xmm5
+    pmullw       xmm3, [rel pw_m3327]
+    movdqa       xmm4, xmm6
+    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm2
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    psubw        xmm1, xmm11
+    psubw        xmm2, xmm12
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 224]
+    movdqa       xmm4, xmm14
+    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 240]
+    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 192]
+    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 208]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm13, xmm3
+    psubw        xmm14, xmm4
+    paddw        xmm11, xmm13
+    paddw        xmm12, xmm14
+    movdqa       xmm3, xmm11                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm5
+    movdqa       xmm4, xmm12
     psraw        xmm4, 15
     pand         xmm3, [rel pw_6658]
     pand         xmm4, [rel pw_6658 + 16]
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
+    paddw        xmm11, xmm3
+    paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -4660,8 +4648,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi + 192], xmm15
-    movdqu       [rdi + 208], xmm5
+    movdqu       [rdi + 192], xmm11
+    movdqu       [rdi + 208], xmm12
     movdqu       [rdi + 224], xmm1
     movdqu       [rdi + 240], xmm2
     movdqu       xmm1, [rsi + 256]
@@ -4676,72 +4664,70 @@ kg_kyber3329shoup_basemul_sse:
     pmullw       xmm9, [rel pw_m3327]
     movdqa       xmm10, xmm6
     pmullw       xmm10, [rel pw_m3327 + 16]
-    movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m3327]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m3327 + 16]
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm9
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm10
-    movdqa       xmm15, xmm1
-    pmulhw       xmm15, xmm5
-    movdqa       [rsp], xmm5                         ; spill
-    movdqa       xmm5, xmm2
-    pmulhw       xmm5, xmm6
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm15, xmm13
-    psubw        xmm5, xmm14
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm11
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm12
-    pmulhw       xmm1, xmm7
-    pmulhw       xmm2, xmm8
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm1, xmm13
-    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    movdqa       xmm11, xmm1
+    pmulhw       xmm11, xmm5
+    movdqa       xmm12, xmm2
+    pmulhw       xmm12, xmm6
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm11, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm7
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm8
+    pmullw       xmm10, [rel pw_m3327 + 16]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
-    movdqa       xmm13, [rsp]                        ; reload
-    pmulhw       xmm13, xmm3
-    pmulhw       xmm6, xmm4
+    movdqa       xmm13, xmm3
+    pmulhw       xmm13, xmm7
+    movdqa       xmm14, xmm4
+    pmulhw       xmm14, xmm8
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
-    psubw        xmm6, xmm10
-    pmullw       xmm11, xmm3
-    pmullw       xmm12, xmm4
-    pmulhw       xmm3, xmm7
-    pmulhw       xmm4, xmm8
-    pmulhw       xmm11, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm3, xmm11
-    psubw        xmm4, xmm12
-    paddw        xmm1, xmm13
-    paddw        xmm2, xmm6
-    movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_kyber3329shoup_basemul_zetas_sse + 288]
-    movdqa       xmm7, xmm4
-    pmullw       xmm7, [rel kg_kyber3329shoup_basemul_zetas_sse + 304]
-    pmulhw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 256]
-    pmulhw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 272]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm7, xmm0
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm7
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; lift: the output range asked for
+    psubw        xmm14, xmm10
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    paddw        xmm5, xmm7
+    paddw        xmm6, xmm8
+    movdqa       xmm3, xmm5
+    pmullw       xmm3, [rel pw_m3327]
+    movdqa       xmm4, xmm6
+    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm2
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    psubw        xmm1, xmm11
+    psubw        xmm2, xmm12
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 288]
+    movdqa       xmm4, xmm14
+    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 304]
+    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 256]
+    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 272]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm13, xmm3
+    psubw        xmm14, xmm4
+    paddw        xmm11, xmm13
+    paddw        xmm12, xmm14
+    movdqa       xmm3, xmm11                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm5
+    movdqa       xmm4, xmm12
     psraw        xmm4, 15
     pand         xmm3, [rel pw_6658]
     pand         xmm4, [rel pw_6658 + 16]
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
+    paddw        xmm11, xmm3
+    paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -4750,8 +4736,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi + 256], xmm15
-    movdqu       [rdi + 272], xmm5
+    movdqu       [rdi + 256], xmm11
+    movdqu       [rdi + 272], xmm12
     movdqu       [rdi + 288], xmm1
     movdqu       [rdi + 304], xmm2
     movdqu       xmm1, [rsi + 320]
@@ -4766,72 +4752,70 @@ kg_kyber3329shoup_basemul_sse:
     pmullw       xmm9, [rel pw_m3327]
     movdqa       xmm10, xmm6
     pmullw       xmm10, [rel pw_m3327 + 16]
-    movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m3327]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m3327 + 16]
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm9
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm10
-    movdqa       xmm15, xmm1
-    pmulhw       xmm15, xmm5
-    movdqa       [rsp], xmm5                         ; spill
-    movdqa       xmm5, xmm2
-    pmulhw       xmm5, xmm6
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm15, xmm13
-    psubw        xmm5, xmm14
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm11
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm12
-    pmulhw       xmm1, xmm7
-    pmulhw       xmm2, xmm8
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm1, xmm13
-    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    movdqa       xmm11, xmm1
+    pmulhw       xmm11, xmm5
+    movdqa       xmm12, xmm2
+    pmulhw       xmm12, xmm6
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm11, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm7
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm8
+    pmullw       xmm10, [rel pw_m3327 + 16]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
-    movdqa       xmm13, [rsp]                        ; reload
-    pmulhw       xmm13, xmm3
-    pmulhw       xmm6, xmm4
+    movdqa       xmm13, xmm3
+    pmulhw       xmm13, xmm7
+    movdqa       xmm14, xmm4
+    pmulhw       xmm14, xmm8
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
-    psubw        xmm6, xmm10
-    pmullw       xmm11, xmm3
-    pmullw       xmm12, xmm4
-    pmulhw       xmm3, xmm7
-    pmulhw       xmm4, xmm8
-    pmulhw       xmm11, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm3, xmm11
-    psubw        xmm4, xmm12
-    paddw        xmm1, xmm13
-    paddw        xmm2, xmm6
-    movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_kyber3329shoup_basemul_zetas_sse + 352]
-    movdqa       xmm7, xmm4
-    pmullw       xmm7, [rel kg_kyber3329shoup_basemul_zetas_sse + 368]
-    pmulhw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 320]
-    pmulhw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 336]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm7, xmm0
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm7
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; lift: the output range asked for
+    psubw        xmm14, xmm10
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    paddw        xmm5, xmm7
+    paddw        xmm6, xmm8
+    movdqa       xmm3, xmm5
+    pmullw       xmm3, [rel pw_m3327]
+    movdqa       xmm4, xmm6
+    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm2
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    psubw        xmm1, xmm11
+    psubw        xmm2, xmm12
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 352]
+    movdqa       xmm4, xmm14
+    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 368]
+    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 320]
+    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 336]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm13, xmm3
+    psubw        xmm14, xmm4
+    paddw        xmm11, xmm13
+    paddw        xmm12, xmm14
+    movdqa       xmm3, xmm11                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm5
+    movdqa       xmm4, xmm12
     psraw        xmm4, 15
     pand         xmm3, [rel pw_6658]
     pand         xmm4, [rel pw_6658 + 16]
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
+    paddw        xmm11, xmm3
+    paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -4840,8 +4824,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi + 320], xmm15
-    movdqu       [rdi + 336], xmm5
+    movdqu       [rdi + 320], xmm11
+    movdqu       [rdi + 336], xmm12
     movdqu       [rdi + 352], xmm1
     movdqu       [rdi + 368], xmm2
     movdqu       xmm1, [rsi + 384]
@@ -4856,72 +4840,70 @@ kg_kyber3329shoup_basemul_sse:
     pmullw       xmm9, [rel pw_m3327]
     movdqa       xmm10, xmm6
     pmullw       xmm10, [rel pw_m3327 + 16]
-    movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m3327]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m3327 + 16]
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm9
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm10
-    movdqa       xmm15, xmm1
-    pmulhw       xmm15, xmm5
-    movdqa       [rsp], xmm5                         ; spill
-    movdqa       xmm5, xmm2
-    pmulhw       xmm5, xmm6
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm15, xmm13
-    psubw        xmm5, xmm14
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm11
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm12
-    pmulhw       xmm1, xmm7
-    pmulhw       xmm2, xmm8
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm1, xmm13
-    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    movdqa       xmm11, xmm1
+    pmulhw       xmm11, xmm5
+    movdqa       xmm12, xmm2
+    pmulhw       xmm12, xmm6
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm11, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm7
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm8
+    pmullw       xmm10, [rel pw_m3327 + 16]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
-    movdqa       xmm13, [rsp]                        ; reload
-    pmulhw       xmm13, xmm3
-    pmulhw       xmm6, xmm4
+    movdqa       xmm13, xmm3
+    pmulhw       xmm13, xmm7
+    movdqa       xmm14, xmm4
+    pmulhw       xmm14, xmm8
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
-    psubw        xmm6, xmm10
-    pmullw       xmm11, xmm3
-    pmullw       xmm12, xmm4
-    pmulhw       xmm3, xmm7
-    pmulhw       xmm4, xmm8
-    pmulhw       xmm11, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm3, xmm11
-    psubw        xmm4, xmm12
-    paddw        xmm1, xmm13
-    paddw        xmm2, xmm6
-    movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_kyber3329shoup_basemul_zetas_sse + 416]
-    movdqa       xmm7, xmm4
-    pmullw       xmm7, [rel kg_kyber3329shoup_basemul_zetas_sse + 432]
-    pmulhw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 384]
-    pmulhw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 400]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm7, xmm0
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm7
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
-    movdqa       xmm3, xmm15                         ; lift: the output range asked for
+    psubw        xmm14, xmm10
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    paddw        xmm5, xmm7
+    paddw        xmm6, xmm8
+    movdqa       xmm3, xmm5
+    pmullw       xmm3, [rel pw_m3327]
+    movdqa       xmm4, xmm6
+    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm2
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    psubw        xmm1, xmm11
+    psubw        xmm2, xmm12
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 416]
+    movdqa       xmm4, xmm14
+    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 432]
+    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 384]
+    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 400]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm13, xmm3
+    psubw        xmm14, xmm4
+    paddw        xmm11, xmm13
+    paddw        xmm12, xmm14
+    movdqa       xmm3, xmm11                         ; lift: the output range asked for
     psraw        xmm3, 15
-    movdqa       xmm4, xmm5
+    movdqa       xmm4, xmm12
     psraw        xmm4, 15
     pand         xmm3, [rel pw_6658]
     pand         xmm4, [rel pw_6658 + 16]
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
+    paddw        xmm11, xmm3
+    paddw        xmm12, xmm4
     movdqa       xmm3, xmm1                          ; lift: the output range asked for
     psraw        xmm3, 15
     movdqa       xmm4, xmm2
@@ -4930,8 +4912,8 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm4, [rel pw_6658 + 16]
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
-    movdqu       [rdi + 384], xmm15
-    movdqu       [rdi + 400], xmm5
+    movdqu       [rdi + 384], xmm11
+    movdqu       [rdi + 400], xmm12
     movdqu       [rdi + 416], xmm1
     movdqu       [rdi + 432], xmm2
     movdqu       xmm1, [rsi + 448]
@@ -4946,72 +4928,70 @@ kg_kyber3329shoup_basemul_sse:
     pmullw       xmm9, [rel pw_m3327]
     movdqa       xmm10, xmm6
     pmullw       xmm10, [rel pw_m3327 + 16]
-    movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m3327]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m3327 + 16]
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm9
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm10
-    movdqa       xmm15, xmm1
-    pmulhw       xmm15, xmm5
-    movdqa       [rsp], xmm5                         ; spill
-    movdqa       xmm5, xmm2
-    pmulhw       xmm5, xmm6
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm15, xmm13
-    psubw        xmm5, xmm14
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, xmm11
-    movdqa       xmm14, xmm2
-    pmullw       xmm14, xmm12
-    pmulhw       xmm1, xmm7
-    pmulhw       xmm2, xmm8
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm1, xmm13
-    psubw        xmm2, xmm14
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    movdqa       xmm11, xmm1
+    pmulhw       xmm11, xmm5
+    movdqa       xmm12, xmm2
+    pmulhw       xmm12, xmm6
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    psubw        xmm11, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm7
+    pmullw       xmm9, [rel pw_m3327]
+    movdqa       xmm10, xmm8
+    pmullw       xmm10, [rel pw_m3327 + 16]
     pmullw       xmm9, xmm3
     pmullw       xmm10, xmm4
-    movdqa       xmm13, [rsp]                        ; reload
-    pmulhw       xmm13, xmm3
-    pmulhw       xmm6, xmm4
+    movdqa       xmm13, xmm3
+    pmulhw       xmm13, xmm7
+    movdqa       xmm14, xmm4
+    pmulhw       xmm14, xmm8
     pmulhw       xmm9, xmm0
     pmulhw       xmm10, xmm0
     psubw        xmm13, xmm9
-    psubw        xmm6, xmm10
-    pmullw       xmm11, xmm3
-    pmullw       xmm12, xmm4
-    pmulhw       xmm3, xmm7
-    pmulhw       xmm4, xmm8
-    pmulhw       xmm11, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm3, xmm11
-    psubw        xmm4, xmm12
-    paddw        xmm1, xmm13
-    paddw        xmm2, xmm6
-    movdqa       xmm6, xmm3
-    pmullw       xmm6, [rel kg_kyber3329shoup_basemul_zetas_sse + 480]
-    movdqa       xmm7, xmm4
-    pmullw       xmm7, [rel kg_kyber3329shoup_basemul_zetas_sse + 496]
-    pmulhw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 448]
-    pmulhw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 464]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm7, xmm0
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm7
-    paddw        xmm15, xmm3
-    paddw        xmm5, xmm4
-    movdqa       xmm0, xmm15                         ; lift: the output range asked for
-    psraw        xmm0, 15
+    psubw        xmm14, xmm10
+    paddw        xmm1, xmm3
+    paddw        xmm2, xmm4
+    paddw        xmm5, xmm7
+    paddw        xmm6, xmm8
     movdqa       xmm3, xmm5
+    pmullw       xmm3, [rel pw_m3327]
+    movdqa       xmm4, xmm6
+    pmullw       xmm4, [rel pw_m3327 + 16]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm2
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    psubw        xmm1, xmm11
+    psubw        xmm2, xmm12
+    psubw        xmm1, xmm13
+    psubw        xmm2, xmm14
+    movdqa       xmm3, xmm13
+    pmullw       xmm3, [rel kg_kyber3329shoup_basemul_zetas_sse + 480]
+    movdqa       xmm4, xmm14
+    pmullw       xmm4, [rel kg_kyber3329shoup_basemul_zetas_sse + 496]
+    pmulhw       xmm13, [rel kg_kyber3329shoup_basemul_zetas_sse + 448]
+    pmulhw       xmm14, [rel kg_kyber3329shoup_basemul_zetas_sse + 464]
+    pmulhw       xmm3, xmm0
+    pmulhw       xmm4, xmm0
+    psubw        xmm13, xmm3
+    psubw        xmm14, xmm4
+    paddw        xmm11, xmm13
+    paddw        xmm12, xmm14
+    movdqa       xmm0, xmm11                         ; lift: the output range asked for
+    psraw        xmm0, 15
+    movdqa       xmm3, xmm12
     psraw        xmm3, 15
     pand         xmm0, [rel pw_6658]
     pand         xmm3, [rel pw_6658 + 16]
-    paddw        xmm15, xmm0
-    paddw        xmm5, xmm3
+    paddw        xmm11, xmm0
+    paddw        xmm12, xmm3
     movdqa       xmm0, xmm1                          ; lift: the output range asked for
     psraw        xmm0, 15
     movdqa       xmm3, xmm2
@@ -5020,12 +5000,10 @@ kg_kyber3329shoup_basemul_sse:
     pand         xmm3, [rel pw_6658 + 16]
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
-    movdqu       [rdi + 448], xmm15
-    movdqu       [rdi + 464], xmm5
+    movdqu       [rdi + 448], xmm11
+    movdqu       [rdi + 464], xmm12
     movdqu       [rdi + 480], xmm1
     movdqu       [rdi + 496], xmm2
-    mov rsp, rbp
-    pop rbp
     ret
 .end:
 

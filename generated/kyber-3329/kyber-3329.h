@@ -89,7 +89,7 @@ void kg_kyber3329_ntt_forward_avx2(int16_t a[256]);
 
 /* base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
  *   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [-11322, 11322] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+ *   ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   r: 256 x int16_t, out, 2-byte aligned (32-byte alignment is fastest)
@@ -173,7 +173,7 @@ void kg_kyber3329_ntt_forward_sse(int16_t a[256]);
 
 /* base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
  *   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [-11322, 11322] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+ *   ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
  *   r: 256 x int16_t, out, 2-byte aligned (16-byte alignment is fastest)

@@ -80,7 +80,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [-11322, 11322] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+    /// ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// r: 256 x i16, out, 2-byte aligned (32-byte alignment is fastest)
@@ -172,7 +172,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [-11322, 11322] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+    /// ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
     ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2 (is_x86_feature_detected!: "sse2")
     /// r: 256 x i16, out, 2-byte aligned (16-byte alignment is fastest)

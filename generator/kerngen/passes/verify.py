@@ -45,6 +45,7 @@ ZERO: Interval = (0, 0)
 PRODUCT = "montgomery"  # the tag kind of a Montgomery product group
 PAIR = "pair_montgomery"  # ... of a pair reduction: sums of vpmaddwd products, reduced from their halves
 SHOUP = "shoup"  # ... of a Shoup product: lo(x*w) - lo(hi(x*w')*q) on unsigned lanes
+KARATSUBA = "karatsuba"  # ... of a cross term: Montgomery products (x0+x1)(w0+w1) - x0*w0 - x1*w1
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ class _Machine:
         self.tables = {t.label: t for t in kernel.tables}
         self.ids = count(1)
         self.defs: dict[int, _Def] = {}  # value -> the instruction that made it
+        self.products: dict[int, tuple] = {}  # checked Montgomery product -> its (x, w) leaves lane by lane
         self.regs: dict[tuple[str, int], Value] = {}
         self.stack: dict[int, Value] = {}
         self.memory: dict[int, list[tuple[Interval, int, Form | None] | None]] = {}
@@ -353,6 +355,9 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
                 elif group.kind == SHOUP:
                     result = group.check_shoup(mc, index, ins, result)
                     products += 1
+                elif group.kind == KARATSUBA:
+                    result = group.check_karatsuba(mc, index, ins, result)
+                    checked += 1
                 else:
                     result = group.apply_lemma(mc, index, ins, result)
                     checked += 1
@@ -466,6 +471,7 @@ class _Group:
         half = 1 << (bits - 1)
         u_lo, u_hi = (-half * q) >> bits, ((half - 1) * q) >> bits  # hi(t*q) for any t
         lanes, deps, form = list(result.lanes), list(result.deps), frozenset()
+        leaves = []
         for lane in range(active):
             term = _lane_term(mc, result, lane, inside, bad)
             if term[0] != "sub" or term[1][0] != "mulhi" or term[2][0] != "mulhi":
@@ -510,8 +516,56 @@ class _Group:
                 bad(f"can leave int{bits} in lane {lane}: [{r_lo}, {r_hi}]")
             lanes[lane] = (r_lo, r_hi)
             deps[lane] = x[1].deps[x[2]] | w[1].deps[w[2]]
+            leaves.append((x, w))
         prove_montgomery(q, bits)
+        mc.products[result.vid] = tuple(leaves)
         return Value(result.vid, tuple(lanes), tuple(deps), form)
+
+    def check_karatsuba(self, mc: _Machine, index: int, ins: Instr, result: Value) -> Value:
+        """r = (pm - p00) - p11 for checked Montgomery products p00 = x0*w0/R,
+        p11 = x1*w1/R and pm = (x0 + x1)(w0 + w1)/R, the sums made lane by
+        lane by additions: then r*R = x0*w1 + x1*w0 - (tm - t0 - t1)*q
+        exactly, each t in [-2^(bits-1), 2^(bits-1)), which bounds r far
+        tighter than pm's interval minus the others' (those forget that pm's
+        factors are the others' sums). Wrapping subtractions give r itself
+        when that bound lies inside the lane."""
+        def bad(why: str):
+            mc.fail(index, ins, f"ends a Karatsuba cross term that {why}")
+
+        q, bits = mc.v.modulus, mc.bits
+        if len(self.steps) != 2 or any(spec(st.op).generic != "sub" for st, *_ in self.steps):
+            bad("is not two subtractions")
+        (_, _, (pm, p00), first), (_, _, (rest, p11), _) = self.steps
+        if rest.vid != first.vid:
+            bad("does not subtract from the first difference")
+        made = [mc.products.get(v.vid) for v in (pm, p00, p11)]
+        if None in made:
+            bad("subtracts something other than checked Montgomery products")
+
+        def sum_of(leaf: tuple, a: tuple, c: tuple) -> bool:
+            d = mc.defs.get(leaf[1].vid)
+            return (d is not None and d.generic == "add" and d.elem in (None, bits) and d.imm is None
+                    and leaf[2] == a[2] == c[2] and {v.vid for v in d.sources} == {a[1].vid, c[1].vid})
+
+        half = 1 << (bits - 1)
+        lanes, deps = list(result.lanes), list(result.deps)
+        for lane in range(len(made[0])):
+            (xs, ws), (x0, w0), (x1, w1) = (m[lane] for m in made)
+            if not (sum_of(xs, x0, x1) and sum_of(ws, w0, w1)):
+                bad(f"in lane {lane} does not multiply the sums of the other products' factors")
+
+            def box(t):
+                return t[1].lanes[t[2]]
+
+            lo_c = min(i * j for i in box(x0) for j in box(w1)) + min(i * j for i in box(x1) for j in box(w0))
+            hi_c = max(i * j for i in box(x0) for j in box(w1)) + max(i * j for i in box(x1) for j in box(w0))
+            t_lo, t_hi = -half - 2 * (half - 1), (half - 1) + 2 * half  # tm - t0 - t1
+            r_lo, r_hi = -((t_hi * q - lo_c) >> bits), (hi_c - t_lo * q) >> bits
+            if r_lo < mc.lo or r_hi > mc.hi:
+                bad(f"can leave int{bits} in lane {lane}: [{r_lo}, {r_hi}]")
+            lanes[lane] = (r_lo, r_hi)
+            deps[lane] = pm.deps[lane] | p00.deps[lane] | p11.deps[lane]
+        return Value(result.vid, tuple(lanes), tuple(deps), _union(pm.form, p00.form, p11.form))
 
     def check_pair(self, mc: _Machine, index: int, ins: Instr, result: Value) -> Value:
         """r = hi - mulhi(mullo(lo, q^-1), q), where lo and hi interleave the

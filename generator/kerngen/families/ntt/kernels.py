@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ...ir.instr import ArgBase, Builder, IdiomTag, Imm, Mem, TableBase, VReg
 from ...ir.ops import by_width, has, sized_load, sized_store, spec
-from ...passes.verify import PAIR
+from ...passes.verify import KARATSUBA, PAIR
 from .layout import Butterflies, NttLayout, block_units, pairs, register_key, unit_pairs
 from .reducers import Reducer, broadcast_const
 from .schedule import Arithmetic, ReductionSchedule
@@ -222,8 +222,10 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
 
 
 def _karatsuba_bound(mul, x_abs: int) -> int:
-    """|a0 b1 + a1 b0| as (a0 + a1)(b0 + b1) - a0 b0 - a1 b1, each product reduced."""
-    return mul.bound(2 * x_abs, 2 * x_abs) + 2 * mul.bound(x_abs, x_abs)
+    """|a0 b1 + a1 b0| as (a0 + a1)(b0 + b1) - a0 b0 - a1 b1, each product
+    reduced: (a0 b1 + a1 b0 - T q)/R with T the three products' Montgomery
+    quotients combined, |T| < 3 * 2^(W-1) (the verifier's Karatsuba check)."""
+    return (2 * x_abs * x_abs + 3 * (mul.r // 2) * mul.q) // mul.r + 1
 
 
 def _karatsuba_terms(b: Builder, mul, a: list[VReg], y: list[VReg], qv: VReg, x_abs: int,
@@ -237,7 +239,9 @@ def _karatsuba_terms(b: Builder, mul, a: list[VReg], y: list[VReg], qv: VReg, x_
     p00 = mul.multiply(b, a[0], mul.variable(b, y[0]), qv)
     p11 = mul.multiply(b, a[1], mul.variable(b, y[1]), qv)
     pm = mul.multiply(b, b.op(add, a[0], a[1]), mul.variable(b, b.op(add, y[0], y[1])), qv)
-    cross = b.op(sub, b.op(sub, pm, p00), p11)
+    group = b.new_group()
+    cross = b.op(sub, b.op(sub, pm, p00, idiom=IdiomTag(group, KARATSUBA, "start", 1)), p11,
+                 idiom=IdiomTag(group, KARATSUBA, "end", 1))
     term = mul.bound(x_abs, x_abs)
     return {(False, 0): [(p00, term)], (True, 0): [(p11, term)], (False, 1): [(cross, _karatsuba_bound(mul, x_abs))]}
 
