@@ -1086,7 +1086,7 @@ kg_kyber3329shoup_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 6657] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-7}, flags
+;   clobbers: ymm{0-14}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_basemul_avx2.end - kg_kyber3329shoup_basemul_avx2)
 align 32
@@ -1094,293 +1094,293 @@ kg_kyber3329shoup_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rsi + 32]
-    vmovdqu      ymm3, [rdx]
-    vmovdqu      ymm4, [rdx + 32]
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm5, ymm1, ymm5
-    vpmulhw      ymm6, ymm1, ymm3
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm7, ymm2, ymm4
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm6, ymm7, ymm6
-    vpaddw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4
-    vpmullw      ymm3, ymm2, [rel pw_m3327]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm1, ymm1, ymm6
-    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 32]
-    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm3, ymm2
-    vpaddw       ymm2, ymm5, ymm2
-    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
-    vpaddw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
+    vmovdqu      ymm2, [rsi + 64]
+    vmovdqu      ymm3, [rsi + 32]
+    vmovdqu      ymm4, [rsi + 96]
+    vmovdqu      ymm5, [rdx]
+    vmovdqu      ymm6, [rdx + 64]
+    vmovdqu      ymm7, [rdx + 32]
+    vmovdqu      ymm8, [rdx + 96]
+    vpmullw      ymm9, ymm5, [rel pw_m3327]
+    vpmullw      ymm10, ymm6, [rel pw_m3327]
+    vpmullw      ymm9, ymm1, ymm9
+    vpmullw      ymm10, ymm2, ymm10
+    vpmulhw      ymm11, ymm1, ymm5
+    vpmulhw      ymm12, ymm2, ymm6
+    vpmulhw      ymm9, ymm9, ymm0
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm9, ymm11, ymm9
+    vpsubw       ymm10, ymm12, ymm10
+    vpmullw      ymm11, ymm7, [rel pw_m3327]
+    vpmullw      ymm12, ymm8, [rel pw_m3327]
+    vpmullw      ymm11, ymm3, ymm11
+    vpmullw      ymm12, ymm4, ymm12
+    vpmulhw      ymm13, ymm3, ymm7
+    vpmulhw      ymm14, ymm4, ymm8
+    vpmulhw      ymm11, ymm11, ymm0
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm11, ymm13, ymm11
+    vpsubw       ymm12, ymm14, ymm12
     vpaddw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi], ymm2
+    vpaddw       ymm2, ymm2, ymm4
+    vpaddw       ymm3, ymm5, ymm7
+    vpaddw       ymm4, ymm6, ymm8
+    vpmullw      ymm5, ymm3, [rel pw_m3327]
+    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm2, ymm2, ymm10
+    vpsubw       ymm1, ymm1, ymm11
+    vpsubw       ymm2, ymm2, ymm12
+    vpmullw      ymm3, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 32]
+    vpmullw      ymm4, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 96]
+    vpmulhw      ymm5, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2]
+    vpmulhw      ymm6, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 64]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm3, ymm5, ymm3
+    vpsubw       ymm4, ymm6, ymm4
+    vpaddw       ymm3, ymm9, ymm3
+    vpaddw       ymm4, ymm10, ymm4
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpsraw       ymm6, ymm4, 15                      ; lift: the output range asked for
+    vpand        ymm5, ymm5, [rel pw_6658]
+    vpand        ymm6, ymm6, [rel pw_6658]
+    vpaddw       ymm3, ymm3, ymm5
+    vpaddw       ymm4, ymm4, ymm6
+    vpsraw       ymm5, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm6, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm5, ymm5, [rel pw_6658]
+    vpand        ymm6, ymm6, [rel pw_6658]
+    vpaddw       ymm1, ymm1, ymm5
+    vpaddw       ymm2, ymm2, ymm6
+    vmovdqu      [rdi], ymm3
+    vmovdqu      [rdi + 64], ymm4
     vmovdqu      [rdi + 32], ymm1
-    vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rsi + 96]
-    vmovdqu      ymm3, [rdx + 64]
-    vmovdqu      ymm4, [rdx + 96]
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm5, ymm1, ymm5
-    vpmulhw      ymm6, ymm1, ymm3
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm7, ymm2, ymm4
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm6, ymm7, ymm6
-    vpaddw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4
-    vpmullw      ymm3, ymm2, [rel pw_m3327]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm1, ymm1, ymm6
-    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 96]
-    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 64]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm3, ymm2
-    vpaddw       ymm2, ymm5, ymm2
-    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
-    vpaddw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
-    vpaddw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 64], ymm2
-    vmovdqu      [rdi + 96], ymm1
+    vmovdqu      [rdi + 96], ymm2
     vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rsi + 160]
-    vmovdqu      ymm3, [rdx + 128]
-    vmovdqu      ymm4, [rdx + 160]
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm5, ymm1, ymm5
-    vpmulhw      ymm6, ymm1, ymm3
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm7, ymm2, ymm4
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm6, ymm7, ymm6
-    vpaddw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4
-    vpmullw      ymm3, ymm2, [rel pw_m3327]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm1, ymm1, ymm6
-    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 160]
-    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 128]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm3, ymm2
-    vpaddw       ymm2, ymm5, ymm2
-    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
-    vpaddw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
+    vmovdqu      ymm2, [rsi + 192]
+    vmovdqu      ymm3, [rsi + 160]
+    vmovdqu      ymm4, [rsi + 224]
+    vmovdqu      ymm5, [rdx + 128]
+    vmovdqu      ymm6, [rdx + 192]
+    vmovdqu      ymm7, [rdx + 160]
+    vmovdqu      ymm8, [rdx + 224]
+    vpmullw      ymm9, ymm5, [rel pw_m3327]
+    vpmullw      ymm10, ymm6, [rel pw_m3327]
+    vpmullw      ymm9, ymm1, ymm9
+    vpmullw      ymm10, ymm2, ymm10
+    vpmulhw      ymm11, ymm1, ymm5
+    vpmulhw      ymm12, ymm2, ymm6
+    vpmulhw      ymm9, ymm9, ymm0
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm9, ymm11, ymm9
+    vpsubw       ymm10, ymm12, ymm10
+    vpmullw      ymm11, ymm7, [rel pw_m3327]
+    vpmullw      ymm12, ymm8, [rel pw_m3327]
+    vpmullw      ymm11, ymm3, ymm11
+    vpmullw      ymm12, ymm4, ymm12
+    vpmulhw      ymm13, ymm3, ymm7
+    vpmulhw      ymm14, ymm4, ymm8
+    vpmulhw      ymm11, ymm11, ymm0
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm11, ymm13, ymm11
+    vpsubw       ymm12, ymm14, ymm12
     vpaddw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 128], ymm2
+    vpaddw       ymm2, ymm2, ymm4
+    vpaddw       ymm3, ymm5, ymm7
+    vpaddw       ymm4, ymm6, ymm8
+    vpmullw      ymm5, ymm3, [rel pw_m3327]
+    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm2, ymm2, ymm10
+    vpsubw       ymm1, ymm1, ymm11
+    vpsubw       ymm2, ymm2, ymm12
+    vpmullw      ymm3, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 160]
+    vpmullw      ymm4, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 224]
+    vpmulhw      ymm5, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 128]
+    vpmulhw      ymm6, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 192]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm3, ymm5, ymm3
+    vpsubw       ymm4, ymm6, ymm4
+    vpaddw       ymm3, ymm9, ymm3
+    vpaddw       ymm4, ymm10, ymm4
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpsraw       ymm6, ymm4, 15                      ; lift: the output range asked for
+    vpand        ymm5, ymm5, [rel pw_6658]
+    vpand        ymm6, ymm6, [rel pw_6658]
+    vpaddw       ymm3, ymm3, ymm5
+    vpaddw       ymm4, ymm4, ymm6
+    vpsraw       ymm5, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm6, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm5, ymm5, [rel pw_6658]
+    vpand        ymm6, ymm6, [rel pw_6658]
+    vpaddw       ymm1, ymm1, ymm5
+    vpaddw       ymm2, ymm2, ymm6
+    vmovdqu      [rdi + 128], ymm3
+    vmovdqu      [rdi + 192], ymm4
     vmovdqu      [rdi + 160], ymm1
-    vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rsi + 224]
-    vmovdqu      ymm3, [rdx + 192]
-    vmovdqu      ymm4, [rdx + 224]
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm5, ymm1, ymm5
-    vpmulhw      ymm6, ymm1, ymm3
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm7, ymm2, ymm4
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm6, ymm7, ymm6
-    vpaddw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4
-    vpmullw      ymm3, ymm2, [rel pw_m3327]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm1, ymm1, ymm6
-    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 224]
-    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 192]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm3, ymm2
-    vpaddw       ymm2, ymm5, ymm2
-    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
-    vpaddw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
-    vpaddw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 192], ymm2
-    vmovdqu      [rdi + 224], ymm1
+    vmovdqu      [rdi + 224], ymm2
     vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rsi + 288]
-    vmovdqu      ymm3, [rdx + 256]
-    vmovdqu      ymm4, [rdx + 288]
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm5, ymm1, ymm5
-    vpmulhw      ymm6, ymm1, ymm3
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm7, ymm2, ymm4
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm6, ymm7, ymm6
-    vpaddw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4
-    vpmullw      ymm3, ymm2, [rel pw_m3327]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm1, ymm1, ymm6
-    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 288]
-    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 256]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm3, ymm2
-    vpaddw       ymm2, ymm5, ymm2
-    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
-    vpaddw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
+    vmovdqu      ymm2, [rsi + 320]
+    vmovdqu      ymm3, [rsi + 288]
+    vmovdqu      ymm4, [rsi + 352]
+    vmovdqu      ymm5, [rdx + 256]
+    vmovdqu      ymm6, [rdx + 320]
+    vmovdqu      ymm7, [rdx + 288]
+    vmovdqu      ymm8, [rdx + 352]
+    vpmullw      ymm9, ymm5, [rel pw_m3327]
+    vpmullw      ymm10, ymm6, [rel pw_m3327]
+    vpmullw      ymm9, ymm1, ymm9
+    vpmullw      ymm10, ymm2, ymm10
+    vpmulhw      ymm11, ymm1, ymm5
+    vpmulhw      ymm12, ymm2, ymm6
+    vpmulhw      ymm9, ymm9, ymm0
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm9, ymm11, ymm9
+    vpsubw       ymm10, ymm12, ymm10
+    vpmullw      ymm11, ymm7, [rel pw_m3327]
+    vpmullw      ymm12, ymm8, [rel pw_m3327]
+    vpmullw      ymm11, ymm3, ymm11
+    vpmullw      ymm12, ymm4, ymm12
+    vpmulhw      ymm13, ymm3, ymm7
+    vpmulhw      ymm14, ymm4, ymm8
+    vpmulhw      ymm11, ymm11, ymm0
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm11, ymm13, ymm11
+    vpsubw       ymm12, ymm14, ymm12
     vpaddw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 256], ymm2
+    vpaddw       ymm2, ymm2, ymm4
+    vpaddw       ymm3, ymm5, ymm7
+    vpaddw       ymm4, ymm6, ymm8
+    vpmullw      ymm5, ymm3, [rel pw_m3327]
+    vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm2, ymm2, ymm10
+    vpsubw       ymm1, ymm1, ymm11
+    vpsubw       ymm2, ymm2, ymm12
+    vpmullw      ymm3, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 288]
+    vpmullw      ymm4, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 352]
+    vpmulhw      ymm5, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 256]
+    vpmulhw      ymm6, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 320]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpmulhw      ymm4, ymm4, ymm0
+    vpsubw       ymm3, ymm5, ymm3
+    vpsubw       ymm4, ymm6, ymm4
+    vpaddw       ymm3, ymm9, ymm3
+    vpaddw       ymm4, ymm10, ymm4
+    vpsraw       ymm5, ymm3, 15                      ; lift: the output range asked for
+    vpsraw       ymm6, ymm4, 15                      ; lift: the output range asked for
+    vpand        ymm5, ymm5, [rel pw_6658]
+    vpand        ymm6, ymm6, [rel pw_6658]
+    vpaddw       ymm3, ymm3, ymm5
+    vpaddw       ymm4, ymm4, ymm6
+    vpsraw       ymm5, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm6, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm5, ymm5, [rel pw_6658]
+    vpand        ymm6, ymm6, [rel pw_6658]
+    vpaddw       ymm1, ymm1, ymm5
+    vpaddw       ymm2, ymm2, ymm6
+    vmovdqu      [rdi + 256], ymm3
+    vmovdqu      [rdi + 320], ymm4
     vmovdqu      [rdi + 288], ymm1
-    vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rsi + 352]
-    vmovdqu      ymm3, [rdx + 320]
-    vmovdqu      ymm4, [rdx + 352]
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm5, ymm1, ymm5
-    vpmulhw      ymm6, ymm1, ymm3
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm7, ymm2, ymm4
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm6, ymm7, ymm6
-    vpaddw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4
-    vpmullw      ymm3, ymm2, [rel pw_m3327]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm1, ymm1, ymm6
-    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 352]
-    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 320]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm3, ymm2
-    vpaddw       ymm2, ymm5, ymm2
-    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
-    vpaddw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
-    vpaddw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 320], ymm2
-    vmovdqu      [rdi + 352], ymm1
+    vmovdqu      [rdi + 352], ymm2
     vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rsi + 416]
-    vmovdqu      ymm3, [rdx + 384]
-    vmovdqu      ymm4, [rdx + 416]
-    vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm5, ymm1, ymm5
-    vpmulhw      ymm6, ymm1, ymm3
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm6, ymm5
-    vpmullw      ymm6, ymm4, [rel pw_m3327]
-    vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm7, ymm2, ymm4
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm6, ymm7, ymm6
-    vpaddw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4
-    vpmullw      ymm3, ymm2, [rel pw_m3327]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm1, ymm1, ymm6
-    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 416]
-    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 384]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm2, ymm3, ymm2
-    vpaddw       ymm2, ymm5, ymm2
-    vpsraw       ymm3, ymm2, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
-    vpaddw       ymm2, ymm2, ymm3
-    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm3, ymm3, [rel pw_6658]
+    vmovdqu      ymm2, [rsi + 448]
+    vmovdqu      ymm3, [rsi + 416]
+    vmovdqu      ymm4, [rsi + 480]
+    vmovdqu      ymm5, [rdx + 384]
+    vmovdqu      ymm6, [rdx + 448]
+    vmovdqu      ymm7, [rdx + 416]
+    vmovdqu      ymm8, [rdx + 480]
+    vpmullw      ymm9, ymm5, [rel pw_m3327]
+    vpmullw      ymm10, ymm6, [rel pw_m3327]
+    vpmullw      ymm9, ymm1, ymm9
+    vpmullw      ymm10, ymm2, ymm10
+    vpmulhw      ymm11, ymm1, ymm5
+    vpmulhw      ymm12, ymm2, ymm6
+    vpmulhw      ymm9, ymm9, ymm0
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm9, ymm11, ymm9
+    vpsubw       ymm10, ymm12, ymm10
+    vpmullw      ymm11, ymm7, [rel pw_m3327]
+    vpmullw      ymm12, ymm8, [rel pw_m3327]
+    vpmullw      ymm11, ymm3, ymm11
+    vpmullw      ymm12, ymm4, ymm12
+    vpmulhw      ymm13, ymm3, ymm7
+    vpmulhw      ymm14, ymm4, ymm8
+    vpmulhw      ymm11, ymm11, ymm0
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm11, ymm13, ymm11
+    vpsubw       ymm12, ymm14, ymm12
     vpaddw       ymm1, ymm1, ymm3
-    vmovdqu      [rdi + 384], ymm2
-    vmovdqu      [rdi + 416], ymm1
-    vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rsi + 480]
-    vmovdqu      ymm3, [rdx + 448]
-    vmovdqu      ymm4, [rdx + 480]
+    vpaddw       ymm2, ymm2, ymm4
+    vpaddw       ymm3, ymm5, ymm7
+    vpaddw       ymm4, ymm6, ymm8
     vpmullw      ymm5, ymm3, [rel pw_m3327]
-    vpmullw      ymm5, ymm1, ymm5
-    vpmulhw      ymm6, ymm1, ymm3
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm5, ymm6, ymm5
     vpmullw      ymm6, ymm4, [rel pw_m3327]
+    vpmullw      ymm5, ymm1, ymm5
     vpmullw      ymm6, ymm2, ymm6
-    vpmulhw      ymm7, ymm2, ymm4
-    vpmulhw      ymm6, ymm6, ymm0
-    vpsubw       ymm6, ymm7, ymm6
-    vpaddw       ymm1, ymm1, ymm2
-    vpaddw       ymm2, ymm3, ymm4
-    vpmullw      ymm3, ymm2, [rel pw_m3327]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm1, ymm1, ymm6
-    vpmullw      ymm2, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 480]
-    vpmulhw      ymm3, ymm6, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 448]
-    vpmulhw      ymm0, ymm2, ymm0
-    vpsubw       ymm0, ymm3, ymm0
-    vpaddw       ymm0, ymm5, ymm0
-    vpsraw       ymm2, ymm0, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_6658]
-    vpaddw       ymm0, ymm0, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_6658]
-    vpaddw       ymm1, ymm1, ymm2
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm2, ymm2, ymm10
+    vpsubw       ymm1, ymm1, ymm11
+    vpsubw       ymm2, ymm2, ymm12
+    vpmullw      ymm3, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 416]
+    vpmullw      ymm4, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 480]
+    vpmulhw      ymm5, ymm11, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 384]
+    vpmulhw      ymm6, ymm12, [rel kg_kyber3329shoup_basemul_zetas_avx2 + 448]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpmulhw      ymm0, ymm4, ymm0
+    vpsubw       ymm3, ymm5, ymm3
+    vpsubw       ymm0, ymm6, ymm0
+    vpaddw       ymm3, ymm9, ymm3
+    vpaddw       ymm0, ymm10, ymm0
+    vpsraw       ymm4, ymm3, 15                      ; lift: the output range asked for
+    vpsraw       ymm5, ymm0, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, [rel pw_6658]
+    vpand        ymm5, ymm5, [rel pw_6658]
+    vpaddw       ymm3, ymm3, ymm4
+    vpaddw       ymm0, ymm0, ymm5
+    vpsraw       ymm4, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm5, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm4, ymm4, [rel pw_6658]
+    vpand        ymm5, ymm5, [rel pw_6658]
+    vpaddw       ymm1, ymm1, ymm4
+    vpaddw       ymm2, ymm2, ymm5
+    vmovdqu      [rdi + 384], ymm3
     vmovdqu      [rdi + 448], ymm0
-    vmovdqu      [rdi + 480], ymm1
+    vmovdqu      [rdi + 416], ymm1
+    vmovdqu      [rdi + 480], ymm2
     vzeroupper
     ret
 .end:

@@ -1062,7 +1062,7 @@ kg_kyberr17681_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-9731, 12532] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_basemul_avx2.end - kg_kyberr17681_basemul_avx2)
 align 32
@@ -1070,132 +1070,132 @@ kg_kyberr17681_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
     vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 32]
+    vmovdqu      ymm3, [rdx]
+    vmovdqu      ymm4, [rdx + 32]
+    vpmullw      ymm5, ymm3, [rel pw_m7679]
+    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 32], ymm1
+    vmovdqu      [rdi + 32], ymm2
     vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 96]
+    vmovdqu      ymm3, [rdx + 64]
+    vmovdqu      ymm4, [rdx + 96]
+    vpmullw      ymm5, ymm3, [rel pw_m7679]
+    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 96], ymm1
+    vmovdqu      [rdi + 96], ymm2
     vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 160]
+    vmovdqu      ymm3, [rdx + 128]
+    vmovdqu      ymm4, [rdx + 160]
+    vpmullw      ymm5, ymm3, [rel pw_m7679]
+    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 160], ymm1
+    vmovdqu      [rdi + 160], ymm2
     vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 224]
+    vmovdqu      ymm3, [rdx + 192]
+    vmovdqu      ymm4, [rdx + 224]
+    vpmullw      ymm5, ymm3, [rel pw_m7679]
+    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 224], ymm1
+    vmovdqu      [rdi + 224], ymm2
     vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 288]
+    vmovdqu      ymm3, [rdx + 256]
+    vmovdqu      ymm4, [rdx + 288]
+    vpmullw      ymm5, ymm3, [rel pw_m7679]
+    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 288], ymm1
+    vmovdqu      [rdi + 288], ymm2
     vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 352]
+    vmovdqu      ymm3, [rdx + 320]
+    vmovdqu      ymm4, [rdx + 352]
+    vpmullw      ymm5, ymm3, [rel pw_m7679]
+    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 352], ymm1
+    vmovdqu      [rdi + 352], ymm2
     vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 416]
+    vmovdqu      ymm3, [rdx + 384]
+    vmovdqu      ymm4, [rdx + 416]
+    vpmullw      ymm5, ymm3, [rel pw_m7679]
+    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 416], ymm1
+    vmovdqu      [rdi + 416], ymm2
     vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 480]
+    vmovdqu      ymm3, [rdx + 448]
+    vmovdqu      ymm4, [rdx + 480]
+    vpmullw      ymm5, ymm3, [rel pw_m7679]
+    vpmullw      ymm6, ymm4, [rel pw_m7679]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm0, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm0, ymm2, ymm0
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vpmullw      ymm3, ymm2, [rel pw_m7679]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm0, ymm3, ymm0
-    vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
     ret
@@ -4395,7 +4395,7 @@ kg_kyberr17681_ntt_forward_sse:
 ;   ensures:  every r[i] in [-9731, 12532] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_basemul_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_basemul_sse.end - kg_kyberr17681_basemul_sse)
 align 32
@@ -4404,292 +4404,292 @@ kg_kyberr17681_basemul_sse:
     movdqu       xmm0, [rel pw_7681]                 ; q = 7681
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
-    movdqu       xmm3, [rdx]
-    movdqu       xmm4, [rdx + 16]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
+    movdqu       xmm3, [rsi + 32]
+    movdqu       xmm4, [rsi + 48]
+    movdqu       xmm5, [rdx]
+    movdqu       xmm6, [rdx + 16]
+    movdqu       xmm7, [rdx + 32]
+    movdqu       xmm8, [rdx + 48]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m7679]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m7679 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m7679]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
     movdqu       [rdi], xmm1
     movdqu       [rdi + 16], xmm2
-    movdqu       xmm1, [rsi + 32]
-    movdqu       xmm2, [rsi + 48]
-    movdqu       xmm3, [rdx + 32]
-    movdqu       xmm4, [rdx + 48]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqu       [rdi + 32], xmm1
-    movdqu       [rdi + 48], xmm2
+    movdqu       [rdi + 32], xmm3
+    movdqu       [rdi + 48], xmm4
     movdqu       xmm1, [rsi + 64]
     movdqu       xmm2, [rsi + 80]
-    movdqu       xmm3, [rdx + 64]
-    movdqu       xmm4, [rdx + 80]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
+    movdqu       xmm3, [rsi + 96]
+    movdqu       xmm4, [rsi + 112]
+    movdqu       xmm5, [rdx + 64]
+    movdqu       xmm6, [rdx + 80]
+    movdqu       xmm7, [rdx + 96]
+    movdqu       xmm8, [rdx + 112]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m7679]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m7679 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m7679]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
     movdqu       [rdi + 64], xmm1
     movdqu       [rdi + 80], xmm2
-    movdqu       xmm1, [rsi + 96]
-    movdqu       xmm2, [rsi + 112]
-    movdqu       xmm3, [rdx + 96]
-    movdqu       xmm4, [rdx + 112]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqu       [rdi + 96], xmm1
-    movdqu       [rdi + 112], xmm2
+    movdqu       [rdi + 96], xmm3
+    movdqu       [rdi + 112], xmm4
     movdqu       xmm1, [rsi + 128]
     movdqu       xmm2, [rsi + 144]
-    movdqu       xmm3, [rdx + 128]
-    movdqu       xmm4, [rdx + 144]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
+    movdqu       xmm3, [rsi + 160]
+    movdqu       xmm4, [rsi + 176]
+    movdqu       xmm5, [rdx + 128]
+    movdqu       xmm6, [rdx + 144]
+    movdqu       xmm7, [rdx + 160]
+    movdqu       xmm8, [rdx + 176]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m7679]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m7679 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m7679]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
     movdqu       [rdi + 128], xmm1
     movdqu       [rdi + 144], xmm2
-    movdqu       xmm1, [rsi + 160]
-    movdqu       xmm2, [rsi + 176]
-    movdqu       xmm3, [rdx + 160]
-    movdqu       xmm4, [rdx + 176]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqu       [rdi + 160], xmm1
-    movdqu       [rdi + 176], xmm2
+    movdqu       [rdi + 160], xmm3
+    movdqu       [rdi + 176], xmm4
     movdqu       xmm1, [rsi + 192]
     movdqu       xmm2, [rsi + 208]
-    movdqu       xmm3, [rdx + 192]
-    movdqu       xmm4, [rdx + 208]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
+    movdqu       xmm3, [rsi + 224]
+    movdqu       xmm4, [rsi + 240]
+    movdqu       xmm5, [rdx + 192]
+    movdqu       xmm6, [rdx + 208]
+    movdqu       xmm7, [rdx + 224]
+    movdqu       xmm8, [rdx + 240]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m7679]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m7679 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m7679]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
     movdqu       [rdi + 192], xmm1
     movdqu       [rdi + 208], xmm2
-    movdqu       xmm1, [rsi + 224]
-    movdqu       xmm2, [rsi + 240]
-    movdqu       xmm3, [rdx + 224]
-    movdqu       xmm4, [rdx + 240]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqu       [rdi + 224], xmm1
-    movdqu       [rdi + 240], xmm2
+    movdqu       [rdi + 224], xmm3
+    movdqu       [rdi + 240], xmm4
     movdqu       xmm1, [rsi + 256]
     movdqu       xmm2, [rsi + 272]
-    movdqu       xmm3, [rdx + 256]
-    movdqu       xmm4, [rdx + 272]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
+    movdqu       xmm3, [rsi + 288]
+    movdqu       xmm4, [rsi + 304]
+    movdqu       xmm5, [rdx + 256]
+    movdqu       xmm6, [rdx + 272]
+    movdqu       xmm7, [rdx + 288]
+    movdqu       xmm8, [rdx + 304]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m7679]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m7679 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m7679]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
     movdqu       [rdi + 256], xmm1
     movdqu       [rdi + 272], xmm2
-    movdqu       xmm1, [rsi + 288]
-    movdqu       xmm2, [rsi + 304]
-    movdqu       xmm3, [rdx + 288]
-    movdqu       xmm4, [rdx + 304]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqu       [rdi + 288], xmm1
-    movdqu       [rdi + 304], xmm2
+    movdqu       [rdi + 288], xmm3
+    movdqu       [rdi + 304], xmm4
     movdqu       xmm1, [rsi + 320]
     movdqu       xmm2, [rsi + 336]
-    movdqu       xmm3, [rdx + 320]
-    movdqu       xmm4, [rdx + 336]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
+    movdqu       xmm3, [rsi + 352]
+    movdqu       xmm4, [rsi + 368]
+    movdqu       xmm5, [rdx + 320]
+    movdqu       xmm6, [rdx + 336]
+    movdqu       xmm7, [rdx + 352]
+    movdqu       xmm8, [rdx + 368]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m7679]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m7679 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m7679]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
     movdqu       [rdi + 320], xmm1
     movdqu       [rdi + 336], xmm2
-    movdqu       xmm1, [rsi + 352]
-    movdqu       xmm2, [rsi + 368]
-    movdqu       xmm3, [rdx + 352]
-    movdqu       xmm4, [rdx + 368]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqu       [rdi + 352], xmm1
-    movdqu       [rdi + 368], xmm2
+    movdqu       [rdi + 352], xmm3
+    movdqu       [rdi + 368], xmm4
     movdqu       xmm1, [rsi + 384]
     movdqu       xmm2, [rsi + 400]
-    movdqu       xmm3, [rdx + 384]
-    movdqu       xmm4, [rdx + 400]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
+    movdqu       xmm3, [rsi + 416]
+    movdqu       xmm4, [rsi + 432]
+    movdqu       xmm5, [rdx + 384]
+    movdqu       xmm6, [rdx + 400]
+    movdqu       xmm7, [rdx + 416]
+    movdqu       xmm8, [rdx + 432]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m7679]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m7679 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m7679]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
     movdqu       [rdi + 384], xmm1
     movdqu       [rdi + 400], xmm2
-    movdqu       xmm1, [rsi + 416]
-    movdqu       xmm2, [rsi + 432]
-    movdqu       xmm3, [rdx + 416]
-    movdqu       xmm4, [rdx + 432]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqu       [rdi + 416], xmm1
-    movdqu       [rdi + 432], xmm2
+    movdqu       [rdi + 416], xmm3
+    movdqu       [rdi + 432], xmm4
     movdqu       xmm1, [rsi + 448]
     movdqu       xmm2, [rsi + 464]
-    movdqu       xmm3, [rdx + 448]
-    movdqu       xmm4, [rdx + 464]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
+    movdqu       xmm3, [rsi + 480]
+    movdqu       xmm4, [rsi + 496]
+    movdqu       xmm5, [rdx + 448]
+    movdqu       xmm6, [rdx + 464]
+    movdqu       xmm7, [rdx + 480]
+    movdqu       xmm8, [rdx + 496]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m7679]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m7679 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m7679]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m7679 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
     movdqu       [rdi + 448], xmm1
     movdqu       [rdi + 464], xmm2
-    movdqu       xmm1, [rsi + 480]
-    movdqu       xmm2, [rsi + 496]
-    movdqu       xmm3, [rdx + 480]
-    movdqu       xmm4, [rdx + 496]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m7679]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m7679 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqu       [rdi + 480], xmm1
-    movdqu       [rdi + 496], xmm2
+    movdqu       [rdi + 480], xmm3
+    movdqu       [rdi + 496], xmm4
     ret
 .end:
 

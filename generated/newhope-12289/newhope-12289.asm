@@ -5093,7 +5093,7 @@ kg_newhope12289_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_basemul_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_basemul_avx2.end - kg_newhope12289_basemul_avx2)
 align 32
@@ -5101,708 +5101,708 @@ kg_newhope12289_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 32]
+    vmovdqu      ymm3, [rdx]
+    vmovdqu      ymm4, [rdx + 32]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 32], ymm1
+    vmovdqu      [rdi + 32], ymm2
     vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 96]
+    vmovdqu      ymm3, [rdx + 64]
+    vmovdqu      ymm4, [rdx + 96]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 96], ymm1
+    vmovdqu      [rdi + 96], ymm2
     vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 160]
+    vmovdqu      ymm3, [rdx + 128]
+    vmovdqu      ymm4, [rdx + 160]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 160], ymm1
+    vmovdqu      [rdi + 160], ymm2
     vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 224]
+    vmovdqu      ymm3, [rdx + 192]
+    vmovdqu      ymm4, [rdx + 224]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 224], ymm1
+    vmovdqu      [rdi + 224], ymm2
     vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 288]
+    vmovdqu      ymm3, [rdx + 256]
+    vmovdqu      ymm4, [rdx + 288]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 288], ymm1
+    vmovdqu      [rdi + 288], ymm2
     vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 352]
+    vmovdqu      ymm3, [rdx + 320]
+    vmovdqu      ymm4, [rdx + 352]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 352], ymm1
+    vmovdqu      [rdi + 352], ymm2
     vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 416]
+    vmovdqu      ymm3, [rdx + 384]
+    vmovdqu      ymm4, [rdx + 416]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 416], ymm1
+    vmovdqu      [rdi + 416], ymm2
     vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 480]
+    vmovdqu      ymm3, [rdx + 448]
+    vmovdqu      ymm4, [rdx + 480]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 480], ymm1
+    vmovdqu      [rdi + 480], ymm2
     vmovdqu      ymm1, [rsi + 512]
-    vmovdqu      ymm2, [rdx + 512]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 544]
+    vmovdqu      ymm3, [rdx + 512]
+    vmovdqu      ymm4, [rdx + 544]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 512], ymm1
-    vmovdqu      ymm1, [rsi + 544]
-    vmovdqu      ymm2, [rdx + 544]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 544], ymm1
+    vmovdqu      [rdi + 544], ymm2
     vmovdqu      ymm1, [rsi + 576]
-    vmovdqu      ymm2, [rdx + 576]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 608]
+    vmovdqu      ymm3, [rdx + 576]
+    vmovdqu      ymm4, [rdx + 608]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 576], ymm1
-    vmovdqu      ymm1, [rsi + 608]
-    vmovdqu      ymm2, [rdx + 608]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 608], ymm1
+    vmovdqu      [rdi + 608], ymm2
     vmovdqu      ymm1, [rsi + 640]
-    vmovdqu      ymm2, [rdx + 640]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 672]
+    vmovdqu      ymm3, [rdx + 640]
+    vmovdqu      ymm4, [rdx + 672]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 640], ymm1
-    vmovdqu      ymm1, [rsi + 672]
-    vmovdqu      ymm2, [rdx + 672]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 672], ymm1
+    vmovdqu      [rdi + 672], ymm2
     vmovdqu      ymm1, [rsi + 704]
-    vmovdqu      ymm2, [rdx + 704]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 736]
+    vmovdqu      ymm3, [rdx + 704]
+    vmovdqu      ymm4, [rdx + 736]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 704], ymm1
-    vmovdqu      ymm1, [rsi + 736]
-    vmovdqu      ymm2, [rdx + 736]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 736], ymm1
+    vmovdqu      [rdi + 736], ymm2
     vmovdqu      ymm1, [rsi + 768]
-    vmovdqu      ymm2, [rdx + 768]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 800]
+    vmovdqu      ymm3, [rdx + 768]
+    vmovdqu      ymm4, [rdx + 800]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 768], ymm1
-    vmovdqu      ymm1, [rsi + 800]
-    vmovdqu      ymm2, [rdx + 800]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 800], ymm1
+    vmovdqu      [rdi + 800], ymm2
     vmovdqu      ymm1, [rsi + 832]
-    vmovdqu      ymm2, [rdx + 832]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 864]
+    vmovdqu      ymm3, [rdx + 832]
+    vmovdqu      ymm4, [rdx + 864]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 832], ymm1
-    vmovdqu      ymm1, [rsi + 864]
-    vmovdqu      ymm2, [rdx + 864]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 864], ymm1
+    vmovdqu      [rdi + 864], ymm2
     vmovdqu      ymm1, [rsi + 896]
-    vmovdqu      ymm2, [rdx + 896]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 928]
+    vmovdqu      ymm3, [rdx + 896]
+    vmovdqu      ymm4, [rdx + 928]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 896], ymm1
-    vmovdqu      ymm1, [rsi + 928]
-    vmovdqu      ymm2, [rdx + 928]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 928], ymm1
+    vmovdqu      [rdi + 928], ymm2
     vmovdqu      ymm1, [rsi + 960]
-    vmovdqu      ymm2, [rdx + 960]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 992]
+    vmovdqu      ymm3, [rdx + 960]
+    vmovdqu      ymm4, [rdx + 992]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 960], ymm1
-    vmovdqu      ymm1, [rsi + 992]
-    vmovdqu      ymm2, [rdx + 992]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 992], ymm1
+    vmovdqu      [rdi + 992], ymm2
     vmovdqu      ymm1, [rsi + 1024]
-    vmovdqu      ymm2, [rdx + 1024]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1056]
+    vmovdqu      ymm3, [rdx + 1024]
+    vmovdqu      ymm4, [rdx + 1056]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1024], ymm1
-    vmovdqu      ymm1, [rsi + 1056]
-    vmovdqu      ymm2, [rdx + 1056]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1056], ymm1
+    vmovdqu      [rdi + 1056], ymm2
     vmovdqu      ymm1, [rsi + 1088]
-    vmovdqu      ymm2, [rdx + 1088]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1120]
+    vmovdqu      ymm3, [rdx + 1088]
+    vmovdqu      ymm4, [rdx + 1120]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1088], ymm1
-    vmovdqu      ymm1, [rsi + 1120]
-    vmovdqu      ymm2, [rdx + 1120]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1120], ymm1
+    vmovdqu      [rdi + 1120], ymm2
     vmovdqu      ymm1, [rsi + 1152]
-    vmovdqu      ymm2, [rdx + 1152]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1184]
+    vmovdqu      ymm3, [rdx + 1152]
+    vmovdqu      ymm4, [rdx + 1184]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1152], ymm1
-    vmovdqu      ymm1, [rsi + 1184]
-    vmovdqu      ymm2, [rdx + 1184]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1184], ymm1
+    vmovdqu      [rdi + 1184], ymm2
     vmovdqu      ymm1, [rsi + 1216]
-    vmovdqu      ymm2, [rdx + 1216]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1248]
+    vmovdqu      ymm3, [rdx + 1216]
+    vmovdqu      ymm4, [rdx + 1248]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1216], ymm1
-    vmovdqu      ymm1, [rsi + 1248]
-    vmovdqu      ymm2, [rdx + 1248]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1248], ymm1
+    vmovdqu      [rdi + 1248], ymm2
     vmovdqu      ymm1, [rsi + 1280]
-    vmovdqu      ymm2, [rdx + 1280]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1312]
+    vmovdqu      ymm3, [rdx + 1280]
+    vmovdqu      ymm4, [rdx + 1312]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1280], ymm1
-    vmovdqu      ymm1, [rsi + 1312]
-    vmovdqu      ymm2, [rdx + 1312]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1312], ymm1
+    vmovdqu      [rdi + 1312], ymm2
     vmovdqu      ymm1, [rsi + 1344]
-    vmovdqu      ymm2, [rdx + 1344]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1376]
+    vmovdqu      ymm3, [rdx + 1344]
+    vmovdqu      ymm4, [rdx + 1376]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1344], ymm1
-    vmovdqu      ymm1, [rsi + 1376]
-    vmovdqu      ymm2, [rdx + 1376]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1376], ymm1
+    vmovdqu      [rdi + 1376], ymm2
     vmovdqu      ymm1, [rsi + 1408]
-    vmovdqu      ymm2, [rdx + 1408]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1440]
+    vmovdqu      ymm3, [rdx + 1408]
+    vmovdqu      ymm4, [rdx + 1440]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1408], ymm1
-    vmovdqu      ymm1, [rsi + 1440]
-    vmovdqu      ymm2, [rdx + 1440]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1440], ymm1
+    vmovdqu      [rdi + 1440], ymm2
     vmovdqu      ymm1, [rsi + 1472]
-    vmovdqu      ymm2, [rdx + 1472]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1504]
+    vmovdqu      ymm3, [rdx + 1472]
+    vmovdqu      ymm4, [rdx + 1504]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1472], ymm1
-    vmovdqu      ymm1, [rsi + 1504]
-    vmovdqu      ymm2, [rdx + 1504]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1504], ymm1
+    vmovdqu      [rdi + 1504], ymm2
     vmovdqu      ymm1, [rsi + 1536]
-    vmovdqu      ymm2, [rdx + 1536]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1568]
+    vmovdqu      ymm3, [rdx + 1536]
+    vmovdqu      ymm4, [rdx + 1568]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1536], ymm1
-    vmovdqu      ymm1, [rsi + 1568]
-    vmovdqu      ymm2, [rdx + 1568]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1568], ymm1
+    vmovdqu      [rdi + 1568], ymm2
     vmovdqu      ymm1, [rsi + 1600]
-    vmovdqu      ymm2, [rdx + 1600]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1632]
+    vmovdqu      ymm3, [rdx + 1600]
+    vmovdqu      ymm4, [rdx + 1632]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1600], ymm1
-    vmovdqu      ymm1, [rsi + 1632]
-    vmovdqu      ymm2, [rdx + 1632]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1632], ymm1
+    vmovdqu      [rdi + 1632], ymm2
     vmovdqu      ymm1, [rsi + 1664]
-    vmovdqu      ymm2, [rdx + 1664]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1696]
+    vmovdqu      ymm3, [rdx + 1664]
+    vmovdqu      ymm4, [rdx + 1696]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1664], ymm1
-    vmovdqu      ymm1, [rsi + 1696]
-    vmovdqu      ymm2, [rdx + 1696]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1696], ymm1
+    vmovdqu      [rdi + 1696], ymm2
     vmovdqu      ymm1, [rsi + 1728]
-    vmovdqu      ymm2, [rdx + 1728]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1760]
+    vmovdqu      ymm3, [rdx + 1728]
+    vmovdqu      ymm4, [rdx + 1760]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1728], ymm1
-    vmovdqu      ymm1, [rsi + 1760]
-    vmovdqu      ymm2, [rdx + 1760]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1760], ymm1
+    vmovdqu      [rdi + 1760], ymm2
     vmovdqu      ymm1, [rsi + 1792]
-    vmovdqu      ymm2, [rdx + 1792]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1824]
+    vmovdqu      ymm3, [rdx + 1792]
+    vmovdqu      ymm4, [rdx + 1824]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1792], ymm1
-    vmovdqu      ymm1, [rsi + 1824]
-    vmovdqu      ymm2, [rdx + 1824]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1824], ymm1
+    vmovdqu      [rdi + 1824], ymm2
     vmovdqu      ymm1, [rsi + 1856]
-    vmovdqu      ymm2, [rdx + 1856]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1888]
+    vmovdqu      ymm3, [rdx + 1856]
+    vmovdqu      ymm4, [rdx + 1888]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1856], ymm1
-    vmovdqu      ymm1, [rsi + 1888]
-    vmovdqu      ymm2, [rdx + 1888]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1888], ymm1
+    vmovdqu      [rdi + 1888], ymm2
     vmovdqu      ymm1, [rsi + 1920]
-    vmovdqu      ymm2, [rdx + 1920]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 1952]
+    vmovdqu      ymm3, [rdx + 1920]
+    vmovdqu      ymm4, [rdx + 1952]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
+    vpsraw       ymm3, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm4, ymm2, 15                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pw_24578]
+    vpand        ymm4, ymm4, [rel pw_24578]
+    vpaddw       ymm1, ymm1, ymm3
+    vpaddw       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1920], ymm1
-    vmovdqu      ymm1, [rsi + 1952]
-    vmovdqu      ymm2, [rdx + 1952]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pw_24578]
-    vpaddw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1952], ymm1
+    vmovdqu      [rdi + 1952], ymm2
     vmovdqu      ymm1, [rsi + 1984]
-    vmovdqu      ymm2, [rdx + 1984]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 2016]
+    vmovdqu      ymm3, [rdx + 1984]
+    vmovdqu      ymm4, [rdx + 2016]
+    vpmullw      ymm5, ymm3, [rel pw_m12287]
+    vpmullw      ymm6, ymm4, [rel pw_m12287]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm0, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm0, ymm2, ymm0
     vpsraw       ymm2, ymm1, 15                      ; lift: the output range asked for
+    vpsraw       ymm3, ymm0, 15                      ; lift: the output range asked for
     vpand        ymm2, ymm2, [rel pw_24578]
+    vpand        ymm3, ymm3, [rel pw_24578]
     vpaddw       ymm1, ymm1, ymm2
+    vpaddw       ymm0, ymm0, ymm3
     vmovdqu      [rdi + 1984], ymm1
-    vmovdqu      ymm1, [rsi + 2016]
-    vmovdqu      ymm2, [rdx + 2016]
-    vpmullw      ymm3, ymm2, [rel pw_m12287]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm0, ymm3, ymm0
-    vpsubw       ymm0, ymm1, ymm0
-    vpsraw       ymm1, ymm0, 15                      ; lift: the output range asked for
-    vpand        ymm1, ymm1, [rel pw_24578]
-    vpaddw       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper
     ret
@@ -21672,7 +21672,7 @@ kg_newhope12289_ntt_forward_sse:
 ;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_basemul_sse:function KERNGEN_VISIBILITY (kg_newhope12289_basemul_sse.end - kg_newhope12289_basemul_sse)
 align 32
@@ -21681,1668 +21681,1668 @@ kg_newhope12289_basemul_sse:
     movdqu       xmm0, [rel pw_12289]                ; q = 12289
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
-    movdqu       xmm3, [rdx]
-    movdqu       xmm4, [rdx + 16]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 32]
+    movdqu       xmm4, [rsi + 48]
+    movdqu       xmm5, [rdx]
+    movdqu       xmm6, [rdx + 16]
+    movdqu       xmm7, [rdx + 32]
+    movdqu       xmm8, [rdx + 48]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi], xmm1
     movdqu       [rdi + 16], xmm2
-    movdqu       xmm1, [rsi + 32]
-    movdqu       xmm2, [rsi + 48]
-    movdqu       xmm3, [rdx + 32]
-    movdqu       xmm4, [rdx + 48]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 32], xmm1
-    movdqu       [rdi + 48], xmm2
+    movdqu       [rdi + 32], xmm3
+    movdqu       [rdi + 48], xmm4
     movdqu       xmm1, [rsi + 64]
     movdqu       xmm2, [rsi + 80]
-    movdqu       xmm3, [rdx + 64]
-    movdqu       xmm4, [rdx + 80]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 96]
+    movdqu       xmm4, [rsi + 112]
+    movdqu       xmm5, [rdx + 64]
+    movdqu       xmm6, [rdx + 80]
+    movdqu       xmm7, [rdx + 96]
+    movdqu       xmm8, [rdx + 112]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 64], xmm1
     movdqu       [rdi + 80], xmm2
-    movdqu       xmm1, [rsi + 96]
-    movdqu       xmm2, [rsi + 112]
-    movdqu       xmm3, [rdx + 96]
-    movdqu       xmm4, [rdx + 112]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 96], xmm1
-    movdqu       [rdi + 112], xmm2
+    movdqu       [rdi + 96], xmm3
+    movdqu       [rdi + 112], xmm4
     movdqu       xmm1, [rsi + 128]
     movdqu       xmm2, [rsi + 144]
-    movdqu       xmm3, [rdx + 128]
-    movdqu       xmm4, [rdx + 144]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 160]
+    movdqu       xmm4, [rsi + 176]
+    movdqu       xmm5, [rdx + 128]
+    movdqu       xmm6, [rdx + 144]
+    movdqu       xmm7, [rdx + 160]
+    movdqu       xmm8, [rdx + 176]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 128], xmm1
     movdqu       [rdi + 144], xmm2
-    movdqu       xmm1, [rsi + 160]
-    movdqu       xmm2, [rsi + 176]
-    movdqu       xmm3, [rdx + 160]
-    movdqu       xmm4, [rdx + 176]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 160], xmm1
-    movdqu       [rdi + 176], xmm2
+    movdqu       [rdi + 160], xmm3
+    movdqu       [rdi + 176], xmm4
     movdqu       xmm1, [rsi + 192]
     movdqu       xmm2, [rsi + 208]
-    movdqu       xmm3, [rdx + 192]
-    movdqu       xmm4, [rdx + 208]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 224]
+    movdqu       xmm4, [rsi + 240]
+    movdqu       xmm5, [rdx + 192]
+    movdqu       xmm6, [rdx + 208]
+    movdqu       xmm7, [rdx + 224]
+    movdqu       xmm8, [rdx + 240]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 192], xmm1
     movdqu       [rdi + 208], xmm2
-    movdqu       xmm1, [rsi + 224]
-    movdqu       xmm2, [rsi + 240]
-    movdqu       xmm3, [rdx + 224]
-    movdqu       xmm4, [rdx + 240]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 224], xmm1
-    movdqu       [rdi + 240], xmm2
+    movdqu       [rdi + 224], xmm3
+    movdqu       [rdi + 240], xmm4
     movdqu       xmm1, [rsi + 256]
     movdqu       xmm2, [rsi + 272]
-    movdqu       xmm3, [rdx + 256]
-    movdqu       xmm4, [rdx + 272]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 288]
+    movdqu       xmm4, [rsi + 304]
+    movdqu       xmm5, [rdx + 256]
+    movdqu       xmm6, [rdx + 272]
+    movdqu       xmm7, [rdx + 288]
+    movdqu       xmm8, [rdx + 304]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 256], xmm1
     movdqu       [rdi + 272], xmm2
-    movdqu       xmm1, [rsi + 288]
-    movdqu       xmm2, [rsi + 304]
-    movdqu       xmm3, [rdx + 288]
-    movdqu       xmm4, [rdx + 304]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 288], xmm1
-    movdqu       [rdi + 304], xmm2
+    movdqu       [rdi + 288], xmm3
+    movdqu       [rdi + 304], xmm4
     movdqu       xmm1, [rsi + 320]
     movdqu       xmm2, [rsi + 336]
-    movdqu       xmm3, [rdx + 320]
-    movdqu       xmm4, [rdx + 336]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 352]
+    movdqu       xmm4, [rsi + 368]
+    movdqu       xmm5, [rdx + 320]
+    movdqu       xmm6, [rdx + 336]
+    movdqu       xmm7, [rdx + 352]
+    movdqu       xmm8, [rdx + 368]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 320], xmm1
     movdqu       [rdi + 336], xmm2
-    movdqu       xmm1, [rsi + 352]
-    movdqu       xmm2, [rsi + 368]
-    movdqu       xmm3, [rdx + 352]
-    movdqu       xmm4, [rdx + 368]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 352], xmm1
-    movdqu       [rdi + 368], xmm2
+    movdqu       [rdi + 352], xmm3
+    movdqu       [rdi + 368], xmm4
     movdqu       xmm1, [rsi + 384]
     movdqu       xmm2, [rsi + 400]
-    movdqu       xmm3, [rdx + 384]
-    movdqu       xmm4, [rdx + 400]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 416]
+    movdqu       xmm4, [rsi + 432]
+    movdqu       xmm5, [rdx + 384]
+    movdqu       xmm6, [rdx + 400]
+    movdqu       xmm7, [rdx + 416]
+    movdqu       xmm8, [rdx + 432]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 384], xmm1
     movdqu       [rdi + 400], xmm2
-    movdqu       xmm1, [rsi + 416]
-    movdqu       xmm2, [rsi + 432]
-    movdqu       xmm3, [rdx + 416]
-    movdqu       xmm4, [rdx + 432]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 416], xmm1
-    movdqu       [rdi + 432], xmm2
+    movdqu       [rdi + 416], xmm3
+    movdqu       [rdi + 432], xmm4
     movdqu       xmm1, [rsi + 448]
     movdqu       xmm2, [rsi + 464]
-    movdqu       xmm3, [rdx + 448]
-    movdqu       xmm4, [rdx + 464]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 480]
+    movdqu       xmm4, [rsi + 496]
+    movdqu       xmm5, [rdx + 448]
+    movdqu       xmm6, [rdx + 464]
+    movdqu       xmm7, [rdx + 480]
+    movdqu       xmm8, [rdx + 496]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 448], xmm1
     movdqu       [rdi + 464], xmm2
-    movdqu       xmm1, [rsi + 480]
-    movdqu       xmm2, [rsi + 496]
-    movdqu       xmm3, [rdx + 480]
-    movdqu       xmm4, [rdx + 496]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 480], xmm1
-    movdqu       [rdi + 496], xmm2
+    movdqu       [rdi + 480], xmm3
+    movdqu       [rdi + 496], xmm4
     movdqu       xmm1, [rsi + 512]
     movdqu       xmm2, [rsi + 528]
-    movdqu       xmm3, [rdx + 512]
-    movdqu       xmm4, [rdx + 528]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 544]
+    movdqu       xmm4, [rsi + 560]
+    movdqu       xmm5, [rdx + 512]
+    movdqu       xmm6, [rdx + 528]
+    movdqu       xmm7, [rdx + 544]
+    movdqu       xmm8, [rdx + 560]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 512], xmm1
     movdqu       [rdi + 528], xmm2
-    movdqu       xmm1, [rsi + 544]
-    movdqu       xmm2, [rsi + 560]
-    movdqu       xmm3, [rdx + 544]
-    movdqu       xmm4, [rdx + 560]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 544], xmm1
-    movdqu       [rdi + 560], xmm2
+    movdqu       [rdi + 544], xmm3
+    movdqu       [rdi + 560], xmm4
     movdqu       xmm1, [rsi + 576]
     movdqu       xmm2, [rsi + 592]
-    movdqu       xmm3, [rdx + 576]
-    movdqu       xmm4, [rdx + 592]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 608]
+    movdqu       xmm4, [rsi + 624]
+    movdqu       xmm5, [rdx + 576]
+    movdqu       xmm6, [rdx + 592]
+    movdqu       xmm7, [rdx + 608]
+    movdqu       xmm8, [rdx + 624]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 576], xmm1
     movdqu       [rdi + 592], xmm2
-    movdqu       xmm1, [rsi + 608]
-    movdqu       xmm2, [rsi + 624]
-    movdqu       xmm3, [rdx + 608]
-    movdqu       xmm4, [rdx + 624]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 608], xmm1
-    movdqu       [rdi + 624], xmm2
+    movdqu       [rdi + 608], xmm3
+    movdqu       [rdi + 624], xmm4
     movdqu       xmm1, [rsi + 640]
     movdqu       xmm2, [rsi + 656]
-    movdqu       xmm3, [rdx + 640]
-    movdqu       xmm4, [rdx + 656]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 672]
+    movdqu       xmm4, [rsi + 688]
+    movdqu       xmm5, [rdx + 640]
+    movdqu       xmm6, [rdx + 656]
+    movdqu       xmm7, [rdx + 672]
+    movdqu       xmm8, [rdx + 688]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 640], xmm1
     movdqu       [rdi + 656], xmm2
-    movdqu       xmm1, [rsi + 672]
-    movdqu       xmm2, [rsi + 688]
-    movdqu       xmm3, [rdx + 672]
-    movdqu       xmm4, [rdx + 688]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 672], xmm1
-    movdqu       [rdi + 688], xmm2
+    movdqu       [rdi + 672], xmm3
+    movdqu       [rdi + 688], xmm4
     movdqu       xmm1, [rsi + 704]
     movdqu       xmm2, [rsi + 720]
-    movdqu       xmm3, [rdx + 704]
-    movdqu       xmm4, [rdx + 720]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 736]
+    movdqu       xmm4, [rsi + 752]
+    movdqu       xmm5, [rdx + 704]
+    movdqu       xmm6, [rdx + 720]
+    movdqu       xmm7, [rdx + 736]
+    movdqu       xmm8, [rdx + 752]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 704], xmm1
     movdqu       [rdi + 720], xmm2
-    movdqu       xmm1, [rsi + 736]
-    movdqu       xmm2, [rsi + 752]
-    movdqu       xmm3, [rdx + 736]
-    movdqu       xmm4, [rdx + 752]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 736], xmm1
-    movdqu       [rdi + 752], xmm2
+    movdqu       [rdi + 736], xmm3
+    movdqu       [rdi + 752], xmm4
     movdqu       xmm1, [rsi + 768]
     movdqu       xmm2, [rsi + 784]
-    movdqu       xmm3, [rdx + 768]
-    movdqu       xmm4, [rdx + 784]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 800]
+    movdqu       xmm4, [rsi + 816]
+    movdqu       xmm5, [rdx + 768]
+    movdqu       xmm6, [rdx + 784]
+    movdqu       xmm7, [rdx + 800]
+    movdqu       xmm8, [rdx + 816]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 768], xmm1
     movdqu       [rdi + 784], xmm2
-    movdqu       xmm1, [rsi + 800]
-    movdqu       xmm2, [rsi + 816]
-    movdqu       xmm3, [rdx + 800]
-    movdqu       xmm4, [rdx + 816]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 800], xmm1
-    movdqu       [rdi + 816], xmm2
+    movdqu       [rdi + 800], xmm3
+    movdqu       [rdi + 816], xmm4
     movdqu       xmm1, [rsi + 832]
     movdqu       xmm2, [rsi + 848]
-    movdqu       xmm3, [rdx + 832]
-    movdqu       xmm4, [rdx + 848]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 864]
+    movdqu       xmm4, [rsi + 880]
+    movdqu       xmm5, [rdx + 832]
+    movdqu       xmm6, [rdx + 848]
+    movdqu       xmm7, [rdx + 864]
+    movdqu       xmm8, [rdx + 880]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 832], xmm1
     movdqu       [rdi + 848], xmm2
-    movdqu       xmm1, [rsi + 864]
-    movdqu       xmm2, [rsi + 880]
-    movdqu       xmm3, [rdx + 864]
-    movdqu       xmm4, [rdx + 880]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 864], xmm1
-    movdqu       [rdi + 880], xmm2
+    movdqu       [rdi + 864], xmm3
+    movdqu       [rdi + 880], xmm4
     movdqu       xmm1, [rsi + 896]
     movdqu       xmm2, [rsi + 912]
-    movdqu       xmm3, [rdx + 896]
-    movdqu       xmm4, [rdx + 912]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 928]
+    movdqu       xmm4, [rsi + 944]
+    movdqu       xmm5, [rdx + 896]
+    movdqu       xmm6, [rdx + 912]
+    movdqu       xmm7, [rdx + 928]
+    movdqu       xmm8, [rdx + 944]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 896], xmm1
     movdqu       [rdi + 912], xmm2
-    movdqu       xmm1, [rsi + 928]
-    movdqu       xmm2, [rsi + 944]
-    movdqu       xmm3, [rdx + 928]
-    movdqu       xmm4, [rdx + 944]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 928], xmm1
-    movdqu       [rdi + 944], xmm2
+    movdqu       [rdi + 928], xmm3
+    movdqu       [rdi + 944], xmm4
     movdqu       xmm1, [rsi + 960]
     movdqu       xmm2, [rsi + 976]
-    movdqu       xmm3, [rdx + 960]
-    movdqu       xmm4, [rdx + 976]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 992]
+    movdqu       xmm4, [rsi + 1008]
+    movdqu       xmm5, [rdx + 960]
+    movdqu       xmm6, [rdx + 976]
+    movdqu       xmm7, [rdx + 992]
+    movdqu       xmm8, [rdx + 1008]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 960], xmm1
     movdqu       [rdi + 976], xmm2
-    movdqu       xmm1, [rsi + 992]
-    movdqu       xmm2, [rsi + 1008]
-    movdqu       xmm3, [rdx + 992]
-    movdqu       xmm4, [rdx + 1008]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 992], xmm1
-    movdqu       [rdi + 1008], xmm2
+    movdqu       [rdi + 992], xmm3
+    movdqu       [rdi + 1008], xmm4
     movdqu       xmm1, [rsi + 1024]
     movdqu       xmm2, [rsi + 1040]
-    movdqu       xmm3, [rdx + 1024]
-    movdqu       xmm4, [rdx + 1040]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1056]
+    movdqu       xmm4, [rsi + 1072]
+    movdqu       xmm5, [rdx + 1024]
+    movdqu       xmm6, [rdx + 1040]
+    movdqu       xmm7, [rdx + 1056]
+    movdqu       xmm8, [rdx + 1072]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1024], xmm1
     movdqu       [rdi + 1040], xmm2
-    movdqu       xmm1, [rsi + 1056]
-    movdqu       xmm2, [rsi + 1072]
-    movdqu       xmm3, [rdx + 1056]
-    movdqu       xmm4, [rdx + 1072]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1056], xmm1
-    movdqu       [rdi + 1072], xmm2
+    movdqu       [rdi + 1056], xmm3
+    movdqu       [rdi + 1072], xmm4
     movdqu       xmm1, [rsi + 1088]
     movdqu       xmm2, [rsi + 1104]
-    movdqu       xmm3, [rdx + 1088]
-    movdqu       xmm4, [rdx + 1104]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1120]
+    movdqu       xmm4, [rsi + 1136]
+    movdqu       xmm5, [rdx + 1088]
+    movdqu       xmm6, [rdx + 1104]
+    movdqu       xmm7, [rdx + 1120]
+    movdqu       xmm8, [rdx + 1136]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1088], xmm1
     movdqu       [rdi + 1104], xmm2
-    movdqu       xmm1, [rsi + 1120]
-    movdqu       xmm2, [rsi + 1136]
-    movdqu       xmm3, [rdx + 1120]
-    movdqu       xmm4, [rdx + 1136]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1120], xmm1
-    movdqu       [rdi + 1136], xmm2
+    movdqu       [rdi + 1120], xmm3
+    movdqu       [rdi + 1136], xmm4
     movdqu       xmm1, [rsi + 1152]
     movdqu       xmm2, [rsi + 1168]
-    movdqu       xmm3, [rdx + 1152]
-    movdqu       xmm4, [rdx + 1168]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1184]
+    movdqu       xmm4, [rsi + 1200]
+    movdqu       xmm5, [rdx + 1152]
+    movdqu       xmm6, [rdx + 1168]
+    movdqu       xmm7, [rdx + 1184]
+    movdqu       xmm8, [rdx + 1200]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1152], xmm1
     movdqu       [rdi + 1168], xmm2
-    movdqu       xmm1, [rsi + 1184]
-    movdqu       xmm2, [rsi + 1200]
-    movdqu       xmm3, [rdx + 1184]
-    movdqu       xmm4, [rdx + 1200]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1184], xmm1
-    movdqu       [rdi + 1200], xmm2
+    movdqu       [rdi + 1184], xmm3
+    movdqu       [rdi + 1200], xmm4
     movdqu       xmm1, [rsi + 1216]
     movdqu       xmm2, [rsi + 1232]
-    movdqu       xmm3, [rdx + 1216]
-    movdqu       xmm4, [rdx + 1232]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1248]
+    movdqu       xmm4, [rsi + 1264]
+    movdqu       xmm5, [rdx + 1216]
+    movdqu       xmm6, [rdx + 1232]
+    movdqu       xmm7, [rdx + 1248]
+    movdqu       xmm8, [rdx + 1264]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1216], xmm1
     movdqu       [rdi + 1232], xmm2
-    movdqu       xmm1, [rsi + 1248]
-    movdqu       xmm2, [rsi + 1264]
-    movdqu       xmm3, [rdx + 1248]
-    movdqu       xmm4, [rdx + 1264]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1248], xmm1
-    movdqu       [rdi + 1264], xmm2
+    movdqu       [rdi + 1248], xmm3
+    movdqu       [rdi + 1264], xmm4
     movdqu       xmm1, [rsi + 1280]
     movdqu       xmm2, [rsi + 1296]
-    movdqu       xmm3, [rdx + 1280]
-    movdqu       xmm4, [rdx + 1296]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1312]
+    movdqu       xmm4, [rsi + 1328]
+    movdqu       xmm5, [rdx + 1280]
+    movdqu       xmm6, [rdx + 1296]
+    movdqu       xmm7, [rdx + 1312]
+    movdqu       xmm8, [rdx + 1328]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1280], xmm1
     movdqu       [rdi + 1296], xmm2
-    movdqu       xmm1, [rsi + 1312]
-    movdqu       xmm2, [rsi + 1328]
-    movdqu       xmm3, [rdx + 1312]
-    movdqu       xmm4, [rdx + 1328]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1312], xmm1
-    movdqu       [rdi + 1328], xmm2
+    movdqu       [rdi + 1312], xmm3
+    movdqu       [rdi + 1328], xmm4
     movdqu       xmm1, [rsi + 1344]
     movdqu       xmm2, [rsi + 1360]
-    movdqu       xmm3, [rdx + 1344]
-    movdqu       xmm4, [rdx + 1360]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1376]
+    movdqu       xmm4, [rsi + 1392]
+    movdqu       xmm5, [rdx + 1344]
+    movdqu       xmm6, [rdx + 1360]
+    movdqu       xmm7, [rdx + 1376]
+    movdqu       xmm8, [rdx + 1392]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1344], xmm1
     movdqu       [rdi + 1360], xmm2
-    movdqu       xmm1, [rsi + 1376]
-    movdqu       xmm2, [rsi + 1392]
-    movdqu       xmm3, [rdx + 1376]
-    movdqu       xmm4, [rdx + 1392]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1376], xmm1
-    movdqu       [rdi + 1392], xmm2
+    movdqu       [rdi + 1376], xmm3
+    movdqu       [rdi + 1392], xmm4
     movdqu       xmm1, [rsi + 1408]
     movdqu       xmm2, [rsi + 1424]
-    movdqu       xmm3, [rdx + 1408]
-    movdqu       xmm4, [rdx + 1424]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1440]
+    movdqu       xmm4, [rsi + 1456]
+    movdqu       xmm5, [rdx + 1408]
+    movdqu       xmm6, [rdx + 1424]
+    movdqu       xmm7, [rdx + 1440]
+    movdqu       xmm8, [rdx + 1456]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1408], xmm1
     movdqu       [rdi + 1424], xmm2
-    movdqu       xmm1, [rsi + 1440]
-    movdqu       xmm2, [rsi + 1456]
-    movdqu       xmm3, [rdx + 1440]
-    movdqu       xmm4, [rdx + 1456]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1440], xmm1
-    movdqu       [rdi + 1456], xmm2
+    movdqu       [rdi + 1440], xmm3
+    movdqu       [rdi + 1456], xmm4
     movdqu       xmm1, [rsi + 1472]
     movdqu       xmm2, [rsi + 1488]
-    movdqu       xmm3, [rdx + 1472]
-    movdqu       xmm4, [rdx + 1488]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1504]
+    movdqu       xmm4, [rsi + 1520]
+    movdqu       xmm5, [rdx + 1472]
+    movdqu       xmm6, [rdx + 1488]
+    movdqu       xmm7, [rdx + 1504]
+    movdqu       xmm8, [rdx + 1520]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1472], xmm1
     movdqu       [rdi + 1488], xmm2
-    movdqu       xmm1, [rsi + 1504]
-    movdqu       xmm2, [rsi + 1520]
-    movdqu       xmm3, [rdx + 1504]
-    movdqu       xmm4, [rdx + 1520]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1504], xmm1
-    movdqu       [rdi + 1520], xmm2
+    movdqu       [rdi + 1504], xmm3
+    movdqu       [rdi + 1520], xmm4
     movdqu       xmm1, [rsi + 1536]
     movdqu       xmm2, [rsi + 1552]
-    movdqu       xmm3, [rdx + 1536]
-    movdqu       xmm4, [rdx + 1552]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1568]
+    movdqu       xmm4, [rsi + 1584]
+    movdqu       xmm5, [rdx + 1536]
+    movdqu       xmm6, [rdx + 1552]
+    movdqu       xmm7, [rdx + 1568]
+    movdqu       xmm8, [rdx + 1584]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1536], xmm1
     movdqu       [rdi + 1552], xmm2
-    movdqu       xmm1, [rsi + 1568]
-    movdqu       xmm2, [rsi + 1584]
-    movdqu       xmm3, [rdx + 1568]
-    movdqu       xmm4, [rdx + 1584]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1568], xmm1
-    movdqu       [rdi + 1584], xmm2
+    movdqu       [rdi + 1568], xmm3
+    movdqu       [rdi + 1584], xmm4
     movdqu       xmm1, [rsi + 1600]
     movdqu       xmm2, [rsi + 1616]
-    movdqu       xmm3, [rdx + 1600]
-    movdqu       xmm4, [rdx + 1616]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1632]
+    movdqu       xmm4, [rsi + 1648]
+    movdqu       xmm5, [rdx + 1600]
+    movdqu       xmm6, [rdx + 1616]
+    movdqu       xmm7, [rdx + 1632]
+    movdqu       xmm8, [rdx + 1648]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1600], xmm1
     movdqu       [rdi + 1616], xmm2
-    movdqu       xmm1, [rsi + 1632]
-    movdqu       xmm2, [rsi + 1648]
-    movdqu       xmm3, [rdx + 1632]
-    movdqu       xmm4, [rdx + 1648]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1632], xmm1
-    movdqu       [rdi + 1648], xmm2
+    movdqu       [rdi + 1632], xmm3
+    movdqu       [rdi + 1648], xmm4
     movdqu       xmm1, [rsi + 1664]
     movdqu       xmm2, [rsi + 1680]
-    movdqu       xmm3, [rdx + 1664]
-    movdqu       xmm4, [rdx + 1680]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1696]
+    movdqu       xmm4, [rsi + 1712]
+    movdqu       xmm5, [rdx + 1664]
+    movdqu       xmm6, [rdx + 1680]
+    movdqu       xmm7, [rdx + 1696]
+    movdqu       xmm8, [rdx + 1712]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1664], xmm1
     movdqu       [rdi + 1680], xmm2
-    movdqu       xmm1, [rsi + 1696]
-    movdqu       xmm2, [rsi + 1712]
-    movdqu       xmm3, [rdx + 1696]
-    movdqu       xmm4, [rdx + 1712]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1696], xmm1
-    movdqu       [rdi + 1712], xmm2
+    movdqu       [rdi + 1696], xmm3
+    movdqu       [rdi + 1712], xmm4
     movdqu       xmm1, [rsi + 1728]
     movdqu       xmm2, [rsi + 1744]
-    movdqu       xmm3, [rdx + 1728]
-    movdqu       xmm4, [rdx + 1744]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1760]
+    movdqu       xmm4, [rsi + 1776]
+    movdqu       xmm5, [rdx + 1728]
+    movdqu       xmm6, [rdx + 1744]
+    movdqu       xmm7, [rdx + 1760]
+    movdqu       xmm8, [rdx + 1776]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1728], xmm1
     movdqu       [rdi + 1744], xmm2
-    movdqu       xmm1, [rsi + 1760]
-    movdqu       xmm2, [rsi + 1776]
-    movdqu       xmm3, [rdx + 1760]
-    movdqu       xmm4, [rdx + 1776]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1760], xmm1
-    movdqu       [rdi + 1776], xmm2
+    movdqu       [rdi + 1760], xmm3
+    movdqu       [rdi + 1776], xmm4
     movdqu       xmm1, [rsi + 1792]
     movdqu       xmm2, [rsi + 1808]
-    movdqu       xmm3, [rdx + 1792]
-    movdqu       xmm4, [rdx + 1808]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1824]
+    movdqu       xmm4, [rsi + 1840]
+    movdqu       xmm5, [rdx + 1792]
+    movdqu       xmm6, [rdx + 1808]
+    movdqu       xmm7, [rdx + 1824]
+    movdqu       xmm8, [rdx + 1840]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1792], xmm1
     movdqu       [rdi + 1808], xmm2
-    movdqu       xmm1, [rsi + 1824]
-    movdqu       xmm2, [rsi + 1840]
-    movdqu       xmm3, [rdx + 1824]
-    movdqu       xmm4, [rdx + 1840]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1824], xmm1
-    movdqu       [rdi + 1840], xmm2
+    movdqu       [rdi + 1824], xmm3
+    movdqu       [rdi + 1840], xmm4
     movdqu       xmm1, [rsi + 1856]
     movdqu       xmm2, [rsi + 1872]
-    movdqu       xmm3, [rdx + 1856]
-    movdqu       xmm4, [rdx + 1872]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1888]
+    movdqu       xmm4, [rsi + 1904]
+    movdqu       xmm5, [rdx + 1856]
+    movdqu       xmm6, [rdx + 1872]
+    movdqu       xmm7, [rdx + 1888]
+    movdqu       xmm8, [rdx + 1904]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1856], xmm1
     movdqu       [rdi + 1872], xmm2
-    movdqu       xmm1, [rsi + 1888]
-    movdqu       xmm2, [rsi + 1904]
-    movdqu       xmm3, [rdx + 1888]
-    movdqu       xmm4, [rdx + 1904]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1888], xmm1
-    movdqu       [rdi + 1904], xmm2
+    movdqu       [rdi + 1888], xmm3
+    movdqu       [rdi + 1904], xmm4
     movdqu       xmm1, [rsi + 1920]
     movdqu       xmm2, [rsi + 1936]
-    movdqu       xmm3, [rdx + 1920]
-    movdqu       xmm4, [rdx + 1936]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
+    movdqu       xmm3, [rsi + 1952]
+    movdqu       xmm4, [rsi + 1968]
+    movdqu       xmm5, [rdx + 1920]
+    movdqu       xmm6, [rdx + 1936]
+    movdqu       xmm7, [rdx + 1952]
+    movdqu       xmm8, [rdx + 1968]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
+    movdqa       xmm5, xmm1                          ; lift: the output range asked for
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm2
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm3                          ; lift: the output range asked for
+    psraw        xmm7, 15
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 15
+    pand         xmm5, [rel pw_24578]
+    pand         xmm6, [rel pw_24578 + 16]
+    pand         xmm7, [rel pw_24578]
+    pand         xmm8, [rel pw_24578 + 16]
+    paddw        xmm1, xmm5
+    paddw        xmm2, xmm6
+    paddw        xmm3, xmm7
+    paddw        xmm4, xmm8
     movdqu       [rdi + 1920], xmm1
     movdqu       [rdi + 1936], xmm2
-    movdqu       xmm1, [rsi + 1952]
-    movdqu       xmm2, [rsi + 1968]
-    movdqu       xmm3, [rdx + 1952]
-    movdqu       xmm4, [rdx + 1968]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1952], xmm1
-    movdqu       [rdi + 1968], xmm2
+    movdqu       [rdi + 1952], xmm3
+    movdqu       [rdi + 1968], xmm4
     movdqu       xmm1, [rsi + 1984]
     movdqu       xmm2, [rsi + 2000]
-    movdqu       xmm3, [rdx + 1984]
-    movdqu       xmm4, [rdx + 2000]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqa       xmm3, xmm1                          ; lift: the output range asked for
-    psraw        xmm3, 15
-    movdqa       xmm4, xmm2
-    psraw        xmm4, 15
-    pand         xmm3, [rel pw_24578]
-    pand         xmm4, [rel pw_24578 + 16]
-    paddw        xmm1, xmm3
-    paddw        xmm2, xmm4
-    movdqu       [rdi + 1984], xmm1
-    movdqu       [rdi + 2000], xmm2
-    movdqu       xmm1, [rsi + 2016]
-    movdqu       xmm2, [rsi + 2032]
-    movdqu       xmm3, [rdx + 2016]
-    movdqu       xmm4, [rdx + 2032]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m12287]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m12287 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
+    movdqu       xmm3, [rsi + 2016]
+    movdqu       xmm4, [rsi + 2032]
+    movdqu       xmm5, [rdx + 1984]
+    movdqu       xmm6, [rdx + 2000]
+    movdqu       xmm7, [rdx + 2016]
+    movdqu       xmm8, [rdx + 2032]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m12287]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m12287 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m12287]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m12287 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
     movdqa       xmm0, xmm1                          ; lift: the output range asked for
     psraw        xmm0, 15
-    movdqa       xmm3, xmm2
-    psraw        xmm3, 15
+    movdqa       xmm5, xmm2
+    psraw        xmm5, 15
+    movdqa       xmm6, xmm3                          ; lift: the output range asked for
+    psraw        xmm6, 15
+    movdqa       xmm7, xmm4
+    psraw        xmm7, 15
     pand         xmm0, [rel pw_24578]
-    pand         xmm3, [rel pw_24578 + 16]
+    pand         xmm5, [rel pw_24578 + 16]
+    pand         xmm6, [rel pw_24578]
+    pand         xmm7, [rel pw_24578 + 16]
     paddw        xmm1, xmm0
-    paddw        xmm2, xmm3
-    movdqu       [rdi + 2016], xmm1
-    movdqu       [rdi + 2032], xmm2
+    paddw        xmm2, xmm5
+    paddw        xmm3, xmm6
+    paddw        xmm4, xmm7
+    movdqu       [rdi + 1984], xmm1
+    movdqu       [rdi + 2000], xmm2
+    movdqu       [rdi + 2016], xmm3
+    movdqu       [rdi + 2032], xmm4
     ret
 .end:
 

@@ -5845,7 +5845,7 @@ kg_nfl1073479681_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-4}, flags
+;   clobbers: ymm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_basemul_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_basemul_avx2.end - kg_nfl1073479681_basemul_avx2)
 align 32
@@ -5853,1156 +5853,1156 @@ kg_nfl1073479681_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 32]
+    vmovdqu      ymm3, [rdx]
+    vmovdqu      ymm4, [rdx + 32]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 32], ymm1
+    vmovdqu      [rdi + 32], ymm2
     vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 96]
+    vmovdqu      ymm3, [rdx + 64]
+    vmovdqu      ymm4, [rdx + 96]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 96], ymm1
+    vmovdqu      [rdi + 96], ymm2
     vmovdqu      ymm1, [rsi + 128]
-    vmovdqu      ymm2, [rdx + 128]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 160]
+    vmovdqu      ymm3, [rdx + 128]
+    vmovdqu      ymm4, [rdx + 160]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 128], ymm1
-    vmovdqu      ymm1, [rsi + 160]
-    vmovdqu      ymm2, [rdx + 160]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 160], ymm1
+    vmovdqu      [rdi + 160], ymm2
     vmovdqu      ymm1, [rsi + 192]
-    vmovdqu      ymm2, [rdx + 192]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 224]
+    vmovdqu      ymm3, [rdx + 192]
+    vmovdqu      ymm4, [rdx + 224]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 192], ymm1
-    vmovdqu      ymm1, [rsi + 224]
-    vmovdqu      ymm2, [rdx + 224]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 224], ymm1
+    vmovdqu      [rdi + 224], ymm2
     vmovdqu      ymm1, [rsi + 256]
-    vmovdqu      ymm2, [rdx + 256]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 288]
+    vmovdqu      ymm3, [rdx + 256]
+    vmovdqu      ymm4, [rdx + 288]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 256], ymm1
-    vmovdqu      ymm1, [rsi + 288]
-    vmovdqu      ymm2, [rdx + 288]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 288], ymm1
+    vmovdqu      [rdi + 288], ymm2
     vmovdqu      ymm1, [rsi + 320]
-    vmovdqu      ymm2, [rdx + 320]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 352]
+    vmovdqu      ymm3, [rdx + 320]
+    vmovdqu      ymm4, [rdx + 352]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 320], ymm1
-    vmovdqu      ymm1, [rsi + 352]
-    vmovdqu      ymm2, [rdx + 352]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 352], ymm1
+    vmovdqu      [rdi + 352], ymm2
     vmovdqu      ymm1, [rsi + 384]
-    vmovdqu      ymm2, [rdx + 384]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 416]
+    vmovdqu      ymm3, [rdx + 384]
+    vmovdqu      ymm4, [rdx + 416]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      ymm1, [rsi + 416]
-    vmovdqu      ymm2, [rdx + 416]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 416], ymm1
+    vmovdqu      [rdi + 416], ymm2
     vmovdqu      ymm1, [rsi + 448]
-    vmovdqu      ymm2, [rdx + 448]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 480]
+    vmovdqu      ymm3, [rdx + 448]
+    vmovdqu      ymm4, [rdx + 480]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 448], ymm1
-    vmovdqu      ymm1, [rsi + 480]
-    vmovdqu      ymm2, [rdx + 480]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 480], ymm1
+    vmovdqu      [rdi + 480], ymm2
     vmovdqu      ymm1, [rsi + 512]
-    vmovdqu      ymm2, [rdx + 512]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 544]
+    vmovdqu      ymm3, [rdx + 512]
+    vmovdqu      ymm4, [rdx + 544]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 512], ymm1
-    vmovdqu      ymm1, [rsi + 544]
-    vmovdqu      ymm2, [rdx + 544]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 544], ymm1
+    vmovdqu      [rdi + 544], ymm2
     vmovdqu      ymm1, [rsi + 576]
-    vmovdqu      ymm2, [rdx + 576]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 608]
+    vmovdqu      ymm3, [rdx + 576]
+    vmovdqu      ymm4, [rdx + 608]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 576], ymm1
-    vmovdqu      ymm1, [rsi + 608]
-    vmovdqu      ymm2, [rdx + 608]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 608], ymm1
+    vmovdqu      [rdi + 608], ymm2
     vmovdqu      ymm1, [rsi + 640]
-    vmovdqu      ymm2, [rdx + 640]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 672]
+    vmovdqu      ymm3, [rdx + 640]
+    vmovdqu      ymm4, [rdx + 672]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 640], ymm1
-    vmovdqu      ymm1, [rsi + 672]
-    vmovdqu      ymm2, [rdx + 672]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 672], ymm1
+    vmovdqu      [rdi + 672], ymm2
     vmovdqu      ymm1, [rsi + 704]
-    vmovdqu      ymm2, [rdx + 704]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 736]
+    vmovdqu      ymm3, [rdx + 704]
+    vmovdqu      ymm4, [rdx + 736]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 704], ymm1
-    vmovdqu      ymm1, [rsi + 736]
-    vmovdqu      ymm2, [rdx + 736]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 736], ymm1
+    vmovdqu      [rdi + 736], ymm2
     vmovdqu      ymm1, [rsi + 768]
-    vmovdqu      ymm2, [rdx + 768]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 800]
+    vmovdqu      ymm3, [rdx + 768]
+    vmovdqu      ymm4, [rdx + 800]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 768], ymm1
-    vmovdqu      ymm1, [rsi + 800]
-    vmovdqu      ymm2, [rdx + 800]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 800], ymm1
+    vmovdqu      [rdi + 800], ymm2
     vmovdqu      ymm1, [rsi + 832]
-    vmovdqu      ymm2, [rdx + 832]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 864]
+    vmovdqu      ymm3, [rdx + 832]
+    vmovdqu      ymm4, [rdx + 864]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 832], ymm1
-    vmovdqu      ymm1, [rsi + 864]
-    vmovdqu      ymm2, [rdx + 864]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 864], ymm1
+    vmovdqu      [rdi + 864], ymm2
     vmovdqu      ymm1, [rsi + 896]
-    vmovdqu      ymm2, [rdx + 896]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 928]
+    vmovdqu      ymm3, [rdx + 896]
+    vmovdqu      ymm4, [rdx + 928]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 896], ymm1
-    vmovdqu      ymm1, [rsi + 928]
-    vmovdqu      ymm2, [rdx + 928]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 928], ymm1
+    vmovdqu      [rdi + 928], ymm2
     vmovdqu      ymm1, [rsi + 960]
-    vmovdqu      ymm2, [rdx + 960]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 992]
+    vmovdqu      ymm3, [rdx + 960]
+    vmovdqu      ymm4, [rdx + 992]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 960], ymm1
-    vmovdqu      ymm1, [rsi + 992]
-    vmovdqu      ymm2, [rdx + 992]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 992], ymm1
+    vmovdqu      [rdi + 992], ymm2
     vmovdqu      ymm1, [rsi + 1024]
-    vmovdqu      ymm2, [rdx + 1024]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1056]
+    vmovdqu      ymm3, [rdx + 1024]
+    vmovdqu      ymm4, [rdx + 1056]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1024], ymm1
-    vmovdqu      ymm1, [rsi + 1056]
-    vmovdqu      ymm2, [rdx + 1056]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1056], ymm1
+    vmovdqu      [rdi + 1056], ymm2
     vmovdqu      ymm1, [rsi + 1088]
-    vmovdqu      ymm2, [rdx + 1088]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1120]
+    vmovdqu      ymm3, [rdx + 1088]
+    vmovdqu      ymm4, [rdx + 1120]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1088], ymm1
-    vmovdqu      ymm1, [rsi + 1120]
-    vmovdqu      ymm2, [rdx + 1120]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1120], ymm1
+    vmovdqu      [rdi + 1120], ymm2
     vmovdqu      ymm1, [rsi + 1152]
-    vmovdqu      ymm2, [rdx + 1152]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1184]
+    vmovdqu      ymm3, [rdx + 1152]
+    vmovdqu      ymm4, [rdx + 1184]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1152], ymm1
-    vmovdqu      ymm1, [rsi + 1184]
-    vmovdqu      ymm2, [rdx + 1184]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1184], ymm1
+    vmovdqu      [rdi + 1184], ymm2
     vmovdqu      ymm1, [rsi + 1216]
-    vmovdqu      ymm2, [rdx + 1216]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1248]
+    vmovdqu      ymm3, [rdx + 1216]
+    vmovdqu      ymm4, [rdx + 1248]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1216], ymm1
-    vmovdqu      ymm1, [rsi + 1248]
-    vmovdqu      ymm2, [rdx + 1248]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1248], ymm1
+    vmovdqu      [rdi + 1248], ymm2
     vmovdqu      ymm1, [rsi + 1280]
-    vmovdqu      ymm2, [rdx + 1280]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1312]
+    vmovdqu      ymm3, [rdx + 1280]
+    vmovdqu      ymm4, [rdx + 1312]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1280], ymm1
-    vmovdqu      ymm1, [rsi + 1312]
-    vmovdqu      ymm2, [rdx + 1312]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1312], ymm1
+    vmovdqu      [rdi + 1312], ymm2
     vmovdqu      ymm1, [rsi + 1344]
-    vmovdqu      ymm2, [rdx + 1344]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1376]
+    vmovdqu      ymm3, [rdx + 1344]
+    vmovdqu      ymm4, [rdx + 1376]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1344], ymm1
-    vmovdqu      ymm1, [rsi + 1376]
-    vmovdqu      ymm2, [rdx + 1376]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1376], ymm1
+    vmovdqu      [rdi + 1376], ymm2
     vmovdqu      ymm1, [rsi + 1408]
-    vmovdqu      ymm2, [rdx + 1408]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1440]
+    vmovdqu      ymm3, [rdx + 1408]
+    vmovdqu      ymm4, [rdx + 1440]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1408], ymm1
-    vmovdqu      ymm1, [rsi + 1440]
-    vmovdqu      ymm2, [rdx + 1440]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1440], ymm1
+    vmovdqu      [rdi + 1440], ymm2
     vmovdqu      ymm1, [rsi + 1472]
-    vmovdqu      ymm2, [rdx + 1472]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1504]
+    vmovdqu      ymm3, [rdx + 1472]
+    vmovdqu      ymm4, [rdx + 1504]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1472], ymm1
-    vmovdqu      ymm1, [rsi + 1504]
-    vmovdqu      ymm2, [rdx + 1504]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1504], ymm1
+    vmovdqu      [rdi + 1504], ymm2
     vmovdqu      ymm1, [rsi + 1536]
-    vmovdqu      ymm2, [rdx + 1536]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1568]
+    vmovdqu      ymm3, [rdx + 1536]
+    vmovdqu      ymm4, [rdx + 1568]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1536], ymm1
-    vmovdqu      ymm1, [rsi + 1568]
-    vmovdqu      ymm2, [rdx + 1568]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1568], ymm1
+    vmovdqu      [rdi + 1568], ymm2
     vmovdqu      ymm1, [rsi + 1600]
-    vmovdqu      ymm2, [rdx + 1600]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1632]
+    vmovdqu      ymm3, [rdx + 1600]
+    vmovdqu      ymm4, [rdx + 1632]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1600], ymm1
-    vmovdqu      ymm1, [rsi + 1632]
-    vmovdqu      ymm2, [rdx + 1632]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1632], ymm1
+    vmovdqu      [rdi + 1632], ymm2
     vmovdqu      ymm1, [rsi + 1664]
-    vmovdqu      ymm2, [rdx + 1664]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1696]
+    vmovdqu      ymm3, [rdx + 1664]
+    vmovdqu      ymm4, [rdx + 1696]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1664], ymm1
-    vmovdqu      ymm1, [rsi + 1696]
-    vmovdqu      ymm2, [rdx + 1696]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1696], ymm1
+    vmovdqu      [rdi + 1696], ymm2
     vmovdqu      ymm1, [rsi + 1728]
-    vmovdqu      ymm2, [rdx + 1728]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1760]
+    vmovdqu      ymm3, [rdx + 1728]
+    vmovdqu      ymm4, [rdx + 1760]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1728], ymm1
-    vmovdqu      ymm1, [rsi + 1760]
-    vmovdqu      ymm2, [rdx + 1760]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1760], ymm1
+    vmovdqu      [rdi + 1760], ymm2
     vmovdqu      ymm1, [rsi + 1792]
-    vmovdqu      ymm2, [rdx + 1792]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1824]
+    vmovdqu      ymm3, [rdx + 1792]
+    vmovdqu      ymm4, [rdx + 1824]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1792], ymm1
-    vmovdqu      ymm1, [rsi + 1824]
-    vmovdqu      ymm2, [rdx + 1824]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1824], ymm1
+    vmovdqu      [rdi + 1824], ymm2
     vmovdqu      ymm1, [rsi + 1856]
-    vmovdqu      ymm2, [rdx + 1856]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1888]
+    vmovdqu      ymm3, [rdx + 1856]
+    vmovdqu      ymm4, [rdx + 1888]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1856], ymm1
-    vmovdqu      ymm1, [rsi + 1888]
-    vmovdqu      ymm2, [rdx + 1888]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1888], ymm1
+    vmovdqu      [rdi + 1888], ymm2
     vmovdqu      ymm1, [rsi + 1920]
-    vmovdqu      ymm2, [rdx + 1920]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 1952]
+    vmovdqu      ymm3, [rdx + 1920]
+    vmovdqu      ymm4, [rdx + 1952]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm2, ymm2, ymm4, 170
+    vpsrad       ymm3, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm4, ymm2, 31                      ; lift: the output range asked for
+    vpand        ymm3, ymm3, [rel pd_2146959362]
+    vpand        ymm4, ymm4, [rel pd_2146959362]
+    vpaddd       ymm1, ymm1, ymm3
+    vpaddd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 1920], ymm1
-    vmovdqu      ymm1, [rsi + 1952]
-    vmovdqu      ymm2, [rdx + 1952]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
-    vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
-    vpand        ymm2, ymm2, [rel pd_2146959362]
-    vpaddd       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 1952], ymm1
+    vmovdqu      [rdi + 1952], ymm2
     vmovdqu      ymm1, [rsi + 1984]
-    vmovdqu      ymm2, [rdx + 1984]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
+    vmovdqu      ymm2, [rsi + 2016]
+    vmovdqu      ymm3, [rdx + 1984]
+    vmovdqu      ymm4, [rdx + 2016]
+    vmovshdup    ymm5, ymm1
+    vmovshdup    ymm6, ymm2
+    vmovshdup    ymm7, ymm3
+    vmovshdup    ymm8, ymm4
+    vpmuldq      ymm1, ymm1, ymm3
+    vpmuldq      ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm1, [rel pd_m1073479679]
+    vpmuldq      ymm4, ymm2, [rel pd_m1073479679]
     vpmuldq      ymm3, ymm3, ymm0
-    vpsubd       ymm2, ymm2, ymm3
+    vpmuldq      ymm4, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm5, ymm7
+    vpmuldq      ymm4, ymm6, ymm8
+    vpmuldq      ymm5, ymm3, [rel pd_m1073479679]
+    vpmuldq      ymm6, ymm4, [rel pd_m1073479679]
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm0, ymm6, ymm0
+    vpsubd       ymm3, ymm3, ymm5
+    vpsubd       ymm0, ymm4, ymm0
     vmovshdup    ymm1, ymm1
-    vpblendd     ymm1, ymm1, ymm2, 170
+    vmovshdup    ymm2, ymm2
+    vpblendd     ymm1, ymm1, ymm3, 170
+    vpblendd     ymm0, ymm2, ymm0, 170
     vpsrad       ymm2, ymm1, 31                      ; lift: the output range asked for
+    vpsrad       ymm3, ymm0, 31                      ; lift: the output range asked for
     vpand        ymm2, ymm2, [rel pd_2146959362]
+    vpand        ymm3, ymm3, [rel pd_2146959362]
     vpaddd       ymm1, ymm1, ymm2
+    vpaddd       ymm0, ymm0, ymm3
     vmovdqu      [rdi + 1984], ymm1
-    vmovdqu      ymm1, [rsi + 2016]
-    vmovdqu      ymm2, [rdx + 2016]
-    vmovshdup    ymm3, ymm1
-    vmovshdup    ymm4, ymm2
-    vpmuldq      ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm1, [rel pd_m1073479679]
-    vpmuldq      ymm2, ymm2, ymm0
-    vpsubd       ymm1, ymm1, ymm2
-    vpmuldq      ymm2, ymm3, ymm4
-    vpmuldq      ymm3, ymm2, [rel pd_m1073479679]
-    vpmuldq      ymm0, ymm3, ymm0
-    vpsubd       ymm0, ymm2, ymm0
-    vmovshdup    ymm1, ymm1
-    vpblendd     ymm0, ymm1, ymm0, 170
-    vpsrad       ymm1, ymm0, 31                      ; lift: the output range asked for
-    vpand        ymm1, ymm1, [rel pd_2146959362]
-    vpaddd       ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper
     ret

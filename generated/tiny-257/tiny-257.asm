@@ -304,7 +304,7 @@ kg_tiny257_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
-;   clobbers: ymm{0-3}, flags
+;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_basemul_avx2:function KERNGEN_VISIBILITY (kg_tiny257_basemul_avx2.end - kg_tiny257_basemul_avx2)
 align 32
@@ -312,36 +312,36 @@ kg_tiny257_basemul_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm0, [rel pw_257]                  ; q = 257
     vmovdqu      ymm1, [rsi]
-    vmovdqu      ymm2, [rdx]
-    vpmullw      ymm3, ymm2, [rel pw_m255]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 32]
+    vmovdqu      ymm3, [rdx]
+    vmovdqu      ymm4, [rdx + 32]
+    vpmullw      ymm5, ymm3, [rel pw_m255]
+    vpmullw      ymm6, ymm4, [rel pw_m255]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm4, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm2, ymm2, ymm4
     vmovdqu      [rdi], ymm1
-    vmovdqu      ymm1, [rsi + 32]
-    vmovdqu      ymm2, [rdx + 32]
-    vpmullw      ymm3, ymm2, [rel pw_m255]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 32], ymm1
+    vmovdqu      [rdi + 32], ymm2
     vmovdqu      ymm1, [rsi + 64]
-    vmovdqu      ymm2, [rdx + 64]
-    vpmullw      ymm3, ymm2, [rel pw_m255]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm2, ymm3, ymm0
-    vpsubw       ymm1, ymm1, ymm2
+    vmovdqu      ymm2, [rsi + 96]
+    vmovdqu      ymm3, [rdx + 64]
+    vmovdqu      ymm4, [rdx + 96]
+    vpmullw      ymm5, ymm3, [rel pw_m255]
+    vpmullw      ymm6, ymm4, [rel pw_m255]
+    vpmullw      ymm5, ymm1, ymm5
+    vpmullw      ymm6, ymm2, ymm6
+    vpmulhw      ymm1, ymm1, ymm3
+    vpmulhw      ymm2, ymm2, ymm4
+    vpmulhw      ymm3, ymm5, ymm0
+    vpmulhw      ymm0, ymm6, ymm0
+    vpsubw       ymm1, ymm1, ymm3
+    vpsubw       ymm0, ymm2, ymm0
     vmovdqu      [rdi + 64], ymm1
-    vmovdqu      ymm1, [rsi + 96]
-    vmovdqu      ymm2, [rdx + 96]
-    vpmullw      ymm3, ymm2, [rel pw_m255]
-    vpmullw      ymm3, ymm1, ymm3
-    vpmulhw      ymm1, ymm1, ymm2
-    vpmulhw      ymm0, ymm3, ymm0
-    vpsubw       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 96], ymm0
     vzeroupper
     ret
@@ -1027,7 +1027,7 @@ kg_tiny257_ntt_forward_sse:
 ;   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
-;   clobbers: xmm{0-6}, flags
+;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_basemul_sse:function KERNGEN_VISIBILITY (kg_tiny257_basemul_sse.end - kg_tiny257_basemul_sse)
 align 32
@@ -1036,76 +1036,76 @@ kg_tiny257_basemul_sse:
     movdqu       xmm0, [rel pw_257]                  ; q = 257
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
-    movdqu       xmm3, [rdx]
-    movdqu       xmm4, [rdx + 16]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m255]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m255 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
+    movdqu       xmm3, [rsi + 32]
+    movdqu       xmm4, [rsi + 48]
+    movdqu       xmm5, [rdx]
+    movdqu       xmm6, [rdx + 16]
+    movdqu       xmm7, [rdx + 32]
+    movdqu       xmm8, [rdx + 48]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m255]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m255 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m255]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m255 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
     movdqu       [rdi], xmm1
     movdqu       [rdi + 16], xmm2
-    movdqu       xmm1, [rsi + 32]
-    movdqu       xmm2, [rsi + 48]
-    movdqu       xmm3, [rdx + 32]
-    movdqu       xmm4, [rdx + 48]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m255]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m255 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqu       [rdi + 32], xmm1
-    movdqu       [rdi + 48], xmm2
+    movdqu       [rdi + 32], xmm3
+    movdqu       [rdi + 48], xmm4
     movdqu       xmm1, [rsi + 64]
     movdqu       xmm2, [rsi + 80]
-    movdqu       xmm3, [rdx + 64]
-    movdqu       xmm4, [rdx + 80]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m255]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m255 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
+    movdqu       xmm3, [rsi + 96]
+    movdqu       xmm4, [rsi + 112]
+    movdqu       xmm5, [rdx + 64]
+    movdqu       xmm6, [rdx + 80]
+    movdqu       xmm7, [rdx + 96]
+    movdqu       xmm8, [rdx + 112]
+    movdqa       xmm9, xmm5
+    pmullw       xmm9, [rel pw_m255]
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m255 + 16]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m255]
+    movdqa       xmm12, xmm8
+    pmullw       xmm12, [rel pw_m255 + 16]
+    pmullw       xmm9, xmm1
+    pmullw       xmm10, xmm2
+    pmullw       xmm11, xmm3
+    pmullw       xmm12, xmm4
+    pmulhw       xmm1, xmm5
+    pmulhw       xmm2, xmm6
+    pmulhw       xmm3, xmm7
+    pmulhw       xmm4, xmm8
+    pmulhw       xmm9, xmm0
+    pmulhw       xmm10, xmm0
+    pmulhw       xmm11, xmm0
+    pmulhw       xmm12, xmm0
+    psubw        xmm1, xmm9
+    psubw        xmm2, xmm10
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm12
     movdqu       [rdi + 64], xmm1
     movdqu       [rdi + 80], xmm2
-    movdqu       xmm1, [rsi + 96]
-    movdqu       xmm2, [rsi + 112]
-    movdqu       xmm3, [rdx + 96]
-    movdqu       xmm4, [rdx + 112]
-    movdqa       xmm5, xmm3
-    pmullw       xmm5, [rel pw_m255]
-    movdqa       xmm6, xmm4
-    pmullw       xmm6, [rel pw_m255 + 16]
-    pmullw       xmm5, xmm1
-    pmullw       xmm6, xmm2
-    pmulhw       xmm1, xmm3
-    pmulhw       xmm2, xmm4
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm6, xmm0
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    movdqu       [rdi + 96], xmm1
-    movdqu       [rdi + 112], xmm2
+    movdqu       [rdi + 96], xmm3
+    movdqu       [rdi + 112], xmm4
     ret
 .end:
 

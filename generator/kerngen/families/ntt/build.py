@@ -18,7 +18,7 @@ from ...ir.instr import ArgBase, ArgSpec, Mem
 from ...ir.ops import lane_range, spec
 from ...passes.pipeline import Compiled, compile_kernel
 from ...target.target import Target
-from .kernels import build_basemul, build_mulmod_shoup, build_ntt, build_reduce, kernel_builder
+from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_ntt, build_reduce, kernel_builder
 from .layout import plan
 from .maths import NttMath
 from .montgomery import Montgomery
@@ -369,20 +369,21 @@ def _kernels(p: NttParams, t: Target, ar: Arithmetic, lay: BlockLayout) -> list[
               f" (proven); r_j = sum over i < {k} of a_i_j*b_i_j*2^-{bits} mod (x^{d} - zeta_j, {q}),"),
              *(() if k == 1 else ((f"          a_i = a[{n}*i .. {n}*i+{n - 1}], b_i likewise",),)),
              (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
-        def make(finish: Reducer | None, karatsuba: bool) -> Compiled:
+        def make(finish: Reducer | None, karatsuba: bool, interleave: int) -> Compiled:
             b = kernel_builder(layout)
             build_basemul(b, bm_ar, barrett, f"{p.prefix}_{kind}_zetas_{isa}", fwd_out.magnitude, finish, k,
-                          karatsuba)
+                          karatsuba, interleave)
             return _compile(b, f"{p.prefix}_{kind}_{isa}", bm_contract, p, t)  # signed lanes: Montgomery's
 
         # reduced at the end only if the output could exceed the range asked for, or the inverse's input;
-        # blocks of degree 1 by Karatsuba where that, with its looser bound, still costs less
-        builds = [first_fitting(bm_output, partial(make, karatsuba=kara), "r",
-                                lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi, bm_finishers)
-                  for kara in ((False, True) if layout.d == 2 else (False,))]
-        bc = min(builds, key=lambda c: instructions_cost(c.kernel.body))
+        # blocks of degree 1 by Karatsuba where that, with its looser bound, still costs less; two units
+        # of blocks interleaved unless that spills (a tie goes to the interleaved build: shorter chains)
+        builds = {v: first_fitting(bm_output, partial(make, karatsuba=v[0], interleave=v[1]), "r",
+                                   lambda out: inv_in.lo <= out.lo and out.hi <= inv_in.hi, bm_finishers)
+                  for v in basemul_variants(layout)}
+        (kara, il), bc = min(builds.items(), key=lambda kv: instructions_cost(kv[1].kernel.body))
         facts = (("aliasing", "r may be the same array as a or b"), ("output_range", bm_output),
-                 *((("karatsuba", builds.index(bc) == 1),) if layout.d == 2 else ()))
+                 *((("karatsuba", kara),) if layout.d == 2 else ()), ("interleaved_units", il))
         fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,
                             f"base multiplication r = a*b blockwise mod (x^{d} - zeta_j), NTT domain" if k == 1 else
                             f"base multiply-accumulate r = {_sum_text(k)} blockwise, NTT domain",

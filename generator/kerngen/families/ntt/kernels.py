@@ -17,6 +17,8 @@ touches a byte outside its arrays.
 
 from __future__ import annotations
 
+from functools import partial
+
 from ...ir.instr import ArgBase, Builder, IdiomTag, Imm, Mem, TableBase, VReg
 from ...ir.ops import by_width, has, sized_load, sized_store, spec
 from ...passes.verify import KARATSUBA, PAIR
@@ -142,7 +144,8 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
 
 
 def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str, in_abs: int,
-                  finish: Reducer | None = None, copies: int = 1, karatsuba: bool = False) -> None:
+                  finish: Reducer | None = None, copies: int = 1, karatsuba: bool = False,
+                  interleave: int = 1) -> None:
     """r = sum over i < copies of a_i*b_i/R blockwise mod (x^d - zeta_j): args
     (r, a, b), a and b `copies` arrays of n one after the other, r may alias
     any of them. `in_abs` bounds |a[i]| and |b[i]|; inputs are reduced first
@@ -151,7 +154,8 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
     large blocks, many copies); the wrapped terms of all copies are summed
     before their one multiplication by the block's zeta; `finish` reduces
     every output. `karatsuba`: blocks of degree 1 with three products where
-    the sums fit the lanes (`_karatsuba_terms`)."""
+    the sums fit the lanes (`_karatsuba_terms`); `interleave` units of
+    blocks are emitted at once, their instructions merged (`_interleaved`)."""
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
     q, d = math.q, layout.d
@@ -161,13 +165,13 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
     x_abs = barrett.reduced_bound(in_abs) if reduce_inputs else in_abs
     term = mul.bound(x_abs, x_abs)
     order = layout.vector_indices(layout.output_order)
-    if layout.pairs_in_lanes and has("madd", 2 * bits):  # 32-bit sums of pairs of products
+    if _pairs_basemul(layout):  # 32-bit sums of pairs of products
         _pair_basemul(b, ar, barrett, in_abs, table, qv, finish, copies, order)
         table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}): R and zeta*R in each block's two lanes")
         return
     acc = _Accumulator(b, by_width("add", bits), barrett, ar.lane_max)
     karatsuba = karatsuba and d == 2 and 2 * x_abs <= ar.lane_max and _karatsuba_bound(mul, x_abs) <= ar.lane_max
-    for unit in block_units(layout):
+    def unit_body(unit: tuple[int, ...]) -> None:
         # running sums, (first register of the blocks, k) -> (value, bound): of the terms without
         # the zeta, and of the terms it multiplies (each copy's terms are added as they come)
         low: dict[tuple[int, int], tuple[VReg, int]] = {}
@@ -217,8 +221,43 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
                 out[lo], out[hi] = emit_step(b, out[lo], out[hi], st, bits)
         for v, r in zip(unit, out):
             _store(b, _vector(layout, v), r)
+    units = block_units(layout)
+    for k in range(0, len(units), interleave):
+        _interleaved(b, [partial(unit_body, u) for u in units[k:k + interleave]])
     if table.rows:
         table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}) for base multiplication")
+
+
+def _pairs_basemul(layout: NttLayout) -> bool:
+    return layout.pairs_in_lanes and has("madd", 2 * layout.lane_bits)
+
+
+def basemul_variants(layout: NttLayout) -> list[tuple[bool, int]]:
+    """The (karatsuba, interleave) choices `build_basemul` has for a layout,
+    in order of preference on a tie: four products (a Karatsuba build that
+    costs the same is one where it did not apply), two units of blocks
+    interleaved (where there are two). The pair form has none."""
+    if _pairs_basemul(layout):
+        return [(False, 1)]
+    return [(kara, il) for kara in ((False, True) if layout.d == 2 else (False,))
+            for il in ((2, 1) if len(block_units(layout)) > 1 else (1,))]
+
+
+def _interleaved(b: Builder, emitters) -> None:
+    """Each emitter's instructions, merged round-robin: independent blocks'
+    dependency chains (loads, three multiplications deep, then the zeta's)
+    overlap inside the core's scheduler window, which one block's chain
+    alone leaves idle. The blocks touch disjoint memory, so the order
+    between them is free even when the output aliases an input."""
+    start = len(b.instrs)
+    slices = []
+    for emit in emitters:
+        first = len(b.instrs)
+        emit()
+        slices.append(b.instrs[first:])
+    del b.instrs[start:]
+    for k in range(max(map(len, slices))):
+        b.instrs.extend(sl[k] for sl in slices if k < len(sl))
 
 
 def _karatsuba_bound(mul, x_abs: int) -> int:
