@@ -13,10 +13,10 @@
 ;   visibility = "hidden"
 ;
 ; f = x^409 + x^87 + 1, 7 limbs of 64 bits, slack s = 39 bits
-; products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
+; products: k3 blocks of 128 bits, Karatsuba split from 2 blocks
 ; lazy form (degree < 448): remainders modulo x^39 f = x^448 + x^126 + x^39, in one pass from the top pair down, each word folded once
-; x^39(f - x^409) chunk 0: 0x8000000000 (one carry-less product per word)
-; x^39(f - x^409) chunk 1: 0x4000000000000000 (one carry-less product per word)
+; x^39(f - x^409) chunk 0: 0x8000000000 (two shifts per pair)
+; x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
 ; reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
 
@@ -31,26 +31,6 @@
 default rel
 
 section .rodata align=32
-
-; terms x^64*(...) of f - x^448, chunk 1
-align 32
-gf2m_g_4000000000000000:
-    dq 0x4000000000000000, 0x0000000000000000
-
-; terms x^64*(...) of f - x^448, chunk 1
-align 32
-gf2m_g_4000000000000000_x2:
-    dq 0x4000000000000000, 0x0000000000000000, 0x4000000000000000, 0x0000000000000000
-
-; terms x^0*(...) of f - x^448, chunk 0
-align 32
-gf2m_g_8000000000:
-    dq 0x0000008000000000, 0x0000000000000000
-
-; terms x^0*(...) of f - x^448, chunk 0
-align 32
-gf2m_g_8000000000_x2:
-    dq 0x0000008000000000, 0x0000000000000000, 0x0000008000000000, 0x0000000000000000
 
 ; bits of limb 6 below x^409
 align 32
@@ -3186,10 +3166,10 @@ section .text
 ;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
-;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
+;   products: k3 blocks of 128 bits, Karatsuba split from 2 blocks
 ;   lazy form (degree < 448): remainders modulo x^39 f = x^448 + x^126 + x^39, in one pass from the top pair down, each word folded once
-;   x^39(f - x^409) chunk 0: 0x8000000000 (one carry-less product per word)
-;   x^39(f - x^409) chunk 1: 0x4000000000000000 (one carry-less product per word)
+;   x^39(f - x^409) chunk 0: 0x8000000000 (two shifts per pair)
+;   x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_mul_avx2.end - kg_gf2m409_mul_avx2)
@@ -3209,55 +3189,75 @@ kg_gf2m409_mul_avx2:
     vmovdqu      xmm6, [rdx + 32]
     vmovq        xmm7, qword [rdx + 48]
     vpclmulqdq   xmm8, xmm0, xmm4, 0
-    vpclmulqdq   xmm9, xmm0, xmm4, 1
-    vpclmulqdq   xmm10, xmm0, xmm4, 16
-    vpclmulqdq   xmm11, xmm0, xmm4, 17
-    vpxor        xmm9, xmm9, xmm10
-    vpclmulqdq   xmm10, xmm1, xmm5, 0
-    vpclmulqdq   xmm12, xmm1, xmm5, 1
-    vpclmulqdq   xmm13, xmm1, xmm5, 16
-    vpclmulqdq   xmm14, xmm1, xmm5, 17
-    vpxor        xmm12, xmm12, xmm13
-    vpxor        xmm13, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm0, xmm4, 17
+    vpshufd      xmm10, xmm0, 78
+    vpxor        xmm10, xmm0, xmm10
+    vpshufd      xmm11, xmm4, 78
+    vpxor        xmm11, xmm4, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm10, xmm10, xmm9
+    vpclmulqdq   xmm11, xmm1, xmm5, 0
+    vpclmulqdq   xmm12, xmm1, xmm5, 17
+    vpshufd      xmm13, xmm1, 78
+    vpxor        xmm13, xmm1, xmm13
+    vpshufd      xmm14, xmm5, 78
+    vpxor        xmm14, xmm5, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpxor        xmm13, xmm13, xmm11
+    vpxor        xmm13, xmm13, xmm12
+    vpxor        xmm14, xmm0, xmm1
     vpxor        xmm15, xmm4, xmm5
     vmovdqa      [rsp], xmm5                         ; spill
-    vpclmulqdq   xmm5, xmm13, xmm15, 0
+    vpclmulqdq   xmm5, xmm14, xmm15, 0
     vmovdqa      [rsp + 32], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm13, xmm15, 1
+    vpclmulqdq   xmm4, xmm14, xmm15, 17
     vmovdqa      [rsp + 64], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm13, xmm15, 16
-    vpclmulqdq   xmm13, xmm13, xmm15, 17
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm11, xmm10
+    vpshufd      xmm1, xmm14, 78
+    vpxor        xmm1, xmm14, xmm1
+    vpshufd      xmm14, xmm15, 78
+    vpxor        xmm14, xmm15, xmm14
+    vpclmulqdq   xmm1, xmm1, xmm14, 0
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm9, xmm9, xmm11
     vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm5, xmm4
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm10, xmm13, xmm14
-    vpxor        xmm4, xmm10, xmm4
-    vpclmulqdq   xmm10, xmm2, xmm6, 0
-    vpclmulqdq   xmm11, xmm2, xmm6, 1
-    vpclmulqdq   xmm13, xmm2, xmm6, 16
-    vpclmulqdq   xmm15, xmm2, xmm6, 17
-    vpxor        xmm11, xmm11, xmm13
-    vpclmulqdq   xmm13, xmm3, xmm7, 0
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm1, xmm13
+    vpxor        xmm4, xmm4, xmm12
+    vpxor        xmm4, xmm4, xmm9
+    vpclmulqdq   xmm9, xmm2, xmm6, 0
+    vpclmulqdq   xmm11, xmm2, xmm6, 17
+    vpshufd      xmm14, xmm2, 78
+    vpxor        xmm14, xmm2, xmm14
+    vpshufd      xmm15, xmm6, 78
+    vpxor        xmm15, xmm6, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm9
+    vpxor        xmm14, xmm14, xmm11
+    vpclmulqdq   xmm15, xmm3, xmm7, 0
     vmovdqa      [rsp + 96], xmm1                    ; spill
     vpxor        xmm1, xmm2, xmm3
     vmovdqa      [rsp + 128], xmm5                   ; spill
     vpxor        xmm5, xmm6, xmm7
-    vmovdqa      [rsp + 160], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm1, xmm5, 0
+    vmovdqa      [rsp + 160], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm1, xmm5, 0
     vmovdqa      [rsp + 192], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm1, xmm5, 1
-    vmovdqa      [rsp + 224], xmm14                  ; spill
-    vpclmulqdq   xmm14, xmm1, xmm5, 16
-    vpclmulqdq   xmm1, xmm1, xmm5, 17
-    vpxor        xmm5, xmm8, xmm14
-    vpxor        xmm8, xmm15, xmm13
-    vpxor        xmm9, xmm10, xmm9
-    vpxor        xmm9, xmm9, xmm8
-    vpxor        xmm5, xmm11, xmm5
+    vpclmulqdq   xmm8, xmm1, xmm5, 17
+    vmovdqa      [rsp + 224], xmm12                  ; spill
+    vpshufd      xmm12, xmm1, 78
+    vpxor        xmm1, xmm1, xmm12
+    vpshufd      xmm12, xmm5, 78
+    vpxor        xmm5, xmm5, xmm12
+    vpclmulqdq   xmm1, xmm1, xmm5, 0
+    vpxor        xmm1, xmm1, xmm10
     vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm5, xmm11, xmm15
+    vpxor        xmm10, xmm9, xmm10
+    vpxor        xmm10, xmm10, xmm5
+    vpxor        xmm1, xmm14, xmm1
+    vpxor        xmm5, xmm8, xmm5
     vpxor        xmm0, xmm0, xmm2
     vmovdqa      xmm2, [rsp + 64]                    ; reload
     vpxor        xmm2, xmm2, xmm3
@@ -3266,100 +3266,116 @@ kg_gf2m409_mul_avx2:
     vmovdqa      xmm6, [rsp]                         ; reload
     vpxor        xmm6, xmm6, xmm7
     vpclmulqdq   xmm7, xmm0, xmm3, 0
-    vpclmulqdq   xmm8, xmm0, xmm3, 1
-    vpclmulqdq   xmm13, xmm0, xmm3, 16
-    vpclmulqdq   xmm14, xmm0, xmm3, 17
-    vpxor        xmm8, xmm8, xmm13
-    vpclmulqdq   xmm13, xmm2, xmm6, 0
-    vpclmulqdq   xmm15, xmm2, xmm6, 1
-    vmovdqa      [rsp], xmm1                         ; spill
-    vpclmulqdq   xmm1, xmm2, xmm6, 16
-    vmovdqa      [rsp + 32], xmm5                    ; spill
-    vpclmulqdq   xmm5, xmm2, xmm6, 17
-    vpxor        xmm1, xmm15, xmm1
+    vpclmulqdq   xmm8, xmm0, xmm3, 17
+    vpshufd      xmm11, xmm0, 78
+    vpxor        xmm11, xmm0, xmm11
+    vpshufd      xmm12, xmm3, 78
+    vpxor        xmm12, xmm3, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm7
+    vpxor        xmm11, xmm11, xmm8
+    vpclmulqdq   xmm12, xmm2, xmm6, 0
+    vpclmulqdq   xmm15, xmm2, xmm6, 17
+    vmovdqa      [rsp], xmm5                         ; spill
+    vpshufd      xmm5, xmm2, 78
+    vpxor        xmm5, xmm2, xmm5
+    vmovdqa      [rsp + 32], xmm1                    ; spill
+    vpshufd      xmm1, xmm6, 78
+    vpxor        xmm1, xmm6, xmm1
+    vpclmulqdq   xmm1, xmm5, xmm1, 0
+    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm1, xmm1, xmm15
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm2, xmm3, xmm6
     vpclmulqdq   xmm3, xmm0, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm2, 1
-    vpclmulqdq   xmm15, xmm0, xmm2, 16
-    vpclmulqdq   xmm0, xmm0, xmm2, 17
-    vpxor        xmm2, xmm6, xmm15
-    vpxor        xmm6, xmm14, xmm13
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm2, xmm2, xmm1
-    vpxor        xmm0, xmm0, xmm5
+    vpclmulqdq   xmm5, xmm0, xmm2, 17
+    vpshufd      xmm6, xmm0, 78
     vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm6, xmm12, xmm11
-    vmovdqa      xmm10, [rsp + 224]                  ; reload
-    vpxor        xmm9, xmm10, xmm9
-    vmovdqa      xmm10, [rsp + 192]                  ; reload
-    vpxor        xmm7, xmm10, xmm7
+    vpshufd      xmm6, xmm2, 78
+    vpxor        xmm2, xmm2, xmm6
+    vpclmulqdq   xmm0, xmm0, xmm2, 0
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm2, xmm8, xmm12
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm5, xmm13, xmm14
+    vmovdqa      xmm6, [rsp + 224]                   ; reload
+    vpxor        xmm6, xmm6, xmm10
+    vmovdqa      xmm8, [rsp + 192]                   ; reload
+    vpxor        xmm7, xmm8, xmm7
     vpxor        xmm7, xmm7, xmm4
-    vmovdqa      xmm11, [rsp + 160]                  ; reload
-    vpxor        xmm8, xmm11, xmm8
-    vpxor        xmm8, xmm8, xmm6
-    vmovdqa      xmm12, [rsp + 128]                  ; reload
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm3, xmm3, xmm9
-    vmovdqa      xmm13, [rsp + 96]                   ; reload
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm2, xmm2, [rsp + 32]
-    vpxor        xmm0, xmm0, [rsp]
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm4, xmm5, xmm9
-    vpslldq      xmm5, xmm11, 8
-    vpxor        xmm5, xmm10, xmm5
-    vpalignr     xmm6, xmm13, xmm11, 8
-    vpxor        xmm6, xmm12, xmm6
-    vpalignr     xmm9, xmm8, xmm13, 8
-    vpxor        xmm7, xmm7, xmm9
-    vpalignr     xmm8, xmm2, xmm8, 8
+    vmovdqa      xmm9, [rsp + 160]                   ; reload
+    vpxor        xmm10, xmm9, xmm11
+    vpxor        xmm10, xmm10, xmm5
+    vmovdqa      xmm11, [rsp + 128]                  ; reload
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm3, xmm6
+    vmovdqa      xmm12, [rsp + 96]                   ; reload
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm0, xmm0, [rsp + 32]
+    vpxor        xmm2, xmm2, [rsp]
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm4, xmm15, xmm6
+    vpslldq      xmm5, xmm9, 8
+    vpxor        xmm5, xmm8, xmm5
+    vpalignr     xmm6, xmm12, xmm9, 8
+    vpxor        xmm6, xmm11, xmm6
+    vpalignr     xmm8, xmm10, xmm12, 8
+    vpxor        xmm7, xmm7, xmm8
+    vpalignr     xmm8, xmm0, xmm10, 8
     vpxor        xmm3, xmm3, xmm8
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
     vmovdqa      xmm2, [rsp + 32]                    ; reload
     vpalignr     xmm1, xmm2, xmm1, 8
     vpxor        xmm1, xmm4, xmm1
     vpsrldq      xmm2, xmm2, 8
     vmovdqa      xmm4, [rsp]                         ; reload
     vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm2, 8
     vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
     vpxor        xmm3, xmm3, xmm8
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm2, xmm2, xmm1, 8
     vpxor        xmm2, xmm3, xmm2
     vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm4, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm6, xmm14
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm7, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm2, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm2, xmm2, xmm5
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
@@ -3405,40 +3421,44 @@ kg_gf2m409_sqr_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm3, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm3, xmm3, xmm2, 8
     vpxor        xmm3, xmm1, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm0, xmm0, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm3, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -3483,55 +3503,75 @@ kg_gf2m409_mul_lazy_avx2:
     vmovdqu      xmm6, [rdx + 32]
     vmovq        xmm7, qword [rdx + 48]
     vpclmulqdq   xmm8, xmm0, xmm4, 0
-    vpclmulqdq   xmm9, xmm0, xmm4, 1
-    vpclmulqdq   xmm10, xmm0, xmm4, 16
-    vpclmulqdq   xmm11, xmm0, xmm4, 17
-    vpxor        xmm9, xmm9, xmm10
-    vpclmulqdq   xmm10, xmm1, xmm5, 0
-    vpclmulqdq   xmm12, xmm1, xmm5, 1
-    vpclmulqdq   xmm13, xmm1, xmm5, 16
-    vpclmulqdq   xmm14, xmm1, xmm5, 17
-    vpxor        xmm12, xmm12, xmm13
-    vpxor        xmm13, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm0, xmm4, 17
+    vpshufd      xmm10, xmm0, 78
+    vpxor        xmm10, xmm0, xmm10
+    vpshufd      xmm11, xmm4, 78
+    vpxor        xmm11, xmm4, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm10, xmm10, xmm9
+    vpclmulqdq   xmm11, xmm1, xmm5, 0
+    vpclmulqdq   xmm12, xmm1, xmm5, 17
+    vpshufd      xmm13, xmm1, 78
+    vpxor        xmm13, xmm1, xmm13
+    vpshufd      xmm14, xmm5, 78
+    vpxor        xmm14, xmm5, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpxor        xmm13, xmm13, xmm11
+    vpxor        xmm13, xmm13, xmm12
+    vpxor        xmm14, xmm0, xmm1
     vpxor        xmm15, xmm4, xmm5
     vmovdqa      [rsp], xmm5                         ; spill
-    vpclmulqdq   xmm5, xmm13, xmm15, 0
+    vpclmulqdq   xmm5, xmm14, xmm15, 0
     vmovdqa      [rsp + 32], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm13, xmm15, 1
+    vpclmulqdq   xmm4, xmm14, xmm15, 17
     vmovdqa      [rsp + 64], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm13, xmm15, 16
-    vpclmulqdq   xmm13, xmm13, xmm15, 17
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm11, xmm10
+    vpshufd      xmm1, xmm14, 78
+    vpxor        xmm1, xmm14, xmm1
+    vpshufd      xmm14, xmm15, 78
+    vpxor        xmm14, xmm15, xmm14
+    vpclmulqdq   xmm1, xmm1, xmm14, 0
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm9, xmm9, xmm11
     vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm5, xmm4
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm10, xmm13, xmm14
-    vpxor        xmm4, xmm10, xmm4
-    vpclmulqdq   xmm10, xmm2, xmm6, 0
-    vpclmulqdq   xmm11, xmm2, xmm6, 1
-    vpclmulqdq   xmm13, xmm2, xmm6, 16
-    vpclmulqdq   xmm15, xmm2, xmm6, 17
-    vpxor        xmm11, xmm11, xmm13
-    vpclmulqdq   xmm13, xmm3, xmm7, 0
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm1, xmm13
+    vpxor        xmm4, xmm4, xmm12
+    vpxor        xmm4, xmm4, xmm9
+    vpclmulqdq   xmm9, xmm2, xmm6, 0
+    vpclmulqdq   xmm11, xmm2, xmm6, 17
+    vpshufd      xmm14, xmm2, 78
+    vpxor        xmm14, xmm2, xmm14
+    vpshufd      xmm15, xmm6, 78
+    vpxor        xmm15, xmm6, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm9
+    vpxor        xmm14, xmm14, xmm11
+    vpclmulqdq   xmm15, xmm3, xmm7, 0
     vmovdqa      [rsp + 96], xmm1                    ; spill
     vpxor        xmm1, xmm2, xmm3
     vmovdqa      [rsp + 128], xmm5                   ; spill
     vpxor        xmm5, xmm6, xmm7
-    vmovdqa      [rsp + 160], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm1, xmm5, 0
+    vmovdqa      [rsp + 160], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm1, xmm5, 0
     vmovdqa      [rsp + 192], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm1, xmm5, 1
-    vmovdqa      [rsp + 224], xmm14                  ; spill
-    vpclmulqdq   xmm14, xmm1, xmm5, 16
-    vpclmulqdq   xmm1, xmm1, xmm5, 17
-    vpxor        xmm5, xmm8, xmm14
-    vpxor        xmm8, xmm15, xmm13
-    vpxor        xmm9, xmm10, xmm9
-    vpxor        xmm9, xmm9, xmm8
-    vpxor        xmm5, xmm11, xmm5
+    vpclmulqdq   xmm8, xmm1, xmm5, 17
+    vmovdqa      [rsp + 224], xmm12                  ; spill
+    vpshufd      xmm12, xmm1, 78
+    vpxor        xmm1, xmm1, xmm12
+    vpshufd      xmm12, xmm5, 78
+    vpxor        xmm5, xmm5, xmm12
+    vpclmulqdq   xmm1, xmm1, xmm5, 0
+    vpxor        xmm1, xmm1, xmm10
     vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm5, xmm11, xmm15
+    vpxor        xmm10, xmm9, xmm10
+    vpxor        xmm10, xmm10, xmm5
+    vpxor        xmm1, xmm14, xmm1
+    vpxor        xmm5, xmm8, xmm5
     vpxor        xmm0, xmm0, xmm2
     vmovdqa      xmm2, [rsp + 64]                    ; reload
     vpxor        xmm2, xmm2, xmm3
@@ -3540,100 +3580,116 @@ kg_gf2m409_mul_lazy_avx2:
     vmovdqa      xmm6, [rsp]                         ; reload
     vpxor        xmm6, xmm6, xmm7
     vpclmulqdq   xmm7, xmm0, xmm3, 0
-    vpclmulqdq   xmm8, xmm0, xmm3, 1
-    vpclmulqdq   xmm13, xmm0, xmm3, 16
-    vpclmulqdq   xmm14, xmm0, xmm3, 17
-    vpxor        xmm8, xmm8, xmm13
-    vpclmulqdq   xmm13, xmm2, xmm6, 0
-    vpclmulqdq   xmm15, xmm2, xmm6, 1
-    vmovdqa      [rsp], xmm1                         ; spill
-    vpclmulqdq   xmm1, xmm2, xmm6, 16
-    vmovdqa      [rsp + 32], xmm5                    ; spill
-    vpclmulqdq   xmm5, xmm2, xmm6, 17
-    vpxor        xmm1, xmm15, xmm1
+    vpclmulqdq   xmm8, xmm0, xmm3, 17
+    vpshufd      xmm11, xmm0, 78
+    vpxor        xmm11, xmm0, xmm11
+    vpshufd      xmm12, xmm3, 78
+    vpxor        xmm12, xmm3, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm7
+    vpxor        xmm11, xmm11, xmm8
+    vpclmulqdq   xmm12, xmm2, xmm6, 0
+    vpclmulqdq   xmm15, xmm2, xmm6, 17
+    vmovdqa      [rsp], xmm5                         ; spill
+    vpshufd      xmm5, xmm2, 78
+    vpxor        xmm5, xmm2, xmm5
+    vmovdqa      [rsp + 32], xmm1                    ; spill
+    vpshufd      xmm1, xmm6, 78
+    vpxor        xmm1, xmm6, xmm1
+    vpclmulqdq   xmm1, xmm5, xmm1, 0
+    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm1, xmm1, xmm15
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm2, xmm3, xmm6
     vpclmulqdq   xmm3, xmm0, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm2, 1
-    vpclmulqdq   xmm15, xmm0, xmm2, 16
-    vpclmulqdq   xmm0, xmm0, xmm2, 17
-    vpxor        xmm2, xmm6, xmm15
-    vpxor        xmm6, xmm14, xmm13
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm2, xmm2, xmm1
-    vpxor        xmm0, xmm0, xmm5
+    vpclmulqdq   xmm5, xmm0, xmm2, 17
+    vpshufd      xmm6, xmm0, 78
     vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm6, xmm12, xmm11
-    vmovdqa      xmm10, [rsp + 224]                  ; reload
-    vpxor        xmm9, xmm10, xmm9
-    vmovdqa      xmm10, [rsp + 192]                  ; reload
-    vpxor        xmm7, xmm10, xmm7
+    vpshufd      xmm6, xmm2, 78
+    vpxor        xmm2, xmm2, xmm6
+    vpclmulqdq   xmm0, xmm0, xmm2, 0
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm2, xmm8, xmm12
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm5, xmm13, xmm14
+    vmovdqa      xmm6, [rsp + 224]                   ; reload
+    vpxor        xmm6, xmm6, xmm10
+    vmovdqa      xmm8, [rsp + 192]                   ; reload
+    vpxor        xmm7, xmm8, xmm7
     vpxor        xmm7, xmm7, xmm4
-    vmovdqa      xmm11, [rsp + 160]                  ; reload
-    vpxor        xmm8, xmm11, xmm8
-    vpxor        xmm8, xmm8, xmm6
-    vmovdqa      xmm12, [rsp + 128]                  ; reload
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm3, xmm3, xmm9
-    vmovdqa      xmm13, [rsp + 96]                   ; reload
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm2, xmm2, [rsp + 32]
-    vpxor        xmm0, xmm0, [rsp]
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm4, xmm5, xmm9
-    vpslldq      xmm5, xmm11, 8
-    vpxor        xmm5, xmm10, xmm5
-    vpalignr     xmm6, xmm13, xmm11, 8
-    vpxor        xmm6, xmm12, xmm6
-    vpalignr     xmm9, xmm8, xmm13, 8
-    vpxor        xmm7, xmm7, xmm9
-    vpalignr     xmm8, xmm2, xmm8, 8
+    vmovdqa      xmm9, [rsp + 160]                   ; reload
+    vpxor        xmm10, xmm9, xmm11
+    vpxor        xmm10, xmm10, xmm5
+    vmovdqa      xmm11, [rsp + 128]                  ; reload
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm3, xmm6
+    vmovdqa      xmm12, [rsp + 96]                   ; reload
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm0, xmm0, [rsp + 32]
+    vpxor        xmm2, xmm2, [rsp]
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm4, xmm15, xmm6
+    vpslldq      xmm5, xmm9, 8
+    vpxor        xmm5, xmm8, xmm5
+    vpalignr     xmm6, xmm12, xmm9, 8
+    vpxor        xmm6, xmm11, xmm6
+    vpalignr     xmm8, xmm10, xmm12, 8
+    vpxor        xmm7, xmm7, xmm8
+    vpalignr     xmm8, xmm0, xmm10, 8
     vpxor        xmm3, xmm3, xmm8
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
     vmovdqa      xmm2, [rsp + 32]                    ; reload
     vpalignr     xmm1, xmm2, xmm1, 8
     vpxor        xmm1, xmm4, xmm1
     vpsrldq      xmm2, xmm2, 8
     vmovdqa      xmm4, [rsp]                         ; reload
     vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm2, 8
     vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
     vpxor        xmm3, xmm3, xmm8
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm2, xmm2, xmm1, 8
     vpxor        xmm2, xmm3, xmm2
     vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm4, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm6, xmm14
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm7, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm2, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm2, xmm2, xmm5
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
@@ -3674,40 +3730,44 @@ kg_gf2m409_sqr_lazy_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm3, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm3, xmm3, xmm2, 8
     vpxor        xmm3, xmm1, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm0, xmm0, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm3, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -3758,14 +3818,14 @@ kg_gf2m409_freeze_avx2:
 ;   ensures: out = c mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   cpu: AVX (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
-;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
+;   products: k3 blocks of 128 bits, Karatsuba split from 2 blocks
 ;   lazy form (degree < 448): remainders modulo x^39 f = x^448 + x^126 + x^39, in one pass from the top pair down, each word folded once
-;   x^39(f - x^409) chunk 0: 0x8000000000 (one carry-less product per word)
-;   x^39(f - x^409) chunk 1: 0x4000000000000000 (one carry-less product per word)
+;   x^39(f - x^409) chunk 0: 0x8000000000 (two shifts per pair)
+;   x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_avx2.end - kg_gf2m409_reduce_avx2)
@@ -3779,38 +3839,42 @@ kg_gf2m409_reduce_avx2:
     vmovdqu      xmm4, [rsi + 64]
     vmovdqu      xmm5, [rsi + 80]
     vmovq        xmm6, qword [rsi + 96]
-    vpclmulqdq   xmm7, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm5, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm5, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm5, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm5, xmm5, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm6, 39
+    vpsrlq       xmm8, xmm6, 25
+    vpsllq       xmm9, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpsllq       xmm10, xmm5, 39
+    vpsrlq       xmm11, xmm5, 25
+    vpsllq       xmm12, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
     vpsrldq      xmm13, xmm6, 8
     vpxor        xmm4, xmm4, xmm13
-    vpclmulqdq   xmm13, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm4, 39
+    vpsrlq       xmm14, xmm4, 25
+    vpsllq       xmm15, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpxor        xmm5, xmm7, xmm5
     vpxor        xmm3, xmm3, xmm8
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm6, xmm6, xmm5, 8
     vpxor        xmm6, xmm3, xmm6
     vpsrldq      xmm6, xmm6, 8
-    vpclmulqdq   xmm7, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm6, 39
+    vpsrlq       xmm8, xmm6, 25
+    vpsllq       xmm9, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm6, xmm13, xmm6
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm6, xmm15, xmm6
+    vpxor        xmm1, xmm1, xmm6
     vpxor        xmm4, xmm10, xmm4
     vpxor        xmm2, xmm2, xmm11
     vpxor        xmm2, xmm2, xmm12
-    vpslldq      xmm7, xmm6, 8
-    vpxor        xmm0, xmm0, xmm7
-    vpalignr     xmm6, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
     vpxor        xmm1, xmm1, xmm6
     vpalignr     xmm4, xmm5, xmm4, 8
     vpxor        xmm2, xmm2, xmm4
@@ -3857,55 +3921,75 @@ kg_gf2m409_mulwide_avx2:
     vmovdqu      xmm6, [rdx + 32]
     vmovq        xmm7, qword [rdx + 48]
     vpclmulqdq   xmm8, xmm0, xmm4, 0
-    vpclmulqdq   xmm9, xmm0, xmm4, 1
-    vpclmulqdq   xmm10, xmm0, xmm4, 16
-    vpclmulqdq   xmm11, xmm0, xmm4, 17
-    vpxor        xmm9, xmm9, xmm10
-    vpclmulqdq   xmm10, xmm1, xmm5, 0
-    vpclmulqdq   xmm12, xmm1, xmm5, 1
-    vpclmulqdq   xmm13, xmm1, xmm5, 16
-    vpclmulqdq   xmm14, xmm1, xmm5, 17
-    vpxor        xmm12, xmm12, xmm13
-    vpxor        xmm13, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm0, xmm4, 17
+    vpshufd      xmm10, xmm0, 78
+    vpxor        xmm10, xmm0, xmm10
+    vpshufd      xmm11, xmm4, 78
+    vpxor        xmm11, xmm4, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm10, xmm10, xmm9
+    vpclmulqdq   xmm11, xmm1, xmm5, 0
+    vpclmulqdq   xmm12, xmm1, xmm5, 17
+    vpshufd      xmm13, xmm1, 78
+    vpxor        xmm13, xmm1, xmm13
+    vpshufd      xmm14, xmm5, 78
+    vpxor        xmm14, xmm5, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpxor        xmm13, xmm13, xmm11
+    vpxor        xmm13, xmm13, xmm12
+    vpxor        xmm14, xmm0, xmm1
     vpxor        xmm15, xmm4, xmm5
     vmovdqa      [rsp], xmm5                         ; spill
-    vpclmulqdq   xmm5, xmm13, xmm15, 0
+    vpclmulqdq   xmm5, xmm14, xmm15, 0
     vmovdqa      [rsp + 32], xmm4                    ; spill
-    vpclmulqdq   xmm4, xmm13, xmm15, 1
+    vpclmulqdq   xmm4, xmm14, xmm15, 17
     vmovdqa      [rsp + 64], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm13, xmm15, 16
-    vpclmulqdq   xmm13, xmm13, xmm15, 17
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm11, xmm10
+    vpshufd      xmm1, xmm14, 78
+    vpxor        xmm1, xmm14, xmm1
+    vpshufd      xmm14, xmm15, 78
+    vpxor        xmm14, xmm15, xmm14
+    vpclmulqdq   xmm1, xmm1, xmm14, 0
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm9, xmm9, xmm11
     vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm5, xmm4
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm1, xmm1, xmm12
-    vpxor        xmm10, xmm13, xmm14
-    vpxor        xmm4, xmm10, xmm4
-    vpclmulqdq   xmm10, xmm2, xmm6, 0
-    vpclmulqdq   xmm11, xmm2, xmm6, 1
-    vpclmulqdq   xmm13, xmm2, xmm6, 16
-    vpclmulqdq   xmm15, xmm2, xmm6, 17
-    vpxor        xmm11, xmm11, xmm13
-    vpclmulqdq   xmm13, xmm3, xmm7, 0
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm1, xmm1, xmm13
+    vpxor        xmm4, xmm4, xmm12
+    vpxor        xmm4, xmm4, xmm9
+    vpclmulqdq   xmm9, xmm2, xmm6, 0
+    vpclmulqdq   xmm11, xmm2, xmm6, 17
+    vpshufd      xmm14, xmm2, 78
+    vpxor        xmm14, xmm2, xmm14
+    vpshufd      xmm15, xmm6, 78
+    vpxor        xmm15, xmm6, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm9
+    vpxor        xmm14, xmm14, xmm11
+    vpclmulqdq   xmm15, xmm3, xmm7, 0
     vmovdqa      [rsp + 96], xmm1                    ; spill
     vpxor        xmm1, xmm2, xmm3
     vmovdqa      [rsp + 128], xmm5                   ; spill
     vpxor        xmm5, xmm6, xmm7
-    vmovdqa      [rsp + 160], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm1, xmm5, 0
+    vmovdqa      [rsp + 160], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm1, xmm5, 0
     vmovdqa      [rsp + 192], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm1, xmm5, 1
-    vmovdqa      [rsp + 224], xmm14                  ; spill
-    vpclmulqdq   xmm14, xmm1, xmm5, 16
-    vpclmulqdq   xmm1, xmm1, xmm5, 17
-    vpxor        xmm5, xmm8, xmm14
-    vpxor        xmm8, xmm15, xmm13
-    vpxor        xmm9, xmm10, xmm9
-    vpxor        xmm9, xmm9, xmm8
-    vpxor        xmm5, xmm11, xmm5
+    vpclmulqdq   xmm8, xmm1, xmm5, 17
+    vmovdqa      [rsp + 224], xmm12                  ; spill
+    vpshufd      xmm12, xmm1, 78
+    vpxor        xmm1, xmm1, xmm12
+    vpshufd      xmm12, xmm5, 78
+    vpxor        xmm5, xmm5, xmm12
+    vpclmulqdq   xmm1, xmm1, xmm5, 0
+    vpxor        xmm1, xmm1, xmm10
     vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm5, xmm11, xmm15
+    vpxor        xmm10, xmm9, xmm10
+    vpxor        xmm10, xmm10, xmm5
+    vpxor        xmm1, xmm14, xmm1
+    vpxor        xmm5, xmm8, xmm5
     vpxor        xmm0, xmm0, xmm2
     vmovdqa      xmm2, [rsp + 64]                    ; reload
     vpxor        xmm2, xmm2, xmm3
@@ -3914,61 +3998,73 @@ kg_gf2m409_mulwide_avx2:
     vmovdqa      xmm6, [rsp]                         ; reload
     vpxor        xmm6, xmm6, xmm7
     vpclmulqdq   xmm7, xmm0, xmm3, 0
-    vpclmulqdq   xmm8, xmm0, xmm3, 1
-    vpclmulqdq   xmm13, xmm0, xmm3, 16
-    vpclmulqdq   xmm14, xmm0, xmm3, 17
-    vpxor        xmm8, xmm8, xmm13
-    vpclmulqdq   xmm13, xmm2, xmm6, 0
-    vpclmulqdq   xmm15, xmm2, xmm6, 1
-    vmovdqa      [rsp], xmm1                         ; spill
-    vpclmulqdq   xmm1, xmm2, xmm6, 16
-    vmovdqa      [rsp + 32], xmm5                    ; spill
-    vpclmulqdq   xmm5, xmm2, xmm6, 17
-    vpxor        xmm1, xmm15, xmm1
+    vpclmulqdq   xmm8, xmm0, xmm3, 17
+    vpshufd      xmm11, xmm0, 78
+    vpxor        xmm11, xmm0, xmm11
+    vpshufd      xmm12, xmm3, 78
+    vpxor        xmm12, xmm3, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm7
+    vpxor        xmm11, xmm11, xmm8
+    vpclmulqdq   xmm12, xmm2, xmm6, 0
+    vpclmulqdq   xmm15, xmm2, xmm6, 17
+    vmovdqa      [rsp], xmm5                         ; spill
+    vpshufd      xmm5, xmm2, 78
+    vpxor        xmm5, xmm2, xmm5
+    vmovdqa      [rsp + 32], xmm1                    ; spill
+    vpshufd      xmm1, xmm6, 78
+    vpxor        xmm1, xmm6, xmm1
+    vpclmulqdq   xmm1, xmm5, xmm1, 0
+    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm1, xmm1, xmm15
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm2, xmm3, xmm6
     vpclmulqdq   xmm3, xmm0, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm2, 1
-    vpclmulqdq   xmm15, xmm0, xmm2, 16
-    vpclmulqdq   xmm0, xmm0, xmm2, 17
-    vpxor        xmm2, xmm6, xmm15
-    vpxor        xmm6, xmm14, xmm13
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm2, xmm2, xmm1
-    vpxor        xmm0, xmm0, xmm5
+    vpclmulqdq   xmm5, xmm0, xmm2, 17
+    vpshufd      xmm6, xmm0, 78
     vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm6, xmm12, xmm11
-    vmovdqa      xmm10, [rsp + 224]                  ; reload
-    vpxor        xmm9, xmm10, xmm9
-    vmovdqa      xmm10, [rsp + 192]                  ; reload
-    vpxor        xmm7, xmm10, xmm7
+    vpshufd      xmm6, xmm2, 78
+    vpxor        xmm2, xmm2, xmm6
+    vpclmulqdq   xmm0, xmm0, xmm2, 0
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm2, xmm8, xmm12
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm5, xmm13, xmm14
+    vmovdqa      xmm6, [rsp + 224]                   ; reload
+    vpxor        xmm6, xmm6, xmm10
+    vmovdqa      xmm8, [rsp + 192]                   ; reload
+    vpxor        xmm7, xmm8, xmm7
     vpxor        xmm7, xmm7, xmm4
-    vmovdqa      xmm11, [rsp + 160]                  ; reload
-    vpxor        xmm8, xmm11, xmm8
-    vpxor        xmm8, xmm8, xmm6
-    vmovdqa      xmm12, [rsp + 128]                  ; reload
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm3, xmm3, xmm9
-    vmovdqa      xmm13, [rsp + 96]                   ; reload
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm2, xmm2, [rsp + 32]
-    vpxor        xmm0, xmm0, [rsp]
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm4, xmm5, xmm9
-    vpslldq      xmm5, xmm11, 8
-    vpxor        xmm5, xmm10, xmm5
-    vpalignr     xmm6, xmm13, xmm11, 8
-    vpxor        xmm6, xmm12, xmm6
-    vpalignr     xmm9, xmm8, xmm13, 8
-    vpxor        xmm7, xmm7, xmm9
-    vpalignr     xmm8, xmm2, xmm8, 8
+    vmovdqa      xmm9, [rsp + 160]                   ; reload
+    vpxor        xmm10, xmm9, xmm11
+    vpxor        xmm10, xmm10, xmm5
+    vmovdqa      xmm11, [rsp + 128]                  ; reload
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm3, xmm6
+    vmovdqa      xmm12, [rsp + 96]                   ; reload
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm0, xmm0, [rsp + 32]
+    vpxor        xmm2, xmm2, [rsp]
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm4, xmm15, xmm6
+    vpslldq      xmm5, xmm9, 8
+    vpxor        xmm5, xmm8, xmm5
+    vpalignr     xmm6, xmm12, xmm9, 8
+    vpxor        xmm6, xmm11, xmm6
+    vpalignr     xmm8, xmm10, xmm12, 8
+    vpxor        xmm7, xmm7, xmm8
+    vpalignr     xmm8, xmm0, xmm10, 8
     vpxor        xmm3, xmm3, xmm8
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
     vmovdqa      xmm2, [rsp + 32]                    ; reload
     vpalignr     xmm1, xmm2, xmm1, 8
     vpxor        xmm1, xmm4, xmm1
@@ -4005,7 +4101,7 @@ kg_gf2m409_muladd_avx2:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 864
+    sub rsp, 896
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -4025,44 +4121,60 @@ kg_gf2m409_muladd_avx2:
     vmovdqa      [rsp], xmm11                        ; spill
     vpclmulqdq   xmm11, xmm0, xmm4, 0
     vmovdqa      [rsp + 32], xmm15                   ; spill
-    vpclmulqdq   xmm15, xmm0, xmm4, 1
+    vpclmulqdq   xmm15, xmm0, xmm4, 17
     vmovdqa      [rsp + 64], xmm10                   ; spill
-    vpclmulqdq   xmm10, xmm0, xmm4, 16
+    vpshufd      xmm10, xmm0, 78
+    vpxor        xmm10, xmm0, xmm10
     vmovdqa      [rsp + 96], xmm14                   ; spill
-    vpclmulqdq   xmm14, xmm0, xmm4, 17
-    vpxor        xmm10, xmm15, xmm10
-    vpclmulqdq   xmm15, xmm1, xmm5, 0
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm4, xmm14
+    vpclmulqdq   xmm10, xmm10, xmm14, 0
+    vpxor        xmm10, xmm10, xmm11
+    vpxor        xmm10, xmm10, xmm15
+    vpclmulqdq   xmm14, xmm1, xmm5, 0
     vmovdqa      [rsp + 128], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm1, xmm5, 1
+    vpclmulqdq   xmm9, xmm1, xmm5, 17
     vmovdqa      [rsp + 160], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm1, xmm5, 16
+    vpshufd      xmm13, xmm1, 78
+    vpxor        xmm13, xmm1, xmm13
     vmovdqa      [rsp + 192], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm1, xmm5, 17
-    vpxor        xmm9, xmm9, xmm13
+    vpshufd      xmm8, xmm5, 78
+    vpxor        xmm8, xmm5, xmm8
+    vpclmulqdq   xmm8, xmm13, xmm8, 0
+    vpxor        xmm8, xmm8, xmm14
+    vpxor        xmm8, xmm8, xmm9
     vpxor        xmm13, xmm0, xmm1
     vmovdqa      [rsp + 224], xmm12                  ; spill
     vpxor        xmm12, xmm4, xmm5
     vmovdqa      [rsp + 256], xmm5                   ; spill
     vpclmulqdq   xmm5, xmm13, xmm12, 0
     vmovdqa      [rsp + 288], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm13, xmm12, 1
+    vpclmulqdq   xmm4, xmm13, xmm12, 17
     vmovdqa      [rsp + 320], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm13, xmm12, 16
-    vpclmulqdq   xmm12, xmm13, xmm12, 17
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm14, xmm15
+    vpshufd      xmm1, xmm13, 78
+    vpxor        xmm1, xmm13, xmm1
+    vpshufd      xmm13, xmm12, 78
+    vpxor        xmm12, xmm12, xmm13
+    vpclmulqdq   xmm1, xmm1, xmm12, 0
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm12, xmm15, xmm14
     vpxor        xmm5, xmm11, xmm5
-    vpxor        xmm5, xmm5, xmm4
+    vpxor        xmm5, xmm5, xmm12
     vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, xmm9
-    vpxor        xmm12, xmm12, xmm8
-    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm4, xmm4, xmm12
     vpclmulqdq   xmm12, xmm2, xmm6, 0
-    vpclmulqdq   xmm13, xmm2, xmm6, 1
-    vpclmulqdq   xmm14, xmm2, xmm6, 16
-    vpclmulqdq   xmm15, xmm2, xmm6, 17
-    vpxor        xmm13, xmm13, xmm14
-    vpclmulqdq   xmm14, xmm3, xmm7, 0
+    vpclmulqdq   xmm13, xmm2, xmm6, 17
+    vpshufd      xmm14, xmm2, 78
+    vpxor        xmm14, xmm2, xmm14
+    vpshufd      xmm15, xmm6, 78
+    vpxor        xmm15, xmm6, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm12
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm3, xmm7, 0
     vmovdqa      [rsp + 352], xmm1                   ; spill
     vpxor        xmm1, xmm2, xmm3
     vmovdqa      [rsp + 384], xmm5                   ; spill
@@ -4070,16 +4182,20 @@ kg_gf2m409_muladd_avx2:
     vmovdqa      [rsp + 416], xmm10                  ; spill
     vpclmulqdq   xmm10, xmm1, xmm5, 0
     vmovdqa      [rsp + 448], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm1, xmm5, 1
-    vmovdqa      [rsp + 480], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm1, xmm5, 16
-    vpclmulqdq   xmm1, xmm1, xmm5, 17
-    vpxor        xmm5, xmm11, xmm8
-    vpxor        xmm8, xmm15, xmm14
-    vpxor        xmm10, xmm12, xmm10
-    vpxor        xmm10, xmm10, xmm8
-    vpxor        xmm5, xmm13, xmm5
-    vpxor        xmm1, xmm1, xmm8
+    vpclmulqdq   xmm11, xmm1, xmm5, 17
+    vmovdqa      [rsp + 480], xmm9                   ; spill
+    vpshufd      xmm9, xmm1, 78
+    vpxor        xmm1, xmm1, xmm9
+    vpshufd      xmm9, xmm5, 78
+    vpxor        xmm5, xmm5, xmm9
+    vpclmulqdq   xmm1, xmm1, xmm5, 0
+    vpxor        xmm1, xmm1, xmm10
+    vpxor        xmm1, xmm1, xmm11
+    vpxor        xmm5, xmm13, xmm15
+    vpxor        xmm9, xmm12, xmm10
+    vpxor        xmm9, xmm9, xmm5
+    vpxor        xmm1, xmm14, xmm1
+    vpxor        xmm5, xmm11, xmm5
     vpxor        xmm0, xmm0, xmm2
     vmovdqa      xmm2, [rsp + 320]                   ; reload
     vpxor        xmm2, xmm2, xmm3
@@ -4088,250 +4204,299 @@ kg_gf2m409_muladd_avx2:
     vmovdqa      xmm6, [rsp + 256]                   ; reload
     vpxor        xmm6, xmm6, xmm7
     vpclmulqdq   xmm7, xmm0, xmm3, 0
-    vpclmulqdq   xmm8, xmm0, xmm3, 1
-    vpclmulqdq   xmm11, xmm0, xmm3, 16
-    vpclmulqdq   xmm14, xmm0, xmm3, 17
-    vpxor        xmm8, xmm8, xmm11
-    vpclmulqdq   xmm11, xmm2, xmm6, 0
-    vpclmulqdq   xmm15, xmm2, xmm6, 1
-    vmovdqa      [rsp + 256], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm2, xmm6, 16
-    vmovdqa      [rsp + 288], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm2, xmm6, 17
-    vpxor        xmm1, xmm15, xmm1
+    vpclmulqdq   xmm10, xmm0, xmm3, 17
+    vpshufd      xmm11, xmm0, 78
+    vpxor        xmm11, xmm0, xmm11
+    vpshufd      xmm13, xmm3, 78
+    vpxor        xmm13, xmm3, xmm13
+    vpclmulqdq   xmm11, xmm11, xmm13, 0
+    vpxor        xmm11, xmm11, xmm7
+    vpxor        xmm11, xmm11, xmm10
+    vpclmulqdq   xmm13, xmm2, xmm6, 0
+    vpclmulqdq   xmm15, xmm2, xmm6, 17
+    vmovdqa      [rsp + 256], xmm5                   ; spill
+    vpshufd      xmm5, xmm2, 78
+    vpxor        xmm5, xmm2, xmm5
+    vmovdqa      [rsp + 288], xmm1                   ; spill
+    vpshufd      xmm1, xmm6, 78
+    vpxor        xmm1, xmm6, xmm1
+    vpclmulqdq   xmm1, xmm5, xmm1, 0
+    vpxor        xmm1, xmm1, xmm13
+    vpxor        xmm1, xmm1, xmm15
     vpxor        xmm0, xmm0, xmm2
     vpxor        xmm2, xmm3, xmm6
     vpclmulqdq   xmm3, xmm0, xmm2, 0
-    vpclmulqdq   xmm6, xmm0, xmm2, 1
-    vpclmulqdq   xmm15, xmm0, xmm2, 16
-    vpclmulqdq   xmm0, xmm0, xmm2, 17
-    vpxor        xmm2, xmm6, xmm15
-    vpxor        xmm6, xmm14, xmm11
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm2, xmm2, xmm1
-    vpxor        xmm0, xmm0, xmm5
+    vpclmulqdq   xmm5, xmm0, xmm2, 17
+    vpshufd      xmm6, xmm0, 78
     vpxor        xmm0, xmm0, xmm6
+    vpshufd      xmm6, xmm2, 78
+    vpxor        xmm2, xmm2, xmm6
+    vpclmulqdq   xmm0, xmm0, xmm2, 0
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm2, xmm10, xmm13
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm0, xmm11, xmm0
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm2, xmm5, xmm2
     vpxor        xmm4, xmm4, xmm12
-    vpxor        xmm6, xmm9, xmm13
-    vmovdqa      xmm9, [rsp + 480]                   ; reload
-    vpxor        xmm9, xmm9, xmm10
-    vmovdqa      xmm10, [rsp + 448]                  ; reload
-    vpxor        xmm7, xmm10, xmm7
+    vpxor        xmm5, xmm8, xmm14
+    vmovdqa      xmm6, [rsp + 480]                   ; reload
+    vpxor        xmm6, xmm6, xmm9
+    vmovdqa      xmm8, [rsp + 448]                   ; reload
+    vpxor        xmm7, xmm8, xmm7
     vpxor        xmm7, xmm7, xmm4
-    vmovdqa      xmm11, [rsp + 416]                  ; reload
-    vpxor        xmm8, xmm11, xmm8
-    vpxor        xmm8, xmm8, xmm6
-    vmovdqa      xmm12, [rsp + 384]                  ; reload
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm3, xmm3, xmm9
-    vmovdqa      xmm13, [rsp + 352]                  ; reload
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm2, xmm2, [rsp + 288]
-    vpxor        xmm0, xmm0, [rsp + 256]
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm1, xmm1, xmm6
-    vpxor        xmm4, xmm5, xmm9
+    vmovdqa      xmm9, [rsp + 416]                   ; reload
+    vpxor        xmm10, xmm9, xmm11
+    vpxor        xmm10, xmm10, xmm5
+    vmovdqa      xmm11, [rsp + 384]                  ; reload
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm3, xmm6
+    vmovdqa      xmm12, [rsp + 352]                  ; reload
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm0, xmm0, [rsp + 288]
+    vpxor        xmm2, xmm2, [rsp + 256]
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm4, xmm15, xmm6
     vmovdqa      xmm5, [rsp + 192]                   ; reload
     vpclmulqdq   xmm6, xmm5, [rsp + 224], 0
-    vpclmulqdq   xmm9, xmm5, [rsp + 224], 1
-    vpclmulqdq   xmm14, xmm5, [rsp + 224], 16
-    vpclmulqdq   xmm15, xmm5, [rsp + 224], 17
-    vpxor        xmm9, xmm9, xmm14
-    vmovdqa      xmm14, [rsp + 128]                  ; reload
+    vpclmulqdq   xmm13, xmm5, [rsp + 224], 17
+    vpshufd      xmm14, xmm5, 78
+    vpxor        xmm14, xmm5, xmm14
+    vpshufd      xmm15, [rsp + 224], 78
     vmovdqa      [rsp + 480], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm14, [rsp + 160], 0
+    vmovdqa      xmm4, [rsp + 224]                   ; reload
+    vpxor        xmm15, xmm4, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm6
+    vpxor        xmm14, xmm14, xmm13
+    vmovdqa      xmm15, [rsp + 128]                  ; reload
     vmovdqa      [rsp + 320], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm14, [rsp + 160], 1
-    vmovdqa      [rsp + 512], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm14, [rsp + 160], 16
-    vmovdqa      [rsp + 544], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm14, [rsp + 160], 17
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm5, xmm14
+    vpclmulqdq   xmm1, xmm15, [rsp + 160], 0
+    vmovdqa      [rsp + 512], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm15, [rsp + 160], 17
+    vmovdqa      [rsp + 544], xmm0                   ; spill
+    vpshufd      xmm0, xmm15, 78
+    vpxor        xmm0, xmm15, xmm0
     vmovdqa      [rsp + 576], xmm3                   ; spill
-    vmovdqa      xmm3, [rsp + 224]                   ; reload
-    vmovdqa      [rsp + 608], xmm8                   ; spill
-    vpxor        xmm8, xmm3, [rsp + 160]
+    vpshufd      xmm3, [rsp + 160], 78
+    vmovdqa      [rsp + 608], xmm10                  ; spill
+    vmovdqa      xmm10, [rsp + 160]                  ; reload
+    vpxor        xmm3, xmm10, xmm3
+    vpclmulqdq   xmm0, xmm0, xmm3, 0
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm3, xmm5, xmm15
     vmovdqa      [rsp + 640], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm1, xmm8, 0
-    vpclmulqdq   xmm13, xmm1, xmm8, 1
-    vpclmulqdq   xmm12, xmm1, xmm8, 16
-    vpclmulqdq   xmm1, xmm1, xmm8, 17
-    vpxor        xmm8, xmm13, xmm12
-    vpxor        xmm4, xmm15, xmm4
-    vpxor        xmm7, xmm6, xmm7
-    vpxor        xmm7, xmm7, xmm4
-    vpxor        xmm8, xmm9, xmm8
-    vpxor        xmm8, xmm8, xmm0
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm1, xmm1, xmm4
-    vmovdqa      xmm4, [rsp + 64]                    ; reload
-    vpclmulqdq   xmm12, xmm4, [rsp + 96], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 96], 1
-    vpclmulqdq   xmm15, xmm4, [rsp + 96], 16
-    vpclmulqdq   xmm11, xmm4, [rsp + 96], 17
-    vpxor        xmm13, xmm13, xmm15
-    vmovdqa      xmm15, [rsp]                        ; reload
-    vpclmulqdq   xmm10, xmm15, [rsp + 32], 0
-    vmovdqa      [rsp + 672], xmm8                   ; spill
-    vpxor        xmm8, xmm4, xmm15
-    vmovdqa      [rsp + 704], xmm7                   ; spill
-    vmovdqa      xmm7, [rsp + 96]                    ; reload
-    vmovdqa      [rsp + 736], xmm9                   ; spill
-    vpxor        xmm9, xmm7, [rsp + 32]
-    vmovdqa      [rsp + 768], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm8, xmm9, 0
-    vmovdqa      [rsp + 800], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm8, xmm9, 1
-    vmovdqa      [rsp + 832], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm8, xmm9, 16
-    vpclmulqdq   xmm8, xmm8, xmm9, 17
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm2, xmm11, xmm10
-    vpxor        xmm6, xmm12, xmm6
-    vpxor        xmm6, xmm6, xmm2
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm5, xmm14, xmm15
-    vpxor        xmm3, xmm3, xmm7
-    vmovdqa      xmm7, [rsp + 160]                   ; reload
-    vpxor        xmm7, xmm7, [rsp + 32]
-    vpclmulqdq   xmm8, xmm4, xmm3, 0
-    vpclmulqdq   xmm9, xmm4, xmm3, 1
-    vpclmulqdq   xmm10, xmm4, xmm3, 16
-    vpclmulqdq   xmm11, xmm4, xmm3, 17
-    vpxor        xmm9, xmm9, xmm10
-    vpclmulqdq   xmm10, xmm5, xmm7, 0
-    vpclmulqdq   xmm14, xmm5, xmm7, 1
-    vpclmulqdq   xmm15, xmm5, xmm7, 16
-    vmovdqa      [rsp + 32], xmm2                    ; spill
-    vpclmulqdq   xmm2, xmm5, xmm7, 17
-    vpxor        xmm14, xmm14, xmm15
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm3, xmm3, xmm7
-    vpclmulqdq   xmm5, xmm4, xmm3, 0
-    vpclmulqdq   xmm7, xmm4, xmm3, 1
-    vpclmulqdq   xmm15, xmm4, xmm3, 16
-    vpclmulqdq   xmm3, xmm4, xmm3, 17
-    vpxor        xmm4, xmm7, xmm15
-    vpxor        xmm7, xmm11, xmm10
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm5, xmm7
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm3, xmm3, xmm2
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm1, xmm12
-    vmovdqa      xmm7, [rsp + 832]                   ; reload
-    vpxor        xmm7, xmm7, xmm13
-    vmovdqa      xmm10, [rsp + 800]                  ; reload
-    vpxor        xmm6, xmm10, xmm6
-    vmovdqa      xmm10, [rsp + 768]                  ; reload
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm8, xmm8, xmm1
-    vmovdqa      xmm11, [rsp + 736]                  ; reload
-    vpxor        xmm9, xmm11, xmm9
-    vpxor        xmm9, xmm9, xmm7
-    vmovdqa      xmm12, [rsp + 704]                  ; reload
-    vpxor        xmm5, xmm12, xmm5
-    vpxor        xmm5, xmm5, xmm6
-    vmovdqa      xmm13, [rsp + 672]                  ; reload
-    vpxor        xmm4, xmm13, xmm4
-    vpxor        xmm4, xmm4, xmm0
-    vpxor        xmm3, xmm3, [rsp + 32]
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm14, xmm7
-    vpxor        xmm2, xmm2, xmm6
-    vmovdqa      xmm6, [rsp + 448]                   ; reload
-    vpxor        xmm6, xmm6, xmm10
-    vmovdqa      xmm7, [rsp + 416]                   ; reload
-    vpxor        xmm7, xmm7, xmm11
-    vmovdqa      xmm10, [rsp + 384]                  ; reload
-    vpxor        xmm10, xmm10, xmm12
-    vmovdqa      xmm11, [rsp + 352]                  ; reload
-    vpxor        xmm11, xmm11, xmm13
-    vmovdqa      xmm12, [rsp + 640]                  ; reload
-    vpxor        xmm8, xmm12, xmm8
-    vmovdqa      xmm12, [rsp + 608]                  ; reload
-    vpxor        xmm9, xmm12, xmm9
-    vmovdqa      xmm12, [rsp + 576]                  ; reload
-    vpxor        xmm5, xmm12, xmm5
-    vmovdqa      xmm12, [rsp + 544]                  ; reload
-    vpxor        xmm4, xmm12, xmm4
-    vmovdqa      xmm12, [rsp + 512]                  ; reload
-    vpxor        xmm1, xmm12, xmm1
-    vmovdqa      xmm12, [rsp + 320]                  ; reload
-    vpxor        xmm3, xmm12, xmm3
-    vmovdqa      xmm12, [rsp + 480]                  ; reload
-    vpxor        xmm2, xmm12, xmm2
-    vmovdqa      xmm12, [rsp + 288]                  ; reload
-    vpxor        xmm0, xmm12, xmm0
-    vmovdqa      xmm12, [rsp + 256]                  ; reload
-    vpxor        xmm12, xmm12, [rsp + 32]
-    vpslldq      xmm13, xmm7, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpalignr     xmm7, xmm11, xmm7, 8
-    vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm10, xmm9, xmm11, 8
-    vpxor        xmm8, xmm8, xmm10
-    vpalignr     xmm9, xmm4, xmm9, 8
-    vpxor        xmm5, xmm5, xmm9
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpalignr     xmm3, xmm0, xmm3, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm12, xmm0
-    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpsrldq      xmm13, xmm0, 8
-    vpxor        xmm1, xmm1, xmm13
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm5, xmm4
+    vpxor        xmm7, xmm4, xmm10
+    vpclmulqdq   xmm12, xmm3, xmm7, 0
+    vpclmulqdq   xmm11, xmm3, xmm7, 17
+    vpshufd      xmm9, xmm3, 78
     vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpxor        xmm4, xmm6, xmm4
-    vpxor        xmm0, xmm13, xmm0
-    vpxor        xmm5, xmm7, xmm14
-    vpxor        xmm5, xmm5, xmm15
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm1, xmm0, 8
-    vpxor        xmm0, xmm5, xmm0
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpsrldq      xmm2, xmm2, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm2, 25
-    vpsllq       xmm5, xmm3, 23
-    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpshufd      xmm9, xmm7, 78
+    vpxor        xmm7, xmm7, xmm9
+    vpclmulqdq   xmm3, xmm3, xmm7, 0
+    vpxor        xmm3, xmm3, xmm12
+    vpxor        xmm3, xmm3, xmm11
+    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm6, xmm12
+    vpxor        xmm7, xmm7, xmm1
+    vpxor        xmm3, xmm14, xmm3
+    vpxor        xmm3, xmm3, xmm0
+    vpxor        xmm9, xmm11, xmm2
+    vpxor        xmm1, xmm9, xmm1
+    vmovdqa      xmm9, [rsp + 64]                    ; reload
+    vpclmulqdq   xmm11, xmm9, [rsp + 96], 0
+    vpclmulqdq   xmm12, xmm9, [rsp + 96], 17
+    vpshufd      xmm13, xmm9, 78
+    vpxor        xmm13, xmm9, xmm13
+    vpshufd      xmm8, [rsp + 96], 78
+    vmovdqa      [rsp + 672], xmm3                   ; spill
+    vmovdqa      xmm3, [rsp + 96]                    ; reload
+    vpxor        xmm8, xmm3, xmm8
+    vpclmulqdq   xmm8, xmm13, xmm8, 0
+    vpxor        xmm8, xmm8, xmm11
+    vpxor        xmm8, xmm8, xmm12
+    vmovdqa      xmm13, [rsp]                        ; reload
+    vmovdqa      [rsp + 704], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm13, [rsp + 32], 0
+    vmovdqa      [rsp + 736], xmm14                  ; spill
+    vpxor        xmm14, xmm9, xmm13
+    vmovdqa      [rsp + 768], xmm6                   ; spill
+    vpxor        xmm6, xmm3, [rsp + 32]
+    vmovdqa      [rsp + 800], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm14, xmm6, 0
+    vmovdqa      [rsp + 832], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm14, xmm6, 17
+    vmovdqa      [rsp + 864], xmm1                   ; spill
+    vpshufd      xmm1, xmm14, 78
+    vpxor        xmm1, xmm14, xmm1
+    vpshufd      xmm14, xmm6, 78
+    vpxor        xmm6, xmm6, xmm14
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm1, xmm1, xmm0
+    vpxor        xmm6, xmm12, xmm7
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm15, xmm13
     vpxor        xmm3, xmm4, xmm3
-    vmovdqu      [rdi], xmm3
+    vpxor        xmm4, xmm10, [rsp + 32]
+    vpclmulqdq   xmm7, xmm5, xmm3, 0
+    vpclmulqdq   xmm9, xmm5, xmm3, 17
+    vpshufd      xmm10, xmm5, 78
+    vpxor        xmm10, xmm5, xmm10
+    vpshufd      xmm12, xmm3, 78
+    vpxor        xmm12, xmm3, xmm12
+    vpclmulqdq   xmm10, xmm10, xmm12, 0
+    vpxor        xmm10, xmm10, xmm7
+    vpxor        xmm10, xmm10, xmm9
+    vpclmulqdq   xmm12, xmm6, xmm4, 0
+    vpclmulqdq   xmm13, xmm6, xmm4, 17
+    vpshufd      xmm14, xmm6, 78
+    vpxor        xmm14, xmm6, xmm14
+    vpshufd      xmm15, xmm4, 78
+    vpxor        xmm15, xmm4, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm12
+    vpxor        xmm14, xmm14, xmm13
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm3, xmm3, xmm4
+    vpclmulqdq   xmm4, xmm5, xmm3, 0
+    vpclmulqdq   xmm6, xmm5, xmm3, 17
+    vpshufd      xmm15, xmm5, 78
+    vpxor        xmm5, xmm5, xmm15
+    vpshufd      xmm15, xmm3, 78
+    vpxor        xmm3, xmm3, xmm15
+    vpclmulqdq   xmm3, xmm5, xmm3, 0
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm5, xmm9, xmm12
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm3, xmm3, xmm14
+    vpxor        xmm6, xmm6, xmm13
+    vpxor        xmm5, xmm6, xmm5
+    vmovdqa      xmm6, [rsp + 864]                   ; reload
+    vpxor        xmm6, xmm6, xmm11
+    vmovdqa      xmm9, [rsp + 832]                   ; reload
+    vpxor        xmm8, xmm9, xmm8
+    vmovdqa      xmm9, [rsp + 800]                   ; reload
+    vpxor        xmm2, xmm9, xmm2
+    vmovdqa      xmm9, [rsp + 768]                   ; reload
+    vpxor        xmm7, xmm9, xmm7
+    vpxor        xmm7, xmm7, xmm6
+    vmovdqa      xmm11, [rsp + 736]                  ; reload
+    vpxor        xmm10, xmm11, xmm10
+    vpxor        xmm10, xmm10, xmm8
+    vmovdqa      xmm12, [rsp + 704]                  ; reload
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm4, xmm4, xmm2
+    vmovdqa      xmm15, [rsp + 672]                  ; reload
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm3, xmm1
+    vpxor        xmm5, xmm5, xmm0
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm6, xmm14, xmm8
+    vpxor        xmm2, xmm13, xmm2
+    vmovdqa      xmm8, [rsp + 448]                   ; reload
+    vpxor        xmm8, xmm8, xmm9
+    vmovdqa      xmm9, [rsp + 416]                   ; reload
+    vpxor        xmm9, xmm9, xmm11
+    vmovdqa      xmm11, [rsp + 384]                  ; reload
+    vpxor        xmm11, xmm11, xmm12
+    vmovdqa      xmm12, [rsp + 352]                  ; reload
+    vpxor        xmm12, xmm12, xmm15
+    vmovdqa      xmm13, [rsp + 640]                  ; reload
+    vpxor        xmm7, xmm13, xmm7
+    vmovdqa      xmm13, [rsp + 608]                  ; reload
+    vpxor        xmm10, xmm13, xmm10
+    vmovdqa      xmm13, [rsp + 576]                  ; reload
+    vpxor        xmm4, xmm13, xmm4
+    vmovdqa      xmm13, [rsp + 544]                  ; reload
+    vpxor        xmm3, xmm13, xmm3
+    vmovdqa      xmm13, [rsp + 512]                  ; reload
+    vpxor        xmm5, xmm13, xmm5
+    vmovdqa      xmm13, [rsp + 320]                  ; reload
+    vpxor        xmm6, xmm13, xmm6
+    vmovdqa      xmm13, [rsp + 480]                  ; reload
+    vpxor        xmm2, xmm13, xmm2
+    vmovdqa      xmm13, [rsp + 288]                  ; reload
+    vpxor        xmm1, xmm13, xmm1
+    vmovdqa      xmm13, [rsp + 256]                  ; reload
+    vpxor        xmm0, xmm13, xmm0
+    vpslldq      xmm13, xmm9, 8
+    vpxor        xmm8, xmm8, xmm13
+    vpalignr     xmm9, xmm12, xmm9, 8
+    vpxor        xmm9, xmm11, xmm9
+    vpalignr     xmm11, xmm10, xmm12, 8
+    vpxor        xmm7, xmm7, xmm11
+    vpalignr     xmm10, xmm3, xmm10, 8
+    vpxor        xmm4, xmm4, xmm10
+    vpalignr     xmm3, xmm6, xmm3, 8
+    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm1, xmm6, 8
+    vpxor        xmm2, xmm2, xmm5
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsllq       xmm1, xmm0, 39
+    vpsrlq       xmm5, xmm0, 25
+    vpsllq       xmm6, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm3, xmm3, xmm13
+    vpsllq       xmm13, xmm3, 39
+    vpsrlq       xmm14, xmm3, 25
+    vpsllq       xmm15, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm1, xmm1, xmm2
+    vpxor        xmm2, xmm4, xmm5
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpsllq       xmm4, xmm0, 39
+    vpsrlq       xmm5, xmm0, 25
+    vpsllq       xmm6, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm4, xmm8, xmm4
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm6, xmm9, xmm14
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm6, xmm0
+    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm5, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm5, xmm3, xmm5, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpalignr     xmm3, xmm1, xmm3, 8
+    vpxor        xmm3, xmm6, xmm3
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm5, xmm2, 23
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm4, xmm2
+    vmovdqu      [rdi], xmm2
     vmovdqu      [rdi + 16], xmm0
-    vmovdqu      [rdi + 32], xmm1
-    vmovq        qword [rdi + 48], xmm2
+    vmovdqu      [rdi + 32], xmm3
+    vmovq        qword [rdi + 48], xmm1
     mov rsp, rbp
     pop rbp
     ret
@@ -4349,10 +4514,10 @@ kg_gf2m409_muladd_avx2:
 ;   clobbers: rax, rcx, rdx, r8, r9, r10, r11, flags
 ;
 ; reduction schedule:
-;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
+;   products: k3 blocks of 128 bits, Karatsuba split from 2 blocks
 ;   lazy form (degree < 448): remainders modulo x^39 f = x^448 + x^126 + x^39, in one pass from the top pair down, each word folded once
-;   x^39(f - x^409) chunk 0: 0x8000000000 (one carry-less product per word)
-;   x^39(f - x^409) chunk 1: 0x4000000000000000 (one carry-less product per word)
+;   x^39(f - x^409) chunk 0: 0x8000000000 (two shifts per pair)
+;   x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_gpr_avx2.end - kg_gf2m409_reduce_gpr_avx2)
@@ -4470,40 +4635,44 @@ kg_gf2m409_msqr2_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm3, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm3, xmm3, xmm2, 8
     vpxor        xmm3, xmm1, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm0, xmm0, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm3, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -4520,40 +4689,44 @@ kg_gf2m409_msqr2_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -4596,40 +4769,44 @@ kg_gf2m409_msqr4_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm3, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm3, xmm3, xmm2, 8
     vpxor        xmm3, xmm1, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm0, xmm0, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm3, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -4646,40 +4823,44 @@ kg_gf2m409_msqr4_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -4696,40 +4877,44 @@ kg_gf2m409_msqr4_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -4746,40 +4931,44 @@ kg_gf2m409_msqr4_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -4822,40 +5011,44 @@ kg_gf2m409_msqr8_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm3, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm3, xmm3, xmm2, 8
     vpxor        xmm3, xmm1, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm0, xmm0, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm3, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -4872,40 +5065,44 @@ kg_gf2m409_msqr8_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -4922,40 +5119,44 @@ kg_gf2m409_msqr8_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -4972,40 +5173,44 @@ kg_gf2m409_msqr8_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -5022,40 +5227,44 @@ kg_gf2m409_msqr8_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -5072,40 +5281,44 @@ kg_gf2m409_msqr8_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -5122,40 +5335,44 @@ kg_gf2m409_msqr8_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -5172,40 +5389,44 @@ kg_gf2m409_msqr8_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -5248,40 +5469,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm3, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm3, xmm3, xmm2, 8
     vpxor        xmm3, xmm1, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm0, xmm0, xmm14
-    vpxor        xmm0, xmm0, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm3, xmm6, xmm3, 8
-    vpxor        xmm0, xmm0, xmm3
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -5298,40 +5523,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -5348,40 +5577,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -5398,40 +5631,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -5448,40 +5685,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -5498,40 +5739,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -5548,40 +5793,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -5598,40 +5847,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -5648,40 +5901,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -5698,40 +5955,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -5748,40 +6009,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -5798,40 +6063,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -5848,40 +6117,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -5898,40 +6171,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -5948,40 +6225,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -5998,40 +6279,44 @@ kg_gf2m409_msqr16_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -6067,7 +6352,7 @@ kg_gf2m409_ladder_step_avx2:
     push rbp
     mov rbp, rsp
     and rsp, -32
-    sub rsp, 1248
+    sub rsp, 1280
     vmovdqu      xmm0, [rsi]
     vmovdqu      xmm1, [rsi + 16]
     vmovdqu      xmm2, [rsi + 32]
@@ -6140,333 +6425,405 @@ kg_gf2m409_ladder_step_avx2:
     vpxor        xmm7, xmm15, xmm7
     vpclmulqdq   xmm15, xmm0, xmm12, 0
     vmovdqa      [rsp + 288], xmm11                  ; spill
-    vpclmulqdq   xmm11, xmm0, xmm12, 1
+    vpclmulqdq   xmm11, xmm0, xmm12, 17
     vmovdqa      [rsp], xmm6                         ; spill
-    vpclmulqdq   xmm6, xmm0, xmm12, 16
+    vpshufd      xmm6, xmm0, 78
+    vpxor        xmm6, xmm0, xmm6
     vmovdqa      [rsp + 352], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm0, xmm12, 17
-    vpxor        xmm6, xmm11, xmm6
-    vpclmulqdq   xmm11, xmm1, xmm13, 0
+    vpshufd      xmm10, xmm12, 78
+    vpxor        xmm10, xmm12, xmm10
+    vpclmulqdq   xmm6, xmm6, xmm10, 0
+    vpxor        xmm6, xmm6, xmm15
+    vpxor        xmm6, xmm6, xmm11
+    vpclmulqdq   xmm10, xmm1, xmm13, 0
     vmovdqa      [rsp + 384], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm1, xmm13, 1
+    vpclmulqdq   xmm5, xmm1, xmm13, 17
     vmovdqa      [rsp + 416], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm1, xmm13, 16
+    vpshufd      xmm9, xmm1, 78
+    vpxor        xmm9, xmm1, xmm9
     vmovdqa      [rsp + 448], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm1, xmm13, 17
-    vpxor        xmm5, xmm5, xmm9
+    vpshufd      xmm4, xmm13, 78
+    vpxor        xmm4, xmm13, xmm4
+    vpclmulqdq   xmm4, xmm9, xmm4, 0
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm4, xmm4, xmm5
     vpxor        xmm9, xmm0, xmm1
     vmovdqa      [rsp + 480], xmm8                   ; spill
     vpxor        xmm8, xmm12, xmm13
     vmovdqa      [rsp + 512], xmm13                  ; spill
     vpclmulqdq   xmm13, xmm9, xmm8, 0
     vmovdqa      [rsp + 544], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm9, xmm8, 1
+    vpclmulqdq   xmm12, xmm9, xmm8, 17
     vmovdqa      [rsp + 576], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm9, xmm8, 16
-    vpclmulqdq   xmm8, xmm9, xmm8, 17
-    vpxor        xmm1, xmm12, xmm1
-    vpxor        xmm9, xmm10, xmm11
-    vpxor        xmm10, xmm15, xmm13
-    vpxor        xmm10, xmm10, xmm9
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm8, xmm8, xmm4
+    vpshufd      xmm1, xmm9, 78
+    vpxor        xmm1, xmm9, xmm1
+    vpshufd      xmm9, xmm8, 78
     vpxor        xmm8, xmm8, xmm9
-    vpclmulqdq   xmm9, xmm2, xmm14, 0
-    vpclmulqdq   xmm11, xmm2, xmm14, 1
-    vpclmulqdq   xmm12, xmm2, xmm14, 16
-    vpclmulqdq   xmm13, xmm2, xmm14, 17
-    vpxor        xmm11, xmm11, xmm12
-    vpclmulqdq   xmm12, xmm3, xmm7, 0
+    vpclmulqdq   xmm1, xmm1, xmm8, 0
+    vpxor        xmm1, xmm1, xmm13
+    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm8, xmm11, xmm10
+    vpxor        xmm9, xmm15, xmm13
+    vpxor        xmm9, xmm9, xmm8
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm10, xmm12, xmm5
+    vpxor        xmm8, xmm10, xmm8
+    vpclmulqdq   xmm10, xmm2, xmm14, 0
+    vpclmulqdq   xmm11, xmm2, xmm14, 17
+    vpshufd      xmm12, xmm2, 78
+    vpxor        xmm12, xmm2, xmm12
+    vpshufd      xmm13, xmm14, 78
+    vpxor        xmm13, xmm14, xmm13
+    vpclmulqdq   xmm12, xmm12, xmm13, 0
+    vpxor        xmm12, xmm12, xmm10
+    vpxor        xmm12, xmm12, xmm11
+    vpclmulqdq   xmm13, xmm3, xmm7, 0
     vmovdqa      [rsp + 608], xmm1                   ; spill
     vpxor        xmm1, xmm2, xmm3
-    vmovdqa      [rsp + 640], xmm10                  ; spill
-    vpxor        xmm10, xmm14, xmm7
+    vmovdqa      [rsp + 640], xmm9                   ; spill
+    vpxor        xmm9, xmm14, xmm7
     vmovdqa      [rsp + 672], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm1, xmm10, 0
+    vpclmulqdq   xmm6, xmm1, xmm9, 0
     vmovdqa      [rsp + 704], xmm15                  ; spill
-    vpclmulqdq   xmm15, xmm1, xmm10, 1
-    vmovdqa      [rsp + 736], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm1, xmm10, 16
-    vpclmulqdq   xmm1, xmm1, xmm10, 17
-    vpxor        xmm4, xmm15, xmm4
-    vpxor        xmm10, xmm13, xmm12
-    vpxor        xmm6, xmm9, xmm6
-    vpxor        xmm6, xmm6, xmm10
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm1, xmm1, xmm10
-    vpxor        xmm10, xmm0, xmm2
-    vmovdqa      xmm12, [rsp + 576]                  ; reload
-    vpxor        xmm13, xmm12, xmm3
+    vpclmulqdq   xmm15, xmm1, xmm9, 17
+    vmovdqa      [rsp + 736], xmm5                   ; spill
+    vpshufd      xmm5, xmm1, 78
+    vpxor        xmm1, xmm1, xmm5
+    vpshufd      xmm5, xmm9, 78
+    vpxor        xmm5, xmm9, xmm5
+    vpclmulqdq   xmm1, xmm1, xmm5, 0
+    vpxor        xmm1, xmm1, xmm6
+    vpxor        xmm1, xmm1, xmm15
+    vpxor        xmm5, xmm11, xmm13
+    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm6, xmm6, xmm5
+    vpxor        xmm1, xmm12, xmm1
+    vpxor        xmm5, xmm15, xmm5
+    vpxor        xmm9, xmm0, xmm2
+    vmovdqa      xmm11, [rsp + 576]                  ; reload
+    vpxor        xmm13, xmm11, xmm3
     vmovdqa      xmm15, [rsp + 544]                  ; reload
     vpxor        xmm14, xmm15, xmm14
     vmovdqa      xmm15, [rsp + 512]                  ; reload
     vpxor        xmm7, xmm15, xmm7
-    vpclmulqdq   xmm15, xmm10, xmm14, 0
+    vpclmulqdq   xmm15, xmm9, xmm14, 0
     vmovdqa      [rsp + 512], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm10, xmm14, 1
+    vpclmulqdq   xmm3, xmm9, xmm14, 17
     vmovdqa      [rsp + 544], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm10, xmm14, 16
-    vpclmulqdq   xmm12, xmm10, xmm14, 17
-    vpxor        xmm2, xmm3, xmm2
-    vpclmulqdq   xmm3, xmm13, xmm7, 0
+    vpshufd      xmm2, xmm9, 78
+    vpxor        xmm2, xmm9, xmm2
+    vpshufd      xmm11, xmm14, 78
+    vpxor        xmm11, xmm14, xmm11
+    vpclmulqdq   xmm2, xmm2, xmm11, 0
+    vpxor        xmm2, xmm2, xmm15
+    vpxor        xmm2, xmm2, xmm3
+    vpclmulqdq   xmm11, xmm13, xmm7, 0
     vmovdqa      [rsp + 768], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm13, xmm7, 1
-    vmovdqa      [rsp + 800], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm13, xmm7, 16
-    vmovdqa      [rsp + 832], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm13, xmm7, 17
-    vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm1, xmm10, xmm13
+    vpclmulqdq   xmm0, xmm13, xmm7, 17
+    vmovdqa      [rsp + 800], xmm5                   ; spill
+    vpshufd      xmm5, xmm13, 78
+    vpxor        xmm5, xmm13, xmm5
+    vmovdqa      [rsp + 832], xmm1                   ; spill
+    vpshufd      xmm1, xmm7, 78
+    vpxor        xmm1, xmm7, xmm1
+    vpclmulqdq   xmm1, xmm5, xmm1, 0
+    vpxor        xmm1, xmm1, xmm11
+    vpxor        xmm1, xmm1, xmm0
+    vpxor        xmm5, xmm9, xmm13
     vpxor        xmm7, xmm14, xmm7
-    vpclmulqdq   xmm10, xmm1, xmm7, 0
-    vpclmulqdq   xmm13, xmm1, xmm7, 1
-    vpclmulqdq   xmm14, xmm1, xmm7, 16
-    vpclmulqdq   xmm1, xmm1, xmm7, 17
-    vpxor        xmm7, xmm13, xmm14
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm10, xmm15, xmm10
-    vpxor        xmm10, xmm10, xmm3
-    vpxor        xmm7, xmm2, xmm7
-    vpxor        xmm7, xmm7, xmm0
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm3, xmm8, xmm9
-    vpxor        xmm5, xmm5, xmm11
-    vmovdqa      xmm8, [rsp + 736]                   ; reload
-    vpxor        xmm6, xmm8, xmm6
-    vmovdqa      xmm8, [rsp + 704]                   ; reload
-    vpxor        xmm9, xmm8, xmm15
-    vpxor        xmm9, xmm9, xmm3
+    vpclmulqdq   xmm9, xmm5, xmm7, 0
+    vpclmulqdq   xmm13, xmm5, xmm7, 17
+    vpshufd      xmm14, xmm5, 78
+    vpxor        xmm5, xmm5, xmm14
+    vpshufd      xmm14, xmm7, 78
+    vpxor        xmm7, xmm7, xmm14
+    vpclmulqdq   xmm5, xmm5, xmm7, 0
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm5, xmm5, xmm13
+    vpxor        xmm3, xmm3, xmm11
+    vpxor        xmm7, xmm15, xmm9
+    vpxor        xmm7, xmm7, xmm3
+    vpxor        xmm5, xmm2, xmm5
+    vpxor        xmm5, xmm5, xmm1
+    vpxor        xmm9, xmm13, xmm0
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm4, xmm4, xmm12
+    vmovdqa      xmm9, [rsp + 736]                   ; reload
+    vpxor        xmm6, xmm9, xmm6
+    vmovdqa      xmm9, [rsp + 704]                   ; reload
+    vpxor        xmm10, xmm9, xmm15
+    vpxor        xmm10, xmm10, xmm8
     vmovdqa      xmm11, [rsp + 672]                  ; reload
     vpxor        xmm2, xmm11, xmm2
-    vpxor        xmm2, xmm2, xmm5
+    vpxor        xmm2, xmm2, xmm4
     vmovdqa      xmm12, [rsp + 640]                  ; reload
-    vpxor        xmm10, xmm12, xmm10
-    vpxor        xmm10, xmm10, xmm6
+    vpxor        xmm7, xmm12, xmm7
+    vpxor        xmm7, xmm7, xmm6
     vmovdqa      xmm13, [rsp + 608]                  ; reload
-    vpxor        xmm7, xmm13, xmm7
-    vpxor        xmm7, xmm7, [rsp + 832]
-    vpxor        xmm1, xmm1, [rsp + 800]
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm0, xmm0, xmm5
-    vpxor        xmm3, xmm4, xmm6
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm5, xmm5, [rsp + 832]
+    vpxor        xmm3, xmm3, [rsp + 800]
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm0, xmm0, xmm6
     vpslldq      xmm4, xmm11, 8
-    vpxor        xmm4, xmm8, xmm4
-    vpalignr     xmm5, xmm13, xmm11, 8
-    vpxor        xmm5, xmm12, xmm5
-    vpalignr     xmm6, xmm2, xmm13, 8
-    vpxor        xmm6, xmm9, xmm6
-    vpalignr     xmm2, xmm7, xmm2, 8
-    vpxor        xmm2, xmm10, xmm2
-    vpalignr     xmm7, xmm0, xmm7, 8
-    vpxor        xmm1, xmm1, xmm7
-    vmovdqa      xmm7, [rsp + 832]                   ; reload
-    vpalignr     xmm0, xmm7, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpsrldq      xmm3, xmm7, 8
-    vmovdqa      xmm7, [rsp + 800]                   ; reload
-    vpxor        xmm3, xmm7, xmm3
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpsrldq      xmm13, xmm3, 8
-    vpxor        xmm1, xmm1, xmm13
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpxor        xmm0, xmm7, xmm0
-    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm4, xmm9, xmm4
+    vpalignr     xmm6, xmm13, xmm11, 8
+    vpxor        xmm6, xmm12, xmm6
+    vpalignr     xmm8, xmm2, xmm13, 8
+    vpxor        xmm8, xmm10, xmm8
+    vpalignr     xmm2, xmm5, xmm2, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpalignr     xmm5, xmm1, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
+    vmovdqa      xmm5, [rsp + 832]                   ; reload
+    vpalignr     xmm1, xmm5, xmm1, 8
+    vpxor        xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm5, 8
+    vmovdqa      xmm5, [rsp + 800]                   ; reload
+    vpxor        xmm1, xmm5, xmm1
+    vpsllq       xmm5, xmm1, 39
+    vpsrlq       xmm7, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm3, xmm3, xmm13
+    vpsllq       xmm13, xmm3, 39
+    vpsrlq       xmm14, xmm3, 25
+    vpsllq       xmm15, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm0, xmm5, xmm0
+    vpxor        xmm2, xmm2, xmm7
     vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm3, xmm3, xmm0, 8
-    vpxor        xmm3, xmm2, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm7, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm3, xmm13, xmm3
-    vpxor        xmm5, xmm5, xmm14
-    vpxor        xmm5, xmm5, xmm15
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm6, xmm6, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm3, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm3, xmm1, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
-    vpalignr     xmm1, xmm0, xmm1, 8
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm5, xmm1, 39
+    vpsrlq       xmm7, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm5, xmm13, xmm7
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm6, xmm14
+    vpxor        xmm1, xmm15, xmm1
     vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm6, xmm8, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm5, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm5, xmm3, xmm5, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxor        xmm3, xmm6, xmm3
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
     vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm2, [rsp + 480]                   ; reload
     vpclmulqdq   xmm5, xmm2, [rsp + 448], 0
-    vpclmulqdq   xmm6, xmm2, [rsp + 448], 1
-    vpclmulqdq   xmm7, xmm2, [rsp + 448], 16
-    vpclmulqdq   xmm8, xmm2, [rsp + 448], 17
-    vpxor        xmm6, xmm6, xmm7
-    vmovdqa      xmm7, [rsp + 416]                   ; reload
-    vpclmulqdq   xmm9, xmm7, [rsp + 384], 0
-    vpclmulqdq   xmm10, xmm7, [rsp + 384], 1
-    vpclmulqdq   xmm11, xmm7, [rsp + 384], 16
-    vpclmulqdq   xmm12, xmm7, [rsp + 384], 17
-    vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm11, xmm2, xmm7
-    vmovdqa      xmm13, [rsp + 448]                  ; reload
-    vpxor        xmm14, xmm13, [rsp + 384]
-    vpclmulqdq   xmm15, xmm11, xmm14, 0
+    vpclmulqdq   xmm6, xmm2, [rsp + 448], 17
+    vpshufd      xmm7, xmm2, 78
+    vpxor        xmm7, xmm2, xmm7
+    vpshufd      xmm8, [rsp + 448], 78
+    vmovdqa      xmm9, [rsp + 448]                   ; reload
+    vpxor        xmm8, xmm9, xmm8
+    vpclmulqdq   xmm7, xmm7, xmm8, 0
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm7, xmm7, xmm6
+    vmovdqa      xmm8, [rsp + 416]                   ; reload
+    vpclmulqdq   xmm10, xmm8, [rsp + 384], 0
+    vpclmulqdq   xmm11, xmm8, [rsp + 384], 17
+    vpshufd      xmm12, xmm8, 78
+    vpxor        xmm12, xmm8, xmm12
+    vpshufd      xmm13, [rsp + 384], 78
+    vmovdqa      xmm14, [rsp + 384]                  ; reload
+    vpxor        xmm13, xmm14, xmm13
+    vpclmulqdq   xmm12, xmm12, xmm13, 0
+    vpxor        xmm12, xmm12, xmm10
+    vpxor        xmm12, xmm12, xmm11
+    vpxor        xmm13, xmm2, xmm8
+    vpxor        xmm15, xmm9, xmm14
     vmovdqa      [rsp + 800], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm11, xmm14, 1
-    vmovdqa      [rsp + 832], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm11, xmm14, 16
-    vpclmulqdq   xmm11, xmm11, xmm14, 17
-    vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm1, xmm8, xmm9
-    vpxor        xmm8, xmm5, xmm15
-    vpxor        xmm8, xmm8, xmm1
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm9, xmm11, xmm12
-    vpxor        xmm1, xmm9, xmm1
-    vmovdqa      xmm9, [rsp + 352]                   ; reload
-    vpclmulqdq   xmm11, xmm9, [rsp], 0
-    vpclmulqdq   xmm14, xmm9, [rsp], 1
-    vpclmulqdq   xmm15, xmm9, [rsp], 16
-    vmovdqa      [rsp + 608], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm9, [rsp], 17
-    vpxor        xmm14, xmm14, xmm15
-    vmovdqa      xmm15, [rsp + 320]                  ; reload
-    vmovdqa      [rsp + 640], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm15, [rsp + 288], 0
-    vmovdqa      [rsp + 672], xmm0                   ; spill
-    vpxor        xmm0, xmm9, xmm15
-    vmovdqa      [rsp + 704], xmm8                   ; spill
-    vmovdqa      xmm8, [rsp]                         ; reload
-    vmovdqa      [rsp + 736], xmm6                   ; spill
-    vpxor        xmm6, xmm8, [rsp + 288]
-    vmovdqa      [rsp + 864], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm6, 0
-    vmovdqa      [rsp + 896], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm0, xmm6, 1
-    vmovdqa      [rsp + 928], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm0, xmm6, 16
-    vpclmulqdq   xmm0, xmm0, xmm6, 17
-    vpxor        xmm6, xmm12, xmm10
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm11, xmm5
-    vpxor        xmm4, xmm4, xmm3
-    vpxor        xmm5, xmm14, xmm6
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm2, xmm2, xmm9
-    vpxor        xmm3, xmm7, xmm15
-    vpxor        xmm6, xmm13, xmm8
-    vmovdqa      xmm7, [rsp + 384]                   ; reload
-    vpxor        xmm9, xmm7, [rsp + 288]
-    vpclmulqdq   xmm10, xmm2, xmm6, 0
-    vpclmulqdq   xmm12, xmm2, xmm6, 1
-    vpclmulqdq   xmm15, xmm2, xmm6, 16
-    vpclmulqdq   xmm8, xmm2, xmm6, 17
-    vpxor        xmm12, xmm12, xmm15
-    vpclmulqdq   xmm15, xmm3, xmm9, 0
-    vpclmulqdq   xmm7, xmm3, xmm9, 1
-    vpclmulqdq   xmm13, xmm3, xmm9, 16
-    vmovdqa      [rsp + 320], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm3, xmm9, 17
-    vpxor        xmm7, xmm7, xmm13
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm6, xmm9
-    vpclmulqdq   xmm6, xmm2, xmm3, 0
-    vpclmulqdq   xmm9, xmm2, xmm3, 1
-    vpclmulqdq   xmm13, xmm2, xmm3, 16
-    vpclmulqdq   xmm2, xmm2, xmm3, 17
-    vpxor        xmm3, xmm9, xmm13
-    vpxor        xmm8, xmm8, xmm15
-    vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm2, xmm2, xmm0
-    vpxor        xmm2, xmm2, xmm8
-    vpxor        xmm1, xmm1, xmm11
-    vmovdqa      xmm8, [rsp + 928]                   ; reload
-    vpxor        xmm8, xmm8, xmm14
-    vmovdqa      xmm9, [rsp + 896]                   ; reload
-    vpxor        xmm4, xmm9, xmm4
-    vmovdqa      xmm9, [rsp + 864]                   ; reload
-    vpxor        xmm10, xmm9, xmm10
-    vpxor        xmm10, xmm10, xmm1
-    vmovdqa      xmm11, [rsp + 736]                  ; reload
-    vpxor        xmm12, xmm11, xmm12
-    vpxor        xmm12, xmm12, xmm8
-    vmovdqa      xmm13, [rsp + 704]                  ; reload
-    vpxor        xmm6, xmm13, xmm6
-    vpxor        xmm6, xmm6, xmm4
-    vmovdqa      xmm14, [rsp + 672]                  ; reload
-    vpxor        xmm3, xmm14, xmm3
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm2, xmm2, [rsp + 320]
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm7, xmm8
-    vpxor        xmm0, xmm0, xmm4
-    vpslldq      xmm4, xmm11, 8
-    vpxor        xmm4, xmm9, xmm4
-    vpalignr     xmm7, xmm14, xmm11, 8
-    vpxor        xmm7, xmm13, xmm7
-    vpalignr     xmm8, xmm12, xmm14, 8
-    vpxor        xmm8, xmm10, xmm8
-    vpalignr     xmm9, xmm3, xmm12, 8
-    vpxor        xmm6, xmm6, xmm9
-    vpalignr     xmm3, xmm2, xmm3, 8
+    vpclmulqdq   xmm0, xmm13, xmm15, 0
+    vmovdqa      [rsp + 832], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm13, xmm15, 17
+    vmovdqa      [rsp + 608], xmm1                   ; spill
+    vpshufd      xmm1, xmm13, 78
+    vpxor        xmm1, xmm13, xmm1
+    vpshufd      xmm13, xmm15, 78
+    vpxor        xmm13, xmm15, xmm13
+    vpclmulqdq   xmm1, xmm1, xmm13, 0
+    vpxor        xmm1, xmm1, xmm0
     vpxor        xmm1, xmm1, xmm3
-    vpalignr     xmm2, xmm5, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm5, 8
-    vmovdqa      xmm3, [rsp + 320]                   ; reload
-    vpxor        xmm2, xmm3, xmm2
-    vpclmulqdq   xmm3, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm1, xmm13
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm6, xmm5
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm0, xmm5, xmm0
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm1, xmm7, xmm1
+    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm3, xmm3, xmm11
+    vpxor        xmm3, xmm3, xmm6
+    vmovdqa      xmm6, [rsp + 352]                   ; reload
+    vpclmulqdq   xmm10, xmm6, [rsp], 0
+    vpclmulqdq   xmm13, xmm6, [rsp], 17
+    vpshufd      xmm15, xmm6, 78
+    vpxor        xmm15, xmm6, xmm15
+    vmovdqa      [rsp + 640], xmm4                   ; spill
+    vpshufd      xmm4, [rsp], 78
+    vmovdqa      [rsp + 672], xmm1                   ; spill
+    vmovdqa      xmm1, [rsp]                         ; reload
+    vpxor        xmm4, xmm1, xmm4
+    vpclmulqdq   xmm4, xmm15, xmm4, 0
+    vpxor        xmm4, xmm4, xmm10
+    vpxor        xmm4, xmm4, xmm13
+    vmovdqa      xmm15, [rsp + 320]                  ; reload
+    vmovdqa      [rsp + 704], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm15, [rsp + 288], 0
+    vmovdqa      [rsp + 736], xmm7                   ; spill
+    vpxor        xmm7, xmm6, xmm15
+    vmovdqa      [rsp + 864], xmm5                   ; spill
+    vpxor        xmm5, xmm1, [rsp + 288]
+    vmovdqa      [rsp + 896], xmm11                  ; spill
+    vpclmulqdq   xmm11, xmm7, xmm5, 0
+    vmovdqa      [rsp + 928], xmm12                  ; spill
+    vpclmulqdq   xmm12, xmm7, xmm5, 17
+    vmovdqa      [rsp + 960], xmm3                   ; spill
+    vpshufd      xmm3, xmm7, 78
+    vpxor        xmm3, xmm7, xmm3
+    vpshufd      xmm7, xmm5, 78
+    vpxor        xmm5, xmm5, xmm7
+    vpclmulqdq   xmm3, xmm3, xmm5, 0
+    vpxor        xmm3, xmm3, xmm11
+    vpxor        xmm3, xmm3, xmm12
+    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm5, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm0
+    vpxor        xmm3, xmm4, xmm3
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm6, xmm8, xmm15
+    vpxor        xmm7, xmm9, xmm1
+    vpxor        xmm8, xmm14, [rsp + 288]
+    vpclmulqdq   xmm11, xmm2, xmm7, 0
+    vpclmulqdq   xmm12, xmm2, xmm7, 17
+    vpshufd      xmm13, xmm2, 78
+    vpxor        xmm13, xmm2, xmm13
+    vpshufd      xmm15, xmm7, 78
+    vpxor        xmm15, xmm7, xmm15
+    vpclmulqdq   xmm13, xmm13, xmm15, 0
+    vpxor        xmm13, xmm13, xmm11
+    vpxor        xmm13, xmm13, xmm12
+    vpclmulqdq   xmm15, xmm6, xmm8, 0
+    vpclmulqdq   xmm1, xmm6, xmm8, 17
+    vpshufd      xmm14, xmm6, 78
+    vpxor        xmm14, xmm6, xmm14
+    vpshufd      xmm9, xmm8, 78
+    vpxor        xmm9, xmm8, xmm9
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vpxor        xmm9, xmm9, xmm15
+    vpxor        xmm9, xmm9, xmm1
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm6, xmm7, xmm8
+    vpclmulqdq   xmm7, xmm2, xmm6, 0
+    vpclmulqdq   xmm8, xmm2, xmm6, 17
+    vpshufd      xmm14, xmm2, 78
+    vpxor        xmm2, xmm2, xmm14
+    vpshufd      xmm14, xmm6, 78
+    vpxor        xmm6, xmm6, xmm14
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm6, xmm12, xmm15
+    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm7, xmm7, xmm6
     vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm5, xmm7, xmm14
-    vpxor        xmm5, xmm5, xmm15
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm2, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm8, xmm8, xmm1
+    vpxor        xmm6, xmm8, xmm6
+    vmovdqa      xmm8, [rsp + 960]                   ; reload
+    vpxor        xmm8, xmm8, xmm10
+    vmovdqa      xmm10, [rsp + 928]                  ; reload
+    vpxor        xmm4, xmm10, xmm4
+    vmovdqa      xmm10, [rsp + 896]                  ; reload
+    vpxor        xmm5, xmm10, xmm5
+    vmovdqa      xmm10, [rsp + 864]                  ; reload
+    vpxor        xmm11, xmm10, xmm11
+    vpxor        xmm11, xmm11, xmm8
+    vmovdqa      xmm12, [rsp + 736]                  ; reload
+    vpxor        xmm13, xmm12, xmm13
+    vpxor        xmm13, xmm13, xmm4
+    vmovdqa      xmm14, [rsp + 704]                  ; reload
+    vpxor        xmm7, xmm14, xmm7
+    vpxor        xmm7, xmm7, xmm5
+    vmovdqa      xmm15, [rsp + 672]                  ; reload
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm6, xmm6, xmm0
+    vpxor        xmm6, xmm6, xmm8
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm1, xmm1, xmm5
+    vpslldq      xmm5, xmm12, 8
+    vpxor        xmm5, xmm10, xmm5
+    vpalignr     xmm8, xmm15, xmm12, 8
+    vpxor        xmm8, xmm14, xmm8
+    vpalignr     xmm9, xmm13, xmm15, 8
+    vpxor        xmm9, xmm11, xmm9
+    vpalignr     xmm10, xmm2, xmm13, 8
+    vpxor        xmm7, xmm7, xmm10
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxor        xmm2, xmm6, xmm2
+    vpalignr     xmm4, xmm3, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpsrldq      xmm3, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 39
+    vpsrlq       xmm4, xmm0, 25
+    vpsllq       xmm6, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm2, xmm2, xmm13
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm7, xmm4
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm0, xmm0, xmm1, 8
     vpxor        xmm0, xmm3, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrldq      xmm0, xmm0, 8
+    vpsllq       xmm4, xmm0, 39
+    vpsrlq       xmm6, xmm0, 25
+    vpsllq       xmm7, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm5, xmm13, xmm6
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm6, xmm8, xmm14
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm6, xmm0
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm6, xmm9, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm5, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpalignr     xmm2, xmm1, xmm2, 8
+    vpxor        xmm2, xmm6, xmm2
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm3, [rsp + 768]                   ; reload
     vpclmulqdq   xmm5, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
@@ -6478,48 +6835,52 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm8, xmm8, xmm8, 17
     vmovdqa      xmm10, [rsp + 512]                  ; reload
     vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm14, xmm8, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm15, xmm8, [rel gf2m_g_8000000000], 1
-    vmovdqa      [rsp + 512], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm8, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_4000000000000000], 1
-    vmovdqa      [rsp + 544], xmm1                   ; spill
-    vpsrldq      xmm1, xmm10, 8
-    vpxor        xmm1, xmm9, xmm1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_8000000000], 0
-    vmovdqa      [rsp + 576], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm1, [rel gf2m_g_8000000000], 1
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm14, xmm8, 39
+    vpsrlq       xmm15, xmm8, 25
+    vmovdqa      [rsp + 512], xmm1                   ; spill
+    vpsllq       xmm1, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vmovdqa      [rsp + 544], xmm2                   ; spill
+    vpsrldq      xmm2, xmm10, 8
+    vpxor        xmm2, xmm9, xmm2
+    vpsllq       xmm9, xmm2, 39
+    vmovdqa      [rsp + 576], xmm0                   ; spill
+    vpsrlq       xmm0, xmm2, 25
     vmovdqa      [rsp + 768], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpxor        xmm8, xmm11, xmm8
     vpxor        xmm6, xmm6, xmm12
     vpxor        xmm6, xmm6, xmm13
     vpalignr     xmm10, xmm10, xmm8, 8
     vpxor        xmm10, xmm6, xmm10
     vpsrldq      xmm10, xmm10, 8
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm3, xmm7, xmm15
+    vpxor        xmm9, xmm9, xmm12
+    vpxor        xmm9, xmm9, xmm13
     vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm4, xmm10
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm2, xmm14, xmm2
+    vpxor        xmm3, xmm7, xmm15
+    vpxor        xmm1, xmm3, xmm1
     vpslldq      xmm3, xmm9, 8
     vpxor        xmm3, xmm5, xmm3
-    vpalignr     xmm4, xmm1, xmm9, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm1, xmm8, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpsrldq      xmm1, xmm8, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpalignr     xmm4, xmm2, xmm9, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpalignr     xmm2, xmm8, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm8, 8
+    vpxor        xmm2, xmm6, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm4, [rsp + 448]                   ; reload
     vpclmulqdq   xmm5, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
@@ -6531,48 +6892,52 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm8, xmm8, xmm8, 17
     vmovdqa      xmm10, [rsp + 288]                  ; reload
     vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm14, xmm8, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm15, xmm8, [rel gf2m_g_8000000000], 1
-    vmovdqa      [rsp + 288], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm8, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_4000000000000000], 1
-    vmovdqa      [rsp], xmm0                         ; spill
-    vpsrldq      xmm0, xmm10, 8
-    vpxor        xmm0, xmm9, xmm0
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_8000000000], 0
-    vmovdqa      [rsp + 384], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm0, [rel gf2m_g_8000000000], 1
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm14, xmm8, 39
+    vpsrlq       xmm15, xmm8, 25
+    vmovdqa      [rsp + 288], xmm2                   ; spill
+    vpsllq       xmm2, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vmovdqa      [rsp], xmm1                         ; spill
+    vpsrldq      xmm1, xmm10, 8
+    vpxor        xmm1, xmm9, xmm1
+    vpsllq       xmm9, xmm1, 39
+    vmovdqa      [rsp + 384], xmm0                   ; spill
+    vpsrlq       xmm0, xmm1, 25
     vmovdqa      [rsp + 448], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm3, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm8, xmm11, xmm8
     vpxor        xmm6, xmm6, xmm12
     vpxor        xmm6, xmm6, xmm13
     vpalignr     xmm10, xmm10, xmm8, 8
     vpxor        xmm10, xmm6, xmm10
     vpsrldq      xmm10, xmm10, 8
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
     vpxor        xmm5, xmm5, xmm11
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm2, xmm4, xmm2
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm9, xmm9, xmm12
+    vpxor        xmm9, xmm9, xmm13
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm3, xmm3, xmm10
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm1, xmm14, xmm1
     vpxor        xmm3, xmm7, xmm15
-    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm2, xmm3, xmm2
     vpslldq      xmm3, xmm9, 8
     vpxor        xmm3, xmm5, xmm3
-    vpalignr     xmm4, xmm0, xmm9, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm0, xmm8, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm1, xmm8, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
+    vpalignr     xmm4, xmm1, xmm9, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpalignr     xmm1, xmm8, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm8, 8
+    vpxor        xmm2, xmm6, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm4, [rsp + 640]                   ; reload
     vpxor        xmm5, xmm4, [rsp + 768]
     vmovdqa      xmm6, [rsp + 608]                   ; reload
@@ -6588,725 +6953,876 @@ kg_gf2m409_ladder_step_avx2:
     vpclmulqdq   xmm14, xmm9, xmm9, 0
     vpclmulqdq   xmm9, xmm9, xmm9, 17
     vpclmulqdq   xmm11, xmm11, xmm11, 0
-    vpclmulqdq   xmm15, xmm11, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm10, xmm11, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm8, xmm11, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm11, xmm11, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm6, xmm9, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm4, xmm9, [rel gf2m_g_8000000000], 1
-    vmovdqa      [rsp + 320], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm9, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_4000000000000000], 1
-    vmovdqa      [rsp + 672], xmm0                   ; spill
-    vpsrldq      xmm0, xmm11, 8
-    vpxor        xmm0, xmm14, xmm0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 0
-    vmovdqa      [rsp + 704], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm0, [rel gf2m_g_8000000000], 1
-    vmovdqa      [rsp + 736], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm15, xmm11, 39
+    vpsrlq       xmm10, xmm11, 25
+    vpsllq       xmm8, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpsllq       xmm6, xmm9, 39
+    vpsrlq       xmm4, xmm9, 25
+    vmovdqa      [rsp + 672], xmm2                   ; spill
+    vpsllq       xmm2, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
+    vmovdqa      [rsp + 704], xmm1                   ; spill
+    vpsrldq      xmm1, xmm11, 8
+    vpxor        xmm1, xmm14, xmm1
+    vpsllq       xmm14, xmm1, 39
+    vmovdqa      [rsp + 736], xmm0                   ; spill
+    vpsrlq       xmm0, xmm1, 25
+    vmovdqa      [rsp + 864], xmm3                   ; spill
+    vpsllq       xmm3, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm9, xmm15, xmm9
     vpxor        xmm7, xmm7, xmm10
     vpxor        xmm7, xmm7, xmm8
     vpalignr     xmm8, xmm11, xmm9, 8
     vpxor        xmm8, xmm7, xmm8
     vpsrldq      xmm8, xmm8, 8
-    vpclmulqdq   xmm10, xmm8, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm8, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm10, xmm8, 39
+    vpsrlq       xmm11, xmm8, 25
+    vpsllq       xmm15, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
     vpxor        xmm10, xmm12, xmm10
-    vpxor        xmm8, xmm14, xmm8
-    vpxor        xmm2, xmm5, xmm2
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm3, xmm13, xmm4
-    vpxor        xmm1, xmm3, xmm1
-    vpslldq      xmm3, xmm8, 8
-    vpxor        xmm3, xmm10, xmm3
-    vpalignr     xmm4, xmm0, xmm8, 8
-    vpxor        xmm2, xmm2, xmm4
-    vpalignr     xmm0, xmm9, xmm0, 8
-    vpxor        xmm0, xmm1, xmm0
-    vpsrldq      xmm1, xmm9, 8
-    vpxor        xmm1, xmm7, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqa      xmm4, [rsp + 448]                   ; reload
-    vpclmulqdq   xmm5, xmm4, [rsp + 736], 0
-    vpclmulqdq   xmm6, xmm4, [rsp + 736], 1
-    vpclmulqdq   xmm7, xmm4, [rsp + 736], 16
-    vpclmulqdq   xmm8, xmm4, [rsp + 736], 17
-    vpxor        xmm6, xmm6, xmm7
-    vmovdqa      xmm7, [rsp + 384]                   ; reload
-    vpclmulqdq   xmm9, xmm7, [rsp + 704], 0
-    vpclmulqdq   xmm10, xmm7, [rsp + 704], 1
-    vpclmulqdq   xmm11, xmm7, [rsp + 704], 16
-    vpclmulqdq   xmm12, xmm7, [rsp + 704], 17
-    vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm11, xmm4, xmm7
-    vmovdqa      xmm13, [rsp + 736]                  ; reload
-    vpxor        xmm14, xmm13, [rsp + 704]
-    vpclmulqdq   xmm15, xmm11, xmm14, 0
-    vmovdqa      [rsp + 864], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm11, xmm14, 1
-    vmovdqa      [rsp + 896], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm11, xmm14, 16
-    vpclmulqdq   xmm11, xmm11, xmm14, 17
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm8, xmm9
-    vpxor        xmm8, xmm5, xmm15
-    vpxor        xmm8, xmm8, xmm1
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm9, xmm11, xmm12
-    vpxor        xmm1, xmm9, xmm1
-    vmovdqa      xmm9, [rsp]                         ; reload
-    vpclmulqdq   xmm11, xmm9, [rsp + 672], 0
-    vpclmulqdq   xmm14, xmm9, [rsp + 672], 1
-    vpclmulqdq   xmm15, xmm9, [rsp + 672], 16
-    vmovdqa      [rsp + 928], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm9, [rsp + 672], 17
-    vpxor        xmm14, xmm14, xmm15
-    vmovdqa      xmm15, [rsp + 288]                  ; reload
-    vmovdqa      [rsp + 416], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm15, [rsp + 320], 0
-    vmovdqa      [rsp + 352], xmm0                   ; spill
-    vpxor        xmm0, xmm9, xmm15
-    vmovdqa      [rsp + 480], xmm8                   ; spill
-    vmovdqa      xmm8, [rsp + 672]                   ; reload
-    vmovdqa      [rsp + 960], xmm6                   ; spill
-    vpxor        xmm6, xmm8, [rsp + 320]
-    vmovdqa      [rsp + 992], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm6, 0
-    vmovdqa      [rsp + 1024], xmm12                 ; spill
-    vpclmulqdq   xmm12, xmm0, xmm6, 1
-    vmovdqa      [rsp + 1056], xmm10                 ; spill
-    vpclmulqdq   xmm10, xmm0, xmm6, 16
-    vpclmulqdq   xmm0, xmm0, xmm6, 17
-    vpxor        xmm6, xmm12, xmm10
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm3, xmm11, xmm5
-    vpxor        xmm3, xmm3, xmm2
-    vpxor        xmm5, xmm14, xmm6
-    vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm2, xmm4, xmm9
-    vpxor        xmm6, xmm7, xmm15
-    vpxor        xmm10, xmm13, xmm8
-    vmovdqa      xmm12, [rsp + 704]                  ; reload
-    vpxor        xmm15, xmm12, [rsp + 320]
-    vpclmulqdq   xmm9, xmm2, xmm10, 0
-    vpclmulqdq   xmm7, xmm2, xmm10, 1
-    vpclmulqdq   xmm4, xmm2, xmm10, 16
-    vpclmulqdq   xmm8, xmm2, xmm10, 17
-    vpxor        xmm4, xmm7, xmm4
-    vpclmulqdq   xmm7, xmm6, xmm15, 0
-    vpclmulqdq   xmm12, xmm6, xmm15, 1
-    vpclmulqdq   xmm13, xmm6, xmm15, 16
-    vmovdqa      [rsp + 1088], xmm0                  ; spill
-    vpclmulqdq   xmm0, xmm6, xmm15, 17
-    vpxor        xmm12, xmm12, xmm13
-    vpxor        xmm2, xmm2, xmm6
-    vpxor        xmm6, xmm10, xmm15
-    vpclmulqdq   xmm10, xmm2, xmm6, 0
-    vpclmulqdq   xmm13, xmm2, xmm6, 1
-    vpclmulqdq   xmm15, xmm2, xmm6, 16
-    vpclmulqdq   xmm2, xmm2, xmm6, 17
-    vpxor        xmm6, xmm13, xmm15
-    vpxor        xmm7, xmm8, xmm7
-    vpxor        xmm8, xmm9, xmm10
-    vpxor        xmm8, xmm8, xmm7
-    vpxor        xmm6, xmm4, xmm6
-    vpxor        xmm6, xmm6, xmm12
-    vpxor        xmm2, xmm2, xmm0
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm1, xmm11
-    vmovdqa      xmm7, [rsp + 1056]                  ; reload
-    vpxor        xmm7, xmm7, xmm14
-    vmovdqa      xmm10, [rsp + 1024]                 ; reload
-    vpxor        xmm3, xmm10, xmm3
-    vmovdqa      xmm10, [rsp + 992]                  ; reload
-    vpxor        xmm9, xmm10, xmm9
-    vpxor        xmm9, xmm9, xmm1
-    vmovdqa      xmm11, [rsp + 960]                  ; reload
-    vpxor        xmm4, xmm11, xmm4
-    vpxor        xmm4, xmm4, xmm7
-    vmovdqa      xmm13, [rsp + 480]                  ; reload
-    vpxor        xmm8, xmm13, xmm8
-    vpxor        xmm8, xmm8, xmm3
-    vmovdqa      xmm14, [rsp + 352]                  ; reload
-    vpxor        xmm6, xmm14, xmm6
-    vpxor        xmm6, xmm6, xmm5
-    vpxor        xmm2, xmm2, [rsp + 1088]
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm12, xmm7
-    vpxor        xmm0, xmm0, xmm3
-    vpslldq      xmm3, xmm11, 8
-    vpxor        xmm3, xmm10, xmm3
-    vpalignr     xmm7, xmm14, xmm11, 8
-    vpxor        xmm7, xmm13, xmm7
-    vpalignr     xmm10, xmm4, xmm14, 8
-    vpxor        xmm9, xmm9, xmm10
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxor        xmm4, xmm8, xmm4
-    vpalignr     xmm6, xmm2, xmm6, 8
-    vpxor        xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm5, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm5, 8
-    vmovdqa      xmm5, [rsp + 1088]                  ; reload
-    vpxor        xmm2, xmm5, xmm2
-    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm1, xmm13
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpxor        xmm11, xmm14, xmm11
+    vpxor        xmm11, xmm11, xmm15
     vpxor        xmm0, xmm5, xmm0
-    vpxor        xmm4, xmm4, xmm6
-    vpxor        xmm4, xmm4, xmm8
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm5, xmm7, xmm14
-    vpxor        xmm5, xmm5, xmm15
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm6, xmm9, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm2, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpxor        xmm1, xmm6, xmm1
-    vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
-    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqa      xmm4, [rsp + 160]                   ; reload
-    vpclmulqdq   xmm5, xmm4, [rsp + 736], 0
-    vpclmulqdq   xmm6, xmm4, [rsp + 736], 1
-    vpclmulqdq   xmm7, xmm4, [rsp + 736], 16
-    vpclmulqdq   xmm8, xmm4, [rsp + 736], 17
-    vpxor        xmm6, xmm6, xmm7
-    vmovdqa      xmm7, [rsp + 192]                   ; reload
-    vpclmulqdq   xmm9, xmm7, [rsp + 704], 0
-    vpclmulqdq   xmm10, xmm7, [rsp + 704], 1
-    vpclmulqdq   xmm11, xmm7, [rsp + 704], 16
-    vpclmulqdq   xmm12, xmm7, [rsp + 704], 17
-    vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm11, xmm4, xmm7
-    vmovdqa      xmm13, [rsp + 736]                  ; reload
-    vpxor        xmm14, xmm13, [rsp + 704]
-    vpclmulqdq   xmm15, xmm11, xmm14, 0
-    vmovdqa      [rsp + 1088], xmm1                  ; spill
-    vpclmulqdq   xmm1, xmm11, xmm14, 1
-    vmovdqa      [rsp + 352], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm11, xmm14, 16
-    vpclmulqdq   xmm11, xmm11, xmm14, 17
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm2, xmm8, xmm9
-    vpxor        xmm8, xmm5, xmm15
-    vpxor        xmm8, xmm8, xmm2
-    vpxor        xmm1, xmm6, xmm1
-    vpxor        xmm1, xmm1, xmm10
-    vpxor        xmm9, xmm11, xmm12
-    vpxor        xmm2, xmm9, xmm2
-    vmovdqa      xmm9, [rsp + 224]                   ; reload
-    vpclmulqdq   xmm11, xmm9, [rsp + 672], 0
-    vpclmulqdq   xmm14, xmm9, [rsp + 672], 1
-    vpclmulqdq   xmm15, xmm9, [rsp + 672], 16
-    vmovdqa      [rsp + 480], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm9, [rsp + 672], 17
-    vpxor        xmm14, xmm14, xmm15
-    vmovdqa      xmm15, [rsp + 256]                  ; reload
-    vmovdqa      [rsp + 960], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm15, [rsp + 320], 0
-    vmovdqa      [rsp + 992], xmm1                   ; spill
-    vpxor        xmm1, xmm9, xmm15
-    vmovdqa      [rsp + 1024], xmm8                  ; spill
-    vmovdqa      xmm8, [rsp + 672]                   ; reload
-    vmovdqa      [rsp + 1056], xmm6                  ; spill
-    vpxor        xmm6, xmm8, [rsp + 320]
-    vmovdqa      [rsp + 1120], xmm5                  ; spill
-    vpclmulqdq   xmm5, xmm1, xmm6, 0
-    vmovdqa      [rsp + 1152], xmm12                 ; spill
-    vpclmulqdq   xmm12, xmm1, xmm6, 1
-    vmovdqa      [rsp + 1184], xmm10                 ; spill
-    vpclmulqdq   xmm10, xmm1, xmm6, 16
-    vpclmulqdq   xmm1, xmm1, xmm6, 17
-    vpxor        xmm6, xmm12, xmm10
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm11, xmm5
-    vpxor        xmm3, xmm3, xmm0
-    vpxor        xmm5, xmm14, xmm6
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm4, xmm9
-    vpxor        xmm4, xmm7, xmm15
-    vpxor        xmm6, xmm13, xmm8
-    vmovdqa      xmm7, [rsp + 704]                   ; reload
-    vpxor        xmm7, xmm7, [rsp + 320]
-    vpclmulqdq   xmm8, xmm1, xmm6, 0
-    vpclmulqdq   xmm9, xmm1, xmm6, 1
-    vpclmulqdq   xmm10, xmm1, xmm6, 16
-    vpclmulqdq   xmm12, xmm1, xmm6, 17
-    vpxor        xmm9, xmm9, xmm10
-    vpclmulqdq   xmm10, xmm4, xmm7, 0
-    vpclmulqdq   xmm13, xmm4, xmm7, 1
-    vpclmulqdq   xmm15, xmm4, xmm7, 16
-    vmovdqa      [rsp + 320], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm4, xmm7, 17
-    vpxor        xmm13, xmm13, xmm15
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm4, xmm6, xmm7
-    vpclmulqdq   xmm6, xmm1, xmm4, 0
-    vpclmulqdq   xmm7, xmm1, xmm4, 1
-    vpclmulqdq   xmm15, xmm1, xmm4, 16
-    vpclmulqdq   xmm1, xmm1, xmm4, 17
-    vpxor        xmm4, xmm7, xmm15
-    vpxor        xmm7, xmm12, xmm10
-    vpxor        xmm6, xmm8, xmm6
-    vpxor        xmm6, xmm6, xmm7
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm4, xmm4, xmm13
-    vpxor        xmm1, xmm1, xmm0
-    vpxor        xmm1, xmm1, xmm7
-    vpxor        xmm2, xmm2, xmm11
-    vmovdqa      xmm7, [rsp + 1184]                  ; reload
-    vpxor        xmm7, xmm7, xmm14
-    vmovdqa      xmm10, [rsp + 1152]                 ; reload
-    vpxor        xmm3, xmm10, xmm3
-    vmovdqa      xmm10, [rsp + 1120]                 ; reload
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm8, xmm8, xmm2
-    vmovdqa      xmm11, [rsp + 1056]                 ; reload
-    vpxor        xmm9, xmm11, xmm9
-    vpxor        xmm9, xmm9, xmm7
-    vmovdqa      xmm12, [rsp + 1024]                 ; reload
-    vpxor        xmm6, xmm12, xmm6
-    vpxor        xmm6, xmm6, xmm3
-    vmovdqa      xmm14, [rsp + 992]                  ; reload
-    vpxor        xmm4, xmm14, xmm4
-    vpxor        xmm4, xmm4, xmm5
-    vpxor        xmm1, xmm1, [rsp + 320]
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm2, xmm13, xmm7
+    vpxor        xmm3, xmm3, xmm8
     vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm3, xmm13, xmm4
+    vpxor        xmm2, xmm3, xmm2
     vpslldq      xmm3, xmm11, 8
     vpxor        xmm3, xmm10, xmm3
-    vpalignr     xmm7, xmm14, xmm11, 8
-    vpxor        xmm7, xmm12, xmm7
-    vpalignr     xmm10, xmm9, xmm14, 8
-    vpxor        xmm8, xmm8, xmm10
-    vpalignr     xmm9, xmm4, xmm9, 8
-    vpxor        xmm6, xmm6, xmm9
-    vpalignr     xmm4, xmm2, xmm4, 8
-    vpxor        xmm1, xmm1, xmm4
-    vpalignr     xmm2, xmm5, xmm2, 8
+    vpalignr     xmm4, xmm1, xmm11, 8
+    vpxor        xmm0, xmm0, xmm4
+    vpalignr     xmm1, xmm9, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm9, 8
+    vpxor        xmm2, xmm7, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm4, [rsp + 448]                   ; reload
+    vpclmulqdq   xmm5, xmm4, [rsp + 864], 0
+    vpclmulqdq   xmm6, xmm4, [rsp + 864], 17
+    vpshufd      xmm7, xmm4, 78
+    vpxor        xmm7, xmm4, xmm7
+    vpshufd      xmm8, [rsp + 864], 78
+    vmovdqa      xmm9, [rsp + 864]                   ; reload
+    vpxor        xmm8, xmm9, xmm8
+    vpclmulqdq   xmm7, xmm7, xmm8, 0
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm7, xmm7, xmm6
+    vmovdqa      xmm8, [rsp + 384]                   ; reload
+    vpclmulqdq   xmm10, xmm8, [rsp + 736], 0
+    vpclmulqdq   xmm11, xmm8, [rsp + 736], 17
+    vpshufd      xmm12, xmm8, 78
+    vpxor        xmm12, xmm8, xmm12
+    vpshufd      xmm13, [rsp + 736], 78
+    vmovdqa      xmm14, [rsp + 736]                  ; reload
+    vpxor        xmm13, xmm14, xmm13
+    vpclmulqdq   xmm12, xmm12, xmm13, 0
+    vpxor        xmm12, xmm12, xmm10
+    vpxor        xmm12, xmm12, xmm11
+    vpxor        xmm13, xmm4, xmm8
+    vpxor        xmm15, xmm9, xmm14
+    vmovdqa      [rsp + 896], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm13, xmm15, 0
+    vmovdqa      [rsp + 928], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm13, xmm15, 17
+    vmovdqa      [rsp + 960], xmm0                   ; spill
+    vpshufd      xmm0, xmm13, 78
+    vpxor        xmm0, xmm13, xmm0
+    vpshufd      xmm13, xmm15, 78
+    vpxor        xmm13, xmm15, xmm13
+    vpclmulqdq   xmm0, xmm0, xmm13, 0
     vpxor        xmm0, xmm0, xmm2
-    vpsrldq      xmm2, xmm5, 8
-    vmovdqa      xmm4, [rsp + 320]                   ; reload
-    vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm1, xmm1, xmm13
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpxor        xmm0, xmm4, xmm0
-    vpxor        xmm4, xmm6, xmm5
-    vpxor        xmm4, xmm4, xmm9
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm5, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm0, xmm0, xmm1
+    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm0, xmm7, xmm0
+    vpxor        xmm0, xmm0, xmm12
+    vpxor        xmm1, xmm1, xmm11
+    vpxor        xmm1, xmm1, xmm6
+    vmovdqa      xmm6, [rsp]                         ; reload
+    vpclmulqdq   xmm10, xmm6, [rsp + 704], 0
+    vpclmulqdq   xmm13, xmm6, [rsp + 704], 17
+    vpshufd      xmm15, xmm6, 78
+    vpxor        xmm15, xmm6, xmm15
+    vmovdqa      [rsp + 320], xmm3                   ; spill
+    vpshufd      xmm3, [rsp + 704], 78
+    vmovdqa      [rsp + 416], xmm0                   ; spill
+    vmovdqa      xmm0, [rsp + 704]                   ; reload
+    vpxor        xmm3, xmm0, xmm3
+    vpclmulqdq   xmm3, xmm15, xmm3, 0
+    vpxor        xmm3, xmm3, xmm10
+    vpxor        xmm3, xmm3, xmm13
+    vmovdqa      xmm15, [rsp + 288]                  ; reload
+    vmovdqa      [rsp + 352], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm15, [rsp + 672], 0
+    vmovdqa      [rsp + 480], xmm7                   ; spill
+    vpxor        xmm7, xmm6, xmm15
+    vmovdqa      [rsp + 992], xmm5                   ; spill
+    vpxor        xmm5, xmm0, [rsp + 672]
+    vmovdqa      [rsp + 1024], xmm11                 ; spill
+    vpclmulqdq   xmm11, xmm7, xmm5, 0
+    vmovdqa      [rsp + 1056], xmm12                 ; spill
+    vpclmulqdq   xmm12, xmm7, xmm5, 17
+    vmovdqa      [rsp + 1088], xmm1                  ; spill
+    vpshufd      xmm1, xmm7, 78
+    vpxor        xmm1, xmm7, xmm1
+    vpshufd      xmm7, xmm5, 78
+    vpxor        xmm5, xmm5, xmm7
+    vpclmulqdq   xmm1, xmm1, xmm5, 0
+    vpxor        xmm1, xmm1, xmm11
+    vpxor        xmm1, xmm1, xmm12
     vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm5, xmm7, xmm14
-    vpxor        xmm5, xmm5, xmm15
-    vpxor        xmm1, xmm10, xmm1
+    vpxor        xmm5, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm2
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm7, xmm4, xmm6
+    vpxor        xmm11, xmm8, xmm15
+    vpxor        xmm12, xmm9, xmm0
+    vpxor        xmm13, xmm14, [rsp + 672]
+    vpclmulqdq   xmm15, xmm7, xmm12, 0
+    vpclmulqdq   xmm6, xmm7, xmm12, 17
+    vpshufd      xmm8, xmm7, 78
+    vpxor        xmm8, xmm7, xmm8
+    vpshufd      xmm4, xmm12, 78
+    vpxor        xmm4, xmm12, xmm4
+    vpclmulqdq   xmm4, xmm8, xmm4, 0
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm4, xmm6
+    vpclmulqdq   xmm8, xmm11, xmm13, 0
+    vpclmulqdq   xmm0, xmm11, xmm13, 17
+    vpshufd      xmm14, xmm11, 78
+    vpxor        xmm14, xmm11, xmm14
+    vpshufd      xmm9, xmm13, 78
+    vpxor        xmm9, xmm13, xmm9
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vpxor        xmm9, xmm9, xmm8
+    vpxor        xmm9, xmm9, xmm0
+    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm11, xmm12, xmm13
+    vpclmulqdq   xmm12, xmm7, xmm11, 0
+    vpclmulqdq   xmm13, xmm7, xmm11, 17
+    vpshufd      xmm14, xmm7, 78
+    vpxor        xmm7, xmm7, xmm14
+    vpshufd      xmm14, xmm11, 78
+    vpxor        xmm11, xmm11, xmm14
+    vpclmulqdq   xmm7, xmm7, xmm11, 0
+    vpxor        xmm7, xmm7, xmm12
+    vpxor        xmm7, xmm7, xmm13
+    vpxor        xmm6, xmm6, xmm8
+    vpxor        xmm8, xmm15, xmm12
+    vpxor        xmm8, xmm8, xmm6
+    vpxor        xmm7, xmm4, xmm7
+    vpxor        xmm7, xmm7, xmm9
+    vpxor        xmm11, xmm13, xmm0
+    vpxor        xmm6, xmm11, xmm6
+    vmovdqa      xmm11, [rsp + 1088]                 ; reload
+    vpxor        xmm10, xmm11, xmm10
+    vmovdqa      xmm11, [rsp + 1056]                 ; reload
+    vpxor        xmm3, xmm11, xmm3
+    vmovdqa      xmm11, [rsp + 1024]                 ; reload
+    vpxor        xmm5, xmm11, xmm5
+    vmovdqa      xmm11, [rsp + 992]                  ; reload
+    vpxor        xmm12, xmm11, xmm15
+    vpxor        xmm12, xmm12, xmm10
+    vmovdqa      xmm13, [rsp + 480]                  ; reload
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm4, xmm4, xmm3
+    vmovdqa      xmm14, [rsp + 352]                  ; reload
+    vpxor        xmm8, xmm14, xmm8
+    vpxor        xmm8, xmm8, xmm5
+    vmovdqa      xmm15, [rsp + 416]                  ; reload
+    vpxor        xmm7, xmm15, xmm7
+    vpxor        xmm7, xmm7, xmm1
+    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm0, xmm0, xmm5
+    vpslldq      xmm5, xmm13, 8
+    vpxor        xmm5, xmm11, xmm5
+    vpalignr     xmm9, xmm15, xmm13, 8
+    vpxor        xmm9, xmm14, xmm9
+    vpalignr     xmm10, xmm4, xmm15, 8
+    vpxor        xmm10, xmm12, xmm10
+    vpalignr     xmm4, xmm7, xmm4, 8
+    vpxor        xmm4, xmm8, xmm4
+    vpalignr     xmm7, xmm3, xmm7, 8
+    vpxor        xmm6, xmm6, xmm7
+    vpalignr     xmm3, xmm1, xmm3, 8
+    vpxor        xmm0, xmm0, xmm3
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsllq       xmm2, xmm1, 39
+    vpsrlq       xmm3, xmm1, 25
+    vpsllq       xmm7, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm8, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm6, xmm6, xmm13
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm2, xmm4, xmm3
+    vpxor        xmm2, xmm2, xmm7
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm3, xmm1, 39
+    vpsrlq       xmm4, xmm1, 25
+    vpsllq       xmm7, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm5, xmm9, xmm14
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm5, xmm8, xmm6
+    vpxor        xmm6, xmm10, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm4, 8
+    vpxor        xmm3, xmm3, xmm7
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpxor        xmm1, xmm1, xmm4
+    vpalignr     xmm4, xmm0, xmm5, 8
+    vpxor        xmm4, xmm6, xmm4
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm2, xmm0
+    vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
+    vmovdqa      xmm2, [rsp + 160]                   ; reload
+    vpclmulqdq   xmm5, xmm2, [rsp + 864], 0
+    vpclmulqdq   xmm6, xmm2, [rsp + 864], 17
+    vpshufd      xmm7, xmm2, 78
+    vpxor        xmm7, xmm2, xmm7
+    vpshufd      xmm8, [rsp + 864], 78
+    vmovdqa      xmm9, [rsp + 864]                   ; reload
+    vpxor        xmm8, xmm9, xmm8
+    vpclmulqdq   xmm7, xmm7, xmm8, 0
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm7, xmm7, xmm6
+    vmovdqa      xmm8, [rsp + 192]                   ; reload
+    vpclmulqdq   xmm10, xmm8, [rsp + 736], 0
+    vpclmulqdq   xmm11, xmm8, [rsp + 736], 17
+    vpshufd      xmm12, xmm8, 78
+    vpxor        xmm12, xmm8, xmm12
+    vpshufd      xmm13, [rsp + 736], 78
+    vmovdqa      xmm14, [rsp + 736]                  ; reload
+    vpxor        xmm13, xmm14, xmm13
+    vpclmulqdq   xmm12, xmm12, xmm13, 0
+    vpxor        xmm12, xmm12, xmm10
+    vpxor        xmm12, xmm12, xmm11
+    vpxor        xmm13, xmm2, xmm8
+    vpxor        xmm15, xmm9, xmm14
+    vmovdqa      [rsp + 416], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm13, xmm15, 0
+    vmovdqa      [rsp + 352], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm13, xmm15, 17
+    vmovdqa      [rsp + 480], xmm3                   ; spill
+    vpshufd      xmm3, xmm13, 78
+    vpxor        xmm3, xmm13, xmm3
+    vpshufd      xmm13, xmm15, 78
+    vpxor        xmm13, xmm15, xmm13
+    vpclmulqdq   xmm3, xmm3, xmm13, 0
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm3, xmm3, xmm1
+    vpxor        xmm6, xmm6, xmm10
+    vpxor        xmm4, xmm5, xmm4
+    vpxor        xmm4, xmm4, xmm6
+    vpxor        xmm3, xmm7, xmm3
+    vpxor        xmm3, xmm3, xmm12
+    vpxor        xmm1, xmm1, xmm11
+    vpxor        xmm1, xmm1, xmm6
+    vmovdqa      xmm6, [rsp + 224]                   ; reload
+    vpclmulqdq   xmm10, xmm6, [rsp + 704], 0
+    vpclmulqdq   xmm13, xmm6, [rsp + 704], 17
+    vpshufd      xmm15, xmm6, 78
+    vpxor        xmm15, xmm6, xmm15
+    vmovdqa      [rsp + 992], xmm0                   ; spill
+    vpshufd      xmm0, [rsp + 704], 78
+    vmovdqa      [rsp + 1024], xmm3                  ; spill
+    vmovdqa      xmm3, [rsp + 704]                   ; reload
+    vpxor        xmm0, xmm3, xmm0
+    vpclmulqdq   xmm0, xmm15, xmm0, 0
+    vpxor        xmm0, xmm0, xmm10
+    vpxor        xmm0, xmm0, xmm13
+    vmovdqa      xmm15, [rsp + 256]                  ; reload
+    vmovdqa      [rsp + 1056], xmm4                  ; spill
+    vpclmulqdq   xmm4, xmm15, [rsp + 672], 0
+    vmovdqa      [rsp + 1088], xmm7                  ; spill
+    vpxor        xmm7, xmm6, xmm15
+    vmovdqa      [rsp + 1120], xmm5                  ; spill
+    vpxor        xmm5, xmm3, [rsp + 672]
+    vmovdqa      [rsp + 1152], xmm11                 ; spill
+    vpclmulqdq   xmm11, xmm7, xmm5, 0
+    vmovdqa      [rsp + 1184], xmm12                 ; spill
+    vpclmulqdq   xmm12, xmm7, xmm5, 17
+    vmovdqa      [rsp + 1216], xmm1                  ; spill
+    vpshufd      xmm1, xmm7, 78
+    vpxor        xmm1, xmm7, xmm1
+    vpshufd      xmm7, xmm5, 78
+    vpxor        xmm5, xmm5, xmm7
+    vpclmulqdq   xmm1, xmm1, xmm5, 0
+    vpxor        xmm1, xmm1, xmm11
+    vpxor        xmm1, xmm1, xmm12
+    vpxor        xmm4, xmm13, xmm4
+    vpxor        xmm5, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm4
+    vpxor        xmm1, xmm0, xmm1
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm6, xmm8, xmm15
+    vpxor        xmm3, xmm9, xmm3
+    vpxor        xmm7, xmm14, [rsp + 672]
+    vpclmulqdq   xmm8, xmm2, xmm3, 0
+    vpclmulqdq   xmm9, xmm2, xmm3, 17
+    vpshufd      xmm11, xmm2, 78
+    vpxor        xmm11, xmm2, xmm11
+    vpshufd      xmm12, xmm3, 78
+    vpxor        xmm12, xmm3, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm8
+    vpxor        xmm11, xmm11, xmm9
+    vpclmulqdq   xmm12, xmm6, xmm7, 0
+    vpclmulqdq   xmm13, xmm6, xmm7, 17
+    vpshufd      xmm14, xmm6, 78
+    vpxor        xmm14, xmm6, xmm14
+    vpshufd      xmm15, xmm7, 78
+    vpxor        xmm15, xmm7, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm12
+    vpxor        xmm14, xmm14, xmm13
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm3, xmm3, xmm7
+    vpclmulqdq   xmm6, xmm2, xmm3, 0
+    vpclmulqdq   xmm7, xmm2, xmm3, 17
+    vpshufd      xmm15, xmm2, 78
+    vpxor        xmm2, xmm2, xmm15
+    vpshufd      xmm15, xmm3, 78
+    vpxor        xmm3, xmm3, xmm15
+    vpclmulqdq   xmm2, xmm2, xmm3, 0
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm3, xmm9, xmm12
+    vpxor        xmm6, xmm8, xmm6
+    vpxor        xmm6, xmm6, xmm3
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm7, xmm7, xmm13
+    vpxor        xmm3, xmm7, xmm3
+    vmovdqa      xmm7, [rsp + 1216]                  ; reload
+    vpxor        xmm7, xmm7, xmm10
+    vmovdqa      xmm9, [rsp + 1184]                  ; reload
+    vpxor        xmm0, xmm9, xmm0
+    vmovdqa      xmm9, [rsp + 1152]                  ; reload
+    vpxor        xmm5, xmm9, xmm5
+    vmovdqa      xmm9, [rsp + 1120]                  ; reload
+    vpxor        xmm8, xmm9, xmm8
+    vpxor        xmm8, xmm8, xmm7
+    vmovdqa      xmm10, [rsp + 1088]                 ; reload
+    vpxor        xmm11, xmm10, xmm11
+    vpxor        xmm11, xmm11, xmm0
+    vmovdqa      xmm12, [rsp + 1056]                 ; reload
+    vpxor        xmm6, xmm12, xmm6
+    vpxor        xmm6, xmm6, xmm5
+    vmovdqa      xmm15, [rsp + 1024]                 ; reload
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm3, xmm3, xmm4
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm5, xmm13, xmm5
+    vpslldq      xmm7, xmm10, 8
+    vpxor        xmm7, xmm9, xmm7
+    vpalignr     xmm9, xmm15, xmm10, 8
+    vpxor        xmm9, xmm12, xmm9
+    vpalignr     xmm10, xmm11, xmm15, 8
+    vpxor        xmm8, xmm8, xmm10
+    vpalignr     xmm10, xmm2, xmm11, 8
+    vpxor        xmm6, xmm6, xmm10
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxor        xmm0, xmm5, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm4, xmm1
+    vpsllq       xmm3, xmm1, 39
+    vpsrlq       xmm4, xmm1, 25
+    vpsllq       xmm5, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm2, xmm2, xmm13
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm6, xmm4
+    vpxor        xmm3, xmm3, xmm5
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm4, xmm1, 39
+    vpsrlq       xmm5, xmm1, 25
+    vpsllq       xmm6, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm6, xmm9, xmm14
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm6, xmm1
+    vpxor        xmm2, xmm10, xmm2
     vpxor        xmm6, xmm8, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm2, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpxor        xmm1, xmm6, xmm1
+    vpslldq      xmm7, xmm5, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpxor        xmm2, xmm6, xmm2
     vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm0, xmm3, xmm0
     vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqa      xmm4, [rsp + 448]                   ; reload
-    vpxor        xmm3, xmm4, xmm3
+    vmovdqa      xmm3, [rsp + 448]                   ; reload
+    vpxor        xmm3, xmm3, xmm4
     vmovdqa      xmm4, [rsp + 384]                   ; reload
-    vpxor        xmm2, xmm4, xmm2
-    vmovdqa      xmm4, [rsp]                         ; reload
     vpxor        xmm1, xmm4, xmm1
+    vmovdqa      xmm4, [rsp]                         ; reload
+    vpxor        xmm2, xmm4, xmm2
     vmovdqa      xmm4, [rsp + 288]                   ; reload
     vpxor        xmm0, xmm4, xmm0
     vpclmulqdq   xmm4, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
-    vpclmulqdq   xmm5, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 0
     vpclmulqdq   xmm1, xmm1, xmm1, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
-    vpxor        xmm1, xmm7, xmm1
-    vpxor        xmm2, xmm2, xmm8
-    vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm0, xmm0, xmm1, 8
-    vpxor        xmm0, xmm2, xmm0
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxor        xmm2, xmm7, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm1, xmm1, xmm9
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm1, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm1, xmm1, xmm2
     vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm2, [rsp + 32]                    ; reload
-    vpclmulqdq   xmm5, xmm2, [rsp + 416], 0
-    vpclmulqdq   xmm6, xmm2, [rsp + 416], 1
-    vpclmulqdq   xmm7, xmm2, [rsp + 416], 16
-    vpclmulqdq   xmm8, xmm2, [rsp + 416], 17
-    vpxor        xmm6, xmm6, xmm7
-    vmovdqa      xmm7, [rsp + 64]                    ; reload
-    vpclmulqdq   xmm9, xmm7, [rsp + 928], 0
-    vpclmulqdq   xmm10, xmm7, [rsp + 928], 1
-    vpclmulqdq   xmm11, xmm7, [rsp + 928], 16
-    vpclmulqdq   xmm12, xmm7, [rsp + 928], 17
-    vpxor        xmm10, xmm10, xmm11
-    vpxor        xmm11, xmm2, xmm7
-    vmovdqa      xmm13, [rsp + 416]                  ; reload
-    vpxor        xmm14, xmm13, [rsp + 928]
-    vpclmulqdq   xmm15, xmm11, xmm14, 0
+    vpclmulqdq   xmm5, xmm2, [rsp + 320], 0
+    vpclmulqdq   xmm6, xmm2, [rsp + 320], 17
+    vpshufd      xmm7, xmm2, 78
+    vpxor        xmm7, xmm2, xmm7
+    vpshufd      xmm8, [rsp + 320], 78
+    vmovdqa      xmm9, [rsp + 320]                   ; reload
+    vpxor        xmm8, xmm9, xmm8
+    vpclmulqdq   xmm7, xmm7, xmm8, 0
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm7, xmm7, xmm6
+    vmovdqa      xmm8, [rsp + 64]                    ; reload
+    vpclmulqdq   xmm10, xmm8, [rsp + 960], 0
+    vpclmulqdq   xmm11, xmm8, [rsp + 960], 17
+    vpshufd      xmm12, xmm8, 78
+    vpxor        xmm12, xmm8, xmm12
+    vpshufd      xmm13, [rsp + 960], 78
+    vmovdqa      xmm14, [rsp + 960]                  ; reload
+    vpxor        xmm13, xmm14, xmm13
+    vpclmulqdq   xmm12, xmm12, xmm13, 0
+    vpxor        xmm12, xmm12, xmm10
+    vpxor        xmm12, xmm12, xmm11
+    vpxor        xmm13, xmm2, xmm8
+    vpxor        xmm15, xmm9, xmm14
     vmovdqa      [rsp + 288], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm11, xmm14, 1
+    vpclmulqdq   xmm3, xmm13, xmm15, 0
     vmovdqa      [rsp], xmm0                         ; spill
-    vpclmulqdq   xmm0, xmm11, xmm14, 16
-    vpclmulqdq   xmm11, xmm11, xmm14, 17
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm8, xmm9
-    vpxor        xmm8, xmm5, xmm15
-    vpxor        xmm8, xmm8, xmm3
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm0, xmm0, xmm10
-    vpxor        xmm9, xmm11, xmm12
-    vpxor        xmm3, xmm9, xmm3
-    vmovdqa      xmm9, [rsp + 96]                    ; reload
-    vpclmulqdq   xmm11, xmm9, [rsp + 896], 0
-    vpclmulqdq   xmm14, xmm9, [rsp + 896], 1
-    vpclmulqdq   xmm15, xmm9, [rsp + 896], 16
+    vpclmulqdq   xmm0, xmm13, xmm15, 17
     vmovdqa      [rsp + 384], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm9, [rsp + 896], 17
-    vpxor        xmm14, xmm14, xmm15
-    vmovdqa      xmm15, [rsp + 128]                  ; reload
-    vmovdqa      [rsp + 448], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm15, [rsp + 864], 0
-    vmovdqa      [rsp + 320], xmm0                   ; spill
-    vpxor        xmm0, xmm9, xmm15
-    vmovdqa      [rsp + 992], xmm8                   ; spill
-    vmovdqa      xmm8, [rsp + 896]                   ; reload
-    vmovdqa      [rsp + 1024], xmm6                  ; spill
-    vpxor        xmm6, xmm8, [rsp + 864]
-    vmovdqa      [rsp + 1056], xmm5                  ; spill
-    vpclmulqdq   xmm5, xmm0, xmm6, 0
-    vmovdqa      [rsp + 1120], xmm12                 ; spill
-    vpclmulqdq   xmm12, xmm0, xmm6, 1
-    vmovdqa      [rsp + 1152], xmm10                 ; spill
-    vpclmulqdq   xmm10, xmm0, xmm6, 16
-    vpclmulqdq   xmm0, xmm0, xmm6, 17
-    vpxor        xmm6, xmm12, xmm10
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm4, xmm11, xmm5
-    vpxor        xmm4, xmm4, xmm1
-    vpxor        xmm5, xmm14, xmm6
-    vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm1, xmm2, xmm9
-    vpxor        xmm2, xmm7, xmm15
-    vpxor        xmm6, xmm13, xmm8
-    vmovdqa      xmm7, [rsp + 928]                   ; reload
-    vpxor        xmm9, xmm7, [rsp + 864]
-    vpclmulqdq   xmm10, xmm1, xmm6, 0
-    vpclmulqdq   xmm12, xmm1, xmm6, 1
-    vpclmulqdq   xmm15, xmm1, xmm6, 16
-    vpclmulqdq   xmm8, xmm1, xmm6, 17
-    vpxor        xmm12, xmm12, xmm15
-    vpclmulqdq   xmm15, xmm2, xmm9, 0
-    vpclmulqdq   xmm7, xmm2, xmm9, 1
-    vpclmulqdq   xmm13, xmm2, xmm9, 16
-    vmovdqa      [rsp + 128], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm2, xmm9, 17
-    vpxor        xmm7, xmm7, xmm13
-    vpxor        xmm1, xmm1, xmm2
-    vpxor        xmm2, xmm6, xmm9
-    vpclmulqdq   xmm6, xmm1, xmm2, 0
-    vpclmulqdq   xmm9, xmm1, xmm2, 1
-    vpclmulqdq   xmm13, xmm1, xmm2, 16
-    vpclmulqdq   xmm1, xmm1, xmm2, 17
-    vpxor        xmm2, xmm9, xmm13
-    vpxor        xmm8, xmm8, xmm15
-    vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm6, xmm6, xmm8
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm1, xmm0
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm3, xmm3, xmm11
-    vmovdqa      xmm8, [rsp + 1152]                  ; reload
-    vpxor        xmm8, xmm8, xmm14
-    vmovdqa      xmm9, [rsp + 1120]                  ; reload
-    vpxor        xmm4, xmm9, xmm4
-    vmovdqa      xmm9, [rsp + 1056]                  ; reload
-    vpxor        xmm10, xmm9, xmm10
-    vpxor        xmm10, xmm10, xmm3
-    vmovdqa      xmm11, [rsp + 1024]                 ; reload
-    vpxor        xmm12, xmm11, xmm12
-    vpxor        xmm12, xmm12, xmm8
-    vmovdqa      xmm13, [rsp + 992]                  ; reload
-    vpxor        xmm6, xmm13, xmm6
-    vpxor        xmm6, xmm6, xmm4
-    vmovdqa      xmm14, [rsp + 320]                  ; reload
-    vpxor        xmm2, xmm14, xmm2
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm1, xmm1, [rsp + 128]
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm3, xmm7, xmm8
-    vpxor        xmm0, xmm0, xmm4
-    vmovdqa      xmm4, [rsp + 640]                   ; reload
-    vpclmulqdq   xmm7, xmm4, [rsp + 768], 0
-    vpclmulqdq   xmm8, xmm4, [rsp + 768], 1
-    vpclmulqdq   xmm15, xmm4, [rsp + 768], 16
-    vmovdqa      [rsp + 1120], xmm5                  ; spill
-    vpclmulqdq   xmm5, xmm4, [rsp + 768], 17
-    vpxor        xmm8, xmm8, xmm15
-    vmovdqa      xmm15, [rsp + 608]                  ; reload
-    vmovdqa      [rsp + 1152], xmm0                  ; spill
-    vpclmulqdq   xmm0, xmm15, [rsp + 576], 0
-    vmovdqa      [rsp + 64], xmm3                    ; spill
-    vpclmulqdq   xmm3, xmm15, [rsp + 576], 1
-    vmovdqa      [rsp + 96], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm15, [rsp + 576], 16
-    vmovdqa      [rsp + 32], xmm2                    ; spill
-    vpclmulqdq   xmm2, xmm15, [rsp + 576], 17
-    vpxor        xmm1, xmm3, xmm1
-    vpxor        xmm3, xmm4, xmm15
-    vmovdqa      [rsp + 1184], xmm6                  ; spill
-    vmovdqa      xmm6, [rsp + 768]                   ; reload
-    vmovdqa      [rsp + 704], xmm12                  ; spill
-    vpxor        xmm12, xmm6, [rsp + 576]
-    vmovdqa      [rsp + 672], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm3, xmm12, 0
-    vpclmulqdq   xmm14, xmm3, xmm12, 1
-    vpclmulqdq   xmm13, xmm3, xmm12, 16
-    vpclmulqdq   xmm3, xmm3, xmm12, 17
-    vpxor        xmm12, xmm14, xmm13
-    vpxor        xmm0, xmm5, xmm0
-    vpxor        xmm5, xmm7, xmm10
-    vpxor        xmm5, xmm5, xmm0
-    vpxor        xmm10, xmm8, xmm12
-    vpxor        xmm10, xmm10, xmm1
-    vpxor        xmm3, xmm3, xmm2
-    vpxor        xmm0, xmm3, xmm0
-    vmovdqa      xmm3, [rsp + 832]                   ; reload
-    vpclmulqdq   xmm12, xmm3, [rsp + 544], 0
-    vpclmulqdq   xmm13, xmm3, [rsp + 544], 1
-    vpclmulqdq   xmm14, xmm3, [rsp + 544], 16
-    vpclmulqdq   xmm11, xmm3, [rsp + 544], 17
-    vpxor        xmm13, xmm13, xmm14
-    vmovdqa      xmm14, [rsp + 800]                  ; reload
-    vpclmulqdq   xmm9, xmm14, [rsp + 512], 0
-    vmovdqa      [rsp + 736], xmm10                  ; spill
-    vpxor        xmm10, xmm3, xmm14
-    vmovdqa      [rsp + 256], xmm5                   ; spill
-    vmovdqa      xmm5, [rsp + 544]                   ; reload
-    vmovdqa      [rsp + 192], xmm8                   ; spill
-    vpxor        xmm8, xmm5, [rsp + 512]
-    vmovdqa      [rsp + 224], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm10, xmm8, 0
-    vmovdqa      [rsp + 160], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm10, xmm8, 1
-    vmovdqa      [rsp + 1216], xmm1                  ; spill
-    vpclmulqdq   xmm1, xmm10, xmm8, 16
-    vpclmulqdq   xmm8, xmm10, xmm8, 17
-    vpxor        xmm1, xmm2, xmm1
-    vpxor        xmm2, xmm11, xmm9
-    vpxor        xmm7, xmm12, xmm7
-    vpxor        xmm7, xmm7, xmm2
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm3, xmm4, xmm3
-    vpxor        xmm4, xmm15, xmm14
-    vpxor        xmm5, xmm6, xmm5
-    vmovdqa      xmm6, [rsp + 576]                   ; reload
-    vpxor        xmm6, xmm6, [rsp + 512]
-    vpclmulqdq   xmm8, xmm3, xmm5, 0
-    vpclmulqdq   xmm9, xmm3, xmm5, 1
-    vpclmulqdq   xmm10, xmm3, xmm5, 16
-    vpclmulqdq   xmm11, xmm3, xmm5, 17
-    vpxor        xmm9, xmm9, xmm10
-    vpclmulqdq   xmm10, xmm4, xmm6, 0
-    vpclmulqdq   xmm14, xmm4, xmm6, 1
-    vpclmulqdq   xmm15, xmm4, xmm6, 16
-    vmovdqa      [rsp + 512], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm4, xmm6, 17
-    vpxor        xmm14, xmm14, xmm15
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm5, xmm6
-    vpclmulqdq   xmm5, xmm3, xmm4, 0
-    vpclmulqdq   xmm6, xmm3, xmm4, 1
-    vpclmulqdq   xmm15, xmm3, xmm4, 16
-    vpclmulqdq   xmm3, xmm3, xmm4, 17
-    vpxor        xmm4, xmm6, xmm15
-    vpxor        xmm6, xmm11, xmm10
-    vpxor        xmm5, xmm8, xmm5
-    vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm3, xmm3, xmm2
-    vpxor        xmm3, xmm3, xmm6
-    vpxor        xmm0, xmm0, xmm12
-    vmovdqa      xmm6, [rsp + 1216]                  ; reload
-    vpxor        xmm6, xmm6, xmm13
-    vmovdqa      xmm10, [rsp + 160]                  ; reload
-    vpxor        xmm7, xmm10, xmm7
-    vmovdqa      xmm10, [rsp + 224]                  ; reload
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm8, xmm8, xmm0
-    vmovdqa      xmm11, [rsp + 192]                  ; reload
-    vpxor        xmm9, xmm11, xmm9
-    vpxor        xmm9, xmm9, xmm6
-    vmovdqa      xmm12, [rsp + 256]                  ; reload
-    vpxor        xmm5, xmm12, xmm5
-    vpxor        xmm5, xmm5, xmm7
-    vmovdqa      xmm13, [rsp + 736]                  ; reload
+    vpshufd      xmm4, xmm13, 78
     vpxor        xmm4, xmm13, xmm4
-    vpxor        xmm4, xmm4, xmm1
-    vpxor        xmm3, xmm3, [rsp + 512]
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm3, xmm14, xmm6
-    vpxor        xmm2, xmm2, xmm7
-    vmovdqa      xmm6, [rsp + 1056]                  ; reload
+    vpshufd      xmm13, xmm15, 78
+    vpxor        xmm13, xmm15, xmm13
+    vpclmulqdq   xmm4, xmm4, xmm13, 0
+    vpxor        xmm4, xmm4, xmm3
+    vpxor        xmm4, xmm4, xmm0
     vpxor        xmm6, xmm6, xmm10
-    vmovdqa      xmm7, [rsp + 1024]                  ; reload
-    vpxor        xmm7, xmm7, xmm11
-    vmovdqa      xmm10, [rsp + 992]                  ; reload
-    vpxor        xmm10, xmm10, xmm12
-    vmovdqa      xmm11, [rsp + 320]                  ; reload
-    vpxor        xmm11, xmm11, xmm13
-    vmovdqa      xmm12, [rsp + 672]                  ; reload
-    vpxor        xmm8, xmm12, xmm8
-    vmovdqa      xmm12, [rsp + 704]                  ; reload
-    vpxor        xmm9, xmm12, xmm9
-    vmovdqa      xmm12, [rsp + 1184]                 ; reload
-    vpxor        xmm5, xmm12, xmm5
-    vmovdqa      xmm12, [rsp + 32]                   ; reload
-    vpxor        xmm4, xmm12, xmm4
-    vmovdqa      xmm12, [rsp + 96]                   ; reload
-    vpxor        xmm0, xmm12, xmm0
-    vmovdqa      xmm12, [rsp + 64]                   ; reload
+    vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm3, xmm3, xmm6
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm4, xmm4, xmm12
+    vpxor        xmm0, xmm0, xmm11
+    vpxor        xmm0, xmm0, xmm6
+    vmovdqa      xmm6, [rsp + 96]                    ; reload
+    vpclmulqdq   xmm10, xmm6, [rsp + 928], 0
+    vpclmulqdq   xmm13, xmm6, [rsp + 928], 17
+    vpshufd      xmm15, xmm6, 78
+    vpxor        xmm15, xmm6, xmm15
+    vmovdqa      [rsp + 448], xmm1                   ; spill
+    vpshufd      xmm1, [rsp + 928], 78
+    vmovdqa      [rsp + 1024], xmm4                  ; spill
+    vmovdqa      xmm4, [rsp + 928]                   ; reload
+    vpxor        xmm1, xmm4, xmm1
+    vpclmulqdq   xmm1, xmm15, xmm1, 0
+    vpxor        xmm1, xmm1, xmm10
+    vpxor        xmm1, xmm1, xmm13
+    vmovdqa      xmm15, [rsp + 128]                  ; reload
+    vmovdqa      [rsp + 1056], xmm3                  ; spill
+    vpclmulqdq   xmm3, xmm15, [rsp + 896], 0
+    vmovdqa      [rsp + 1088], xmm7                  ; spill
+    vpxor        xmm7, xmm6, xmm15
+    vmovdqa      [rsp + 1120], xmm5                  ; spill
+    vpxor        xmm5, xmm4, [rsp + 896]
+    vmovdqa      [rsp + 1152], xmm11                 ; spill
+    vpclmulqdq   xmm11, xmm7, xmm5, 0
+    vmovdqa      [rsp + 1184], xmm12                 ; spill
+    vpclmulqdq   xmm12, xmm7, xmm5, 17
+    vmovdqa      [rsp + 1216], xmm0                  ; spill
+    vpshufd      xmm0, xmm7, 78
+    vpxor        xmm0, xmm7, xmm0
+    vpshufd      xmm7, xmm5, 78
+    vpxor        xmm5, xmm5, xmm7
+    vpclmulqdq   xmm0, xmm0, xmm5, 0
+    vpxor        xmm0, xmm0, xmm11
+    vpxor        xmm0, xmm0, xmm12
+    vpxor        xmm3, xmm13, xmm3
+    vpxor        xmm5, xmm10, xmm11
+    vpxor        xmm5, xmm5, xmm3
+    vpxor        xmm0, xmm1, xmm0
     vpxor        xmm3, xmm12, xmm3
-    vmovdqa      xmm12, [rsp + 1152]                 ; reload
-    vpxor        xmm2, xmm12, xmm2
-    vmovdqa      xmm12, [rsp + 1120]                 ; reload
-    vpxor        xmm1, xmm12, xmm1
-    vmovdqa      xmm12, [rsp + 128]                  ; reload
-    vpxor        xmm12, xmm12, [rsp + 512]
-    vpslldq      xmm13, xmm7, 8
-    vpxor        xmm6, xmm6, xmm13
-    vpalignr     xmm7, xmm11, xmm7, 8
-    vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm10, xmm9, xmm11, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm6, xmm8, xmm15
+    vpxor        xmm7, xmm9, xmm4
+    vpxor        xmm8, xmm14, [rsp + 896]
+    vpclmulqdq   xmm11, xmm2, xmm7, 0
+    vpclmulqdq   xmm12, xmm2, xmm7, 17
+    vpshufd      xmm13, xmm2, 78
+    vpxor        xmm13, xmm2, xmm13
+    vpshufd      xmm15, xmm7, 78
+    vpxor        xmm15, xmm7, xmm15
+    vpclmulqdq   xmm13, xmm13, xmm15, 0
+    vpxor        xmm13, xmm13, xmm11
+    vpxor        xmm13, xmm13, xmm12
+    vpclmulqdq   xmm15, xmm6, xmm8, 0
+    vpclmulqdq   xmm4, xmm6, xmm8, 17
+    vpshufd      xmm14, xmm6, 78
+    vpxor        xmm14, xmm6, xmm14
+    vpshufd      xmm9, xmm8, 78
+    vpxor        xmm9, xmm8, xmm9
+    vpclmulqdq   xmm9, xmm14, xmm9, 0
+    vpxor        xmm9, xmm9, xmm15
+    vpxor        xmm9, xmm9, xmm4
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm6, xmm7, xmm8
+    vpclmulqdq   xmm7, xmm2, xmm6, 0
+    vpclmulqdq   xmm8, xmm2, xmm6, 17
+    vpshufd      xmm14, xmm2, 78
+    vpxor        xmm2, xmm2, xmm14
+    vpshufd      xmm14, xmm6, 78
+    vpxor        xmm6, xmm6, xmm14
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm6, xmm12, xmm15
+    vpxor        xmm7, xmm11, xmm7
+    vpxor        xmm7, xmm7, xmm6
+    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm2, xmm2, xmm9
+    vpxor        xmm8, xmm8, xmm4
+    vpxor        xmm6, xmm8, xmm6
+    vmovdqa      xmm8, [rsp + 1216]                  ; reload
     vpxor        xmm8, xmm8, xmm10
-    vpalignr     xmm9, xmm4, xmm9, 8
-    vpxor        xmm5, xmm5, xmm9
-    vpalignr     xmm4, xmm3, xmm4, 8
-    vpxor        xmm0, xmm0, xmm4
-    vpalignr     xmm3, xmm1, xmm3, 8
-    vpxor        xmm2, xmm2, xmm3
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm12, xmm1
-    vpclmulqdq   xmm3, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpsrldq      xmm13, xmm1, 8
-    vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vmovdqa      xmm10, [rsp + 1184]                 ; reload
+    vpxor        xmm1, xmm10, xmm1
+    vmovdqa      xmm10, [rsp + 1152]                 ; reload
+    vpxor        xmm5, xmm10, xmm5
+    vmovdqa      xmm10, [rsp + 1120]                 ; reload
+    vpxor        xmm11, xmm10, xmm11
+    vpxor        xmm11, xmm11, xmm8
+    vmovdqa      xmm12, [rsp + 1088]                 ; reload
+    vpxor        xmm13, xmm12, xmm13
+    vpxor        xmm13, xmm13, xmm1
+    vmovdqa      xmm14, [rsp + 1056]                 ; reload
+    vpxor        xmm7, xmm14, xmm7
+    vpxor        xmm7, xmm7, xmm5
+    vmovdqa      xmm15, [rsp + 1024]                 ; reload
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm2, xmm0
+    vpxor        xmm6, xmm6, xmm3
+    vpxor        xmm6, xmm6, xmm8
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm4, xmm4, xmm5
+    vmovdqa      xmm5, [rsp + 640]                   ; reload
+    vpclmulqdq   xmm8, xmm5, [rsp + 768], 0
+    vpclmulqdq   xmm9, xmm5, [rsp + 768], 17
+    vmovdqa      [rsp + 1152], xmm3                  ; spill
+    vpshufd      xmm3, xmm5, 78
+    vpxor        xmm3, xmm5, xmm3
+    vmovdqa      [rsp + 1184], xmm0                  ; spill
+    vpshufd      xmm0, [rsp + 768], 78
+    vmovdqa      [rsp + 1216], xmm4                  ; spill
+    vmovdqa      xmm4, [rsp + 768]                   ; reload
+    vpxor        xmm0, xmm4, xmm0
+    vpclmulqdq   xmm0, xmm3, xmm0, 0
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm0, xmm0, xmm9
+    vmovdqa      xmm3, [rsp + 608]                   ; reload
+    vmovdqa      [rsp + 128], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm3, [rsp + 576], 0
+    vmovdqa      [rsp + 64], xmm6                    ; spill
+    vpclmulqdq   xmm6, xmm3, [rsp + 576], 17
+    vmovdqa      [rsp + 96], xmm2                    ; spill
+    vpshufd      xmm2, xmm3, 78
     vpxor        xmm2, xmm3, xmm2
-    vpxor        xmm3, xmm5, xmm4
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm1, xmm1, xmm2, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpxor        xmm4, xmm6, xmm4
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm5, xmm7, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vmovdqa      [rsp + 32], xmm7                    ; spill
+    vpshufd      xmm7, [rsp + 576], 78
+    vmovdqa      [rsp + 672], xmm13                  ; spill
+    vmovdqa      xmm13, [rsp + 576]                  ; reload
+    vpxor        xmm7, xmm13, xmm7
+    vpclmulqdq   xmm2, xmm2, xmm7, 0
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm2, xmm2, xmm6
+    vpxor        xmm7, xmm5, xmm3
+    vmovdqa      [rsp + 736], xmm11                  ; spill
+    vpxor        xmm11, xmm4, xmm13
+    vpclmulqdq   xmm15, xmm7, xmm11, 0
+    vpclmulqdq   xmm14, xmm7, xmm11, 17
+    vpshufd      xmm12, xmm7, 78
+    vpxor        xmm7, xmm7, xmm12
+    vpshufd      xmm12, xmm11, 78
+    vpxor        xmm11, xmm11, xmm12
+    vpclmulqdq   xmm7, xmm7, xmm11, 0
+    vpxor        xmm7, xmm7, xmm15
+    vpxor        xmm7, xmm7, xmm14
+    vpxor        xmm1, xmm9, xmm1
+    vpxor        xmm9, xmm8, xmm15
+    vpxor        xmm9, xmm9, xmm1
+    vpxor        xmm7, xmm0, xmm7
+    vpxor        xmm7, xmm7, xmm2
+    vpxor        xmm11, xmm14, xmm6
+    vpxor        xmm1, xmm11, xmm1
+    vmovdqa      xmm11, [rsp + 832]                  ; reload
+    vpclmulqdq   xmm12, xmm11, [rsp + 544], 0
+    vpclmulqdq   xmm14, xmm11, [rsp + 544], 17
+    vpshufd      xmm15, xmm11, 78
+    vpxor        xmm15, xmm11, xmm15
+    vpshufd      xmm10, [rsp + 544], 78
+    vmovdqa      [rsp + 704], xmm7                   ; spill
+    vmovdqa      xmm7, [rsp + 544]                   ; reload
+    vpxor        xmm10, xmm7, xmm10
+    vpclmulqdq   xmm10, xmm15, xmm10, 0
+    vpxor        xmm10, xmm10, xmm12
+    vpxor        xmm10, xmm10, xmm14
+    vmovdqa      xmm15, [rsp + 800]                  ; reload
+    vmovdqa      [rsp + 864], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm15, [rsp + 512], 0
+    vmovdqa      [rsp + 256], xmm0                   ; spill
+    vpxor        xmm0, xmm11, xmm15
+    vmovdqa      [rsp + 192], xmm8                   ; spill
+    vpxor        xmm8, xmm7, [rsp + 512]
+    vmovdqa      [rsp + 224], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm0, xmm8, 0
+    vmovdqa      [rsp + 160], xmm2                   ; spill
+    vpclmulqdq   xmm2, xmm0, xmm8, 17
+    vmovdqa      [rsp + 1248], xmm1                  ; spill
+    vpshufd      xmm1, xmm0, 78
+    vpxor        xmm0, xmm0, xmm1
+    vpshufd      xmm1, xmm8, 78
+    vpxor        xmm1, xmm8, xmm1
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm1, xmm14, xmm9
+    vpxor        xmm6, xmm12, xmm6
+    vpxor        xmm6, xmm6, xmm1
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm8, xmm11
-    vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm1, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm5, xmm11
+    vpxor        xmm3, xmm3, xmm15
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpxor        xmm1, xmm5, xmm1
-    vpalignr     xmm0, xmm2, xmm0, 8
-    vpxor        xmm0, xmm6, xmm0
-    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm5, xmm13, [rsp + 512]
+    vpclmulqdq   xmm7, xmm2, xmm4, 0
+    vpclmulqdq   xmm8, xmm2, xmm4, 17
+    vpshufd      xmm9, xmm2, 78
+    vpxor        xmm9, xmm2, xmm9
+    vpshufd      xmm11, xmm4, 78
+    vpxor        xmm11, xmm4, xmm11
+    vpclmulqdq   xmm9, xmm9, xmm11, 0
+    vpxor        xmm9, xmm9, xmm7
+    vpxor        xmm9, xmm9, xmm8
+    vpclmulqdq   xmm11, xmm3, xmm5, 0
+    vpclmulqdq   xmm13, xmm3, xmm5, 17
+    vpshufd      xmm14, xmm3, 78
+    vpxor        xmm14, xmm3, xmm14
+    vpshufd      xmm15, xmm5, 78
+    vpxor        xmm15, xmm5, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm11
+    vpxor        xmm14, xmm14, xmm13
+    vpxor        xmm2, xmm2, xmm3
+    vpxor        xmm3, xmm4, xmm5
+    vpclmulqdq   xmm4, xmm2, xmm3, 0
+    vpclmulqdq   xmm5, xmm2, xmm3, 17
+    vpshufd      xmm15, xmm2, 78
+    vpxor        xmm2, xmm2, xmm15
+    vpshufd      xmm15, xmm3, 78
+    vpxor        xmm3, xmm3, xmm15
+    vpclmulqdq   xmm2, xmm2, xmm3, 0
+    vpxor        xmm2, xmm2, xmm4
+    vpxor        xmm2, xmm2, xmm5
+    vpxor        xmm3, xmm8, xmm11
+    vpxor        xmm4, xmm7, xmm4
+    vpxor        xmm4, xmm4, xmm3
+    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm2, xmm2, xmm14
+    vpxor        xmm5, xmm5, xmm13
+    vpxor        xmm3, xmm5, xmm3
+    vmovdqa      xmm5, [rsp + 1248]                  ; reload
+    vpxor        xmm5, xmm5, xmm12
+    vmovdqa      xmm8, [rsp + 160]                   ; reload
+    vpxor        xmm8, xmm8, xmm10
+    vmovdqa      xmm10, [rsp + 224]                  ; reload
+    vpxor        xmm6, xmm10, xmm6
+    vmovdqa      xmm10, [rsp + 192]                  ; reload
+    vpxor        xmm7, xmm10, xmm7
+    vpxor        xmm7, xmm7, xmm5
+    vmovdqa      xmm11, [rsp + 256]                  ; reload
+    vpxor        xmm9, xmm11, xmm9
+    vpxor        xmm9, xmm9, xmm8
+    vmovdqa      xmm12, [rsp + 864]                  ; reload
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm4, xmm4, xmm6
+    vmovdqa      xmm15, [rsp + 704]                  ; reload
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm2, xmm0
+    vpxor        xmm3, xmm3, xmm1
+    vpxor        xmm3, xmm3, xmm5
+    vpxor        xmm5, xmm14, xmm8
+    vpxor        xmm6, xmm13, xmm6
+    vmovdqa      xmm8, [rsp + 1120]                  ; reload
+    vpxor        xmm8, xmm8, xmm10
+    vmovdqa      xmm10, [rsp + 1088]                 ; reload
+    vpxor        xmm10, xmm10, xmm11
+    vmovdqa      xmm11, [rsp + 1056]                 ; reload
+    vpxor        xmm11, xmm11, xmm12
+    vmovdqa      xmm12, [rsp + 1024]                 ; reload
+    vpxor        xmm12, xmm12, xmm15
+    vmovdqa      xmm13, [rsp + 736]                  ; reload
+    vpxor        xmm7, xmm13, xmm7
+    vmovdqa      xmm13, [rsp + 672]                  ; reload
+    vpxor        xmm9, xmm13, xmm9
+    vmovdqa      xmm13, [rsp + 32]                   ; reload
+    vpxor        xmm4, xmm13, xmm4
+    vmovdqa      xmm13, [rsp + 96]                   ; reload
+    vpxor        xmm2, xmm13, xmm2
+    vmovdqa      xmm13, [rsp + 64]                   ; reload
+    vpxor        xmm3, xmm13, xmm3
+    vmovdqa      xmm13, [rsp + 128]                  ; reload
+    vpxor        xmm5, xmm13, xmm5
+    vmovdqa      xmm13, [rsp + 1216]                 ; reload
+    vpxor        xmm6, xmm13, xmm6
+    vmovdqa      xmm13, [rsp + 1184]                 ; reload
+    vpxor        xmm0, xmm13, xmm0
+    vmovdqa      xmm13, [rsp + 1152]                 ; reload
+    vpxor        xmm1, xmm13, xmm1
+    vpslldq      xmm13, xmm10, 8
+    vpxor        xmm8, xmm8, xmm13
+    vpalignr     xmm10, xmm12, xmm10, 8
+    vpxor        xmm10, xmm11, xmm10
+    vpalignr     xmm11, xmm9, xmm12, 8
+    vpxor        xmm7, xmm7, xmm11
+    vpalignr     xmm9, xmm2, xmm9, 8
+    vpxor        xmm4, xmm4, xmm9
+    vpalignr     xmm2, xmm5, xmm2, 8
     vpxor        xmm2, xmm3, xmm2
-    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpalignr     xmm3, xmm0, xmm5, 8
+    vpxor        xmm3, xmm6, xmm3
+    vpsrldq      xmm0, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpsllq       xmm1, xmm0, 39
+    vpsrlq       xmm5, xmm0, 25
+    vpsllq       xmm6, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm9, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsrldq      xmm13, xmm0, 8
+    vpxor        xmm2, xmm2, xmm13
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm3, xmm4, xmm5
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpxor        xmm0, xmm3, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpsllq       xmm4, xmm0, 39
+    vpsrlq       xmm5, xmm0, 25
+    vpsllq       xmm6, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm4, xmm8, xmm4
+    vpxor        xmm5, xmm13, xmm5
+    vpxor        xmm5, xmm5, xmm6
+    vpxor        xmm6, xmm10, xmm14
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm6, xmm0
+    vpxor        xmm2, xmm9, xmm2
+    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm6, xmm12
+    vpslldq      xmm7, xmm5, 8
+    vpxor        xmm4, xmm4, xmm7
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpxor        xmm0, xmm0, xmm5
+    vpalignr     xmm2, xmm1, xmm2, 8
+    vpxor        xmm2, xmm6, xmm2
+    vpsrldq      xmm1, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vmovdqa      xmm3, [rsp + 448]                   ; reload
     vpsrlq       xmm5, xmm3, 25
     vpsllq       xmm6, xmm5, 23
@@ -7320,7 +7836,7 @@ kg_gf2m409_ladder_step_avx2:
     vmovdqa      xmm5, [rsp + 288]                   ; reload
     vmovdqu      [rdi + 32], xmm5
     vmovq        qword [rdi + 48], xmm3
-    vmovdqa      xmm3, [rsp + 960]                   ; reload
+    vmovdqa      xmm3, [rsp + 992]                   ; reload
     vpsrlq       xmm5, xmm3, 25
     vpsllq       xmm6, xmm5, 23
     vpand        xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
@@ -7330,29 +7846,29 @@ kg_gf2m409_ladder_step_avx2:
     vmovdqu      [rdi + 56], xmm5
     vmovdqa      xmm5, [rsp + 352]                   ; reload
     vmovdqu      [rdi + 72], xmm5
-    vmovdqa      xmm5, [rsp + 1088]                  ; reload
+    vmovdqa      xmm5, [rsp + 416]                   ; reload
     vmovdqu      [rdi + 88], xmm5
     vmovq        qword [rdi + 104], xmm3
-    vpsrlq       xmm3, xmm2, 25
+    vpsrlq       xmm3, xmm1, 25
     vpsllq       xmm5, xmm3, 23
-    vpand        xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpand        xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm3, xmm3, xmm5
     vpxor        xmm3, xmm4, xmm3
     vmovdqu      [rdi + 112], xmm3
-    vmovdqu      [rdi + 128], xmm1
-    vmovdqu      [rdi + 144], xmm0
-    vmovq        qword [rdi + 160], xmm2
-    vmovdqa      xmm0, [rsp + 864]                   ; reload
+    vmovdqu      [rdi + 128], xmm0
+    vmovdqu      [rdi + 144], xmm2
+    vmovq        qword [rdi + 160], xmm1
+    vmovdqa      xmm0, [rsp + 896]                   ; reload
     vpsrlq       xmm1, xmm0, 25
     vpsllq       xmm2, xmm1, 23
     vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm1, xmm1, xmm2
-    vmovdqa      xmm2, [rsp + 416]                   ; reload
+    vmovdqa      xmm2, [rsp + 320]                   ; reload
     vpxor        xmm1, xmm2, xmm1
     vmovdqu      [rdi + 168], xmm1
-    vmovdqa      xmm1, [rsp + 928]                   ; reload
+    vmovdqa      xmm1, [rsp + 960]                   ; reload
     vmovdqu      [rdi + 184], xmm1
-    vmovdqa      xmm1, [rsp + 896]                   ; reload
+    vmovdqa      xmm1, [rsp + 928]                   ; reload
     vmovdqu      [rdi + 200], xmm1
     vmovq        qword [rdi + 216], xmm0
     mov rsp, rbp
@@ -7369,7 +7885,7 @@ kg_gf2m409_ladder_step_avx2:
 ;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX, AVX2, VPCLMULQDQ (check CPUID before calling)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step2_avx2.end - kg_gf2m409_ladder_step2_avx2)
@@ -7456,169 +7972,205 @@ kg_gf2m409_ladder_step2_avx2:
     vperm2i128   ymm6, ymm2, ymm6, 19
     vperm2i128   ymm7, ymm3, ymm7, 19
     vpclmulqdq   ymm12, ymm8, ymm4, 0
-    vpclmulqdq   ymm13, ymm8, ymm4, 1
-    vpclmulqdq   ymm14, ymm8, ymm4, 16
-    vpclmulqdq   ymm15, ymm8, ymm4, 17
-    vpxor        ymm13, ymm13, ymm14
-    vpclmulqdq   ymm14, ymm9, ymm5, 0
+    vpclmulqdq   ymm13, ymm8, ymm4, 17
+    vpshufd      ymm14, ymm8, 78
+    vpxor        ymm14, ymm8, ymm14
+    vpshufd      ymm15, ymm4, 78
+    vpxor        ymm15, ymm4, ymm15
+    vpclmulqdq   ymm14, ymm14, ymm15, 0
+    vpxor        ymm14, ymm14, ymm12
+    vpxor        ymm14, ymm14, ymm13
+    vpclmulqdq   ymm15, ymm9, ymm5, 0
     vmovdqa      [rsp], ymm3                         ; spill
-    vpclmulqdq   ymm3, ymm9, ymm5, 1
+    vpclmulqdq   ymm3, ymm9, ymm5, 17
     vmovdqa      [rsp + 288], ymm2                   ; spill
-    vpclmulqdq   ymm2, ymm9, ymm5, 16
+    vpshufd      ymm2, ymm9, 78
+    vpxor        ymm2, ymm9, ymm2
     vmovdqa      [rsp + 320], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm9, ymm5, 17
-    vpxor        ymm2, ymm3, ymm2
-    vpxor        ymm3, ymm8, ymm9
+    vpshufd      ymm1, ymm5, 78
+    vpxor        ymm1, ymm5, ymm1
+    vpclmulqdq   ymm1, ymm2, ymm1, 0
+    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm1, ymm1, ymm3
+    vpxor        ymm2, ymm8, ymm9
     vmovdqa      [rsp + 352], ymm0                   ; spill
     vpxor        ymm0, ymm4, ymm5
     vmovdqa      [rsp + 384], ymm5                   ; spill
-    vpclmulqdq   ymm5, ymm3, ymm0, 0
+    vpclmulqdq   ymm5, ymm2, ymm0, 0
     vmovdqa      [rsp + 416], ymm4                   ; spill
-    vpclmulqdq   ymm4, ymm3, ymm0, 1
+    vpclmulqdq   ymm4, ymm2, ymm0, 17
     vmovdqa      [rsp + 448], ymm9                   ; spill
-    vpclmulqdq   ymm9, ymm3, ymm0, 16
-    vpclmulqdq   ymm0, ymm3, ymm0, 17
-    vpxor        ymm3, ymm4, ymm9
-    vpxor        ymm4, ymm15, ymm14
-    vpxor        ymm5, ymm12, ymm5
-    vpxor        ymm5, ymm5, ymm4
-    vpxor        ymm3, ymm13, ymm3
-    vpxor        ymm3, ymm3, ymm2
-    vpxor        ymm0, ymm0, ymm1
+    vpshufd      ymm9, ymm2, 78
+    vpxor        ymm2, ymm2, ymm9
+    vpshufd      ymm9, ymm0, 78
+    vpxor        ymm0, ymm0, ymm9
+    vpclmulqdq   ymm0, ymm2, ymm0, 0
+    vpxor        ymm0, ymm0, ymm5
     vpxor        ymm0, ymm0, ymm4
+    vpxor        ymm2, ymm13, ymm15
+    vpxor        ymm5, ymm12, ymm5
+    vpxor        ymm5, ymm5, ymm2
+    vpxor        ymm0, ymm14, ymm0
+    vpxor        ymm0, ymm0, ymm1
+    vpxor        ymm4, ymm4, ymm3
+    vpxor        ymm2, ymm4, ymm2
     vpclmulqdq   ymm4, ymm10, ymm6, 0
-    vpclmulqdq   ymm9, ymm10, ymm6, 1
-    vpclmulqdq   ymm14, ymm10, ymm6, 16
-    vpclmulqdq   ymm15, ymm10, ymm6, 17
-    vpxor        ymm9, ymm9, ymm14
-    vpclmulqdq   ymm14, ymm11, ymm7, 0
-    vmovdqa      [rsp + 480], ymm3                   ; spill
-    vpxor        ymm3, ymm10, ymm11
+    vpclmulqdq   ymm9, ymm10, ymm6, 17
+    vpshufd      ymm13, ymm10, 78
+    vpxor        ymm13, ymm10, ymm13
+    vpshufd      ymm15, ymm6, 78
+    vpxor        ymm15, ymm6, ymm15
+    vpclmulqdq   ymm13, ymm13, ymm15, 0
+    vpxor        ymm13, ymm13, ymm4
+    vpxor        ymm13, ymm13, ymm9
+    vpclmulqdq   ymm15, ymm11, ymm7, 0
+    vmovdqa      [rsp + 480], ymm0                   ; spill
+    vpxor        ymm0, ymm10, ymm11
     vmovdqa      [rsp + 512], ymm5                   ; spill
     vpxor        ymm5, ymm6, ymm7
-    vmovdqa      [rsp + 544], ymm13                  ; spill
-    vpclmulqdq   ymm13, ymm3, ymm5, 0
+    vmovdqa      [rsp + 544], ymm14                  ; spill
+    vpclmulqdq   ymm14, ymm0, ymm5, 0
     vmovdqa      [rsp + 576], ymm12                  ; spill
-    vpclmulqdq   ymm12, ymm3, ymm5, 1
-    vmovdqa      [rsp + 608], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm3, ymm5, 16
-    vpclmulqdq   ymm3, ymm3, ymm5, 17
-    vpxor        ymm1, ymm12, ymm1
-    vpxor        ymm5, ymm15, ymm14
-    vpxor        ymm12, ymm4, ymm13
-    vpxor        ymm12, ymm12, ymm5
-    vpxor        ymm1, ymm9, ymm1
-    vpxor        ymm3, ymm3, ymm5
-    vpxor        ymm5, ymm8, ymm10
-    vmovdqa      ymm8, [rsp + 448]                   ; reload
-    vpxor        ymm8, ymm8, ymm11
+    vpclmulqdq   ymm12, ymm0, ymm5, 17
+    vmovdqa      [rsp + 608], ymm3                   ; spill
+    vpshufd      ymm3, ymm0, 78
+    vpxor        ymm0, ymm0, ymm3
+    vpshufd      ymm3, ymm5, 78
+    vpxor        ymm3, ymm5, ymm3
+    vpclmulqdq   ymm0, ymm0, ymm3, 0
+    vpxor        ymm0, ymm0, ymm14
+    vpxor        ymm0, ymm0, ymm12
+    vpxor        ymm3, ymm9, ymm15
+    vpxor        ymm5, ymm4, ymm14
+    vpxor        ymm5, ymm5, ymm3
+    vpxor        ymm0, ymm13, ymm0
+    vpxor        ymm3, ymm12, ymm3
+    vpxor        ymm8, ymm8, ymm10
+    vmovdqa      ymm9, [rsp + 448]                   ; reload
+    vpxor        ymm9, ymm9, ymm11
     vmovdqa      ymm10, [rsp + 416]                  ; reload
     vpxor        ymm6, ymm10, ymm6
     vmovdqa      ymm10, [rsp + 384]                  ; reload
     vpxor        ymm7, ymm10, ymm7
-    vpclmulqdq   ymm10, ymm5, ymm6, 0
-    vpclmulqdq   ymm11, ymm5, ymm6, 1
-    vpclmulqdq   ymm13, ymm5, ymm6, 16
-    vpclmulqdq   ymm14, ymm5, ymm6, 17
-    vpxor        ymm11, ymm11, ymm13
-    vpclmulqdq   ymm13, ymm8, ymm7, 0
-    vpclmulqdq   ymm15, ymm8, ymm7, 1
+    vpclmulqdq   ymm10, ymm8, ymm6, 0
+    vpclmulqdq   ymm11, ymm8, ymm6, 17
+    vpshufd      ymm12, ymm8, 78
+    vpxor        ymm12, ymm8, ymm12
+    vpshufd      ymm14, ymm6, 78
+    vpxor        ymm14, ymm6, ymm14
+    vpclmulqdq   ymm12, ymm12, ymm14, 0
+    vpxor        ymm12, ymm12, ymm10
+    vpxor        ymm12, ymm12, ymm11
+    vpclmulqdq   ymm14, ymm9, ymm7, 0
+    vpclmulqdq   ymm15, ymm9, ymm7, 17
     vmovdqa      [rsp + 384], ymm3                   ; spill
-    vpclmulqdq   ymm3, ymm8, ymm7, 16
-    vmovdqa      [rsp + 416], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm8, ymm7, 17
-    vpxor        ymm3, ymm15, ymm3
-    vpxor        ymm5, ymm5, ymm8
+    vpshufd      ymm3, ymm9, 78
+    vpxor        ymm3, ymm9, ymm3
+    vmovdqa      [rsp + 416], ymm0                   ; spill
+    vpshufd      ymm0, ymm7, 78
+    vpxor        ymm0, ymm7, ymm0
+    vpclmulqdq   ymm0, ymm3, ymm0, 0
+    vpxor        ymm0, ymm0, ymm14
+    vpxor        ymm0, ymm0, ymm15
+    vpxor        ymm3, ymm8, ymm9
     vpxor        ymm6, ymm6, ymm7
-    vpclmulqdq   ymm7, ymm5, ymm6, 0
-    vpclmulqdq   ymm8, ymm5, ymm6, 1
-    vpclmulqdq   ymm15, ymm5, ymm6, 16
-    vpclmulqdq   ymm5, ymm5, ymm6, 17
-    vpxor        ymm6, ymm8, ymm15
-    vpxor        ymm8, ymm14, ymm13
-    vpxor        ymm7, ymm10, ymm7
-    vpxor        ymm7, ymm7, ymm8
-    vpxor        ymm6, ymm11, ymm6
-    vpxor        ymm6, ymm6, ymm3
-    vpxor        ymm5, ymm5, ymm1
-    vpxor        ymm5, ymm5, ymm8
-    vpxor        ymm0, ymm0, ymm4
-    vpxor        ymm2, ymm2, ymm9
-    vmovdqa      ymm4, [rsp + 608]                   ; reload
-    vpxor        ymm4, ymm4, ymm12
-    vmovdqa      ymm8, [rsp + 576]                   ; reload
-    vpxor        ymm9, ymm8, ymm10
-    vpxor        ymm9, ymm9, ymm0
-    vmovdqa      ymm10, [rsp + 544]                  ; reload
-    vpxor        ymm11, ymm10, ymm11
-    vpxor        ymm11, ymm11, ymm2
-    vmovdqa      ymm12, [rsp + 512]                  ; reload
-    vpxor        ymm7, ymm12, ymm7
-    vpxor        ymm7, ymm7, ymm4
-    vmovdqa      ymm13, [rsp + 480]                  ; reload
-    vpxor        ymm6, ymm13, ymm6
-    vpxor        ymm6, ymm6, [rsp + 416]
-    vpxor        ymm5, ymm5, [rsp + 384]
-    vpxor        ymm0, ymm5, ymm0
-    vpxor        ymm2, ymm3, ymm2
-    vpxor        ymm1, ymm1, ymm4
-    vpslldq      ymm3, ymm10, 8
-    vpxor        ymm3, ymm8, ymm3
-    vpalignr     ymm4, ymm13, ymm10, 8
-    vpxor        ymm4, ymm12, ymm4
-    vpalignr     ymm5, ymm11, ymm13, 8
-    vpxor        ymm5, ymm9, ymm5
-    vpalignr     ymm8, ymm6, ymm11, 8
-    vpxor        ymm7, ymm7, ymm8
-    vpalignr     ymm6, ymm2, ymm6, 8
-    vpxor        ymm0, ymm0, ymm6
-    vmovdqa      ymm6, [rsp + 416]                   ; reload
-    vpalignr     ymm2, ymm6, ymm2, 8
-    vpxor        ymm1, ymm1, ymm2
-    vpsrldq      ymm2, ymm6, 8
-    vmovdqa      ymm6, [rsp + 384]                   ; reload
-    vpxor        ymm2, ymm6, ymm2
-    vpclmulqdq   ymm6, ymm2, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm8, ymm2, [rel gf2m_g_8000000000_x2], 1
-    vpclmulqdq   ymm9, ymm2, [rel gf2m_g_4000000000000000_x2], 0
-    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_4000000000000000_x2], 1
-    vpclmulqdq   ymm10, ymm1, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm11, ymm1, [rel gf2m_g_8000000000_x2], 1
-    vpclmulqdq   ymm12, ymm1, [rel gf2m_g_4000000000000000_x2], 0
-    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_4000000000000000_x2], 1
-    vpsrldq      ymm13, ymm2, 8
-    vpxor        ymm0, ymm0, ymm13
-    vpclmulqdq   ymm13, ymm0, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm14, ymm0, [rel gf2m_g_8000000000_x2], 1
-    vpclmulqdq   ymm15, ymm0, [rel gf2m_g_4000000000000000_x2], 0
-    vpclmulqdq   ymm0, ymm0, [rel gf2m_g_4000000000000000_x2], 1
-    vpxor        ymm1, ymm6, ymm1
-    vpxor        ymm6, ymm7, ymm8
+    vpclmulqdq   ymm7, ymm3, ymm6, 0
+    vpclmulqdq   ymm8, ymm3, ymm6, 17
+    vpshufd      ymm9, ymm3, 78
+    vpxor        ymm3, ymm3, ymm9
+    vpshufd      ymm9, ymm6, 78
     vpxor        ymm6, ymm6, ymm9
-    vpalignr     ymm2, ymm2, ymm1, 8
+    vpclmulqdq   ymm3, ymm3, ymm6, 0
+    vpxor        ymm3, ymm3, ymm7
+    vpxor        ymm3, ymm3, ymm8
+    vpxor        ymm6, ymm11, ymm14
+    vpxor        ymm7, ymm10, ymm7
+    vpxor        ymm7, ymm7, ymm6
+    vpxor        ymm3, ymm12, ymm3
+    vpxor        ymm3, ymm3, ymm0
+    vpxor        ymm8, ymm8, ymm15
+    vpxor        ymm6, ymm8, ymm6
+    vpxor        ymm2, ymm2, ymm4
+    vpxor        ymm1, ymm1, ymm13
+    vmovdqa      ymm4, [rsp + 608]                   ; reload
+    vpxor        ymm4, ymm4, ymm5
+    vmovdqa      ymm5, [rsp + 576]                   ; reload
+    vpxor        ymm8, ymm5, ymm10
+    vpxor        ymm8, ymm8, ymm2
+    vmovdqa      ymm9, [rsp + 544]                   ; reload
+    vpxor        ymm10, ymm9, ymm12
+    vpxor        ymm10, ymm10, ymm1
+    vmovdqa      ymm11, [rsp + 512]                  ; reload
+    vpxor        ymm7, ymm11, ymm7
+    vpxor        ymm7, ymm7, ymm4
+    vmovdqa      ymm12, [rsp + 480]                  ; reload
+    vpxor        ymm3, ymm12, ymm3
+    vpxor        ymm3, ymm3, [rsp + 416]
+    vpxor        ymm6, ymm6, [rsp + 384]
     vpxor        ymm2, ymm6, ymm2
-    vpsrldq      ymm2, ymm2, 8
-    vpclmulqdq   ymm7, ymm2, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_4000000000000000_x2], 0
-    vpxor        ymm3, ymm3, ymm7
-    vpxor        ymm2, ymm13, ymm2
-    vpxor        ymm4, ymm4, ymm14
-    vpxor        ymm4, ymm4, ymm15
-    vpxor        ymm0, ymm10, ymm0
-    vpxor        ymm5, ymm5, ymm11
-    vpxor        ymm5, ymm5, ymm12
-    vpslldq      ymm7, ymm2, 8
-    vpxor        ymm3, ymm3, ymm7
-    vpalignr     ymm2, ymm0, ymm2, 8
-    vpxor        ymm2, ymm4, ymm2
-    vpalignr     ymm0, ymm1, ymm0, 8
-    vpxor        ymm0, ymm5, ymm0
+    vpxor        ymm0, ymm0, ymm1
+    vpxor        ymm1, ymm15, ymm4
+    vpslldq      ymm4, ymm9, 8
+    vpxor        ymm4, ymm5, ymm4
+    vpalignr     ymm5, ymm12, ymm9, 8
+    vpxor        ymm5, ymm11, ymm5
+    vpalignr     ymm6, ymm10, ymm12, 8
+    vpxor        ymm6, ymm8, ymm6
+    vpalignr     ymm8, ymm3, ymm10, 8
+    vpxor        ymm7, ymm7, ymm8
+    vpalignr     ymm3, ymm0, ymm3, 8
+    vpxor        ymm2, ymm2, ymm3
+    vmovdqa      ymm3, [rsp + 416]                   ; reload
+    vpalignr     ymm0, ymm3, ymm0, 8
+    vpxor        ymm0, ymm1, ymm0
+    vpsrldq      ymm1, ymm3, 8
+    vmovdqa      ymm3, [rsp + 384]                   ; reload
+    vpxor        ymm1, ymm3, ymm1
+    vpsllq       ymm3, ymm1, 39
+    vpsrlq       ymm8, ymm1, 25
+    vpsllq       ymm9, ymm1, 62
+    vpsrlq       ymm1, ymm1, 2
+    vpsllq       ymm10, ymm0, 39
+    vpsrlq       ymm11, ymm0, 25
+    vpsllq       ymm12, ymm0, 62
+    vpsrlq       ymm0, ymm0, 2
+    vpsrldq      ymm13, ymm1, 8
+    vpxor        ymm2, ymm2, ymm13
+    vpsllq       ymm13, ymm2, 39
+    vpsrlq       ymm14, ymm2, 25
+    vpsllq       ymm15, ymm2, 62
+    vpsrlq       ymm2, ymm2, 2
+    vpxor        ymm0, ymm3, ymm0
+    vpxor        ymm3, ymm7, ymm8
+    vpxor        ymm3, ymm3, ymm9
+    vpalignr     ymm1, ymm1, ymm0, 8
+    vpxor        ymm1, ymm3, ymm1
     vpsrldq      ymm1, ymm1, 8
-    vpxor        ymm1, ymm6, ymm1
-    vpand        ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2]
-    vmovdqa      ymm4, [rsp + 352]                   ; reload
-    vpclmulqdq   ymm5, ymm4, ymm4, 0
-    vpclmulqdq   ymm4, ymm4, ymm4, 17
+    vpsllq       ymm7, ymm1, 39
+    vpsrlq       ymm8, ymm1, 25
+    vpsllq       ymm9, ymm1, 62
+    vpsrlq       ymm1, ymm1, 2
+    vpxor        ymm4, ymm4, ymm7
+    vpxor        ymm7, ymm13, ymm8
+    vpxor        ymm7, ymm7, ymm9
+    vpxor        ymm5, ymm5, ymm14
+    vpxor        ymm1, ymm15, ymm1
+    vpxor        ymm1, ymm5, ymm1
+    vpxor        ymm2, ymm10, ymm2
+    vpxor        ymm5, ymm6, ymm11
+    vpxor        ymm5, ymm5, ymm12
+    vpslldq      ymm6, ymm7, 8
+    vpxor        ymm4, ymm4, ymm6
+    vpalignr     ymm6, ymm2, ymm7, 8
+    vpxor        ymm1, ymm1, ymm6
+    vpalignr     ymm2, ymm0, ymm2, 8
+    vpxor        ymm2, ymm5, ymm2
+    vpsrldq      ymm0, ymm0, 8
+    vpxor        ymm0, ymm3, ymm0
+    vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_0_x2]
+    vmovdqa      ymm3, [rsp + 352]                   ; reload
+    vpclmulqdq   ymm5, ymm3, ymm3, 0
+    vpclmulqdq   ymm3, ymm3, ymm3, 17
     vmovdqa      ymm6, [rsp + 320]                   ; reload
     vpclmulqdq   ymm7, ymm6, ymm6, 0
     vpclmulqdq   ymm6, ymm6, ymm6, 17
@@ -7627,227 +8179,267 @@ kg_gf2m409_ladder_step2_avx2:
     vpclmulqdq   ymm8, ymm8, ymm8, 17
     vmovdqa      ymm10, [rsp]                        ; reload
     vpclmulqdq   ymm10, ymm10, ymm10, 0
-    vpclmulqdq   ymm11, ymm10, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm12, ymm10, [rel gf2m_g_8000000000_x2], 1
-    vpclmulqdq   ymm13, ymm10, [rel gf2m_g_4000000000000000_x2], 0
-    vpclmulqdq   ymm10, ymm10, [rel gf2m_g_4000000000000000_x2], 1
-    vpclmulqdq   ymm14, ymm8, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm15, ymm8, [rel gf2m_g_8000000000_x2], 1
-    vmovdqa      [rsp], ymm1                         ; spill
-    vpclmulqdq   ymm1, ymm8, [rel gf2m_g_4000000000000000_x2], 0
-    vpclmulqdq   ymm8, ymm8, [rel gf2m_g_4000000000000000_x2], 1
-    vmovdqa      [rsp + 288], ymm0                   ; spill
-    vpsrldq      ymm0, ymm10, 8
-    vpxor        ymm0, ymm9, ymm0
-    vpclmulqdq   ymm9, ymm0, [rel gf2m_g_8000000000_x2], 0
-    vmovdqa      [rsp + 320], ymm2                   ; spill
-    vpclmulqdq   ymm2, ymm0, [rel gf2m_g_8000000000_x2], 1
-    vmovdqa      [rsp + 352], ymm3                   ; spill
-    vpclmulqdq   ymm3, ymm0, [rel gf2m_g_4000000000000000_x2], 0
-    vpclmulqdq   ymm0, ymm0, [rel gf2m_g_4000000000000000_x2], 1
+    vpsllq       ymm11, ymm10, 39
+    vpsrlq       ymm12, ymm10, 25
+    vpsllq       ymm13, ymm10, 62
+    vpsrlq       ymm10, ymm10, 2
+    vpsllq       ymm14, ymm8, 39
+    vpsrlq       ymm15, ymm8, 25
+    vmovdqa      [rsp], ymm0                         ; spill
+    vpsllq       ymm0, ymm8, 62
+    vpsrlq       ymm8, ymm8, 2
+    vmovdqa      [rsp + 288], ymm2                   ; spill
+    vpsrldq      ymm2, ymm10, 8
+    vpxor        ymm2, ymm9, ymm2
+    vpsllq       ymm9, ymm2, 39
+    vmovdqa      [rsp + 320], ymm1                   ; spill
+    vpsrlq       ymm1, ymm2, 25
+    vmovdqa      [rsp + 352], ymm4                   ; spill
+    vpsllq       ymm4, ymm2, 62
+    vpsrlq       ymm2, ymm2, 2
     vpxor        ymm8, ymm11, ymm8
     vpxor        ymm6, ymm6, ymm12
     vpxor        ymm6, ymm6, ymm13
     vpalignr     ymm10, ymm10, ymm8, 8
     vpxor        ymm10, ymm6, ymm10
     vpsrldq      ymm10, ymm10, 8
-    vpclmulqdq   ymm11, ymm10, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm10, ymm10, [rel gf2m_g_4000000000000000_x2], 0
+    vpsllq       ymm11, ymm10, 39
+    vpsrlq       ymm12, ymm10, 25
+    vpsllq       ymm13, ymm10, 62
+    vpsrlq       ymm10, ymm10, 2
     vpxor        ymm5, ymm5, ymm11
-    vpxor        ymm9, ymm9, ymm10
-    vpxor        ymm2, ymm4, ymm2
-    vpxor        ymm2, ymm2, ymm3
-    vpxor        ymm0, ymm14, ymm0
-    vpxor        ymm3, ymm7, ymm15
+    vpxor        ymm9, ymm9, ymm12
+    vpxor        ymm9, ymm9, ymm13
     vpxor        ymm1, ymm3, ymm1
+    vpxor        ymm3, ymm4, ymm10
+    vpxor        ymm1, ymm1, ymm3
+    vpxor        ymm2, ymm14, ymm2
+    vpxor        ymm3, ymm7, ymm15
+    vpxor        ymm0, ymm3, ymm0
     vpslldq      ymm3, ymm9, 8
     vpxor        ymm3, ymm5, ymm3
-    vpalignr     ymm4, ymm0, ymm9, 8
-    vpxor        ymm2, ymm2, ymm4
-    vpalignr     ymm0, ymm8, ymm0, 8
-    vpxor        ymm0, ymm1, ymm0
-    vpsrldq      ymm1, ymm8, 8
-    vpxor        ymm1, ymm6, ymm1
-    vpand        ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2]
+    vpalignr     ymm4, ymm2, ymm9, 8
+    vpxor        ymm1, ymm1, ymm4
+    vpalignr     ymm2, ymm8, ymm2, 8
+    vpxor        ymm0, ymm0, ymm2
+    vpsrldq      ymm2, ymm8, 8
+    vpxor        ymm2, ymm6, ymm2
+    vpand        ymm2, ymm2, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vinserti128  ymm4, ymm3, [rsp + 160], 1
-    vinserti128  ymm5, ymm2, [rsp + 192], 1
+    vinserti128  ymm5, ymm1, [rsp + 192], 1
     vinserti128  ymm6, ymm0, [rsp + 224], 1
-    vinserti128  ymm7, ymm1, [rsp + 256], 1
+    vinserti128  ymm7, ymm2, [rsp + 256], 1
     vperm2i128   ymm8, ymm3, ymm3, 17
-    vperm2i128   ymm9, ymm2, ymm2, 17
+    vperm2i128   ymm9, ymm1, ymm1, 17
     vperm2i128   ymm10, ymm0, ymm0, 17
-    vperm2i128   ymm11, ymm1, ymm1, 17
+    vperm2i128   ymm11, ymm2, ymm2, 17
     vpclmulqdq   ymm12, ymm4, ymm8, 0
-    vpclmulqdq   ymm13, ymm4, ymm8, 1
-    vpclmulqdq   ymm14, ymm4, ymm8, 16
-    vpclmulqdq   ymm15, ymm4, ymm8, 17
-    vpxor        ymm13, ymm13, ymm14
-    vpclmulqdq   ymm14, ymm5, ymm9, 0
-    vmovdqa      [rsp + 256], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm5, ymm9, 1
-    vmovdqa      [rsp + 224], ymm0                   ; spill
-    vpclmulqdq   ymm0, ymm5, ymm9, 16
-    vmovdqa      [rsp + 192], ymm2                   ; spill
+    vpclmulqdq   ymm13, ymm4, ymm8, 17
+    vpshufd      ymm14, ymm4, 78
+    vpxor        ymm14, ymm4, ymm14
+    vpshufd      ymm15, ymm8, 78
+    vpxor        ymm15, ymm8, ymm15
+    vpclmulqdq   ymm14, ymm14, ymm15, 0
+    vpxor        ymm14, ymm14, ymm12
+    vpxor        ymm14, ymm14, ymm13
+    vpclmulqdq   ymm15, ymm5, ymm9, 0
+    vmovdqa      [rsp + 256], ymm2                   ; spill
     vpclmulqdq   ymm2, ymm5, ymm9, 17
-    vpxor        ymm0, ymm1, ymm0
+    vmovdqa      [rsp + 224], ymm0                   ; spill
+    vpshufd      ymm0, ymm5, 78
+    vpxor        ymm0, ymm5, ymm0
+    vmovdqa      [rsp + 192], ymm1                   ; spill
+    vpshufd      ymm1, ymm9, 78
+    vpxor        ymm1, ymm9, ymm1
+    vpclmulqdq   ymm0, ymm0, ymm1, 0
+    vpxor        ymm0, ymm0, ymm15
+    vpxor        ymm0, ymm0, ymm2
     vpxor        ymm1, ymm4, ymm5
     vmovdqa      [rsp + 160], ymm3                   ; spill
     vpxor        ymm3, ymm8, ymm9
     vmovdqa      [rsp + 384], ymm9                   ; spill
     vpclmulqdq   ymm9, ymm1, ymm3, 0
     vmovdqa      [rsp + 416], ymm8                   ; spill
-    vpclmulqdq   ymm8, ymm1, ymm3, 1
+    vpclmulqdq   ymm8, ymm1, ymm3, 17
     vmovdqa      [rsp + 480], ymm5                   ; spill
-    vpclmulqdq   ymm5, ymm1, ymm3, 16
-    vpclmulqdq   ymm1, ymm1, ymm3, 17
-    vpxor        ymm3, ymm8, ymm5
-    vpxor        ymm5, ymm15, ymm14
-    vpxor        ymm8, ymm12, ymm9
-    vpxor        ymm8, ymm8, ymm5
-    vpxor        ymm3, ymm13, ymm3
-    vpxor        ymm3, ymm3, ymm0
-    vpxor        ymm1, ymm1, ymm2
+    vpshufd      ymm5, ymm1, 78
     vpxor        ymm1, ymm1, ymm5
-    vpclmulqdq   ymm5, ymm6, ymm10, 0
-    vpclmulqdq   ymm9, ymm6, ymm10, 1
-    vpclmulqdq   ymm14, ymm6, ymm10, 16
-    vpclmulqdq   ymm15, ymm6, ymm10, 17
-    vpxor        ymm9, ymm9, ymm14
-    vpclmulqdq   ymm14, ymm7, ymm11, 0
-    vmovdqa      [rsp + 512], ymm3                   ; spill
-    vpxor        ymm3, ymm6, ymm7
-    vmovdqa      [rsp + 544], ymm8                   ; spill
-    vpxor        ymm8, ymm10, ymm11
-    vmovdqa      [rsp + 576], ymm13                  ; spill
-    vpclmulqdq   ymm13, ymm3, ymm8, 0
+    vpshufd      ymm5, ymm3, 78
+    vpxor        ymm3, ymm3, ymm5
+    vpclmulqdq   ymm1, ymm1, ymm3, 0
+    vpxor        ymm1, ymm1, ymm9
+    vpxor        ymm1, ymm1, ymm8
+    vpxor        ymm3, ymm13, ymm15
+    vpxor        ymm5, ymm12, ymm9
+    vpxor        ymm5, ymm5, ymm3
+    vpxor        ymm1, ymm14, ymm1
+    vpxor        ymm1, ymm1, ymm0
+    vpxor        ymm8, ymm8, ymm2
+    vpxor        ymm3, ymm8, ymm3
+    vpclmulqdq   ymm8, ymm6, ymm10, 0
+    vpclmulqdq   ymm9, ymm6, ymm10, 17
+    vpshufd      ymm13, ymm6, 78
+    vpxor        ymm13, ymm6, ymm13
+    vpshufd      ymm15, ymm10, 78
+    vpxor        ymm15, ymm10, ymm15
+    vpclmulqdq   ymm13, ymm13, ymm15, 0
+    vpxor        ymm13, ymm13, ymm8
+    vpxor        ymm13, ymm13, ymm9
+    vpclmulqdq   ymm15, ymm7, ymm11, 0
+    vmovdqa      [rsp + 512], ymm1                   ; spill
+    vpxor        ymm1, ymm6, ymm7
+    vmovdqa      [rsp + 544], ymm5                   ; spill
+    vpxor        ymm5, ymm10, ymm11
+    vmovdqa      [rsp + 576], ymm14                  ; spill
+    vpclmulqdq   ymm14, ymm1, ymm5, 0
     vmovdqa      [rsp + 608], ymm12                  ; spill
-    vpclmulqdq   ymm12, ymm3, ymm8, 1
+    vpclmulqdq   ymm12, ymm1, ymm5, 17
     vmovdqa      [rsp + 448], ymm2                   ; spill
-    vpclmulqdq   ymm2, ymm3, ymm8, 16
-    vpclmulqdq   ymm3, ymm3, ymm8, 17
+    vpshufd      ymm2, ymm1, 78
+    vpxor        ymm1, ymm1, ymm2
+    vpshufd      ymm2, ymm5, 78
+    vpxor        ymm2, ymm5, ymm2
+    vpclmulqdq   ymm1, ymm1, ymm2, 0
+    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm1, ymm1, ymm12
+    vpxor        ymm2, ymm9, ymm15
+    vpxor        ymm5, ymm8, ymm14
+    vpxor        ymm5, ymm5, ymm2
+    vpxor        ymm1, ymm13, ymm1
     vpxor        ymm2, ymm12, ymm2
-    vpxor        ymm8, ymm15, ymm14
-    vpxor        ymm12, ymm5, ymm13
-    vpxor        ymm12, ymm12, ymm8
-    vpxor        ymm2, ymm9, ymm2
-    vpxor        ymm3, ymm3, ymm8
     vpxor        ymm4, ymm4, ymm6
     vmovdqa      ymm6, [rsp + 480]                   ; reload
     vpxor        ymm6, ymm6, ymm7
     vmovdqa      ymm7, [rsp + 416]                   ; reload
     vpxor        ymm7, ymm7, ymm10
-    vmovdqa      ymm8, [rsp + 384]                   ; reload
-    vpxor        ymm8, ymm8, ymm11
+    vmovdqa      ymm9, [rsp + 384]                   ; reload
+    vpxor        ymm9, ymm9, ymm11
     vpclmulqdq   ymm10, ymm4, ymm7, 0
-    vpclmulqdq   ymm11, ymm4, ymm7, 1
-    vpclmulqdq   ymm13, ymm4, ymm7, 16
-    vpclmulqdq   ymm14, ymm4, ymm7, 17
-    vpxor        ymm11, ymm11, ymm13
-    vpclmulqdq   ymm13, ymm6, ymm8, 0
-    vpclmulqdq   ymm15, ymm6, ymm8, 1
-    vmovdqa      [rsp + 384], ymm3                   ; spill
-    vpclmulqdq   ymm3, ymm6, ymm8, 16
-    vmovdqa      [rsp + 416], ymm2                   ; spill
-    vpclmulqdq   ymm2, ymm6, ymm8, 17
-    vpxor        ymm3, ymm15, ymm3
-    vpxor        ymm4, ymm4, ymm6
-    vpxor        ymm6, ymm7, ymm8
-    vpclmulqdq   ymm7, ymm4, ymm6, 0
-    vpclmulqdq   ymm8, ymm4, ymm6, 1
-    vpclmulqdq   ymm15, ymm4, ymm6, 16
-    vpclmulqdq   ymm4, ymm4, ymm6, 17
-    vpxor        ymm6, ymm8, ymm15
-    vpxor        ymm8, ymm14, ymm13
-    vpxor        ymm7, ymm10, ymm7
-    vpxor        ymm7, ymm7, ymm8
+    vpclmulqdq   ymm11, ymm4, ymm7, 17
+    vpshufd      ymm12, ymm4, 78
+    vpxor        ymm12, ymm4, ymm12
+    vpshufd      ymm14, ymm7, 78
+    vpxor        ymm14, ymm7, ymm14
+    vpclmulqdq   ymm12, ymm12, ymm14, 0
+    vpxor        ymm12, ymm12, ymm10
+    vpxor        ymm12, ymm12, ymm11
+    vpclmulqdq   ymm14, ymm6, ymm9, 0
+    vpclmulqdq   ymm15, ymm6, ymm9, 17
+    vmovdqa      [rsp + 384], ymm2                   ; spill
+    vpshufd      ymm2, ymm6, 78
+    vpxor        ymm2, ymm6, ymm2
+    vmovdqa      [rsp + 416], ymm1                   ; spill
+    vpshufd      ymm1, ymm9, 78
+    vpxor        ymm1, ymm9, ymm1
+    vpclmulqdq   ymm1, ymm2, ymm1, 0
+    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm4, ymm6
+    vpxor        ymm4, ymm7, ymm9
+    vpclmulqdq   ymm6, ymm2, ymm4, 0
+    vpclmulqdq   ymm7, ymm2, ymm4, 17
+    vpshufd      ymm9, ymm2, 78
+    vpxor        ymm2, ymm2, ymm9
+    vpshufd      ymm9, ymm4, 78
+    vpxor        ymm4, ymm4, ymm9
+    vpclmulqdq   ymm2, ymm2, ymm4, 0
+    vpxor        ymm2, ymm2, ymm6
+    vpxor        ymm2, ymm2, ymm7
+    vpxor        ymm4, ymm11, ymm14
+    vpxor        ymm6, ymm10, ymm6
+    vpxor        ymm6, ymm6, ymm4
+    vpxor        ymm2, ymm12, ymm2
+    vpxor        ymm2, ymm2, ymm1
+    vpxor        ymm7, ymm7, ymm15
+    vpxor        ymm4, ymm7, ymm4
+    vpxor        ymm3, ymm3, ymm8
+    vpxor        ymm0, ymm0, ymm13
+    vmovdqa      ymm7, [rsp + 448]                   ; reload
+    vpxor        ymm5, ymm7, ymm5
+    vmovdqa      ymm7, [rsp + 608]                   ; reload
+    vpxor        ymm8, ymm7, ymm10
+    vpxor        ymm8, ymm8, ymm3
+    vmovdqa      ymm9, [rsp + 576]                   ; reload
+    vpxor        ymm10, ymm9, ymm12
+    vpxor        ymm10, ymm10, ymm0
+    vmovdqa      ymm11, [rsp + 544]                  ; reload
     vpxor        ymm6, ymm11, ymm6
-    vpxor        ymm6, ymm6, ymm3
-    vpxor        ymm4, ymm4, ymm2
-    vpxor        ymm4, ymm4, ymm8
-    vpxor        ymm1, ymm1, ymm5
-    vpxor        ymm0, ymm0, ymm9
-    vmovdqa      ymm5, [rsp + 448]                   ; reload
-    vpxor        ymm5, ymm5, ymm12
-    vmovdqa      ymm8, [rsp + 608]                   ; reload
-    vpxor        ymm9, ymm8, ymm10
-    vpxor        ymm9, ymm9, ymm1
-    vmovdqa      ymm10, [rsp + 576]                  ; reload
-    vpxor        ymm11, ymm10, ymm11
-    vpxor        ymm11, ymm11, ymm0
-    vmovdqa      ymm12, [rsp + 544]                  ; reload
-    vpxor        ymm7, ymm12, ymm7
-    vpxor        ymm7, ymm7, ymm5
-    vmovdqa      ymm13, [rsp + 512]                  ; reload
-    vpxor        ymm6, ymm13, ymm6
-    vpxor        ymm6, ymm6, [rsp + 416]
+    vpxor        ymm6, ymm6, ymm5
+    vmovdqa      ymm12, [rsp + 512]                  ; reload
+    vpxor        ymm2, ymm12, ymm2
+    vpxor        ymm2, ymm2, [rsp + 416]
     vpxor        ymm4, ymm4, [rsp + 384]
-    vpxor        ymm1, ymm4, ymm1
+    vpxor        ymm3, ymm4, ymm3
+    vpxor        ymm0, ymm1, ymm0
+    vpxor        ymm1, ymm15, ymm5
+    vpslldq      ymm4, ymm9, 8
+    vpxor        ymm4, ymm7, ymm4
+    vpalignr     ymm5, ymm12, ymm9, 8
+    vpxor        ymm5, ymm11, ymm5
+    vpalignr     ymm7, ymm10, ymm12, 8
+    vpxor        ymm7, ymm8, ymm7
+    vpalignr     ymm8, ymm2, ymm10, 8
+    vpxor        ymm6, ymm6, ymm8
+    vpalignr     ymm2, ymm0, ymm2, 8
+    vpxor        ymm2, ymm3, ymm2
+    vmovdqa      ymm3, [rsp + 416]                   ; reload
+    vpalignr     ymm0, ymm3, ymm0, 8
+    vpxor        ymm0, ymm1, ymm0
+    vpsrldq      ymm1, ymm3, 8
+    vmovdqa      ymm3, [rsp + 384]                   ; reload
+    vpxor        ymm1, ymm3, ymm1
+    vpsllq       ymm3, ymm1, 39
+    vpsrlq       ymm8, ymm1, 25
+    vpsllq       ymm9, ymm1, 62
+    vpsrlq       ymm1, ymm1, 2
+    vpsllq       ymm10, ymm0, 39
+    vpsrlq       ymm11, ymm0, 25
+    vpsllq       ymm12, ymm0, 62
+    vpsrlq       ymm0, ymm0, 2
+    vpsrldq      ymm13, ymm1, 8
+    vpxor        ymm2, ymm2, ymm13
+    vpsllq       ymm13, ymm2, 39
+    vpsrlq       ymm14, ymm2, 25
+    vpsllq       ymm15, ymm2, 62
+    vpsrlq       ymm2, ymm2, 2
     vpxor        ymm0, ymm3, ymm0
-    vpxor        ymm2, ymm2, ymm5
-    vpslldq      ymm3, ymm10, 8
-    vpxor        ymm3, ymm8, ymm3
-    vpalignr     ymm4, ymm13, ymm10, 8
-    vpxor        ymm4, ymm12, ymm4
-    vpalignr     ymm5, ymm11, ymm13, 8
-    vpxor        ymm5, ymm9, ymm5
-    vpalignr     ymm8, ymm6, ymm11, 8
-    vpxor        ymm7, ymm7, ymm8
-    vpalignr     ymm6, ymm0, ymm6, 8
-    vpxor        ymm1, ymm1, ymm6
-    vmovdqa      ymm6, [rsp + 416]                   ; reload
-    vpalignr     ymm0, ymm6, ymm0, 8
-    vpxor        ymm0, ymm2, ymm0
-    vpsrldq      ymm2, ymm6, 8
-    vmovdqa      ymm6, [rsp + 384]                   ; reload
-    vpxor        ymm2, ymm6, ymm2
-    vpclmulqdq   ymm6, ymm2, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm8, ymm2, [rel gf2m_g_8000000000_x2], 1
-    vpclmulqdq   ymm9, ymm2, [rel gf2m_g_4000000000000000_x2], 0
-    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_4000000000000000_x2], 1
-    vpclmulqdq   ymm10, ymm0, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm11, ymm0, [rel gf2m_g_8000000000_x2], 1
-    vpclmulqdq   ymm12, ymm0, [rel gf2m_g_4000000000000000_x2], 0
-    vpclmulqdq   ymm0, ymm0, [rel gf2m_g_4000000000000000_x2], 1
-    vpsrldq      ymm13, ymm2, 8
-    vpxor        ymm1, ymm1, ymm13
-    vpclmulqdq   ymm13, ymm1, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm14, ymm1, [rel gf2m_g_8000000000_x2], 1
-    vpclmulqdq   ymm15, ymm1, [rel gf2m_g_4000000000000000_x2], 0
-    vpclmulqdq   ymm1, ymm1, [rel gf2m_g_4000000000000000_x2], 1
-    vpxor        ymm0, ymm6, ymm0
-    vpxor        ymm6, ymm7, ymm8
+    vpxor        ymm3, ymm6, ymm8
+    vpxor        ymm3, ymm3, ymm9
+    vpalignr     ymm1, ymm1, ymm0, 8
+    vpxor        ymm1, ymm3, ymm1
+    vpsrldq      ymm1, ymm1, 8
+    vpsllq       ymm6, ymm1, 39
+    vpsrlq       ymm8, ymm1, 25
+    vpsllq       ymm9, ymm1, 62
+    vpsrlq       ymm1, ymm1, 2
+    vpxor        ymm4, ymm4, ymm6
+    vpxor        ymm6, ymm13, ymm8
     vpxor        ymm6, ymm6, ymm9
-    vpalignr     ymm2, ymm2, ymm0, 8
-    vpxor        ymm2, ymm6, ymm2
-    vpsrldq      ymm2, ymm2, 8
-    vpclmulqdq   ymm7, ymm2, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_4000000000000000_x2], 0
-    vpxor        ymm3, ymm3, ymm7
-    vpxor        ymm2, ymm13, ymm2
-    vpxor        ymm4, ymm4, ymm14
-    vpxor        ymm4, ymm4, ymm15
-    vpxor        ymm1, ymm10, ymm1
-    vpxor        ymm5, ymm5, ymm11
-    vpxor        ymm5, ymm5, ymm12
-    vpslldq      ymm7, ymm2, 8
-    vpxor        ymm3, ymm3, ymm7
-    vpalignr     ymm2, ymm1, ymm2, 8
-    vpxor        ymm2, ymm4, ymm2
-    vpalignr     ymm1, ymm0, ymm1, 8
+    vpxor        ymm5, ymm5, ymm14
+    vpxor        ymm1, ymm15, ymm1
     vpxor        ymm1, ymm5, ymm1
+    vpxor        ymm2, ymm10, ymm2
+    vpxor        ymm5, ymm7, ymm11
+    vpxor        ymm5, ymm5, ymm12
+    vpslldq      ymm7, ymm6, 8
+    vpxor        ymm4, ymm4, ymm7
+    vpalignr     ymm6, ymm2, ymm6, 8
+    vpxor        ymm1, ymm1, ymm6
+    vpalignr     ymm2, ymm0, ymm2, 8
+    vpxor        ymm2, ymm5, ymm2
     vpsrldq      ymm0, ymm0, 8
-    vpxor        ymm0, ymm6, ymm0
+    vpxor        ymm0, ymm3, ymm0
     vpand        ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_0_x2]
-    vmovdqa      ymm4, [rsp + 352]                   ; reload
-    vperm2i128   ymm5, ymm4, ymm3, 48
-    vperm2i128   ymm6, ymm4, [rsp + 160], 33
+    vmovdqa      ymm3, [rsp + 352]                   ; reload
+    vperm2i128   ymm5, ymm3, ymm4, 48
+    vperm2i128   ymm6, ymm3, [rsp + 160], 33
     vpxor        ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 320]                   ; reload
-    vperm2i128   ymm7, ymm6, ymm2, 48
+    vperm2i128   ymm7, ymm6, ymm1, 48
     vperm2i128   ymm8, ymm6, [rsp + 192], 33
     vpxor        ymm7, ymm7, ymm8
     vmovdqa      ymm8, [rsp + 288]                   ; reload
-    vperm2i128   ymm9, ymm8, ymm1, 48
+    vperm2i128   ymm9, ymm8, ymm2, 48
     vperm2i128   ymm10, ymm8, [rsp + 224], 33
     vpxor        ymm9, ymm9, ymm10
     vmovdqa      ymm10, [rsp]                        ; reload
@@ -7861,194 +8453,230 @@ kg_gf2m409_ladder_step2_avx2:
     vpclmulqdq   ymm14, ymm9, ymm9, 0
     vpclmulqdq   ymm9, ymm9, ymm9, 17
     vpclmulqdq   ymm11, ymm11, ymm11, 0
-    vpclmulqdq   ymm15, ymm11, [rel gf2m_g_8000000000_x2], 0
-    vmovdqa      [rsp + 256], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm11, [rel gf2m_g_8000000000_x2], 1
-    vmovdqa      [rsp + 224], ymm2                   ; spill
-    vpclmulqdq   ymm2, ymm11, [rel gf2m_g_4000000000000000_x2], 0
-    vpclmulqdq   ymm11, ymm11, [rel gf2m_g_4000000000000000_x2], 1
-    vmovdqa      [rsp + 192], ymm3                   ; spill
-    vpclmulqdq   ymm3, ymm9, [rel gf2m_g_8000000000_x2], 0
+    vpsllq       ymm15, ymm11, 39
+    vmovdqa      [rsp + 256], ymm2                   ; spill
+    vpsrlq       ymm2, ymm11, 25
+    vmovdqa      [rsp + 224], ymm1                   ; spill
+    vpsllq       ymm1, ymm11, 62
+    vpsrlq       ymm11, ymm11, 2
+    vmovdqa      [rsp + 192], ymm4                   ; spill
+    vpsllq       ymm4, ymm9, 39
     vmovdqa      [rsp + 160], ymm0                   ; spill
-    vpclmulqdq   ymm0, ymm9, [rel gf2m_g_8000000000_x2], 1
-    vpclmulqdq   ymm10, ymm9, [rel gf2m_g_4000000000000000_x2], 0
-    vpclmulqdq   ymm9, ymm9, [rel gf2m_g_4000000000000000_x2], 1
+    vpsrlq       ymm0, ymm9, 25
+    vpsllq       ymm10, ymm9, 62
+    vpsrlq       ymm9, ymm9, 2
     vpsrldq      ymm8, ymm11, 8
     vpxor        ymm8, ymm14, ymm8
-    vpclmulqdq   ymm14, ymm8, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm6, ymm8, [rel gf2m_g_8000000000_x2], 1
-    vpclmulqdq   ymm4, ymm8, [rel gf2m_g_4000000000000000_x2], 0
-    vpclmulqdq   ymm8, ymm8, [rel gf2m_g_4000000000000000_x2], 1
+    vpsllq       ymm14, ymm8, 39
+    vpsrlq       ymm6, ymm8, 25
+    vpsllq       ymm3, ymm8, 62
+    vpsrlq       ymm8, ymm8, 2
     vpxor        ymm9, ymm15, ymm9
-    vpxor        ymm1, ymm7, ymm1
-    vpxor        ymm1, ymm1, ymm2
+    vpxor        ymm2, ymm7, ymm2
+    vpxor        ymm1, ymm2, ymm1
     vpalignr     ymm2, ymm11, ymm9, 8
     vpxor        ymm2, ymm1, ymm2
     vpsrldq      ymm2, ymm2, 8
-    vpclmulqdq   ymm7, ymm2, [rel gf2m_g_8000000000_x2], 0
-    vpclmulqdq   ymm2, ymm2, [rel gf2m_g_4000000000000000_x2], 0
+    vpsllq       ymm7, ymm2, 39
+    vpsrlq       ymm11, ymm2, 25
+    vpsllq       ymm15, ymm2, 62
+    vpsrlq       ymm2, ymm2, 2
     vpxor        ymm7, ymm12, ymm7
-    vpxor        ymm2, ymm14, ymm2
+    vpxor        ymm11, ymm14, ymm11
+    vpxor        ymm11, ymm11, ymm15
     vpxor        ymm5, ymm5, ymm6
-    vpxor        ymm4, ymm5, ymm4
-    vpxor        ymm3, ymm3, ymm8
+    vpxor        ymm2, ymm3, ymm2
+    vpxor        ymm2, ymm5, ymm2
+    vpxor        ymm3, ymm4, ymm8
     vpxor        ymm0, ymm13, ymm0
     vpxor        ymm0, ymm0, ymm10
-    vpslldq      ymm5, ymm2, 8
-    vpxor        ymm5, ymm7, ymm5
-    vpalignr     ymm2, ymm3, ymm2, 8
-    vpxor        ymm2, ymm4, ymm2
+    vpslldq      ymm4, ymm11, 8
+    vpxor        ymm4, ymm7, ymm4
+    vpalignr     ymm5, ymm3, ymm11, 8
+    vpxor        ymm2, ymm2, ymm5
     vpalignr     ymm3, ymm9, ymm3, 8
     vpxor        ymm0, ymm0, ymm3
     vpsrldq      ymm3, ymm9, 8
     vpxor        ymm1, ymm1, ymm3
     vpand        ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2]
     vmovdqa      ymm3, [rsp + 352]                   ; reload
-    vinserti128  ymm4, ymm3, [rsp + 32], 1
+    vinserti128  ymm5, ymm3, [rsp + 32], 1
     vmovdqa      ymm6, [rsp + 320]                   ; reload
     vinserti128  ymm7, ymm6, [rsp + 64], 1
     vmovdqa      ymm8, [rsp + 288]                   ; reload
     vinserti128  ymm9, ymm8, [rsp + 96], 1
     vmovdqa      ymm10, [rsp]                        ; reload
     vinserti128  ymm11, ymm10, [rsp + 128], 1
-    vperm2i128   ymm3, ymm3, ymm5, 33
+    vperm2i128   ymm3, ymm3, ymm4, 33
     vperm2i128   ymm6, ymm6, ymm2, 33
     vperm2i128   ymm8, ymm8, ymm0, 33
     vperm2i128   ymm10, ymm10, ymm1, 33
-    vpclmulqdq   ymm12, ymm4, ymm3, 0
-    vpclmulqdq   ymm13, ymm4, ymm3, 1
-    vpclmulqdq   ymm14, ymm4, ymm3, 16
-    vpclmulqdq   ymm15, ymm4, ymm3, 17
-    vpxor        ymm13, ymm13, ymm14
-    vpclmulqdq   ymm14, ymm7, ymm6, 0
+    vpclmulqdq   ymm12, ymm5, ymm3, 0
+    vpclmulqdq   ymm13, ymm5, ymm3, 17
+    vpshufd      ymm14, ymm5, 78
+    vpxor        ymm14, ymm5, ymm14
+    vpshufd      ymm15, ymm3, 78
+    vpxor        ymm15, ymm3, ymm15
+    vpclmulqdq   ymm14, ymm14, ymm15, 0
+    vpxor        ymm14, ymm14, ymm12
+    vpxor        ymm14, ymm14, ymm13
+    vpclmulqdq   ymm15, ymm7, ymm6, 0
     vmovdqa      [rsp], ymm0                         ; spill
-    vpclmulqdq   ymm0, ymm7, ymm6, 1
+    vpclmulqdq   ymm0, ymm7, ymm6, 17
     vmovdqa      [rsp + 288], ymm2                   ; spill
-    vpclmulqdq   ymm2, ymm7, ymm6, 16
-    vmovdqa      [rsp + 320], ymm5                   ; spill
-    vpclmulqdq   ymm5, ymm7, ymm6, 17
-    vpxor        ymm0, ymm0, ymm2
-    vpxor        ymm2, ymm4, ymm7
+    vpshufd      ymm2, ymm7, 78
+    vpxor        ymm2, ymm7, ymm2
+    vmovdqa      [rsp + 320], ymm4                   ; spill
+    vpshufd      ymm4, ymm6, 78
+    vpxor        ymm4, ymm6, ymm4
+    vpclmulqdq   ymm2, ymm2, ymm4, 0
+    vpxor        ymm2, ymm2, ymm15
+    vpxor        ymm2, ymm2, ymm0
+    vpxor        ymm4, ymm5, ymm7
     vmovdqa      [rsp + 352], ymm1                   ; spill
     vpxor        ymm1, ymm3, ymm6
     vmovdqa      [rsp + 128], ymm6                   ; spill
-    vpclmulqdq   ymm6, ymm2, ymm1, 0
+    vpclmulqdq   ymm6, ymm4, ymm1, 0
     vmovdqa      [rsp + 96], ymm3                    ; spill
-    vpclmulqdq   ymm3, ymm2, ymm1, 1
+    vpclmulqdq   ymm3, ymm4, ymm1, 17
     vmovdqa      [rsp + 64], ymm7                    ; spill
-    vpclmulqdq   ymm7, ymm2, ymm1, 16
-    vpclmulqdq   ymm1, ymm2, ymm1, 17
-    vpxor        ymm2, ymm3, ymm7
-    vpxor        ymm3, ymm15, ymm14
-    vpxor        ymm6, ymm12, ymm6
-    vpxor        ymm6, ymm6, ymm3
-    vpxor        ymm2, ymm13, ymm2
-    vpxor        ymm2, ymm2, ymm0
-    vpxor        ymm1, ymm1, ymm5
+    vpshufd      ymm7, ymm4, 78
+    vpxor        ymm4, ymm4, ymm7
+    vpshufd      ymm7, ymm1, 78
+    vpxor        ymm1, ymm1, ymm7
+    vpclmulqdq   ymm1, ymm4, ymm1, 0
+    vpxor        ymm1, ymm1, ymm6
     vpxor        ymm1, ymm1, ymm3
-    vpclmulqdq   ymm3, ymm9, ymm8, 0
-    vpclmulqdq   ymm7, ymm9, ymm8, 1
-    vpclmulqdq   ymm14, ymm9, ymm8, 16
-    vpclmulqdq   ymm15, ymm9, ymm8, 17
-    vpxor        ymm7, ymm7, ymm14
-    vpclmulqdq   ymm14, ymm11, ymm10, 0
-    vmovdqa      [rsp + 32], ymm2                    ; spill
-    vpxor        ymm2, ymm9, ymm11
+    vpxor        ymm4, ymm13, ymm15
+    vpxor        ymm6, ymm12, ymm6
+    vpxor        ymm6, ymm6, ymm4
+    vpxor        ymm1, ymm14, ymm1
+    vpxor        ymm1, ymm1, ymm2
+    vpxor        ymm3, ymm3, ymm0
+    vpxor        ymm3, ymm3, ymm4
+    vpclmulqdq   ymm4, ymm9, ymm8, 0
+    vpclmulqdq   ymm7, ymm9, ymm8, 17
+    vpshufd      ymm13, ymm9, 78
+    vpxor        ymm13, ymm9, ymm13
+    vpshufd      ymm15, ymm8, 78
+    vpxor        ymm15, ymm8, ymm15
+    vpclmulqdq   ymm13, ymm13, ymm15, 0
+    vpxor        ymm13, ymm13, ymm4
+    vpxor        ymm13, ymm13, ymm7
+    vpclmulqdq   ymm15, ymm11, ymm10, 0
+    vmovdqa      [rsp + 32], ymm1                    ; spill
+    vpxor        ymm1, ymm9, ymm11
     vmovdqa      [rsp + 384], ymm6                   ; spill
     vpxor        ymm6, ymm8, ymm10
-    vmovdqa      [rsp + 416], ymm13                  ; spill
-    vpclmulqdq   ymm13, ymm2, ymm6, 0
+    vmovdqa      [rsp + 416], ymm14                  ; spill
+    vpclmulqdq   ymm14, ymm1, ymm6, 0
     vmovdqa      [rsp + 512], ymm12                  ; spill
-    vpclmulqdq   ymm12, ymm2, ymm6, 1
-    vmovdqa      [rsp + 544], ymm5                   ; spill
-    vpclmulqdq   ymm5, ymm2, ymm6, 16
-    vpclmulqdq   ymm2, ymm2, ymm6, 17
-    vpxor        ymm5, ymm12, ymm5
-    vpxor        ymm6, ymm15, ymm14
-    vpxor        ymm12, ymm3, ymm13
-    vpxor        ymm12, ymm12, ymm6
-    vpxor        ymm5, ymm7, ymm5
-    vpxor        ymm2, ymm2, ymm6
-    vpxor        ymm4, ymm4, ymm9
-    vmovdqa      ymm6, [rsp + 64]                    ; reload
-    vpxor        ymm6, ymm6, ymm11
+    vpclmulqdq   ymm12, ymm1, ymm6, 17
+    vmovdqa      [rsp + 544], ymm0                   ; spill
+    vpshufd      ymm0, ymm1, 78
+    vpxor        ymm0, ymm1, ymm0
+    vpshufd      ymm1, ymm6, 78
+    vpxor        ymm1, ymm6, ymm1
+    vpclmulqdq   ymm0, ymm0, ymm1, 0
+    vpxor        ymm0, ymm0, ymm14
+    vpxor        ymm0, ymm0, ymm12
+    vpxor        ymm1, ymm7, ymm15
+    vpxor        ymm6, ymm4, ymm14
+    vpxor        ymm6, ymm6, ymm1
+    vpxor        ymm0, ymm13, ymm0
+    vpxor        ymm1, ymm12, ymm1
+    vpxor        ymm5, ymm5, ymm9
+    vmovdqa      ymm7, [rsp + 64]                    ; reload
+    vpxor        ymm7, ymm7, ymm11
     vmovdqa      ymm9, [rsp + 96]                    ; reload
     vpxor        ymm8, ymm9, ymm8
     vmovdqa      ymm9, [rsp + 128]                   ; reload
     vpxor        ymm9, ymm9, ymm10
-    vpclmulqdq   ymm10, ymm4, ymm8, 0
-    vpclmulqdq   ymm11, ymm4, ymm8, 1
-    vpclmulqdq   ymm13, ymm4, ymm8, 16
-    vpclmulqdq   ymm14, ymm4, ymm8, 17
-    vpxor        ymm11, ymm11, ymm13
-    vpclmulqdq   ymm13, ymm6, ymm9, 0
-    vpclmulqdq   ymm15, ymm6, ymm9, 1
-    vmovdqa      [rsp + 128], ymm2                   ; spill
-    vpclmulqdq   ymm2, ymm6, ymm9, 16
-    vmovdqa      [rsp + 96], ymm5                    ; spill
-    vpclmulqdq   ymm5, ymm6, ymm9, 17
-    vpxor        ymm2, ymm15, ymm2
+    vpclmulqdq   ymm10, ymm5, ymm8, 0
+    vpclmulqdq   ymm11, ymm5, ymm8, 17
+    vpshufd      ymm12, ymm5, 78
+    vpxor        ymm12, ymm5, ymm12
+    vpshufd      ymm14, ymm8, 78
+    vpxor        ymm14, ymm8, ymm14
+    vpclmulqdq   ymm12, ymm12, ymm14, 0
+    vpxor        ymm12, ymm12, ymm10
+    vpxor        ymm12, ymm12, ymm11
+    vpclmulqdq   ymm14, ymm7, ymm9, 0
+    vpclmulqdq   ymm15, ymm7, ymm9, 17
+    vmovdqa      [rsp + 128], ymm1                   ; spill
+    vpshufd      ymm1, ymm7, 78
+    vpxor        ymm1, ymm7, ymm1
+    vmovdqa      [rsp + 96], ymm0                    ; spill
+    vpshufd      ymm0, ymm9, 78
+    vpxor        ymm0, ymm9, ymm0
+    vpclmulqdq   ymm0, ymm1, ymm0, 0
+    vpxor        ymm0, ymm0, ymm14
+    vpxor        ymm0, ymm0, ymm15
+    vpxor        ymm1, ymm5, ymm7
+    vpxor        ymm5, ymm8, ymm9
+    vpclmulqdq   ymm7, ymm1, ymm5, 0
+    vpclmulqdq   ymm8, ymm1, ymm5, 17
+    vpshufd      ymm9, ymm1, 78
+    vpxor        ymm1, ymm1, ymm9
+    vpshufd      ymm9, ymm5, 78
+    vpxor        ymm5, ymm5, ymm9
+    vpclmulqdq   ymm1, ymm1, ymm5, 0
+    vpxor        ymm1, ymm1, ymm7
+    vpxor        ymm1, ymm1, ymm8
+    vpxor        ymm5, ymm11, ymm14
+    vpxor        ymm7, ymm10, ymm7
+    vpxor        ymm7, ymm7, ymm5
+    vpxor        ymm1, ymm12, ymm1
+    vpxor        ymm1, ymm1, ymm0
+    vpxor        ymm8, ymm8, ymm15
+    vpxor        ymm5, ymm8, ymm5
+    vpxor        ymm3, ymm3, ymm4
+    vpxor        ymm2, ymm2, ymm13
+    vmovdqa      ymm4, [rsp + 544]                   ; reload
     vpxor        ymm4, ymm4, ymm6
-    vpxor        ymm6, ymm8, ymm9
-    vpclmulqdq   ymm8, ymm4, ymm6, 0
-    vpclmulqdq   ymm9, ymm4, ymm6, 1
-    vpclmulqdq   ymm15, ymm4, ymm6, 16
-    vpclmulqdq   ymm4, ymm4, ymm6, 17
-    vpxor        ymm6, ymm9, ymm15
-    vpxor        ymm9, ymm14, ymm13
-    vpxor        ymm8, ymm10, ymm8
-    vpxor        ymm8, ymm8, ymm9
-    vpxor        ymm6, ymm11, ymm6
-    vpxor        ymm6, ymm6, ymm2
-    vpxor        ymm4, ymm4, ymm5
-    vpxor        ymm4, ymm4, ymm9
-    vpxor        ymm1, ymm1, ymm3
-    vpxor        ymm0, ymm0, ymm7
-    vmovdqa      ymm3, [rsp + 544]                   ; reload
-    vpxor        ymm3, ymm3, ymm12
-    vmovdqa      ymm7, [rsp + 512]                   ; reload
-    vpxor        ymm9, ymm7, ymm10
-    vpxor        ymm9, ymm9, ymm1
-    vmovdqa      ymm10, [rsp + 416]                  ; reload
-    vpxor        ymm11, ymm10, ymm11
-    vpxor        ymm11, ymm11, ymm0
-    vmovdqa      ymm12, [rsp + 384]                  ; reload
-    vpxor        ymm8, ymm12, ymm8
+    vmovdqa      ymm6, [rsp + 512]                   ; reload
+    vpxor        ymm8, ymm6, ymm10
     vpxor        ymm8, ymm8, ymm3
-    vmovdqa      ymm13, [rsp + 32]                   ; reload
-    vpxor        ymm6, ymm13, ymm6
-    vpxor        ymm6, ymm6, [rsp + 96]
-    vpxor        ymm4, ymm4, [rsp + 128]
-    vpxor        ymm1, ymm4, ymm1
-    vpxor        ymm0, ymm2, ymm0
-    vpxor        ymm2, ymm5, ymm3
-    vextracti128 xmm3, ymm7, 0
-    vextracti128 xmm4, ymm7, 1
-    vpxor        xmm3, xmm3, xmm4
-    vextracti128 xmm4, ymm10, 0
-    vextracti128 xmm5, ymm10, 1
+    vmovdqa      ymm9, [rsp + 416]                   ; reload
+    vpxor        ymm10, ymm9, ymm12
+    vpxor        ymm10, ymm10, ymm2
+    vmovdqa      ymm11, [rsp + 384]                  ; reload
+    vpxor        ymm7, ymm11, ymm7
+    vpxor        ymm7, ymm7, ymm4
+    vmovdqa      ymm12, [rsp + 32]                   ; reload
+    vpxor        ymm1, ymm12, ymm1
+    vpxor        ymm1, ymm1, [rsp + 96]
+    vpxor        ymm5, ymm5, [rsp + 128]
+    vpxor        ymm3, ymm5, ymm3
+    vpxor        ymm0, ymm0, ymm2
+    vpxor        ymm2, ymm15, ymm4
+    vextracti128 xmm4, ymm6, 0
+    vextracti128 xmm5, ymm6, 1
     vpxor        xmm4, xmm4, xmm5
-    vextracti128 xmm5, ymm12, 0
-    vextracti128 xmm7, ymm12, 1
-    vpxor        xmm5, xmm5, xmm7
-    vextracti128 xmm7, ymm13, 0
-    vextracti128 xmm10, ymm13, 1
-    vpxor        xmm7, xmm7, xmm10
-    vextracti128 xmm10, ymm9, 0
-    vextracti128 xmm9, ymm9, 1
-    vpxor        xmm9, xmm10, xmm9
-    vextracti128 xmm10, ymm11, 0
-    vextracti128 xmm11, ymm11, 1
-    vpxor        xmm10, xmm10, xmm11
+    vextracti128 xmm5, ymm9, 0
+    vextracti128 xmm6, ymm9, 1
+    vpxor        xmm5, xmm5, xmm6
+    vextracti128 xmm6, ymm11, 0
+    vextracti128 xmm9, ymm11, 1
+    vpxor        xmm6, xmm6, xmm9
+    vextracti128 xmm9, ymm12, 0
+    vextracti128 xmm11, ymm12, 1
+    vpxor        xmm9, xmm9, xmm11
     vextracti128 xmm11, ymm8, 0
     vextracti128 xmm8, ymm8, 1
     vpxor        xmm8, xmm11, xmm8
-    vextracti128 xmm11, ymm6, 0
-    vextracti128 xmm6, ymm6, 1
-    vpxor        xmm6, xmm11, xmm6
+    vextracti128 xmm11, ymm10, 0
+    vextracti128 xmm10, ymm10, 1
+    vpxor        xmm10, xmm11, xmm10
+    vextracti128 xmm11, ymm7, 0
+    vextracti128 xmm7, ymm7, 1
+    vpxor        xmm7, xmm11, xmm7
     vextracti128 xmm11, ymm1, 0
     vextracti128 xmm1, ymm1, 1
     vpxor        xmm1, xmm11, xmm1
+    vextracti128 xmm11, ymm3, 0
+    vextracti128 xmm3, ymm3, 1
+    vpxor        xmm3, xmm11, xmm3
     vextracti128 xmm11, ymm0, 0
     vextracti128 xmm0, ymm0, 1
     vpxor        xmm0, xmm11, xmm0
@@ -8063,62 +8691,66 @@ kg_gf2m409_ladder_step2_avx2:
     vextracti128 xmm13, ymm12, 0
     vextracti128 xmm12, ymm12, 1
     vpxor        xmm12, xmm13, xmm12
-    vpslldq      xmm13, xmm4, 8
-    vpxor        xmm3, xmm3, xmm13
-    vpalignr     xmm4, xmm7, xmm4, 8
-    vpxor        xmm4, xmm5, xmm4
-    vpalignr     xmm5, xmm10, xmm7, 8
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm7, xmm6, xmm10, 8
-    vpxor        xmm7, xmm8, xmm7
-    vpalignr     xmm6, xmm0, xmm6, 8
-    vpxor        xmm1, xmm1, xmm6
+    vpslldq      xmm13, xmm5, 8
+    vpxor        xmm4, xmm4, xmm13
+    vpalignr     xmm5, xmm9, xmm5, 8
+    vpxor        xmm5, xmm6, xmm5
+    vpalignr     xmm6, xmm10, xmm9, 8
+    vpxor        xmm6, xmm8, xmm6
+    vpalignr     xmm8, xmm1, xmm10, 8
+    vpxor        xmm7, xmm7, xmm8
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxor        xmm1, xmm3, xmm1
     vpalignr     xmm0, xmm11, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
     vpsrldq      xmm2, xmm11, 8
     vpxor        xmm2, xmm12, xmm2
-    vpclmulqdq   xmm6, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm3, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpsrldq      xmm13, xmm2, 8
     vpxor        xmm1, xmm1, xmm13
-    vpclmulqdq   xmm13, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpxor        xmm0, xmm6, xmm0
-    vpxor        xmm6, xmm7, xmm8
-    vpxor        xmm6, xmm6, xmm9
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm7, xmm8
+    vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm2, xmm2, xmm0, 8
-    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm2, xmm3, xmm2
     vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm7, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
+    vpxor        xmm5, xmm5, xmm14
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm5, xmm2
     vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm5, xmm5, xmm11
+    vpxor        xmm5, xmm6, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm2, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm2, xmm4, xmm2
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm1, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
     vpalignr     xmm1, xmm0, xmm1, 8
     vpxor        xmm1, xmm5, xmm1
     vpsrldq      xmm0, xmm0, 8
-    vpxor        xmm0, xmm6, xmm0
+    vpxor        xmm0, xmm3, xmm0
     vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
-    vmovdqa      ymm4, [rsp + 352]                   ; reload
-    vpsrlq       ymm5, ymm4, 25
+    vmovdqa      ymm3, [rsp + 352]                   ; reload
+    vpsrlq       ymm5, ymm3, 25
     vpsllq       ymm6, ymm5, 23
-    vpand        ymm4, ymm4, [rel gf2m_mask_1ffffff_0_x2]
+    vpand        ymm3, ymm3, [rel gf2m_mask_1ffffff_0_x2]
     vpunpcklqdq  ymm5, ymm5, ymm6
     vmovdqa      ymm6, [rsp + 320]                   ; reload
     vpxor        ymm5, ymm6, ymm5
@@ -8133,13 +8765,13 @@ kg_gf2m409_ladder_step2_avx2:
     vpsllq       xmm9, xmm8, 23
     vpand        xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm8, xmm8, xmm9
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm4, xmm4, xmm8
     vextracti128 xmm8, ymm5, 1
     vmovdqa      ymm9, [rsp + 288]                   ; reload
     vextracti128 xmm10, ymm9, 1
     vmovdqa      ymm11, [rsp]                        ; reload
     vextracti128 xmm12, ymm11, 1
-    vextracti128 xmm13, ymm4, 1
+    vextracti128 xmm13, ymm3, 1
     vextracti128 xmm7, ymm7, 0
     vmovdqa      ymm14, [rsp + 224]                  ; reload
     vextracti128 xmm14, ymm14, 0
@@ -8149,7 +8781,7 @@ kg_gf2m409_ladder_step2_avx2:
     vextracti128 xmm5, ymm5, 0
     vextracti128 xmm9, ymm9, 0
     vextracti128 xmm11, ymm11, 0
-    vextracti128 xmm4, ymm4, 0
+    vextracti128 xmm3, ymm3, 0
     vmovdqu      [rdi], xmm8
     vmovdqu      [rdi + 16], xmm10
     vmovdqu      [rdi + 32], xmm12
@@ -8158,14 +8790,14 @@ kg_gf2m409_ladder_step2_avx2:
     vmovdqu      [rdi + 72], xmm14
     vmovdqu      [rdi + 88], xmm15
     vmovq        qword [rdi + 104], xmm6
-    vmovdqu      [rdi + 112], xmm3
+    vmovdqu      [rdi + 112], xmm4
     vmovdqu      [rdi + 128], xmm2
     vmovdqu      [rdi + 144], xmm1
     vmovq        qword [rdi + 160], xmm0
     vmovdqu      [rdi + 168], xmm5
     vmovdqu      [rdi + 184], xmm9
     vmovdqu      [rdi + 200], xmm11
-    vmovq        qword [rdi + 216], xmm4
+    vmovq        qword [rdi + 216], xmm3
     mov rsp, rbp
     pop rbp
     vzeroupper
@@ -8202,35 +8834,39 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm8, xmm2, xmm2, 0
     vpclmulqdq   xmm9, xmm2, xmm2, 17
     vpclmulqdq   xmm10, xmm3, xmm3, 0
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm14, xmm9, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm15, xmm9, [rel gf2m_g_8000000000], 1
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm14, xmm9, 39
+    vpsrlq       xmm15, xmm9, 25
     vmovdqa      [rsp], xmm3                         ; spill
-    vpclmulqdq   xmm3, xmm9, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm3, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
     vmovdqa      [rsp + 32], xmm2                    ; spill
     vpsrldq      xmm2, xmm10, 8
     vpxor        xmm2, xmm8, xmm2
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 0
+    vpsllq       xmm8, xmm2, 39
     vmovdqa      [rsp + 64], xmm1                    ; spill
-    vpclmulqdq   xmm1, xmm2, [rel gf2m_g_8000000000], 1
+    vpsrlq       xmm1, xmm2, 25
     vmovdqa      [rsp + 96], xmm0                    ; spill
-    vpclmulqdq   xmm0, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm0, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpxor        xmm9, xmm11, xmm9
     vpxor        xmm7, xmm7, xmm12
     vpxor        xmm7, xmm7, xmm13
     vpalignr     xmm10, xmm10, xmm9, 8
     vpxor        xmm10, xmm7, xmm10
     vpsrldq      xmm10, xmm10, 8
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
     vpxor        xmm4, xmm4, xmm11
-    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm8, xmm8, xmm12
+    vpxor        xmm8, xmm8, xmm13
     vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm0, xmm0, xmm10
     vpxor        xmm0, xmm1, xmm0
     vpxor        xmm1, xmm14, xmm2
     vpxor        xmm2, xmm6, xmm15
@@ -8245,154 +8881,191 @@ kg_gf2m409_inv_avx2:
     vpxor        xmm2, xmm7, xmm2
     vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm3, [rsp + 96], 0
-    vpclmulqdq   xmm5, xmm3, [rsp + 96], 1
-    vpclmulqdq   xmm6, xmm3, [rsp + 96], 16
-    vpclmulqdq   xmm7, xmm3, [rsp + 96], 17
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm0, [rsp + 64], 0
-    vpclmulqdq   xmm8, xmm0, [rsp + 64], 1
-    vpclmulqdq   xmm9, xmm0, [rsp + 64], 16
-    vpclmulqdq   xmm10, xmm0, [rsp + 64], 17
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm3, xmm0
-    vmovdqa      xmm11, [rsp + 96]                   ; reload
-    vpxor        xmm12, xmm11, [rsp + 64]
-    vpclmulqdq   xmm13, xmm9, xmm12, 0
-    vpclmulqdq   xmm14, xmm9, xmm12, 1
-    vpclmulqdq   xmm15, xmm9, xmm12, 16
-    vpclmulqdq   xmm9, xmm9, xmm12, 17
-    vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm6, xmm7, xmm6
-    vpxor        xmm7, xmm4, xmm13
-    vpxor        xmm7, xmm7, xmm6
-    vpxor        xmm12, xmm5, xmm12
-    vpxor        xmm12, xmm12, xmm8
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm6, xmm9, xmm6
-    vpclmulqdq   xmm9, xmm1, [rsp + 32], 0
-    vpclmulqdq   xmm13, xmm1, [rsp + 32], 1
-    vpclmulqdq   xmm14, xmm1, [rsp + 32], 16
-    vpclmulqdq   xmm15, xmm1, [rsp + 32], 17
-    vpxor        xmm13, xmm13, xmm14
-    vpclmulqdq   xmm14, xmm2, [rsp], 0
-    vmovdqa      [rsp + 128], xmm12                  ; spill
-    vpxor        xmm12, xmm1, xmm2
+    vpclmulqdq   xmm5, xmm3, [rsp + 96], 17
+    vpshufd      xmm6, xmm3, 78
+    vpxor        xmm6, xmm3, xmm6
+    vpshufd      xmm7, [rsp + 96], 78
+    vmovdqa      xmm8, [rsp + 96]                    ; reload
+    vpxor        xmm7, xmm8, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpxor        xmm6, xmm6, xmm4
+    vpxor        xmm6, xmm6, xmm5
+    vpclmulqdq   xmm7, xmm0, [rsp + 64], 0
+    vpclmulqdq   xmm9, xmm0, [rsp + 64], 17
+    vpshufd      xmm10, xmm0, 78
+    vpxor        xmm10, xmm0, xmm10
+    vpshufd      xmm11, [rsp + 64], 78
+    vmovdqa      xmm12, [rsp + 64]                   ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm7
+    vpxor        xmm10, xmm10, xmm9
+    vpxor        xmm11, xmm3, xmm0
+    vpxor        xmm13, xmm8, xmm12
+    vpclmulqdq   xmm14, xmm11, xmm13, 0
+    vpclmulqdq   xmm15, xmm11, xmm13, 17
+    vpshufd      xmm12, xmm11, 78
+    vpxor        xmm11, xmm11, xmm12
+    vpshufd      xmm12, xmm13, 78
+    vpxor        xmm12, xmm13, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm14
+    vpxor        xmm11, xmm11, xmm15
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm7, xmm4, xmm14
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm12, xmm15, xmm9
+    vpxor        xmm5, xmm12, xmm5
+    vpclmulqdq   xmm12, xmm1, [rsp + 32], 0
+    vpclmulqdq   xmm13, xmm1, [rsp + 32], 17
+    vpshufd      xmm14, xmm1, 78
+    vpxor        xmm14, xmm1, xmm14
+    vpshufd      xmm15, [rsp + 32], 78
+    vmovdqa      [rsp + 128], xmm11                  ; spill
+    vmovdqa      xmm11, [rsp + 32]                   ; reload
+    vpxor        xmm15, xmm11, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm12
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm2, [rsp], 0
     vmovdqa      [rsp + 160], xmm7                   ; spill
-    vmovdqa      xmm7, [rsp + 32]                    ; reload
-    vmovdqa      [rsp + 192], xmm5                   ; spill
-    vpxor        xmm5, xmm7, [rsp]
+    vpxor        xmm7, xmm1, xmm2
+    vmovdqa      [rsp + 192], xmm6                   ; spill
+    vpxor        xmm6, xmm11, [rsp]
     vmovdqa      [rsp + 224], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm12, xmm5, 0
-    vmovdqa      [rsp + 256], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm12, xmm5, 1
-    vmovdqa      [rsp + 288], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm12, xmm5, 16
-    vpclmulqdq   xmm5, xmm12, xmm5, 17
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm10, xmm15, xmm14
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm8, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm10
+    vpclmulqdq   xmm4, xmm7, xmm6, 0
+    vmovdqa      [rsp + 256], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm7, xmm6, 17
+    vmovdqa      [rsp + 288], xmm10                  ; spill
+    vpshufd      xmm10, xmm7, 78
+    vpxor        xmm7, xmm7, xmm10
+    vpshufd      xmm10, xmm6, 78
+    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm6, xmm7, xmm6, 0
+    vpxor        xmm6, xmm6, xmm4
+    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm7, xmm13, xmm15
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm7, xmm9, xmm7
     vpxor        xmm1, xmm3, xmm1
     vpxor        xmm0, xmm0, xmm2
-    vpxor        xmm2, xmm11, xmm7
+    vpxor        xmm2, xmm8, xmm11
     vmovdqa      xmm3, [rsp + 64]                    ; reload
-    vpxor        xmm10, xmm3, [rsp]
-    vpclmulqdq   xmm12, xmm1, xmm2, 0
-    vpclmulqdq   xmm14, xmm1, xmm2, 1
-    vpclmulqdq   xmm15, xmm1, xmm2, 16
-    vpclmulqdq   xmm7, xmm1, xmm2, 17
-    vpxor        xmm14, xmm14, xmm15
-    vpclmulqdq   xmm15, xmm0, xmm10, 0
-    vpclmulqdq   xmm3, xmm0, xmm10, 1
-    vpclmulqdq   xmm11, xmm0, xmm10, 16
-    vmovdqa      [rsp + 320], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm10, 17
-    vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm2, xmm10
-    vpclmulqdq   xmm2, xmm0, xmm1, 0
-    vpclmulqdq   xmm10, xmm0, xmm1, 1
-    vpclmulqdq   xmm11, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm10, xmm11
+    vpxor        xmm9, xmm3, [rsp]
+    vpclmulqdq   xmm10, xmm1, xmm2, 0
+    vpclmulqdq   xmm13, xmm1, xmm2, 17
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm15, xmm1, xmm15
+    vpshufd      xmm11, xmm2, 78
+    vpxor        xmm11, xmm2, xmm11
+    vpclmulqdq   xmm11, xmm15, xmm11, 0
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm11, xmm11, xmm13
+    vpclmulqdq   xmm15, xmm0, xmm9, 0
+    vpclmulqdq   xmm3, xmm0, xmm9, 17
+    vpshufd      xmm8, xmm0, 78
+    vpxor        xmm8, xmm0, xmm8
+    vmovdqa      [rsp + 320], xmm7                   ; spill
+    vpshufd      xmm7, xmm9, 78
+    vpxor        xmm7, xmm9, xmm7
+    vpclmulqdq   xmm7, xmm8, xmm7, 0
     vpxor        xmm7, xmm7, xmm15
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm1, xmm1, xmm3
-    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm7, xmm7, xmm3
+    vpxor        xmm0, xmm1, xmm0
+    vpxor        xmm1, xmm2, xmm9
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm8, xmm0, xmm1, 17
+    vpshufd      xmm9, xmm0, 78
+    vpxor        xmm0, xmm0, xmm9
+    vpshufd      xmm9, xmm1, 78
+    vpxor        xmm1, xmm1, xmm9
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm1, xmm13, xmm15
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm6, xmm6, xmm9
-    vmovdqa      xmm7, [rsp + 288]                   ; reload
-    vpxor        xmm7, xmm7, xmm13
+    vpxor        xmm8, xmm8, xmm3
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm5, xmm5, xmm12
+    vmovdqa      xmm8, [rsp + 288]                   ; reload
+    vpxor        xmm8, xmm8, xmm14
     vmovdqa      xmm9, [rsp + 256]                   ; reload
     vpxor        xmm4, xmm9, xmm4
     vmovdqa      xmm9, [rsp + 224]                   ; reload
-    vpxor        xmm10, xmm9, xmm12
-    vpxor        xmm10, xmm10, xmm6
-    vmovdqa      xmm11, [rsp + 192]                  ; reload
-    vpxor        xmm12, xmm11, xmm14
-    vpxor        xmm12, xmm12, xmm7
+    vpxor        xmm10, xmm9, xmm10
+    vpxor        xmm10, xmm10, xmm5
+    vmovdqa      xmm12, [rsp + 192]                  ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpxor        xmm11, xmm11, xmm8
     vmovdqa      xmm13, [rsp + 160]                  ; reload
     vpxor        xmm2, xmm13, xmm2
     vpxor        xmm2, xmm2, xmm4
     vmovdqa      xmm14, [rsp + 128]                  ; reload
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm0, xmm0, [rsp + 320]
+    vpxor        xmm0, xmm14, xmm0
     vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm4, xmm5, xmm4
-    vpslldq      xmm5, xmm11, 8
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm6, xmm14, xmm11, 8
-    vpxor        xmm6, xmm13, xmm6
-    vpalignr     xmm7, xmm12, xmm14, 8
-    vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm9, xmm1, xmm12, 8
+    vpxor        xmm1, xmm1, [rsp + 320]
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm5, xmm7, xmm8
+    vpxor        xmm3, xmm3, xmm4
+    vpslldq      xmm4, xmm12, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpalignr     xmm7, xmm14, xmm12, 8
+    vpxor        xmm7, xmm13, xmm7
+    vpalignr     xmm8, xmm11, xmm14, 8
+    vpxor        xmm8, xmm10, xmm8
+    vpalignr     xmm9, xmm0, xmm11, 8
     vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm3, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm8, xmm3, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpsrldq      xmm3, xmm8, 8
-    vmovdqa      xmm4, [rsp + 320]                   ; reload
-    vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpalignr     xmm0, xmm5, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpalignr     xmm1, xmm6, xmm5, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm6, 8
+    vmovdqa      xmm5, [rsp + 320]                   ; reload
+    vpxor        xmm3, xmm5, xmm3
+    vpsllq       xmm5, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm3, 8
     vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm2, xmm2, xmm8
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm2, xmm2, xmm9
     vpalignr     xmm3, xmm3, xmm1, 8
     vpxor        xmm3, xmm2, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm3, xmm13, xmm3
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpsllq       xmm5, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm5, xmm13, xmm6
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm8, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm3, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm3, xmm0, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
@@ -8405,193 +9078,234 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm0, xmm7, xmm0
     vpxor        xmm3, xmm3, xmm8
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm1, xmm1, xmm0, 8
     vpxor        xmm1, xmm3, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpalignr     xmm4, xmm0, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm4, xmm0, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm3, xmm0
     vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm2, [rsp + 96], 0
-    vpclmulqdq   xmm5, xmm2, [rsp + 96], 1
-    vpclmulqdq   xmm6, xmm2, [rsp + 96], 16
-    vpclmulqdq   xmm7, xmm2, [rsp + 96], 17
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm1, [rsp + 64], 0
-    vpclmulqdq   xmm8, xmm1, [rsp + 64], 1
-    vpclmulqdq   xmm9, xmm1, [rsp + 64], 16
-    vpclmulqdq   xmm10, xmm1, [rsp + 64], 17
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm2, xmm1
-    vmovdqa      xmm11, [rsp + 96]                   ; reload
-    vpxor        xmm12, xmm11, [rsp + 64]
-    vpclmulqdq   xmm13, xmm9, xmm12, 0
-    vpclmulqdq   xmm14, xmm9, xmm12, 1
-    vpclmulqdq   xmm15, xmm9, xmm12, 16
-    vpclmulqdq   xmm9, xmm9, xmm12, 17
-    vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm6, xmm7, xmm6
-    vpxor        xmm7, xmm3, xmm13
-    vpxor        xmm7, xmm7, xmm6
-    vpxor        xmm12, xmm5, xmm12
-    vpxor        xmm12, xmm12, xmm8
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm6, xmm9, xmm6
-    vpclmulqdq   xmm9, xmm4, [rsp + 32], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 32], 1
-    vpclmulqdq   xmm14, xmm4, [rsp + 32], 16
-    vpclmulqdq   xmm15, xmm4, [rsp + 32], 17
-    vpxor        xmm13, xmm13, xmm14
-    vpclmulqdq   xmm14, xmm0, [rsp], 0
-    vmovdqa      [rsp + 320], xmm12                  ; spill
-    vpxor        xmm12, xmm4, xmm0
+    vpclmulqdq   xmm5, xmm2, [rsp + 96], 17
+    vpshufd      xmm6, xmm2, 78
+    vpxor        xmm6, xmm2, xmm6
+    vpshufd      xmm7, [rsp + 96], 78
+    vmovdqa      xmm8, [rsp + 96]                    ; reload
+    vpxor        xmm7, xmm8, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpxor        xmm6, xmm6, xmm3
+    vpxor        xmm6, xmm6, xmm5
+    vpclmulqdq   xmm7, xmm1, [rsp + 64], 0
+    vpclmulqdq   xmm9, xmm1, [rsp + 64], 17
+    vpshufd      xmm10, xmm1, 78
+    vpxor        xmm10, xmm1, xmm10
+    vpshufd      xmm11, [rsp + 64], 78
+    vmovdqa      xmm12, [rsp + 64]                   ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm7
+    vpxor        xmm10, xmm10, xmm9
+    vpxor        xmm11, xmm2, xmm1
+    vpxor        xmm13, xmm8, xmm12
+    vpclmulqdq   xmm14, xmm11, xmm13, 0
+    vpclmulqdq   xmm15, xmm11, xmm13, 17
+    vpshufd      xmm12, xmm11, 78
+    vpxor        xmm11, xmm11, xmm12
+    vpshufd      xmm12, xmm13, 78
+    vpxor        xmm12, xmm13, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm14
+    vpxor        xmm11, xmm11, xmm15
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm7, xmm3, xmm14
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm12, xmm15, xmm9
+    vpxor        xmm5, xmm12, xmm5
+    vpclmulqdq   xmm12, xmm4, [rsp + 32], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 32], 17
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm4, xmm14
+    vpshufd      xmm15, [rsp + 32], 78
+    vmovdqa      [rsp + 320], xmm11                  ; spill
+    vmovdqa      xmm11, [rsp + 32]                   ; reload
+    vpxor        xmm15, xmm11, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm12
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm0, [rsp], 0
     vmovdqa      [rsp + 128], xmm7                   ; spill
-    vmovdqa      xmm7, [rsp + 32]                    ; reload
-    vmovdqa      [rsp + 160], xmm5                   ; spill
-    vpxor        xmm5, xmm7, [rsp]
+    vpxor        xmm7, xmm4, xmm0
+    vmovdqa      [rsp + 160], xmm6                   ; spill
+    vpxor        xmm6, xmm11, [rsp]
     vmovdqa      [rsp + 192], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm12, xmm5, 0
-    vmovdqa      [rsp + 224], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm12, xmm5, 1
-    vmovdqa      [rsp + 256], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm12, xmm5, 16
-    vpclmulqdq   xmm5, xmm12, xmm5, 17
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm10, xmm15, xmm14
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm3, xmm3, xmm10
-    vpxor        xmm8, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm10
+    vpclmulqdq   xmm3, xmm7, xmm6, 0
+    vmovdqa      [rsp + 224], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm7, xmm6, 17
+    vmovdqa      [rsp + 256], xmm10                  ; spill
+    vpshufd      xmm10, xmm7, 78
+    vpxor        xmm7, xmm7, xmm10
+    vpshufd      xmm10, xmm6, 78
+    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm6, xmm7, xmm6, 0
+    vpxor        xmm6, xmm6, xmm3
+    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm7, xmm13, xmm15
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm7, xmm9, xmm7
     vpxor        xmm2, xmm2, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm11, xmm7
+    vpxor        xmm1, xmm8, xmm11
     vmovdqa      xmm4, [rsp + 64]                    ; reload
-    vpxor        xmm10, xmm4, [rsp]
-    vpclmulqdq   xmm12, xmm2, xmm1, 0
-    vpclmulqdq   xmm14, xmm2, xmm1, 1
-    vpclmulqdq   xmm15, xmm2, xmm1, 16
-    vpclmulqdq   xmm7, xmm2, xmm1, 17
-    vpxor        xmm14, xmm14, xmm15
-    vpclmulqdq   xmm15, xmm0, xmm10, 0
-    vpclmulqdq   xmm4, xmm0, xmm10, 1
-    vpclmulqdq   xmm11, xmm0, xmm10, 16
-    vmovdqa      [rsp + 288], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm10, 17
-    vpxor        xmm4, xmm4, xmm11
-    vpxor        xmm0, xmm2, xmm0
-    vpxor        xmm1, xmm1, xmm10
-    vpclmulqdq   xmm2, xmm0, xmm1, 0
-    vpclmulqdq   xmm10, xmm0, xmm1, 1
-    vpclmulqdq   xmm11, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm10, xmm11
+    vpxor        xmm9, xmm4, [rsp]
+    vpclmulqdq   xmm10, xmm2, xmm1, 0
+    vpclmulqdq   xmm13, xmm2, xmm1, 17
+    vpshufd      xmm15, xmm2, 78
+    vpxor        xmm15, xmm2, xmm15
+    vpshufd      xmm11, xmm1, 78
+    vpxor        xmm11, xmm1, xmm11
+    vpclmulqdq   xmm11, xmm15, xmm11, 0
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm11, xmm11, xmm13
+    vpclmulqdq   xmm15, xmm0, xmm9, 0
+    vpclmulqdq   xmm4, xmm0, xmm9, 17
+    vpshufd      xmm8, xmm0, 78
+    vpxor        xmm8, xmm0, xmm8
+    vmovdqa      [rsp + 288], xmm7                   ; spill
+    vpshufd      xmm7, xmm9, 78
+    vpxor        xmm7, xmm9, xmm7
+    vpclmulqdq   xmm7, xmm8, xmm7, 0
     vpxor        xmm7, xmm7, xmm15
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm7, xmm7, xmm4
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm1, xmm1, xmm9
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm8, xmm0, xmm1, 17
+    vpshufd      xmm9, xmm0, 78
+    vpxor        xmm0, xmm0, xmm9
+    vpshufd      xmm9, xmm1, 78
+    vpxor        xmm1, xmm1, xmm9
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpxor        xmm0, xmm0, xmm2
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm1, xmm13, xmm15
+    vpxor        xmm2, xmm10, xmm2
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm6, xmm6, xmm9
-    vmovdqa      xmm7, [rsp + 256]                   ; reload
-    vpxor        xmm7, xmm7, xmm13
+    vpxor        xmm8, xmm8, xmm4
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm5, xmm5, xmm12
+    vmovdqa      xmm8, [rsp + 256]                   ; reload
+    vpxor        xmm8, xmm8, xmm14
     vmovdqa      xmm9, [rsp + 224]                   ; reload
     vpxor        xmm3, xmm9, xmm3
     vmovdqa      xmm9, [rsp + 192]                   ; reload
-    vpxor        xmm10, xmm9, xmm12
-    vpxor        xmm10, xmm10, xmm6
-    vmovdqa      xmm11, [rsp + 160]                  ; reload
-    vpxor        xmm12, xmm11, xmm14
-    vpxor        xmm12, xmm12, xmm7
+    vpxor        xmm10, xmm9, xmm10
+    vpxor        xmm10, xmm10, xmm5
+    vmovdqa      xmm12, [rsp + 160]                  ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpxor        xmm11, xmm11, xmm8
     vmovdqa      xmm13, [rsp + 128]                  ; reload
     vpxor        xmm2, xmm13, xmm2
     vpxor        xmm2, xmm2, xmm3
     vmovdqa      xmm14, [rsp + 320]                  ; reload
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm0, xmm0, [rsp + 288]
+    vpxor        xmm0, xmm14, xmm0
     vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm3, xmm5, xmm3
-    vpslldq      xmm5, xmm11, 8
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm6, xmm14, xmm11, 8
-    vpxor        xmm6, xmm13, xmm6
-    vpalignr     xmm7, xmm12, xmm14, 8
-    vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm9, xmm1, xmm12, 8
-    vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm8, xmm4, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm8, 8
-    vmovdqa      xmm4, [rsp + 288]                   ; reload
+    vpxor        xmm1, xmm1, [rsp + 288]
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm5, xmm7, xmm8
     vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpslldq      xmm4, xmm12, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpalignr     xmm7, xmm14, xmm12, 8
+    vpxor        xmm7, xmm13, xmm7
+    vpalignr     xmm8, xmm11, xmm14, 8
+    vpxor        xmm8, xmm10, xmm8
+    vpalignr     xmm9, xmm0, xmm11, 8
+    vpxor        xmm2, xmm2, xmm9
+    vpalignr     xmm0, xmm5, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpalignr     xmm1, xmm6, xmm5, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm6, 8
+    vmovdqa      xmm5, [rsp + 288]                   ; reload
+    vpxor        xmm3, xmm5, xmm3
+    vpsllq       xmm5, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm3, 8
     vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm2, xmm2, xmm8
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm2, xmm2, xmm9
     vpalignr     xmm3, xmm3, xmm1, 8
     vpxor        xmm3, xmm2, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm3, xmm13, xmm3
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpsllq       xmm5, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm5, xmm13, xmm6
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm8, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm3, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm3, xmm0, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
@@ -8604,35 +9318,39 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm8, xmm0, xmm0, 0
     vpclmulqdq   xmm9, xmm0, xmm0, 17
     vpclmulqdq   xmm10, xmm1, xmm1, 0
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm14, xmm9, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm15, xmm9, [rel gf2m_g_8000000000], 1
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm14, xmm9, 39
+    vpsrlq       xmm15, xmm9, 25
     vmovdqa      [rsp + 288], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm9, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm1, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
     vmovdqa      [rsp + 320], xmm0                   ; spill
     vpsrldq      xmm0, xmm10, 8
     vpxor        xmm0, xmm8, xmm0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 0
+    vpsllq       xmm8, xmm0, 39
     vmovdqa      [rsp + 128], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_8000000000], 1
+    vpsrlq       xmm3, xmm0, 25
     vmovdqa      [rsp + 160], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm9, xmm11, xmm9
     vpxor        xmm7, xmm7, xmm12
     vpxor        xmm7, xmm7, xmm13
     vpalignr     xmm10, xmm10, xmm9, 8
     vpxor        xmm10, xmm7, xmm10
     vpsrldq      xmm10, xmm10, 8
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
     vpxor        xmm2, xmm2, xmm11
-    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm8, xmm8, xmm12
+    vpxor        xmm8, xmm8, xmm13
     vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm4, xmm4, xmm10
     vpxor        xmm3, xmm3, xmm4
     vpxor        xmm0, xmm14, xmm0
     vpxor        xmm4, xmm6, xmm15
@@ -8653,40 +9371,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm0, xmm7, xmm0
     vpxor        xmm3, xmm3, xmm8
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm1, xmm1, xmm0, 8
     vpxor        xmm1, xmm3, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm0, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm0, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm3, xmm0
@@ -8698,193 +9420,234 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
-    vpalignr     xmm4, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm4, xmm2, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
     vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm2, xmm3, [rsp + 160], 0
-    vpclmulqdq   xmm5, xmm3, [rsp + 160], 1
-    vpclmulqdq   xmm6, xmm3, [rsp + 160], 16
-    vpclmulqdq   xmm7, xmm3, [rsp + 160], 17
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm0, [rsp + 128], 0
-    vpclmulqdq   xmm8, xmm0, [rsp + 128], 1
-    vpclmulqdq   xmm9, xmm0, [rsp + 128], 16
-    vpclmulqdq   xmm10, xmm0, [rsp + 128], 17
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm3, xmm0
-    vmovdqa      xmm11, [rsp + 160]                  ; reload
-    vpxor        xmm12, xmm11, [rsp + 128]
-    vpclmulqdq   xmm13, xmm9, xmm12, 0
-    vpclmulqdq   xmm14, xmm9, xmm12, 1
-    vpclmulqdq   xmm15, xmm9, xmm12, 16
-    vpclmulqdq   xmm9, xmm9, xmm12, 17
-    vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm6, xmm7, xmm6
-    vpxor        xmm7, xmm2, xmm13
-    vpxor        xmm7, xmm7, xmm6
-    vpxor        xmm12, xmm5, xmm12
-    vpxor        xmm12, xmm12, xmm8
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm6, xmm9, xmm6
-    vpclmulqdq   xmm9, xmm4, [rsp + 320], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 320], 1
-    vpclmulqdq   xmm14, xmm4, [rsp + 320], 16
-    vpclmulqdq   xmm15, xmm4, [rsp + 320], 17
-    vpxor        xmm13, xmm13, xmm14
-    vpclmulqdq   xmm14, xmm1, [rsp + 288], 0
-    vmovdqa      [rsp + 192], xmm12                  ; spill
-    vpxor        xmm12, xmm4, xmm1
+    vpclmulqdq   xmm5, xmm3, [rsp + 160], 17
+    vpshufd      xmm6, xmm3, 78
+    vpxor        xmm6, xmm3, xmm6
+    vpshufd      xmm7, [rsp + 160], 78
+    vmovdqa      xmm8, [rsp + 160]                   ; reload
+    vpxor        xmm7, xmm8, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm6, xmm6, xmm5
+    vpclmulqdq   xmm7, xmm0, [rsp + 128], 0
+    vpclmulqdq   xmm9, xmm0, [rsp + 128], 17
+    vpshufd      xmm10, xmm0, 78
+    vpxor        xmm10, xmm0, xmm10
+    vpshufd      xmm11, [rsp + 128], 78
+    vmovdqa      xmm12, [rsp + 128]                  ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm7
+    vpxor        xmm10, xmm10, xmm9
+    vpxor        xmm11, xmm3, xmm0
+    vpxor        xmm13, xmm8, xmm12
+    vpclmulqdq   xmm14, xmm11, xmm13, 0
+    vpclmulqdq   xmm15, xmm11, xmm13, 17
+    vpshufd      xmm12, xmm11, 78
+    vpxor        xmm11, xmm11, xmm12
+    vpshufd      xmm12, xmm13, 78
+    vpxor        xmm12, xmm13, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm14
+    vpxor        xmm11, xmm11, xmm15
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm7, xmm2, xmm14
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm12, xmm15, xmm9
+    vpxor        xmm5, xmm12, xmm5
+    vpclmulqdq   xmm12, xmm4, [rsp + 320], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 320], 17
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm4, xmm14
+    vpshufd      xmm15, [rsp + 320], 78
+    vmovdqa      [rsp + 192], xmm11                  ; spill
+    vmovdqa      xmm11, [rsp + 320]                  ; reload
+    vpxor        xmm15, xmm11, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm12
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm1, [rsp + 288], 0
     vmovdqa      [rsp + 224], xmm7                   ; spill
-    vmovdqa      xmm7, [rsp + 320]                   ; reload
-    vmovdqa      [rsp + 256], xmm5                   ; spill
-    vpxor        xmm5, xmm7, [rsp + 288]
+    vpxor        xmm7, xmm4, xmm1
+    vmovdqa      [rsp + 256], xmm6                   ; spill
+    vpxor        xmm6, xmm11, [rsp + 288]
     vmovdqa      [rsp + 352], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm12, xmm5, 0
-    vmovdqa      [rsp + 384], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm12, xmm5, 1
-    vmovdqa      [rsp + 416], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm12, xmm5, 16
-    vpclmulqdq   xmm5, xmm12, xmm5, 17
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm10, xmm15, xmm14
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm8, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm10
+    vpclmulqdq   xmm2, xmm7, xmm6, 0
+    vmovdqa      [rsp + 384], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm7, xmm6, 17
+    vmovdqa      [rsp + 416], xmm10                  ; spill
+    vpshufd      xmm10, xmm7, 78
+    vpxor        xmm7, xmm7, xmm10
+    vpshufd      xmm10, xmm6, 78
+    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm6, xmm7, xmm6, 0
+    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm7, xmm13, xmm15
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm7, xmm9, xmm7
     vpxor        xmm3, xmm3, xmm4
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm1, xmm11, xmm7
+    vpxor        xmm1, xmm8, xmm11
     vmovdqa      xmm4, [rsp + 128]                   ; reload
     vpxor        xmm4, xmm4, [rsp + 288]
-    vpclmulqdq   xmm7, xmm3, xmm1, 0
-    vpclmulqdq   xmm10, xmm3, xmm1, 1
-    vpclmulqdq   xmm11, xmm3, xmm1, 16
-    vpclmulqdq   xmm12, xmm3, xmm1, 17
-    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm8, xmm3, xmm1, 0
+    vpclmulqdq   xmm9, xmm3, xmm1, 17
+    vpshufd      xmm10, xmm3, 78
+    vpxor        xmm10, xmm3, xmm10
+    vpshufd      xmm11, xmm1, 78
+    vpxor        xmm11, xmm1, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm10, xmm10, xmm9
     vpclmulqdq   xmm11, xmm0, xmm4, 0
-    vpclmulqdq   xmm14, xmm0, xmm4, 1
-    vpclmulqdq   xmm15, xmm0, xmm4, 16
-    vmovdqa      [rsp + 288], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm4, 17
-    vpxor        xmm14, xmm14, xmm15
+    vpclmulqdq   xmm13, xmm0, xmm4, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm15, xmm0, xmm15
+    vmovdqa      [rsp + 288], xmm7                   ; spill
+    vpshufd      xmm7, xmm4, 78
+    vpxor        xmm7, xmm4, xmm7
+    vpclmulqdq   xmm7, xmm15, xmm7, 0
+    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm7, xmm7, xmm13
     vpxor        xmm0, xmm3, xmm0
     vpxor        xmm1, xmm1, xmm4
     vpclmulqdq   xmm3, xmm0, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm1, 1
-    vpclmulqdq   xmm15, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm4, xmm15
-    vpxor        xmm4, xmm12, xmm11
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm0, xmm0, xmm5
+    vpclmulqdq   xmm4, xmm0, xmm1, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm0, xmm0, xmm15
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm1, xmm1, xmm15
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpxor        xmm0, xmm0, xmm3
     vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm4, xmm6, xmm9
-    vmovdqa      xmm6, [rsp + 416]                   ; reload
-    vpxor        xmm6, xmm6, xmm13
+    vpxor        xmm1, xmm9, xmm11
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm3, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm5, xmm12
+    vmovdqa      xmm5, [rsp + 416]                   ; reload
+    vpxor        xmm5, xmm5, xmm14
     vmovdqa      xmm9, [rsp + 384]                   ; reload
     vpxor        xmm2, xmm9, xmm2
     vmovdqa      xmm9, [rsp + 352]                   ; reload
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm4
+    vpxor        xmm8, xmm9, xmm8
+    vpxor        xmm8, xmm8, xmm4
     vmovdqa      xmm11, [rsp + 256]                  ; reload
     vpxor        xmm10, xmm11, xmm10
-    vpxor        xmm10, xmm10, xmm6
+    vpxor        xmm10, xmm10, xmm5
     vmovdqa      xmm12, [rsp + 224]                  ; reload
     vpxor        xmm3, xmm12, xmm3
     vpxor        xmm3, xmm3, xmm2
-    vmovdqa      xmm13, [rsp + 192]                  ; reload
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm0, xmm0, [rsp + 288]
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm4, xmm14, xmm6
-    vpxor        xmm2, xmm5, xmm2
+    vmovdqa      xmm14, [rsp + 192]                  ; reload
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm1, xmm1, [rsp + 288]
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm4, xmm7, xmm5
+    vpxor        xmm2, xmm13, xmm2
     vpslldq      xmm5, xmm11, 8
     vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm6, xmm13, xmm11, 8
-    vpxor        xmm6, xmm12, xmm6
-    vpalignr     xmm9, xmm10, xmm13, 8
-    vpxor        xmm7, xmm7, xmm9
-    vpalignr     xmm9, xmm1, xmm10, 8
+    vpalignr     xmm7, xmm14, xmm11, 8
+    vpxor        xmm7, xmm12, xmm7
+    vpalignr     xmm9, xmm10, xmm14, 8
+    vpxor        xmm8, xmm8, xmm9
+    vpalignr     xmm9, xmm0, xmm10, 8
     vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm8, xmm4, 8
+    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpalignr     xmm1, xmm6, xmm4, 8
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm8, 8
+    vpsrldq      xmm2, xmm6, 8
     vmovdqa      xmm4, [rsp + 288]                   ; reload
     vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm2, 39
+    vpsrlq       xmm6, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm2, 8
     vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm6
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm2, xmm2, xmm1, 8
     vpxor        xmm2, xmm3, xmm2
     vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm4, xmm2, 39
+    vpsrlq       xmm6, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm13, xmm6
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm8, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm2, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm2, xmm2, xmm5
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
@@ -8897,35 +9660,39 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm8, xmm0, xmm0, 0
     vpclmulqdq   xmm9, xmm0, xmm0, 17
     vpclmulqdq   xmm10, xmm1, xmm1, 0
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm14, xmm9, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm15, xmm9, [rel gf2m_g_8000000000], 1
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm14, xmm9, 39
+    vpsrlq       xmm15, xmm9, 25
     vmovdqa      [rsp + 288], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm9, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm1, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
     vmovdqa      [rsp + 192], xmm0                   ; spill
     vpsrldq      xmm0, xmm10, 8
     vpxor        xmm0, xmm8, xmm0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 0
+    vpsllq       xmm8, xmm0, 39
     vmovdqa      [rsp + 224], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm0, [rel gf2m_g_8000000000], 1
+    vpsrlq       xmm2, xmm0, 25
     vmovdqa      [rsp + 256], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm9, xmm11, xmm9
     vpxor        xmm7, xmm7, xmm12
     vpxor        xmm7, xmm7, xmm13
     vpalignr     xmm10, xmm10, xmm9, 8
     vpxor        xmm10, xmm7, xmm10
     vpsrldq      xmm10, xmm10, 8
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
     vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm8, xmm8, xmm12
+    vpxor        xmm8, xmm8, xmm13
     vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm4, xmm4, xmm10
     vpxor        xmm2, xmm2, xmm4
     vpxor        xmm0, xmm14, xmm0
     vpxor        xmm4, xmm6, xmm15
@@ -8946,40 +9713,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm0, xmm7, xmm0
     vpxor        xmm2, xmm2, xmm8
     vpxor        xmm2, xmm2, xmm9
     vpalignr     xmm1, xmm1, xmm0, 8
     vpxor        xmm1, xmm2, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm0, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm3, xmm0, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
@@ -8991,40 +9762,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm3, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
-    vpalignr     xmm4, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm4, xmm3, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm1, xmm1, xmm3
@@ -9036,40 +9811,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm4, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm0, xmm0, xmm4
@@ -9081,40 +9860,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -9126,193 +9909,234 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpalignr     xmm4, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm4, xmm3, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
     vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm2, [rsp + 256], 0
-    vpclmulqdq   xmm5, xmm2, [rsp + 256], 1
-    vpclmulqdq   xmm6, xmm2, [rsp + 256], 16
-    vpclmulqdq   xmm7, xmm2, [rsp + 256], 17
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm1, [rsp + 224], 0
-    vpclmulqdq   xmm8, xmm1, [rsp + 224], 1
-    vpclmulqdq   xmm9, xmm1, [rsp + 224], 16
-    vpclmulqdq   xmm10, xmm1, [rsp + 224], 17
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm2, xmm1
-    vmovdqa      xmm11, [rsp + 256]                  ; reload
-    vpxor        xmm12, xmm11, [rsp + 224]
-    vpclmulqdq   xmm13, xmm9, xmm12, 0
-    vpclmulqdq   xmm14, xmm9, xmm12, 1
-    vpclmulqdq   xmm15, xmm9, xmm12, 16
-    vpclmulqdq   xmm9, xmm9, xmm12, 17
-    vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm6, xmm7, xmm6
-    vpxor        xmm7, xmm3, xmm13
-    vpxor        xmm7, xmm7, xmm6
-    vpxor        xmm12, xmm5, xmm12
-    vpxor        xmm12, xmm12, xmm8
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm6, xmm9, xmm6
-    vpclmulqdq   xmm9, xmm4, [rsp + 192], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 192], 1
-    vpclmulqdq   xmm14, xmm4, [rsp + 192], 16
-    vpclmulqdq   xmm15, xmm4, [rsp + 192], 17
-    vpxor        xmm13, xmm13, xmm14
-    vpclmulqdq   xmm14, xmm0, [rsp + 288], 0
-    vmovdqa      [rsp + 352], xmm12                  ; spill
-    vpxor        xmm12, xmm4, xmm0
+    vpclmulqdq   xmm5, xmm2, [rsp + 256], 17
+    vpshufd      xmm6, xmm2, 78
+    vpxor        xmm6, xmm2, xmm6
+    vpshufd      xmm7, [rsp + 256], 78
+    vmovdqa      xmm8, [rsp + 256]                   ; reload
+    vpxor        xmm7, xmm8, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpxor        xmm6, xmm6, xmm3
+    vpxor        xmm6, xmm6, xmm5
+    vpclmulqdq   xmm7, xmm1, [rsp + 224], 0
+    vpclmulqdq   xmm9, xmm1, [rsp + 224], 17
+    vpshufd      xmm10, xmm1, 78
+    vpxor        xmm10, xmm1, xmm10
+    vpshufd      xmm11, [rsp + 224], 78
+    vmovdqa      xmm12, [rsp + 224]                  ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm7
+    vpxor        xmm10, xmm10, xmm9
+    vpxor        xmm11, xmm2, xmm1
+    vpxor        xmm13, xmm8, xmm12
+    vpclmulqdq   xmm14, xmm11, xmm13, 0
+    vpclmulqdq   xmm15, xmm11, xmm13, 17
+    vpshufd      xmm12, xmm11, 78
+    vpxor        xmm11, xmm11, xmm12
+    vpshufd      xmm12, xmm13, 78
+    vpxor        xmm12, xmm13, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm14
+    vpxor        xmm11, xmm11, xmm15
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm7, xmm3, xmm14
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm12, xmm15, xmm9
+    vpxor        xmm5, xmm12, xmm5
+    vpclmulqdq   xmm12, xmm4, [rsp + 192], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 192], 17
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm4, xmm14
+    vpshufd      xmm15, [rsp + 192], 78
+    vmovdqa      [rsp + 352], xmm11                  ; spill
+    vmovdqa      xmm11, [rsp + 192]                  ; reload
+    vpxor        xmm15, xmm11, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm12
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm0, [rsp + 288], 0
     vmovdqa      [rsp + 384], xmm7                   ; spill
-    vmovdqa      xmm7, [rsp + 192]                   ; reload
-    vmovdqa      [rsp + 416], xmm5                   ; spill
-    vpxor        xmm5, xmm7, [rsp + 288]
+    vpxor        xmm7, xmm4, xmm0
+    vmovdqa      [rsp + 416], xmm6                   ; spill
+    vpxor        xmm6, xmm11, [rsp + 288]
     vmovdqa      [rsp + 128], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm12, xmm5, 0
-    vmovdqa      [rsp + 320], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm12, xmm5, 1
-    vmovdqa      [rsp + 160], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm12, xmm5, 16
-    vpclmulqdq   xmm5, xmm12, xmm5, 17
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm10, xmm15, xmm14
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm3, xmm3, xmm10
-    vpxor        xmm8, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm10
+    vpclmulqdq   xmm3, xmm7, xmm6, 0
+    vmovdqa      [rsp + 320], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm7, xmm6, 17
+    vmovdqa      [rsp + 160], xmm10                  ; spill
+    vpshufd      xmm10, xmm7, 78
+    vpxor        xmm7, xmm7, xmm10
+    vpshufd      xmm10, xmm6, 78
+    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm6, xmm7, xmm6, 0
+    vpxor        xmm6, xmm6, xmm3
+    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm7, xmm13, xmm15
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm7, xmm9, xmm7
     vpxor        xmm2, xmm2, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm11, xmm7
+    vpxor        xmm1, xmm8, xmm11
     vmovdqa      xmm4, [rsp + 224]                   ; reload
     vpxor        xmm4, xmm4, [rsp + 288]
-    vpclmulqdq   xmm7, xmm2, xmm1, 0
-    vpclmulqdq   xmm10, xmm2, xmm1, 1
-    vpclmulqdq   xmm11, xmm2, xmm1, 16
-    vpclmulqdq   xmm12, xmm2, xmm1, 17
-    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm8, xmm2, xmm1, 0
+    vpclmulqdq   xmm9, xmm2, xmm1, 17
+    vpshufd      xmm10, xmm2, 78
+    vpxor        xmm10, xmm2, xmm10
+    vpshufd      xmm11, xmm1, 78
+    vpxor        xmm11, xmm1, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm10, xmm10, xmm9
     vpclmulqdq   xmm11, xmm0, xmm4, 0
-    vpclmulqdq   xmm14, xmm0, xmm4, 1
-    vpclmulqdq   xmm15, xmm0, xmm4, 16
-    vmovdqa      [rsp + 288], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm4, 17
-    vpxor        xmm14, xmm14, xmm15
+    vpclmulqdq   xmm13, xmm0, xmm4, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm15, xmm0, xmm15
+    vmovdqa      [rsp + 288], xmm7                   ; spill
+    vpshufd      xmm7, xmm4, 78
+    vpxor        xmm7, xmm4, xmm7
+    vpclmulqdq   xmm7, xmm15, xmm7, 0
+    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm7, xmm7, xmm13
     vpxor        xmm0, xmm2, xmm0
     vpxor        xmm1, xmm1, xmm4
     vpclmulqdq   xmm2, xmm0, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm1, 1
-    vpclmulqdq   xmm15, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm4, xmm15
-    vpxor        xmm4, xmm12, xmm11
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm0, xmm0, xmm5
+    vpclmulqdq   xmm4, xmm0, xmm1, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm0, xmm0, xmm15
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm1, xmm1, xmm15
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpxor        xmm0, xmm0, xmm2
     vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm4, xmm6, xmm9
-    vmovdqa      xmm6, [rsp + 160]                   ; reload
-    vpxor        xmm6, xmm6, xmm13
+    vpxor        xmm1, xmm9, xmm11
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm5, xmm12
+    vmovdqa      xmm5, [rsp + 160]                   ; reload
+    vpxor        xmm5, xmm5, xmm14
     vmovdqa      xmm9, [rsp + 320]                   ; reload
     vpxor        xmm3, xmm9, xmm3
     vmovdqa      xmm9, [rsp + 128]                   ; reload
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm4
+    vpxor        xmm8, xmm9, xmm8
+    vpxor        xmm8, xmm8, xmm4
     vmovdqa      xmm11, [rsp + 416]                  ; reload
     vpxor        xmm10, xmm11, xmm10
-    vpxor        xmm10, xmm10, xmm6
+    vpxor        xmm10, xmm10, xmm5
     vmovdqa      xmm12, [rsp + 384]                  ; reload
     vpxor        xmm2, xmm12, xmm2
     vpxor        xmm2, xmm2, xmm3
-    vmovdqa      xmm13, [rsp + 352]                  ; reload
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm0, xmm0, [rsp + 288]
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm4, xmm14, xmm6
-    vpxor        xmm3, xmm5, xmm3
+    vmovdqa      xmm14, [rsp + 352]                  ; reload
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm1, xmm1, [rsp + 288]
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm4, xmm7, xmm5
+    vpxor        xmm3, xmm13, xmm3
     vpslldq      xmm5, xmm11, 8
     vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm6, xmm13, xmm11, 8
-    vpxor        xmm6, xmm12, xmm6
-    vpalignr     xmm9, xmm10, xmm13, 8
-    vpxor        xmm7, xmm7, xmm9
-    vpalignr     xmm9, xmm1, xmm10, 8
+    vpalignr     xmm7, xmm14, xmm11, 8
+    vpxor        xmm7, xmm12, xmm7
+    vpalignr     xmm9, xmm10, xmm14, 8
+    vpxor        xmm8, xmm8, xmm9
+    vpalignr     xmm9, xmm0, xmm10, 8
     vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm8, xmm4, 8
+    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpalignr     xmm1, xmm6, xmm4, 8
     vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm8, 8
+    vpsrldq      xmm3, xmm6, 8
     vmovdqa      xmm4, [rsp + 288]                   ; reload
     vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm3, 8
     vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm2, xmm2, xmm9
     vpalignr     xmm3, xmm3, xmm1, 8
     vpxor        xmm3, xmm2, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm4, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm3, xmm13, xmm3
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm13, xmm6
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm8, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm3, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm3, xmm0, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
@@ -9325,35 +10149,39 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm8, xmm0, xmm0, 0
     vpclmulqdq   xmm9, xmm0, xmm0, 17
     vpclmulqdq   xmm10, xmm1, xmm1, 0
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm14, xmm9, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm15, xmm9, [rel gf2m_g_8000000000], 1
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm14, xmm9, 39
+    vpsrlq       xmm15, xmm9, 25
     vmovdqa      [rsp + 288], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm9, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm1, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
     vmovdqa      [rsp + 352], xmm0                   ; spill
     vpsrldq      xmm0, xmm10, 8
     vpxor        xmm0, xmm8, xmm0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 0
+    vpsllq       xmm8, xmm0, 39
     vmovdqa      [rsp + 384], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm0, [rel gf2m_g_8000000000], 1
+    vpsrlq       xmm3, xmm0, 25
     vmovdqa      [rsp + 416], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm9, xmm11, xmm9
     vpxor        xmm7, xmm7, xmm12
     vpxor        xmm7, xmm7, xmm13
     vpalignr     xmm10, xmm10, xmm9, 8
     vpxor        xmm10, xmm7, xmm10
     vpsrldq      xmm10, xmm10, 8
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
     vpxor        xmm2, xmm2, xmm11
-    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm8, xmm8, xmm12
+    vpxor        xmm8, xmm8, xmm13
     vpxor        xmm3, xmm5, xmm3
+    vpxor        xmm4, xmm4, xmm10
     vpxor        xmm3, xmm3, xmm4
     vpxor        xmm0, xmm14, xmm0
     vpxor        xmm4, xmm6, xmm15
@@ -9374,40 +10202,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm0, xmm7, xmm0
     vpxor        xmm3, xmm3, xmm8
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm1, xmm1, xmm0, 8
     vpxor        xmm1, xmm3, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm0, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm0, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm3, xmm0
@@ -9419,40 +10251,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
-    vpalignr     xmm4, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm4, xmm2, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -9464,40 +10300,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm4, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm3, xmm4, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm0, xmm0, xmm4
@@ -9509,40 +10349,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm3, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm2, xmm0
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm1, xmm1, xmm3
@@ -9554,40 +10398,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm2, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpalignr     xmm4, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm4, xmm2, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
@@ -9599,40 +10447,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm4, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm4, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm1, xmm1, xmm4
@@ -9644,40 +10496,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -9689,40 +10545,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
-    vpalignr     xmm4, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm4, xmm2, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -9734,40 +10594,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm4, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm3, xmm4, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm0, xmm0, xmm4
@@ -9779,40 +10643,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm3, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm2, xmm0
-    vpalignr     xmm2, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm2, xmm3, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm1, xmm1, xmm3
@@ -9824,193 +10692,234 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm2, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpalignr     xmm4, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm4, xmm2, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
     vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm2, xmm3, [rsp + 416], 0
-    vpclmulqdq   xmm5, xmm3, [rsp + 416], 1
-    vpclmulqdq   xmm6, xmm3, [rsp + 416], 16
-    vpclmulqdq   xmm7, xmm3, [rsp + 416], 17
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm1, [rsp + 384], 0
-    vpclmulqdq   xmm8, xmm1, [rsp + 384], 1
-    vpclmulqdq   xmm9, xmm1, [rsp + 384], 16
-    vpclmulqdq   xmm10, xmm1, [rsp + 384], 17
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm3, xmm1
-    vmovdqa      xmm11, [rsp + 416]                  ; reload
-    vpxor        xmm12, xmm11, [rsp + 384]
-    vpclmulqdq   xmm13, xmm9, xmm12, 0
-    vpclmulqdq   xmm14, xmm9, xmm12, 1
-    vpclmulqdq   xmm15, xmm9, xmm12, 16
-    vpclmulqdq   xmm9, xmm9, xmm12, 17
-    vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm6, xmm7, xmm6
-    vpxor        xmm7, xmm2, xmm13
-    vpxor        xmm7, xmm7, xmm6
-    vpxor        xmm12, xmm5, xmm12
-    vpxor        xmm12, xmm12, xmm8
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm6, xmm9, xmm6
-    vpclmulqdq   xmm9, xmm4, [rsp + 352], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 352], 1
-    vpclmulqdq   xmm14, xmm4, [rsp + 352], 16
-    vpclmulqdq   xmm15, xmm4, [rsp + 352], 17
-    vpxor        xmm13, xmm13, xmm14
-    vpclmulqdq   xmm14, xmm0, [rsp + 288], 0
-    vmovdqa      [rsp + 128], xmm12                  ; spill
-    vpxor        xmm12, xmm4, xmm0
+    vpclmulqdq   xmm5, xmm3, [rsp + 416], 17
+    vpshufd      xmm6, xmm3, 78
+    vpxor        xmm6, xmm3, xmm6
+    vpshufd      xmm7, [rsp + 416], 78
+    vmovdqa      xmm8, [rsp + 416]                   ; reload
+    vpxor        xmm7, xmm8, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm6, xmm6, xmm5
+    vpclmulqdq   xmm7, xmm1, [rsp + 384], 0
+    vpclmulqdq   xmm9, xmm1, [rsp + 384], 17
+    vpshufd      xmm10, xmm1, 78
+    vpxor        xmm10, xmm1, xmm10
+    vpshufd      xmm11, [rsp + 384], 78
+    vmovdqa      xmm12, [rsp + 384]                  ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm7
+    vpxor        xmm10, xmm10, xmm9
+    vpxor        xmm11, xmm3, xmm1
+    vpxor        xmm13, xmm8, xmm12
+    vpclmulqdq   xmm14, xmm11, xmm13, 0
+    vpclmulqdq   xmm15, xmm11, xmm13, 17
+    vpshufd      xmm12, xmm11, 78
+    vpxor        xmm11, xmm11, xmm12
+    vpshufd      xmm12, xmm13, 78
+    vpxor        xmm12, xmm13, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm14
+    vpxor        xmm11, xmm11, xmm15
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm7, xmm2, xmm14
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm12, xmm15, xmm9
+    vpxor        xmm5, xmm12, xmm5
+    vpclmulqdq   xmm12, xmm4, [rsp + 352], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 352], 17
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm4, xmm14
+    vpshufd      xmm15, [rsp + 352], 78
+    vmovdqa      [rsp + 128], xmm11                  ; spill
+    vmovdqa      xmm11, [rsp + 352]                  ; reload
+    vpxor        xmm15, xmm11, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm12
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm0, [rsp + 288], 0
     vmovdqa      [rsp + 320], xmm7                   ; spill
-    vmovdqa      xmm7, [rsp + 352]                   ; reload
-    vmovdqa      [rsp + 160], xmm5                   ; spill
-    vpxor        xmm5, xmm7, [rsp + 288]
+    vpxor        xmm7, xmm4, xmm0
+    vmovdqa      [rsp + 160], xmm6                   ; spill
+    vpxor        xmm6, xmm11, [rsp + 288]
     vmovdqa      [rsp + 224], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm12, xmm5, 0
-    vmovdqa      [rsp + 192], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm12, xmm5, 1
-    vmovdqa      [rsp + 256], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm12, xmm5, 16
-    vpclmulqdq   xmm5, xmm12, xmm5, 17
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm10, xmm15, xmm14
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm8, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm10
+    vpclmulqdq   xmm2, xmm7, xmm6, 0
+    vmovdqa      [rsp + 192], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm7, xmm6, 17
+    vmovdqa      [rsp + 256], xmm10                  ; spill
+    vpshufd      xmm10, xmm7, 78
+    vpxor        xmm7, xmm7, xmm10
+    vpshufd      xmm10, xmm6, 78
+    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm6, xmm7, xmm6, 0
+    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm7, xmm13, xmm15
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm7, xmm9, xmm7
     vpxor        xmm3, xmm3, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm11, xmm7
+    vpxor        xmm1, xmm8, xmm11
     vmovdqa      xmm4, [rsp + 384]                   ; reload
     vpxor        xmm4, xmm4, [rsp + 288]
-    vpclmulqdq   xmm7, xmm3, xmm1, 0
-    vpclmulqdq   xmm10, xmm3, xmm1, 1
-    vpclmulqdq   xmm11, xmm3, xmm1, 16
-    vpclmulqdq   xmm12, xmm3, xmm1, 17
-    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm8, xmm3, xmm1, 0
+    vpclmulqdq   xmm9, xmm3, xmm1, 17
+    vpshufd      xmm10, xmm3, 78
+    vpxor        xmm10, xmm3, xmm10
+    vpshufd      xmm11, xmm1, 78
+    vpxor        xmm11, xmm1, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm10, xmm10, xmm9
     vpclmulqdq   xmm11, xmm0, xmm4, 0
-    vpclmulqdq   xmm14, xmm0, xmm4, 1
-    vpclmulqdq   xmm15, xmm0, xmm4, 16
-    vmovdqa      [rsp + 288], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm4, 17
-    vpxor        xmm14, xmm14, xmm15
+    vpclmulqdq   xmm13, xmm0, xmm4, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm15, xmm0, xmm15
+    vmovdqa      [rsp + 288], xmm7                   ; spill
+    vpshufd      xmm7, xmm4, 78
+    vpxor        xmm7, xmm4, xmm7
+    vpclmulqdq   xmm7, xmm15, xmm7, 0
+    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm7, xmm7, xmm13
     vpxor        xmm0, xmm3, xmm0
     vpxor        xmm1, xmm1, xmm4
     vpclmulqdq   xmm3, xmm0, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm1, 1
-    vpclmulqdq   xmm15, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm4, xmm15
-    vpxor        xmm4, xmm12, xmm11
-    vpxor        xmm3, xmm7, xmm3
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm0, xmm0, xmm5
+    vpclmulqdq   xmm4, xmm0, xmm1, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm0, xmm0, xmm15
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm1, xmm1, xmm15
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpxor        xmm0, xmm0, xmm3
     vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm4, xmm6, xmm9
-    vmovdqa      xmm6, [rsp + 256]                   ; reload
-    vpxor        xmm6, xmm6, xmm13
+    vpxor        xmm1, xmm9, xmm11
+    vpxor        xmm3, xmm8, xmm3
+    vpxor        xmm3, xmm3, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm5, xmm12
+    vmovdqa      xmm5, [rsp + 256]                   ; reload
+    vpxor        xmm5, xmm5, xmm14
     vmovdqa      xmm9, [rsp + 192]                   ; reload
     vpxor        xmm2, xmm9, xmm2
     vmovdqa      xmm9, [rsp + 224]                   ; reload
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm4
+    vpxor        xmm8, xmm9, xmm8
+    vpxor        xmm8, xmm8, xmm4
     vmovdqa      xmm11, [rsp + 160]                  ; reload
     vpxor        xmm10, xmm11, xmm10
-    vpxor        xmm10, xmm10, xmm6
+    vpxor        xmm10, xmm10, xmm5
     vmovdqa      xmm12, [rsp + 320]                  ; reload
     vpxor        xmm3, xmm12, xmm3
     vpxor        xmm3, xmm3, xmm2
-    vmovdqa      xmm13, [rsp + 128]                  ; reload
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm0, xmm0, [rsp + 288]
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm4, xmm14, xmm6
-    vpxor        xmm2, xmm5, xmm2
+    vmovdqa      xmm14, [rsp + 128]                  ; reload
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm1, xmm1, [rsp + 288]
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm4, xmm7, xmm5
+    vpxor        xmm2, xmm13, xmm2
     vpslldq      xmm5, xmm11, 8
     vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm6, xmm13, xmm11, 8
-    vpxor        xmm6, xmm12, xmm6
-    vpalignr     xmm9, xmm10, xmm13, 8
-    vpxor        xmm7, xmm7, xmm9
-    vpalignr     xmm9, xmm1, xmm10, 8
+    vpalignr     xmm7, xmm14, xmm11, 8
+    vpxor        xmm7, xmm12, xmm7
+    vpalignr     xmm9, xmm10, xmm14, 8
+    vpxor        xmm8, xmm8, xmm9
+    vpalignr     xmm9, xmm0, xmm10, 8
     vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm8, xmm4, 8
+    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpalignr     xmm1, xmm6, xmm4, 8
     vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm8, 8
+    vpsrldq      xmm2, xmm6, 8
     vmovdqa      xmm4, [rsp + 288]                   ; reload
     vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm2, 39
+    vpsrlq       xmm6, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm2, 8
     vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm3, xmm3, xmm6
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm2, xmm2, xmm1, 8
     vpxor        xmm2, xmm3, xmm2
     vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm4, xmm2, 39
+    vpsrlq       xmm6, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm13, xmm6
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm8, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm2, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm2, xmm2, xmm5
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
@@ -10023,193 +10932,234 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm0, xmm7, xmm0
     vpxor        xmm2, xmm2, xmm8
     vpxor        xmm2, xmm2, xmm9
     vpalignr     xmm1, xmm1, xmm0, 8
     vpxor        xmm1, xmm2, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpalignr     xmm4, xmm0, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm4, xmm0, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
     vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm2, xmm3, [rsp + 96], 0
-    vpclmulqdq   xmm5, xmm3, [rsp + 96], 1
-    vpclmulqdq   xmm6, xmm3, [rsp + 96], 16
-    vpclmulqdq   xmm7, xmm3, [rsp + 96], 17
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm1, [rsp + 64], 0
-    vpclmulqdq   xmm8, xmm1, [rsp + 64], 1
-    vpclmulqdq   xmm9, xmm1, [rsp + 64], 16
-    vpclmulqdq   xmm10, xmm1, [rsp + 64], 17
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm3, xmm1
-    vmovdqa      xmm11, [rsp + 96]                   ; reload
-    vpxor        xmm12, xmm11, [rsp + 64]
-    vpclmulqdq   xmm13, xmm9, xmm12, 0
-    vpclmulqdq   xmm14, xmm9, xmm12, 1
-    vpclmulqdq   xmm15, xmm9, xmm12, 16
-    vpclmulqdq   xmm9, xmm9, xmm12, 17
-    vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm6, xmm7, xmm6
-    vpxor        xmm7, xmm2, xmm13
-    vpxor        xmm7, xmm7, xmm6
-    vpxor        xmm12, xmm5, xmm12
-    vpxor        xmm12, xmm12, xmm8
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm6, xmm9, xmm6
-    vpclmulqdq   xmm9, xmm4, [rsp + 32], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 32], 1
-    vpclmulqdq   xmm14, xmm4, [rsp + 32], 16
-    vpclmulqdq   xmm15, xmm4, [rsp + 32], 17
-    vpxor        xmm13, xmm13, xmm14
-    vpclmulqdq   xmm14, xmm0, [rsp], 0
-    vmovdqa      [rsp + 288], xmm12                  ; spill
-    vpxor        xmm12, xmm4, xmm0
+    vpclmulqdq   xmm5, xmm3, [rsp + 96], 17
+    vpshufd      xmm6, xmm3, 78
+    vpxor        xmm6, xmm3, xmm6
+    vpshufd      xmm7, [rsp + 96], 78
+    vmovdqa      xmm8, [rsp + 96]                    ; reload
+    vpxor        xmm7, xmm8, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm6, xmm6, xmm5
+    vpclmulqdq   xmm7, xmm1, [rsp + 64], 0
+    vpclmulqdq   xmm9, xmm1, [rsp + 64], 17
+    vpshufd      xmm10, xmm1, 78
+    vpxor        xmm10, xmm1, xmm10
+    vpshufd      xmm11, [rsp + 64], 78
+    vmovdqa      xmm12, [rsp + 64]                   ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm7
+    vpxor        xmm10, xmm10, xmm9
+    vpxor        xmm11, xmm3, xmm1
+    vpxor        xmm13, xmm8, xmm12
+    vpclmulqdq   xmm14, xmm11, xmm13, 0
+    vpclmulqdq   xmm15, xmm11, xmm13, 17
+    vpshufd      xmm12, xmm11, 78
+    vpxor        xmm11, xmm11, xmm12
+    vpshufd      xmm12, xmm13, 78
+    vpxor        xmm12, xmm13, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm14
+    vpxor        xmm11, xmm11, xmm15
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm7, xmm2, xmm14
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm12, xmm15, xmm9
+    vpxor        xmm5, xmm12, xmm5
+    vpclmulqdq   xmm12, xmm4, [rsp + 32], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 32], 17
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm4, xmm14
+    vpshufd      xmm15, [rsp + 32], 78
+    vmovdqa      [rsp + 288], xmm11                  ; spill
+    vmovdqa      xmm11, [rsp + 32]                   ; reload
+    vpxor        xmm15, xmm11, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm12
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm0, [rsp], 0
     vmovdqa      [rsp + 128], xmm7                   ; spill
-    vmovdqa      xmm7, [rsp + 32]                    ; reload
-    vmovdqa      [rsp + 320], xmm5                   ; spill
-    vpxor        xmm5, xmm7, [rsp]
+    vpxor        xmm7, xmm4, xmm0
+    vmovdqa      [rsp + 320], xmm6                   ; spill
+    vpxor        xmm6, xmm11, [rsp]
     vmovdqa      [rsp + 160], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm12, xmm5, 0
-    vmovdqa      [rsp + 224], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm12, xmm5, 1
-    vmovdqa      [rsp + 192], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm12, xmm5, 16
-    vpclmulqdq   xmm5, xmm12, xmm5, 17
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm10, xmm15, xmm14
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm2, xmm2, xmm10
-    vpxor        xmm8, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm10
+    vpclmulqdq   xmm2, xmm7, xmm6, 0
+    vmovdqa      [rsp + 224], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm7, xmm6, 17
+    vmovdqa      [rsp + 192], xmm10                  ; spill
+    vpshufd      xmm10, xmm7, 78
+    vpxor        xmm7, xmm7, xmm10
+    vpshufd      xmm10, xmm6, 78
+    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm6, xmm7, xmm6, 0
+    vpxor        xmm6, xmm6, xmm2
+    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm7, xmm13, xmm15
+    vpxor        xmm2, xmm12, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm7, xmm9, xmm7
     vpxor        xmm3, xmm3, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm11, xmm7
+    vpxor        xmm1, xmm8, xmm11
     vmovdqa      xmm4, [rsp + 64]                    ; reload
-    vpxor        xmm10, xmm4, [rsp]
-    vpclmulqdq   xmm12, xmm3, xmm1, 0
-    vpclmulqdq   xmm14, xmm3, xmm1, 1
-    vpclmulqdq   xmm15, xmm3, xmm1, 16
-    vpclmulqdq   xmm7, xmm3, xmm1, 17
-    vpxor        xmm14, xmm14, xmm15
-    vpclmulqdq   xmm15, xmm0, xmm10, 0
-    vpclmulqdq   xmm4, xmm0, xmm10, 1
-    vpclmulqdq   xmm11, xmm0, xmm10, 16
-    vmovdqa      [rsp + 256], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm10, 17
-    vpxor        xmm4, xmm4, xmm11
-    vpxor        xmm0, xmm3, xmm0
-    vpxor        xmm1, xmm1, xmm10
-    vpclmulqdq   xmm3, xmm0, xmm1, 0
-    vpclmulqdq   xmm10, xmm0, xmm1, 1
-    vpclmulqdq   xmm11, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm10, xmm11
+    vpxor        xmm9, xmm4, [rsp]
+    vpclmulqdq   xmm10, xmm3, xmm1, 0
+    vpclmulqdq   xmm13, xmm3, xmm1, 17
+    vpshufd      xmm15, xmm3, 78
+    vpxor        xmm15, xmm3, xmm15
+    vpshufd      xmm11, xmm1, 78
+    vpxor        xmm11, xmm1, xmm11
+    vpclmulqdq   xmm11, xmm15, xmm11, 0
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm11, xmm11, xmm13
+    vpclmulqdq   xmm15, xmm0, xmm9, 0
+    vpclmulqdq   xmm4, xmm0, xmm9, 17
+    vpshufd      xmm8, xmm0, 78
+    vpxor        xmm8, xmm0, xmm8
+    vmovdqa      [rsp + 256], xmm7                   ; spill
+    vpshufd      xmm7, xmm9, 78
+    vpxor        xmm7, xmm9, xmm7
+    vpclmulqdq   xmm7, xmm8, xmm7, 0
     vpxor        xmm7, xmm7, xmm15
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm0, xmm0, xmm5
+    vpxor        xmm7, xmm7, xmm4
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm1, xmm1, xmm9
+    vpclmulqdq   xmm3, xmm0, xmm1, 0
+    vpclmulqdq   xmm8, xmm0, xmm1, 17
+    vpshufd      xmm9, xmm0, 78
+    vpxor        xmm0, xmm0, xmm9
+    vpshufd      xmm9, xmm1, 78
+    vpxor        xmm1, xmm1, xmm9
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpxor        xmm0, xmm0, xmm3
+    vpxor        xmm0, xmm0, xmm8
+    vpxor        xmm1, xmm13, xmm15
+    vpxor        xmm3, xmm10, xmm3
+    vpxor        xmm3, xmm3, xmm1
+    vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm7
-    vpxor        xmm6, xmm6, xmm9
-    vmovdqa      xmm7, [rsp + 192]                   ; reload
-    vpxor        xmm7, xmm7, xmm13
+    vpxor        xmm8, xmm8, xmm4
+    vpxor        xmm1, xmm8, xmm1
+    vpxor        xmm5, xmm5, xmm12
+    vmovdqa      xmm8, [rsp + 192]                   ; reload
+    vpxor        xmm8, xmm8, xmm14
     vmovdqa      xmm9, [rsp + 224]                   ; reload
     vpxor        xmm2, xmm9, xmm2
     vmovdqa      xmm9, [rsp + 160]                   ; reload
-    vpxor        xmm10, xmm9, xmm12
-    vpxor        xmm10, xmm10, xmm6
-    vmovdqa      xmm11, [rsp + 320]                  ; reload
-    vpxor        xmm12, xmm11, xmm14
-    vpxor        xmm12, xmm12, xmm7
+    vpxor        xmm10, xmm9, xmm10
+    vpxor        xmm10, xmm10, xmm5
+    vmovdqa      xmm12, [rsp + 320]                  ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpxor        xmm11, xmm11, xmm8
     vmovdqa      xmm13, [rsp + 128]                  ; reload
     vpxor        xmm3, xmm13, xmm3
     vpxor        xmm3, xmm3, xmm2
     vmovdqa      xmm14, [rsp + 288]                  ; reload
-    vpxor        xmm1, xmm14, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm0, xmm0, [rsp + 256]
+    vpxor        xmm0, xmm14, xmm0
     vpxor        xmm0, xmm0, xmm6
-    vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm2, xmm5, xmm2
-    vpslldq      xmm5, xmm11, 8
-    vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm6, xmm14, xmm11, 8
-    vpxor        xmm6, xmm13, xmm6
-    vpalignr     xmm7, xmm12, xmm14, 8
-    vpxor        xmm7, xmm10, xmm7
-    vpalignr     xmm9, xmm1, xmm12, 8
-    vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm8, xmm4, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm8, 8
-    vmovdqa      xmm4, [rsp + 256]                   ; reload
+    vpxor        xmm1, xmm1, [rsp + 256]
+    vpxor        xmm1, xmm1, xmm5
+    vpxor        xmm5, xmm7, xmm8
     vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpslldq      xmm4, xmm12, 8
+    vpxor        xmm4, xmm9, xmm4
+    vpalignr     xmm7, xmm14, xmm12, 8
+    vpxor        xmm7, xmm13, xmm7
+    vpalignr     xmm8, xmm11, xmm14, 8
+    vpxor        xmm8, xmm10, xmm8
+    vpalignr     xmm9, xmm0, xmm11, 8
+    vpxor        xmm3, xmm3, xmm9
+    vpalignr     xmm0, xmm5, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpalignr     xmm1, xmm6, xmm5, 8
+    vpxor        xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm6, 8
+    vmovdqa      xmm5, [rsp + 256]                   ; reload
+    vpxor        xmm2, xmm5, xmm2
+    vpsllq       xmm5, xmm2, 39
+    vpsrlq       xmm6, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm2, 8
     vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm3, xmm3, xmm8
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm3, xmm3, xmm6
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm2, xmm2, xmm1, 8
     vpxor        xmm2, xmm3, xmm2
     vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpsllq       xmm5, xmm2, 39
+    vpsrlq       xmm6, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxor        xmm4, xmm4, xmm5
+    vpxor        xmm5, xmm13, xmm6
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm6, xmm2
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm8, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm2, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm2, xmm2, xmm5
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
@@ -10222,35 +11172,39 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm8, xmm0, xmm0, 0
     vpclmulqdq   xmm9, xmm0, xmm0, 17
     vpclmulqdq   xmm10, xmm1, xmm1, 0
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm12, xmm10, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm13, xmm10, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm14, xmm9, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm15, xmm9, [rel gf2m_g_8000000000], 1
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm14, xmm9, 39
+    vpsrlq       xmm15, xmm9, 25
     vmovdqa      [rsp + 256], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm9, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm9, xmm9, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm1, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
     vmovdqa      [rsp + 288], xmm0                   ; spill
     vpsrldq      xmm0, xmm10, 8
     vpxor        xmm0, xmm8, xmm0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 0
+    vpsllq       xmm8, xmm0, 39
     vmovdqa      [rsp + 128], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm0, [rel gf2m_g_8000000000], 1
+    vpsrlq       xmm2, xmm0, 25
     vmovdqa      [rsp + 320], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm9, xmm11, xmm9
     vpxor        xmm7, xmm7, xmm12
     vpxor        xmm7, xmm7, xmm13
     vpalignr     xmm10, xmm10, xmm9, 8
     vpxor        xmm10, xmm7, xmm10
     vpsrldq      xmm10, xmm10, 8
-    vpclmulqdq   xmm11, xmm10, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm10, xmm10, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm11, xmm10, 39
+    vpsrlq       xmm12, xmm10, 25
+    vpsllq       xmm13, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
     vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm8, xmm8, xmm12
+    vpxor        xmm8, xmm8, xmm13
     vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm4, xmm4, xmm10
     vpxor        xmm2, xmm2, xmm4
     vpxor        xmm0, xmm14, xmm0
     vpxor        xmm4, xmm6, xmm15
@@ -10271,40 +11225,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm0, xmm7, xmm0
     vpxor        xmm2, xmm2, xmm8
     vpxor        xmm2, xmm2, xmm9
     vpalignr     xmm1, xmm1, xmm0, 8
     vpxor        xmm1, xmm2, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm0, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm3, xmm0, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm2, xmm0
@@ -10316,40 +11274,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm3, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
-    vpalignr     xmm4, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm4, xmm3, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm1, xmm1, xmm3
@@ -10361,40 +11323,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm4, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm0, xmm0, xmm4
@@ -10406,40 +11372,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -10451,40 +11421,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpalignr     xmm4, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm4, xmm3, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -10496,40 +11470,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm4, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm2, xmm0
-    vpalignr     xmm2, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm1, xmm1, xmm4
@@ -10541,40 +11519,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm2, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
@@ -10586,40 +11568,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm3, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
-    vpalignr     xmm4, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm4, xmm3, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm1, xmm1, xmm3
@@ -10631,40 +11617,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm4, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm0, xmm0, xmm4
@@ -10676,40 +11666,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -10721,40 +11715,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpalignr     xmm4, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm4, xmm3, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -10766,40 +11764,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm4, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm2, xmm0
-    vpalignr     xmm2, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm1, xmm1, xmm4
@@ -10811,40 +11813,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm2, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
@@ -10856,40 +11862,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm3, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
-    vpalignr     xmm4, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm4, xmm3, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm1, xmm1, xmm3
@@ -10901,40 +11911,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm4, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm0, xmm0, xmm4
@@ -10946,40 +11960,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -10991,40 +12009,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpalignr     xmm4, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm4, xmm3, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -11036,40 +12058,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm4, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm2, xmm0
-    vpalignr     xmm2, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm1, xmm1, xmm4
@@ -11081,40 +12107,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm2, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm0, xmm0, xmm2
@@ -11126,40 +12156,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm3, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm4, xmm0
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm4, xmm0
-    vpalignr     xmm4, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm4, xmm3, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm1, xmm1, xmm3
@@ -11171,40 +12205,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm4, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm2, xmm1
-    vpalignr     xmm2, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm0, xmm0, xmm4
@@ -11216,40 +12254,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm2, xmm2, 0
     vpclmulqdq   xmm2, xmm2, xmm2, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm2, xmm7, xmm2
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm2, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm4, xmm4, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm3, xmm3, xmm14
-    vpxor        xmm3, xmm3, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm3, xmm0
+    vpxor        xmm3, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm3, xmm0
-    vpalignr     xmm3, xmm2, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm4, xmm4, xmm6
+    vpalignr     xmm6, xmm3, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxor        xmm3, xmm5, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpxor        xmm1, xmm1, xmm2
@@ -11261,40 +12303,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm3, xmm3, 0
     vpclmulqdq   xmm3, xmm3, xmm3, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm3, xmm7, xmm3
     vpxor        xmm0, xmm0, xmm8
     vpxor        xmm0, xmm0, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpalignr     xmm4, xmm3, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm4, xmm3, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm3, xmm3, 8
     vpxor        xmm0, xmm0, xmm3
@@ -11306,193 +12352,234 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm4, xmm4, 0
     vpclmulqdq   xmm4, xmm4, xmm4, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm4, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm4, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm4, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm4, xmm4, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm13, xmm0, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm4, xmm7, xmm4
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm0, xmm0, xmm4, 8
     vpxor        xmm0, xmm1, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpclmulqdq   xmm7, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm0, xmm13, xmm0
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm2, xmm2, xmm14
-    vpxor        xmm2, xmm2, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm0, xmm15, xmm0
+    vpxor        xmm0, xmm2, xmm0
+    vpxor        xmm2, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm0, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm0, xmm6, xmm0, 8
-    vpxor        xmm0, xmm2, xmm0
-    vpalignr     xmm2, xmm4, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm2, xmm7, 8
+    vpxor        xmm0, xmm0, xmm6
+    vpalignr     xmm2, xmm4, xmm2, 8
     vpxor        xmm2, xmm5, xmm2
     vpsrldq      xmm4, xmm4, 8
     vpxor        xmm1, xmm1, xmm4
     vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm4, xmm3, [rsp + 320], 0
-    vpclmulqdq   xmm5, xmm3, [rsp + 320], 1
-    vpclmulqdq   xmm6, xmm3, [rsp + 320], 16
-    vpclmulqdq   xmm7, xmm3, [rsp + 320], 17
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm0, [rsp + 128], 0
-    vpclmulqdq   xmm8, xmm0, [rsp + 128], 1
-    vpclmulqdq   xmm9, xmm0, [rsp + 128], 16
-    vpclmulqdq   xmm10, xmm0, [rsp + 128], 17
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm3, xmm0
-    vmovdqa      xmm11, [rsp + 320]                  ; reload
-    vpxor        xmm12, xmm11, [rsp + 128]
-    vpclmulqdq   xmm13, xmm9, xmm12, 0
-    vpclmulqdq   xmm14, xmm9, xmm12, 1
-    vpclmulqdq   xmm15, xmm9, xmm12, 16
-    vpclmulqdq   xmm9, xmm9, xmm12, 17
-    vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm6, xmm7, xmm6
-    vpxor        xmm7, xmm4, xmm13
-    vpxor        xmm7, xmm7, xmm6
-    vpxor        xmm12, xmm5, xmm12
-    vpxor        xmm12, xmm12, xmm8
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm6, xmm9, xmm6
-    vpclmulqdq   xmm9, xmm2, [rsp + 288], 0
-    vpclmulqdq   xmm13, xmm2, [rsp + 288], 1
-    vpclmulqdq   xmm14, xmm2, [rsp + 288], 16
-    vpclmulqdq   xmm15, xmm2, [rsp + 288], 17
-    vpxor        xmm13, xmm13, xmm14
-    vpclmulqdq   xmm14, xmm1, [rsp + 256], 0
-    vmovdqa      [rsp + 160], xmm12                  ; spill
-    vpxor        xmm12, xmm2, xmm1
+    vpclmulqdq   xmm5, xmm3, [rsp + 320], 17
+    vpshufd      xmm6, xmm3, 78
+    vpxor        xmm6, xmm3, xmm6
+    vpshufd      xmm7, [rsp + 320], 78
+    vmovdqa      xmm8, [rsp + 320]                   ; reload
+    vpxor        xmm7, xmm8, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpxor        xmm6, xmm6, xmm4
+    vpxor        xmm6, xmm6, xmm5
+    vpclmulqdq   xmm7, xmm0, [rsp + 128], 0
+    vpclmulqdq   xmm9, xmm0, [rsp + 128], 17
+    vpshufd      xmm10, xmm0, 78
+    vpxor        xmm10, xmm0, xmm10
+    vpshufd      xmm11, [rsp + 128], 78
+    vmovdqa      xmm12, [rsp + 128]                  ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm7
+    vpxor        xmm10, xmm10, xmm9
+    vpxor        xmm11, xmm3, xmm0
+    vpxor        xmm13, xmm8, xmm12
+    vpclmulqdq   xmm14, xmm11, xmm13, 0
+    vpclmulqdq   xmm15, xmm11, xmm13, 17
+    vpshufd      xmm12, xmm11, 78
+    vpxor        xmm11, xmm11, xmm12
+    vpshufd      xmm12, xmm13, 78
+    vpxor        xmm12, xmm13, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm14
+    vpxor        xmm11, xmm11, xmm15
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm7, xmm4, xmm14
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm12, xmm15, xmm9
+    vpxor        xmm5, xmm12, xmm5
+    vpclmulqdq   xmm12, xmm2, [rsp + 288], 0
+    vpclmulqdq   xmm13, xmm2, [rsp + 288], 17
+    vpshufd      xmm14, xmm2, 78
+    vpxor        xmm14, xmm2, xmm14
+    vpshufd      xmm15, [rsp + 288], 78
+    vmovdqa      [rsp + 160], xmm11                  ; spill
+    vmovdqa      xmm11, [rsp + 288]                  ; reload
+    vpxor        xmm15, xmm11, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm12
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm1, [rsp + 256], 0
     vmovdqa      [rsp + 224], xmm7                   ; spill
-    vmovdqa      xmm7, [rsp + 288]                   ; reload
-    vmovdqa      [rsp + 192], xmm5                   ; spill
-    vpxor        xmm5, xmm7, [rsp + 256]
+    vpxor        xmm7, xmm2, xmm1
+    vmovdqa      [rsp + 192], xmm6                   ; spill
+    vpxor        xmm6, xmm11, [rsp + 256]
     vmovdqa      [rsp + 384], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm12, xmm5, 0
-    vmovdqa      [rsp + 352], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm12, xmm5, 1
-    vmovdqa      [rsp + 416], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm12, xmm5, 16
-    vpclmulqdq   xmm5, xmm12, xmm5, 17
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm10, xmm15, xmm14
-    vpxor        xmm4, xmm9, xmm4
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm8, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm10
+    vpclmulqdq   xmm4, xmm7, xmm6, 0
+    vmovdqa      [rsp + 352], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm7, xmm6, 17
+    vmovdqa      [rsp + 416], xmm10                  ; spill
+    vpshufd      xmm10, xmm7, 78
+    vpxor        xmm7, xmm7, xmm10
+    vpshufd      xmm10, xmm6, 78
+    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm6, xmm7, xmm6, 0
+    vpxor        xmm6, xmm6, xmm4
+    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm7, xmm13, xmm15
+    vpxor        xmm4, xmm12, xmm4
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm7, xmm9, xmm7
     vpxor        xmm2, xmm3, xmm2
     vpxor        xmm0, xmm0, xmm1
-    vpxor        xmm1, xmm11, xmm7
+    vpxor        xmm1, xmm8, xmm11
     vmovdqa      xmm3, [rsp + 128]                   ; reload
     vpxor        xmm3, xmm3, [rsp + 256]
-    vpclmulqdq   xmm7, xmm2, xmm1, 0
-    vpclmulqdq   xmm10, xmm2, xmm1, 1
-    vpclmulqdq   xmm11, xmm2, xmm1, 16
-    vpclmulqdq   xmm12, xmm2, xmm1, 17
-    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm8, xmm2, xmm1, 0
+    vpclmulqdq   xmm9, xmm2, xmm1, 17
+    vpshufd      xmm10, xmm2, 78
+    vpxor        xmm10, xmm2, xmm10
+    vpshufd      xmm11, xmm1, 78
+    vpxor        xmm11, xmm1, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm10, xmm10, xmm9
     vpclmulqdq   xmm11, xmm0, xmm3, 0
-    vpclmulqdq   xmm14, xmm0, xmm3, 1
-    vpclmulqdq   xmm15, xmm0, xmm3, 16
-    vmovdqa      [rsp + 256], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm0, xmm3, 17
-    vpxor        xmm14, xmm14, xmm15
+    vpclmulqdq   xmm13, xmm0, xmm3, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm15, xmm0, xmm15
+    vmovdqa      [rsp + 256], xmm7                   ; spill
+    vpshufd      xmm7, xmm3, 78
+    vpxor        xmm7, xmm3, xmm7
+    vpclmulqdq   xmm7, xmm15, xmm7, 0
+    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm7, xmm7, xmm13
     vpxor        xmm0, xmm2, xmm0
     vpxor        xmm1, xmm1, xmm3
     vpclmulqdq   xmm2, xmm0, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm1, 1
-    vpclmulqdq   xmm15, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm3, xmm15
-    vpxor        xmm3, xmm12, xmm11
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm2, xmm2, xmm3
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm0, xmm0, xmm5
+    vpclmulqdq   xmm3, xmm0, xmm1, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm0, xmm0, xmm15
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm1, xmm1, xmm15
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpxor        xmm0, xmm0, xmm2
     vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm3, xmm6, xmm9
-    vmovdqa      xmm6, [rsp + 416]                   ; reload
-    vpxor        xmm6, xmm6, xmm13
+    vpxor        xmm1, xmm9, xmm11
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm3, xmm3, xmm13
+    vpxor        xmm1, xmm3, xmm1
+    vpxor        xmm3, xmm5, xmm12
+    vmovdqa      xmm5, [rsp + 416]                   ; reload
+    vpxor        xmm5, xmm5, xmm14
     vmovdqa      xmm9, [rsp + 352]                   ; reload
     vpxor        xmm4, xmm9, xmm4
     vmovdqa      xmm9, [rsp + 384]                   ; reload
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm3
+    vpxor        xmm8, xmm9, xmm8
+    vpxor        xmm8, xmm8, xmm3
     vmovdqa      xmm11, [rsp + 192]                  ; reload
     vpxor        xmm10, xmm11, xmm10
-    vpxor        xmm10, xmm10, xmm6
+    vpxor        xmm10, xmm10, xmm5
     vmovdqa      xmm12, [rsp + 224]                  ; reload
     vpxor        xmm2, xmm12, xmm2
     vpxor        xmm2, xmm2, xmm4
-    vmovdqa      xmm13, [rsp + 160]                  ; reload
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm0, xmm0, [rsp + 256]
-    vpxor        xmm0, xmm0, xmm3
-    vpxor        xmm3, xmm14, xmm6
-    vpxor        xmm4, xmm5, xmm4
+    vmovdqa      xmm14, [rsp + 160]                  ; reload
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm1, xmm1, [rsp + 256]
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm3, xmm7, xmm5
+    vpxor        xmm4, xmm13, xmm4
     vpslldq      xmm5, xmm11, 8
     vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm6, xmm13, xmm11, 8
-    vpxor        xmm6, xmm12, xmm6
-    vpalignr     xmm9, xmm10, xmm13, 8
-    vpxor        xmm7, xmm7, xmm9
-    vpalignr     xmm9, xmm1, xmm10, 8
+    vpalignr     xmm7, xmm14, xmm11, 8
+    vpxor        xmm7, xmm12, xmm7
+    vpalignr     xmm9, xmm10, xmm14, 8
+    vpxor        xmm8, xmm8, xmm9
+    vpalignr     xmm9, xmm0, xmm10, 8
     vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm3, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm8, xmm3, 8
+    vpalignr     xmm0, xmm3, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpalignr     xmm1, xmm6, xmm3, 8
     vpxor        xmm1, xmm4, xmm1
-    vpsrldq      xmm3, xmm8, 8
+    vpsrldq      xmm3, xmm6, 8
     vmovdqa      xmm4, [rsp + 256]                   ; reload
     vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm3, 8
     vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm2, xmm2, xmm9
     vpalignr     xmm3, xmm3, xmm1, 8
     vpxor        xmm3, xmm2, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm4, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm3, xmm13, xmm3
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm13, xmm6
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm8, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm3, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm3, xmm0, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
@@ -11505,193 +12592,234 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm0, xmm7, xmm0
     vpxor        xmm3, xmm3, xmm8
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm1, xmm1, xmm0, 8
     vpxor        xmm1, xmm3, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm7, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm2, xmm2, xmm7
-    vpxor        xmm1, xmm13, xmm1
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm1, 8
-    vpxor        xmm2, xmm2, xmm7
-    vpalignr     xmm1, xmm6, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpalignr     xmm4, xmm0, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm1, xmm1, xmm6
+    vpalignr     xmm4, xmm0, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm3, xmm0
     vpand        xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_0]
     vpclmulqdq   xmm3, xmm2, [rsp + 96], 0
-    vpclmulqdq   xmm5, xmm2, [rsp + 96], 1
-    vpclmulqdq   xmm6, xmm2, [rsp + 96], 16
-    vpclmulqdq   xmm7, xmm2, [rsp + 96], 17
-    vpxor        xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm1, [rsp + 64], 0
-    vpclmulqdq   xmm8, xmm1, [rsp + 64], 1
-    vpclmulqdq   xmm9, xmm1, [rsp + 64], 16
-    vpclmulqdq   xmm10, xmm1, [rsp + 64], 17
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm9, xmm2, xmm1
-    vmovdqa      xmm11, [rsp + 96]                   ; reload
-    vpxor        xmm12, xmm11, [rsp + 64]
-    vpclmulqdq   xmm13, xmm9, xmm12, 0
-    vpclmulqdq   xmm14, xmm9, xmm12, 1
-    vpclmulqdq   xmm15, xmm9, xmm12, 16
-    vpclmulqdq   xmm9, xmm9, xmm12, 17
-    vpxor        xmm12, xmm14, xmm15
-    vpxor        xmm6, xmm7, xmm6
-    vpxor        xmm7, xmm3, xmm13
-    vpxor        xmm7, xmm7, xmm6
-    vpxor        xmm12, xmm5, xmm12
-    vpxor        xmm12, xmm12, xmm8
-    vpxor        xmm9, xmm9, xmm10
-    vpxor        xmm6, xmm9, xmm6
-    vpclmulqdq   xmm9, xmm4, [rsp + 32], 0
-    vpclmulqdq   xmm13, xmm4, [rsp + 32], 1
-    vpclmulqdq   xmm14, xmm4, [rsp + 32], 16
-    vpclmulqdq   xmm15, xmm4, [rsp + 32], 17
-    vpxor        xmm13, xmm13, xmm14
-    vpclmulqdq   xmm14, xmm0, [rsp], 0
-    vmovdqa      [rsp + 256], xmm12                  ; spill
-    vpxor        xmm12, xmm4, xmm0
+    vpclmulqdq   xmm5, xmm2, [rsp + 96], 17
+    vpshufd      xmm6, xmm2, 78
+    vpxor        xmm6, xmm2, xmm6
+    vpshufd      xmm7, [rsp + 96], 78
+    vmovdqa      xmm8, [rsp + 96]                    ; reload
+    vpxor        xmm7, xmm8, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpxor        xmm6, xmm6, xmm3
+    vpxor        xmm6, xmm6, xmm5
+    vpclmulqdq   xmm7, xmm1, [rsp + 64], 0
+    vpclmulqdq   xmm9, xmm1, [rsp + 64], 17
+    vpshufd      xmm10, xmm1, 78
+    vpxor        xmm10, xmm1, xmm10
+    vpshufd      xmm11, [rsp + 64], 78
+    vmovdqa      xmm12, [rsp + 64]                   ; reload
+    vpxor        xmm11, xmm12, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm7
+    vpxor        xmm10, xmm10, xmm9
+    vpxor        xmm11, xmm2, xmm1
+    vpxor        xmm13, xmm8, xmm12
+    vpclmulqdq   xmm14, xmm11, xmm13, 0
+    vpclmulqdq   xmm15, xmm11, xmm13, 17
+    vpshufd      xmm12, xmm11, 78
+    vpxor        xmm11, xmm11, xmm12
+    vpshufd      xmm12, xmm13, 78
+    vpxor        xmm12, xmm13, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpxor        xmm11, xmm11, xmm14
+    vpxor        xmm11, xmm11, xmm15
+    vpxor        xmm5, xmm5, xmm7
+    vpxor        xmm7, xmm3, xmm14
+    vpxor        xmm7, xmm7, xmm5
+    vpxor        xmm11, xmm6, xmm11
+    vpxor        xmm11, xmm11, xmm10
+    vpxor        xmm12, xmm15, xmm9
+    vpxor        xmm5, xmm12, xmm5
+    vpclmulqdq   xmm12, xmm4, [rsp + 32], 0
+    vpclmulqdq   xmm13, xmm4, [rsp + 32], 17
+    vpshufd      xmm14, xmm4, 78
+    vpxor        xmm14, xmm4, xmm14
+    vpshufd      xmm15, [rsp + 32], 78
+    vmovdqa      [rsp + 256], xmm11                  ; spill
+    vmovdqa      xmm11, [rsp + 32]                   ; reload
+    vpxor        xmm15, xmm11, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm12
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm0, [rsp], 0
     vmovdqa      [rsp + 160], xmm7                   ; spill
-    vmovdqa      xmm7, [rsp + 32]                    ; reload
-    vmovdqa      [rsp + 224], xmm5                   ; spill
-    vpxor        xmm5, xmm7, [rsp]
+    vpxor        xmm7, xmm4, xmm0
+    vmovdqa      [rsp + 224], xmm6                   ; spill
+    vpxor        xmm6, xmm11, [rsp]
     vmovdqa      [rsp + 192], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm12, xmm5, 0
-    vmovdqa      [rsp + 384], xmm10                  ; spill
-    vpclmulqdq   xmm10, xmm12, xmm5, 1
-    vmovdqa      [rsp + 352], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm12, xmm5, 16
-    vpclmulqdq   xmm5, xmm12, xmm5, 17
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm10, xmm15, xmm14
-    vpxor        xmm3, xmm9, xmm3
-    vpxor        xmm3, xmm3, xmm10
-    vpxor        xmm8, xmm13, xmm8
-    vpxor        xmm5, xmm5, xmm10
+    vpclmulqdq   xmm3, xmm7, xmm6, 0
+    vmovdqa      [rsp + 384], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm7, xmm6, 17
+    vmovdqa      [rsp + 352], xmm10                  ; spill
+    vpshufd      xmm10, xmm7, 78
+    vpxor        xmm7, xmm7, xmm10
+    vpshufd      xmm10, xmm6, 78
+    vpxor        xmm6, xmm6, xmm10
+    vpclmulqdq   xmm6, xmm7, xmm6, 0
+    vpxor        xmm6, xmm6, xmm3
+    vpxor        xmm6, xmm6, xmm9
+    vpxor        xmm7, xmm13, xmm15
+    vpxor        xmm3, xmm12, xmm3
+    vpxor        xmm3, xmm3, xmm7
+    vpxor        xmm6, xmm14, xmm6
+    vpxor        xmm7, xmm9, xmm7
     vpxor        xmm2, xmm2, xmm4
     vpxor        xmm0, xmm1, xmm0
-    vpxor        xmm1, xmm11, xmm7
+    vpxor        xmm1, xmm8, xmm11
     vmovdqa      xmm4, [rsp + 64]                    ; reload
     vpxor        xmm4, xmm4, [rsp]
-    vpclmulqdq   xmm7, xmm2, xmm1, 0
-    vpclmulqdq   xmm10, xmm2, xmm1, 1
-    vpclmulqdq   xmm11, xmm2, xmm1, 16
-    vpclmulqdq   xmm12, xmm2, xmm1, 17
-    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm8, xmm2, xmm1, 0
+    vpclmulqdq   xmm9, xmm2, xmm1, 17
+    vpshufd      xmm10, xmm2, 78
+    vpxor        xmm10, xmm2, xmm10
+    vpshufd      xmm11, xmm1, 78
+    vpxor        xmm11, xmm1, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm10, xmm10, xmm9
     vpclmulqdq   xmm11, xmm0, xmm4, 0
-    vpclmulqdq   xmm14, xmm0, xmm4, 1
-    vpclmulqdq   xmm15, xmm0, xmm4, 16
-    vmovdqa      [rsp], xmm5                         ; spill
-    vpclmulqdq   xmm5, xmm0, xmm4, 17
-    vpxor        xmm14, xmm14, xmm15
+    vpclmulqdq   xmm13, xmm0, xmm4, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm15, xmm0, xmm15
+    vmovdqa      [rsp], xmm7                         ; spill
+    vpshufd      xmm7, xmm4, 78
+    vpxor        xmm7, xmm4, xmm7
+    vpclmulqdq   xmm7, xmm15, xmm7, 0
+    vpxor        xmm7, xmm7, xmm11
+    vpxor        xmm7, xmm7, xmm13
     vpxor        xmm0, xmm2, xmm0
     vpxor        xmm1, xmm1, xmm4
     vpclmulqdq   xmm2, xmm0, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm1, 1
-    vpclmulqdq   xmm15, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxor        xmm1, xmm4, xmm15
-    vpxor        xmm4, xmm12, xmm11
-    vpxor        xmm2, xmm7, xmm2
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm1, xmm10, xmm1
-    vpxor        xmm1, xmm1, xmm14
-    vpxor        xmm0, xmm0, xmm5
+    vpclmulqdq   xmm4, xmm0, xmm1, 17
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm0, xmm0, xmm15
+    vpshufd      xmm15, xmm1, 78
+    vpxor        xmm1, xmm1, xmm15
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpxor        xmm0, xmm0, xmm2
     vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm4, xmm6, xmm9
-    vmovdqa      xmm6, [rsp + 352]                   ; reload
-    vpxor        xmm6, xmm6, xmm13
+    vpxor        xmm1, xmm9, xmm11
+    vpxor        xmm2, xmm8, xmm2
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm0, xmm10, xmm0
+    vpxor        xmm0, xmm0, xmm7
+    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm1, xmm4, xmm1
+    vpxor        xmm4, xmm5, xmm12
+    vmovdqa      xmm5, [rsp + 352]                   ; reload
+    vpxor        xmm5, xmm5, xmm14
     vmovdqa      xmm9, [rsp + 384]                   ; reload
     vpxor        xmm3, xmm9, xmm3
     vmovdqa      xmm9, [rsp + 192]                   ; reload
-    vpxor        xmm7, xmm9, xmm7
-    vpxor        xmm7, xmm7, xmm4
+    vpxor        xmm8, xmm9, xmm8
+    vpxor        xmm8, xmm8, xmm4
     vmovdqa      xmm11, [rsp + 224]                  ; reload
     vpxor        xmm10, xmm11, xmm10
-    vpxor        xmm10, xmm10, xmm6
+    vpxor        xmm10, xmm10, xmm5
     vmovdqa      xmm12, [rsp + 160]                  ; reload
     vpxor        xmm2, xmm12, xmm2
     vpxor        xmm2, xmm2, xmm3
-    vmovdqa      xmm13, [rsp + 256]                  ; reload
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm1, xmm1, xmm8
-    vpxor        xmm0, xmm0, [rsp]
-    vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm4, xmm14, xmm6
-    vpxor        xmm3, xmm5, xmm3
+    vmovdqa      xmm14, [rsp + 256]                  ; reload
+    vpxor        xmm0, xmm14, xmm0
+    vpxor        xmm0, xmm0, xmm6
+    vpxor        xmm1, xmm1, [rsp]
+    vpxor        xmm1, xmm1, xmm4
+    vpxor        xmm4, xmm7, xmm5
+    vpxor        xmm3, xmm13, xmm3
     vpslldq      xmm5, xmm11, 8
     vpxor        xmm5, xmm9, xmm5
-    vpalignr     xmm6, xmm13, xmm11, 8
-    vpxor        xmm6, xmm12, xmm6
-    vpalignr     xmm9, xmm10, xmm13, 8
-    vpxor        xmm7, xmm7, xmm9
-    vpalignr     xmm9, xmm1, xmm10, 8
+    vpalignr     xmm7, xmm14, xmm11, 8
+    vpxor        xmm7, xmm12, xmm7
+    vpalignr     xmm9, xmm10, xmm14, 8
+    vpxor        xmm8, xmm8, xmm9
+    vpalignr     xmm9, xmm0, xmm10, 8
     vpxor        xmm2, xmm2, xmm9
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
-    vpalignr     xmm1, xmm8, xmm4, 8
+    vpalignr     xmm0, xmm4, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vpalignr     xmm1, xmm6, xmm4, 8
     vpxor        xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm8, 8
+    vpsrldq      xmm3, xmm6, 8
     vmovdqa      xmm4, [rsp]                         ; reload
     vpxor        xmm3, xmm4, xmm3
-    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpsrldq      xmm13, xmm3, 8
     vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm1, xmm4, xmm1
-    vpxor        xmm2, xmm2, xmm8
+    vpxor        xmm2, xmm2, xmm6
     vpxor        xmm2, xmm2, xmm9
     vpalignr     xmm3, xmm3, xmm1, 8
     vpxor        xmm3, xmm2, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm4, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm4, xmm3, 39
+    vpsrlq       xmm6, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm3, xmm13, xmm3
-    vpxor        xmm5, xmm6, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm13, xmm6
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm6, xmm7, xmm14
+    vpxor        xmm3, xmm15, xmm3
+    vpxor        xmm3, xmm6, xmm3
     vpxor        xmm0, xmm10, xmm0
-    vpxor        xmm6, xmm7, xmm11
+    vpxor        xmm6, xmm8, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm3, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm3, xmm0, xmm3, 8
-    vpxor        xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm3, xmm3, xmm5
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm1, xmm1, 8
@@ -14032,54 +15160,74 @@ kg_gf2m409_inv_avx2:
     vextracti128 xmm6, ymm2, 0
     vextracti128 xmm2, ymm2, 1
     vpclmulqdq   xmm7, xmm5, xmm4, 0
-    vpclmulqdq   xmm8, xmm5, xmm4, 1
-    vpclmulqdq   xmm9, xmm5, xmm4, 16
-    vpclmulqdq   xmm10, xmm5, xmm4, 17
-    vpxor        xmm8, xmm8, xmm9
-    vpclmulqdq   xmm9, xmm1, xmm3, 0
-    vpclmulqdq   xmm11, xmm1, xmm3, 1
-    vpclmulqdq   xmm12, xmm1, xmm3, 16
-    vpclmulqdq   xmm13, xmm1, xmm3, 17
-    vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm12, xmm5, xmm1
+    vpclmulqdq   xmm8, xmm5, xmm4, 17
+    vpshufd      xmm9, xmm5, 78
+    vpxor        xmm9, xmm5, xmm9
+    vpshufd      xmm10, xmm4, 78
+    vpxor        xmm10, xmm4, xmm10
+    vpclmulqdq   xmm9, xmm9, xmm10, 0
+    vpxor        xmm9, xmm9, xmm7
+    vpxor        xmm9, xmm9, xmm8
+    vpclmulqdq   xmm10, xmm1, xmm3, 0
+    vpclmulqdq   xmm11, xmm1, xmm3, 17
+    vpshufd      xmm12, xmm1, 78
+    vpxor        xmm12, xmm1, xmm12
+    vpshufd      xmm13, xmm3, 78
+    vpxor        xmm13, xmm3, xmm13
+    vpclmulqdq   xmm12, xmm12, xmm13, 0
+    vpxor        xmm12, xmm12, xmm10
+    vpxor        xmm12, xmm12, xmm11
+    vpxor        xmm13, xmm5, xmm1
     vpxor        xmm14, xmm4, xmm3
-    vpclmulqdq   xmm15, xmm12, xmm14, 0
+    vpclmulqdq   xmm15, xmm13, xmm14, 0
     vmovdqa      [rsp + 256], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm12, xmm14, 1
+    vpclmulqdq   xmm3, xmm13, xmm14, 17
     vmovdqa      [rsp + 160], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm12, xmm14, 16
-    vpclmulqdq   xmm12, xmm12, xmm14, 17
-    vpxor        xmm3, xmm3, xmm4
-    vpxor        xmm4, xmm10, xmm9
-    vpxor        xmm9, xmm7, xmm15
-    vpxor        xmm9, xmm9, xmm4
-    vpxor        xmm3, xmm8, xmm3
+    vpshufd      xmm4, xmm13, 78
+    vpxor        xmm4, xmm13, xmm4
+    vpshufd      xmm13, xmm14, 78
+    vpxor        xmm13, xmm14, xmm13
+    vpclmulqdq   xmm4, xmm4, xmm13, 0
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm4, xmm3
+    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm10, xmm7, xmm15
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm4, xmm4, xmm12
     vpxor        xmm3, xmm3, xmm11
-    vpxor        xmm10, xmm12, xmm13
-    vpxor        xmm4, xmm10, xmm4
-    vpclmulqdq   xmm10, xmm6, xmm0, 0
-    vpclmulqdq   xmm12, xmm6, xmm0, 1
-    vpclmulqdq   xmm14, xmm6, xmm0, 16
-    vpclmulqdq   xmm15, xmm6, xmm0, 17
-    vpxor        xmm12, xmm12, xmm14
-    vpclmulqdq   xmm14, xmm2, [rsp], 0
-    vmovdqa      [rsp + 224], xmm3                   ; spill
-    vpxor        xmm3, xmm6, xmm2
-    vmovdqa      [rsp + 192], xmm9                   ; spill
-    vpxor        xmm9, xmm0, [rsp]
-    vmovdqa      [rsp + 384], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm3, xmm9, 0
+    vpxor        xmm3, xmm3, xmm8
+    vpclmulqdq   xmm8, xmm6, xmm0, 0
+    vpclmulqdq   xmm13, xmm6, xmm0, 17
+    vpshufd      xmm14, xmm6, 78
+    vpxor        xmm14, xmm6, xmm14
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm15, xmm0, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm8
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm2, [rsp], 0
+    vmovdqa      [rsp + 224], xmm4                   ; spill
+    vpxor        xmm4, xmm6, xmm2
+    vmovdqa      [rsp + 192], xmm10                  ; spill
+    vpxor        xmm10, xmm0, [rsp]
+    vmovdqa      [rsp + 384], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm4, xmm10, 0
     vmovdqa      [rsp + 352], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm3, xmm9, 1
-    vmovdqa      [rsp + 64], xmm13                   ; spill
-    vpclmulqdq   xmm13, xmm3, xmm9, 16
-    vpclmulqdq   xmm3, xmm3, xmm9, 17
-    vpxor        xmm7, xmm7, xmm13
-    vpxor        xmm9, xmm15, xmm14
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm7, xmm12, xmm7
-    vpxor        xmm3, xmm3, xmm9
+    vpclmulqdq   xmm7, xmm4, xmm10, 17
+    vmovdqa      [rsp + 64], xmm11                   ; spill
+    vpshufd      xmm11, xmm4, 78
+    vpxor        xmm4, xmm4, xmm11
+    vpshufd      xmm11, xmm10, 78
+    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm4, xmm4, xmm10, 0
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm10, xmm13, xmm15
+    vpxor        xmm9, xmm8, xmm9
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm4, xmm14, xmm4
+    vpxor        xmm7, xmm7, xmm10
     vpxor        xmm5, xmm5, xmm6
     vpxor        xmm1, xmm1, xmm2
     vmovdqa      xmm2, [rsp + 160]                   ; reload
@@ -14087,100 +15235,116 @@ kg_gf2m409_inv_avx2:
     vmovdqa      xmm2, [rsp + 256]                   ; reload
     vpxor        xmm2, xmm2, [rsp]
     vpclmulqdq   xmm6, xmm5, xmm0, 0
-    vpclmulqdq   xmm9, xmm5, xmm0, 1
-    vpclmulqdq   xmm13, xmm5, xmm0, 16
-    vpclmulqdq   xmm14, xmm5, xmm0, 17
-    vpxor        xmm9, xmm9, xmm13
+    vpclmulqdq   xmm10, xmm5, xmm0, 17
+    vpshufd      xmm11, xmm5, 78
+    vpxor        xmm11, xmm5, xmm11
+    vpshufd      xmm13, xmm0, 78
+    vpxor        xmm13, xmm0, xmm13
+    vpclmulqdq   xmm11, xmm11, xmm13, 0
+    vpxor        xmm11, xmm11, xmm6
+    vpxor        xmm11, xmm11, xmm10
     vpclmulqdq   xmm13, xmm1, xmm2, 0
-    vpclmulqdq   xmm15, xmm1, xmm2, 1
-    vmovdqa      [rsp], xmm3                         ; spill
-    vpclmulqdq   xmm3, xmm1, xmm2, 16
-    vmovdqa      [rsp + 256], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm1, xmm2, 17
-    vpxor        xmm3, xmm15, xmm3
+    vpclmulqdq   xmm15, xmm1, xmm2, 17
+    vmovdqa      [rsp], xmm7                         ; spill
+    vpshufd      xmm7, xmm1, 78
+    vpxor        xmm7, xmm1, xmm7
+    vmovdqa      [rsp + 256], xmm4                   ; spill
+    vpshufd      xmm4, xmm2, 78
+    vpxor        xmm4, xmm2, xmm4
+    vpclmulqdq   xmm4, xmm7, xmm4, 0
+    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm4, xmm4, xmm15
     vpxor        xmm1, xmm5, xmm1
     vpxor        xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm0, 1
-    vpclmulqdq   xmm15, xmm1, xmm0, 16
-    vpclmulqdq   xmm0, xmm1, xmm0, 17
-    vpxor        xmm1, xmm5, xmm15
-    vpxor        xmm5, xmm14, xmm13
-    vpxor        xmm2, xmm6, xmm2
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm1, xmm1, xmm3
+    vpclmulqdq   xmm5, xmm1, xmm0, 17
+    vpshufd      xmm7, xmm1, 78
+    vpxor        xmm1, xmm1, xmm7
+    vpshufd      xmm7, xmm0, 78
     vpxor        xmm0, xmm0, xmm7
+    vpclmulqdq   xmm0, xmm1, xmm0, 0
+    vpxor        xmm0, xmm0, xmm2
     vpxor        xmm0, xmm0, xmm5
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm5, xmm11, xmm12
-    vmovdqa      xmm10, [rsp + 64]                   ; reload
-    vpxor        xmm8, xmm10, xmm8
-    vmovdqa      xmm10, [rsp + 352]                  ; reload
-    vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm6, xmm6, xmm4
-    vmovdqa      xmm11, [rsp + 384]                  ; reload
-    vpxor        xmm9, xmm11, xmm9
-    vpxor        xmm9, xmm9, xmm5
-    vmovdqa      xmm12, [rsp + 192]                  ; reload
-    vpxor        xmm2, xmm12, xmm2
-    vpxor        xmm2, xmm2, xmm8
-    vmovdqa      xmm13, [rsp + 224]                  ; reload
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm1, xmm1, [rsp + 256]
-    vpxor        xmm0, xmm0, [rsp]
+    vpxor        xmm1, xmm10, xmm13
+    vpxor        xmm2, xmm6, xmm2
+    vpxor        xmm2, xmm2, xmm1
+    vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm4, xmm7, xmm8
-    vpslldq      xmm5, xmm11, 8
-    vpxor        xmm5, xmm10, xmm5
-    vpalignr     xmm7, xmm13, xmm11, 8
-    vpxor        xmm7, xmm12, xmm7
-    vpalignr     xmm8, xmm9, xmm13, 8
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm1, xmm5, xmm1
+    vpxor        xmm3, xmm3, xmm8
+    vpxor        xmm5, xmm12, xmm14
+    vmovdqa      xmm7, [rsp + 64]                    ; reload
+    vpxor        xmm7, xmm7, xmm9
+    vmovdqa      xmm8, [rsp + 352]                   ; reload
+    vpxor        xmm6, xmm8, xmm6
+    vpxor        xmm6, xmm6, xmm3
+    vmovdqa      xmm9, [rsp + 384]                   ; reload
+    vpxor        xmm10, xmm9, xmm11
+    vpxor        xmm10, xmm10, xmm5
+    vmovdqa      xmm11, [rsp + 192]                  ; reload
+    vpxor        xmm2, xmm11, xmm2
+    vpxor        xmm2, xmm2, xmm7
+    vmovdqa      xmm12, [rsp + 224]                  ; reload
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm0, xmm0, [rsp + 256]
+    vpxor        xmm1, xmm1, [rsp]
+    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm3, xmm4, xmm5
+    vpxor        xmm4, xmm15, xmm7
+    vpslldq      xmm5, xmm9, 8
+    vpxor        xmm5, xmm8, xmm5
+    vpalignr     xmm7, xmm12, xmm9, 8
+    vpxor        xmm7, xmm11, xmm7
+    vpalignr     xmm8, xmm10, xmm12, 8
     vpxor        xmm6, xmm6, xmm8
-    vpalignr     xmm8, xmm1, xmm9, 8
+    vpalignr     xmm8, xmm0, xmm10, 8
     vpxor        xmm2, xmm2, xmm8
-    vpalignr     xmm1, xmm3, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
+    vpalignr     xmm0, xmm3, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
     vmovdqa      xmm1, [rsp + 256]                   ; reload
     vpalignr     xmm3, xmm1, xmm3, 8
     vpxor        xmm3, xmm4, xmm3
     vpsrldq      xmm1, xmm1, 8
     vmovdqa      xmm4, [rsp]                         ; reload
     vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm3, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm3, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm3, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm3, xmm3, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm3, 39
+    vpsrlq       xmm11, xmm3, 25
+    vpsllq       xmm12, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm3, xmm4, xmm3
     vpxor        xmm2, xmm2, xmm8
     vpxor        xmm2, xmm2, xmm9
     vpalignr     xmm1, xmm1, xmm3, 8
     vpxor        xmm1, xmm2, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm4, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm5, xmm7, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm7, xmm7, xmm14
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm7, xmm1
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm6, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm1, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpxor        xmm1, xmm5, xmm1
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm1, xmm1, xmm5
     vpalignr     xmm0, xmm3, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm3, xmm3, 8
@@ -16521,54 +17685,74 @@ kg_gf2m409_inv_avx2:
     vextracti128 xmm6, ymm3, 0
     vextracti128 xmm3, ymm3, 1
     vpclmulqdq   xmm7, xmm5, xmm4, 0
-    vpclmulqdq   xmm8, xmm5, xmm4, 1
-    vpclmulqdq   xmm9, xmm5, xmm4, 16
-    vpclmulqdq   xmm10, xmm5, xmm4, 17
-    vpxor        xmm8, xmm8, xmm9
-    vpclmulqdq   xmm9, xmm2, xmm1, 0
-    vpclmulqdq   xmm11, xmm2, xmm1, 1
-    vpclmulqdq   xmm12, xmm2, xmm1, 16
-    vpclmulqdq   xmm13, xmm2, xmm1, 17
-    vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm12, xmm5, xmm2
+    vpclmulqdq   xmm8, xmm5, xmm4, 17
+    vpshufd      xmm9, xmm5, 78
+    vpxor        xmm9, xmm5, xmm9
+    vpshufd      xmm10, xmm4, 78
+    vpxor        xmm10, xmm4, xmm10
+    vpclmulqdq   xmm9, xmm9, xmm10, 0
+    vpxor        xmm9, xmm9, xmm7
+    vpxor        xmm9, xmm9, xmm8
+    vpclmulqdq   xmm10, xmm2, xmm1, 0
+    vpclmulqdq   xmm11, xmm2, xmm1, 17
+    vpshufd      xmm12, xmm2, 78
+    vpxor        xmm12, xmm2, xmm12
+    vpshufd      xmm13, xmm1, 78
+    vpxor        xmm13, xmm1, xmm13
+    vpclmulqdq   xmm12, xmm12, xmm13, 0
+    vpxor        xmm12, xmm12, xmm10
+    vpxor        xmm12, xmm12, xmm11
+    vpxor        xmm13, xmm5, xmm2
     vpxor        xmm14, xmm4, xmm1
-    vpclmulqdq   xmm15, xmm12, xmm14, 0
+    vpclmulqdq   xmm15, xmm13, xmm14, 0
     vmovdqa      [rsp + 256], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm12, xmm14, 1
+    vpclmulqdq   xmm1, xmm13, xmm14, 17
     vmovdqa      [rsp + 224], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm12, xmm14, 16
-    vpclmulqdq   xmm12, xmm12, xmm14, 17
-    vpxor        xmm1, xmm1, xmm4
-    vpxor        xmm4, xmm10, xmm9
-    vpxor        xmm9, xmm7, xmm15
-    vpxor        xmm9, xmm9, xmm4
-    vpxor        xmm1, xmm8, xmm1
+    vpshufd      xmm4, xmm13, 78
+    vpxor        xmm4, xmm13, xmm4
+    vpshufd      xmm13, xmm14, 78
+    vpxor        xmm13, xmm14, xmm13
+    vpclmulqdq   xmm4, xmm4, xmm13, 0
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm4, xmm1
+    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm10, xmm7, xmm15
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm4, xmm4, xmm12
     vpxor        xmm1, xmm1, xmm11
-    vpxor        xmm10, xmm12, xmm13
-    vpxor        xmm4, xmm10, xmm4
-    vpclmulqdq   xmm10, xmm6, xmm0, 0
-    vpclmulqdq   xmm12, xmm6, xmm0, 1
-    vpclmulqdq   xmm14, xmm6, xmm0, 16
-    vpclmulqdq   xmm15, xmm6, xmm0, 17
-    vpxor        xmm12, xmm12, xmm14
-    vpclmulqdq   xmm14, xmm3, [rsp], 0
-    vmovdqa      [rsp + 192], xmm1                   ; spill
-    vpxor        xmm1, xmm6, xmm3
-    vmovdqa      [rsp + 384], xmm9                   ; spill
-    vpxor        xmm9, xmm0, [rsp]
-    vmovdqa      [rsp + 352], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm1, xmm9, 0
+    vpxor        xmm1, xmm1, xmm8
+    vpclmulqdq   xmm8, xmm6, xmm0, 0
+    vpclmulqdq   xmm13, xmm6, xmm0, 17
+    vpshufd      xmm14, xmm6, 78
+    vpxor        xmm14, xmm6, xmm14
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm15, xmm0, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm8
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm3, [rsp], 0
+    vmovdqa      [rsp + 192], xmm4                   ; spill
+    vpxor        xmm4, xmm6, xmm3
+    vmovdqa      [rsp + 384], xmm10                  ; spill
+    vpxor        xmm10, xmm0, [rsp]
+    vmovdqa      [rsp + 352], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm4, xmm10, 0
     vmovdqa      [rsp + 64], xmm7                    ; spill
-    vpclmulqdq   xmm7, xmm1, xmm9, 1
-    vmovdqa      [rsp + 160], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm1, xmm9, 16
-    vpclmulqdq   xmm1, xmm1, xmm9, 17
-    vpxor        xmm7, xmm7, xmm13
-    vpxor        xmm9, xmm15, xmm14
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm7, xmm12, xmm7
-    vpxor        xmm1, xmm1, xmm9
+    vpclmulqdq   xmm7, xmm4, xmm10, 17
+    vmovdqa      [rsp + 160], xmm11                  ; spill
+    vpshufd      xmm11, xmm4, 78
+    vpxor        xmm4, xmm4, xmm11
+    vpshufd      xmm11, xmm10, 78
+    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm4, xmm4, xmm10, 0
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm10, xmm13, xmm15
+    vpxor        xmm9, xmm8, xmm9
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm4, xmm14, xmm4
+    vpxor        xmm7, xmm7, xmm10
     vpxor        xmm5, xmm5, xmm6
     vpxor        xmm2, xmm2, xmm3
     vmovdqa      xmm3, [rsp + 224]                   ; reload
@@ -16576,115 +17760,131 @@ kg_gf2m409_inv_avx2:
     vmovdqa      xmm3, [rsp + 256]                   ; reload
     vpxor        xmm3, xmm3, [rsp]
     vpclmulqdq   xmm6, xmm5, xmm0, 0
-    vpclmulqdq   xmm9, xmm5, xmm0, 1
-    vpclmulqdq   xmm13, xmm5, xmm0, 16
-    vpclmulqdq   xmm14, xmm5, xmm0, 17
-    vpxor        xmm9, xmm9, xmm13
+    vpclmulqdq   xmm10, xmm5, xmm0, 17
+    vpshufd      xmm11, xmm5, 78
+    vpxor        xmm11, xmm5, xmm11
+    vpshufd      xmm13, xmm0, 78
+    vpxor        xmm13, xmm0, xmm13
+    vpclmulqdq   xmm11, xmm11, xmm13, 0
+    vpxor        xmm11, xmm11, xmm6
+    vpxor        xmm11, xmm11, xmm10
     vpclmulqdq   xmm13, xmm2, xmm3, 0
-    vpclmulqdq   xmm15, xmm2, xmm3, 1
-    vmovdqa      [rsp], xmm1                         ; spill
-    vpclmulqdq   xmm1, xmm2, xmm3, 16
-    vmovdqa      [rsp + 256], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm2, xmm3, 17
-    vpxor        xmm1, xmm15, xmm1
+    vpclmulqdq   xmm15, xmm2, xmm3, 17
+    vmovdqa      [rsp], xmm7                         ; spill
+    vpshufd      xmm7, xmm2, 78
+    vpxor        xmm7, xmm2, xmm7
+    vmovdqa      [rsp + 256], xmm4                   ; spill
+    vpshufd      xmm4, xmm3, 78
+    vpxor        xmm4, xmm3, xmm4
+    vpclmulqdq   xmm4, xmm7, xmm4, 0
+    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm4, xmm4, xmm15
     vpxor        xmm2, xmm5, xmm2
     vpxor        xmm0, xmm0, xmm3
     vpclmulqdq   xmm3, xmm2, xmm0, 0
-    vpclmulqdq   xmm5, xmm2, xmm0, 1
-    vpclmulqdq   xmm15, xmm2, xmm0, 16
-    vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpxor        xmm2, xmm5, xmm15
-    vpxor        xmm5, xmm14, xmm13
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm2, xmm9, xmm2
-    vpxor        xmm2, xmm2, xmm1
+    vpclmulqdq   xmm5, xmm2, xmm0, 17
+    vpshufd      xmm7, xmm2, 78
+    vpxor        xmm2, xmm2, xmm7
+    vpshufd      xmm7, xmm0, 78
     vpxor        xmm0, xmm0, xmm7
+    vpclmulqdq   xmm0, xmm2, xmm0, 0
+    vpxor        xmm0, xmm0, xmm3
     vpxor        xmm0, xmm0, xmm5
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm5, xmm11, xmm12
-    vmovdqa      xmm10, [rsp + 160]                  ; reload
-    vpxor        xmm8, xmm10, xmm8
-    vmovdqa      xmm10, [rsp + 64]                   ; reload
-    vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm6, xmm6, xmm4
-    vmovdqa      xmm11, [rsp + 352]                  ; reload
-    vpxor        xmm9, xmm11, xmm9
-    vpxor        xmm9, xmm9, xmm5
-    vmovdqa      xmm12, [rsp + 384]                  ; reload
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm3, xmm3, xmm8
-    vmovdqa      xmm13, [rsp + 192]                  ; reload
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm2, xmm2, [rsp + 256]
-    vpxor        xmm0, xmm0, [rsp]
+    vpxor        xmm2, xmm10, xmm13
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm1, xmm1, xmm5
-    vpxor        xmm4, xmm7, xmm8
-    vpslldq      xmm5, xmm11, 8
-    vpxor        xmm5, xmm10, xmm5
-    vpalignr     xmm7, xmm13, xmm11, 8
-    vpxor        xmm7, xmm12, xmm7
-    vpalignr     xmm8, xmm9, xmm13, 8
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm5, xmm12, xmm14
+    vmovdqa      xmm7, [rsp + 160]                   ; reload
+    vpxor        xmm7, xmm7, xmm9
+    vmovdqa      xmm8, [rsp + 64]                    ; reload
+    vpxor        xmm6, xmm8, xmm6
+    vpxor        xmm6, xmm6, xmm1
+    vmovdqa      xmm9, [rsp + 352]                   ; reload
+    vpxor        xmm10, xmm9, xmm11
+    vpxor        xmm10, xmm10, xmm5
+    vmovdqa      xmm11, [rsp + 384]                  ; reload
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm3, xmm7
+    vmovdqa      xmm12, [rsp + 192]                  ; reload
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm0, xmm0, [rsp + 256]
+    vpxor        xmm2, xmm2, [rsp]
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm4, xmm5
+    vpxor        xmm4, xmm15, xmm7
+    vpslldq      xmm5, xmm9, 8
+    vpxor        xmm5, xmm8, xmm5
+    vpalignr     xmm7, xmm12, xmm9, 8
+    vpxor        xmm7, xmm11, xmm7
+    vpalignr     xmm8, xmm10, xmm12, 8
     vpxor        xmm6, xmm6, xmm8
-    vpalignr     xmm8, xmm2, xmm9, 8
+    vpalignr     xmm8, xmm0, xmm10, 8
     vpxor        xmm3, xmm3, xmm8
+    vpalignr     xmm0, xmm2, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
+    vmovdqa      xmm1, [rsp + 256]                   ; reload
     vpalignr     xmm2, xmm1, xmm2, 8
-    vpxor        xmm0, xmm0, xmm2
-    vmovdqa      xmm2, [rsp + 256]                   ; reload
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm1, xmm4, xmm1
-    vpsrldq      xmm2, xmm2, 8
-    vmovdqa      xmm4, [rsp]                         ; reload
     vpxor        xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpsrldq      xmm13, xmm2, 8
-    vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsrldq      xmm1, xmm1, 8
+    vmovdqa      xmm4, [rsp]                         ; reload
     vpxor        xmm1, xmm4, xmm1
+    vpsllq       xmm4, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsrldq      xmm13, xmm1, 8
+    vpxor        xmm0, xmm0, xmm13
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpxor        xmm2, xmm4, xmm2
     vpxor        xmm3, xmm3, xmm8
     vpxor        xmm3, xmm3, xmm9
-    vpalignr     xmm2, xmm2, xmm1, 8
-    vpxor        xmm2, xmm3, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm4, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpalignr     xmm1, xmm1, xmm2, 8
+    vpxor        xmm1, xmm3, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm4, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm2, xmm13, xmm2
-    vpxor        xmm5, xmm7, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm7, xmm7, xmm14
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm7, xmm1
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm6, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm2, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpxor        xmm2, xmm5, xmm2
-    vpalignr     xmm0, xmm1, xmm0, 8
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm1, xmm1, xmm5
+    vpalignr     xmm0, xmm2, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
-    vpsrldq      xmm1, xmm1, 8
-    vpxor        xmm1, xmm3, xmm1
-    vpand        xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_0]
-    vpsrlq       xmm3, xmm1, 25
+    vpsrldq      xmm2, xmm2, 8
+    vpxor        xmm2, xmm3, xmm2
+    vpand        xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_0]
+    vpsrlq       xmm3, xmm2, 25
     vpsllq       xmm5, xmm3, 23
-    vpand        xmm6, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpand        xmm6, xmm2, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm3, xmm3, xmm5
     vpxor        xmm3, xmm4, xmm3
     vpbroadcastq ymm5, xmm3
     vpsrldq      xmm3, xmm3, 8
     vpbroadcastq ymm3, xmm3
-    vpbroadcastq ymm7, xmm2
-    vpsrldq      xmm8, xmm2, 8
+    vpbroadcastq ymm7, xmm1
+    vpsrldq      xmm8, xmm1, 8
     vpbroadcastq ymm8, xmm8
     vpbroadcastq ymm9, xmm0
     vpsrldq      xmm10, xmm0, 8
@@ -16710,9 +17910,9 @@ kg_gf2m409_inv_avx2:
     vpand        ymm7, ymm7, [rel gf2m_sq204_map + 224]
     vpsllq       ymm15, ymm3, 62
     vpcmpgtq     ymm15, ymm6, ymm15
-    vmovdqa      [rsp], xmm1                         ; spill
-    vpand        ymm1, ymm15, [rel gf2m_sq204_map + 256]
-    vpxor        ymm1, ymm8, ymm1
+    vmovdqa      [rsp], xmm2                         ; spill
+    vpand        ymm2, ymm15, [rel gf2m_sq204_map + 256]
+    vpxor        ymm2, ymm8, ymm2
     vpand        ymm8, ymm15, [rel gf2m_sq204_map + 288]
     vpxor        ymm8, ymm9, ymm8
     vpand        ymm9, ymm15, [rel gf2m_sq204_map + 320]
@@ -16730,7 +17930,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 61
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 512]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 544]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 576]
@@ -16748,7 +17948,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 60
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 768]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 800]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 832]
@@ -16766,7 +17966,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 59
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1024]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1056]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1088]
@@ -16784,7 +17984,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 58
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1280]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1312]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1344]
@@ -16802,7 +18002,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 57
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1536]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1568]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1600]
@@ -16820,7 +18020,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 56
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1792]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1824]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 1856]
@@ -16838,7 +18038,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 55
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2048]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2080]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2112]
@@ -16856,7 +18056,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 54
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2304]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2336]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2368]
@@ -16874,7 +18074,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 53
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2560]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2592]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2624]
@@ -16892,7 +18092,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 52
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2816]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2848]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 2880]
@@ -16910,7 +18110,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 51
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3072]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3104]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3136]
@@ -16928,7 +18128,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 50
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3328]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3360]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3392]
@@ -16946,7 +18146,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 49
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3584]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3616]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3648]
@@ -16964,7 +18164,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 48
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3840]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3872]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 3904]
@@ -16982,7 +18182,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 47
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4096]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4128]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4160]
@@ -17000,7 +18200,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 46
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4352]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4384]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4416]
@@ -17018,7 +18218,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 45
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4608]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4640]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4672]
@@ -17036,7 +18236,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 44
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4864]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4896]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 4928]
@@ -17054,7 +18254,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 43
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5120]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5152]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5184]
@@ -17072,7 +18272,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 42
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5376]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5408]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5440]
@@ -17090,7 +18290,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 41
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5632]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5664]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5696]
@@ -17108,7 +18308,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 40
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5888]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5920]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 5952]
@@ -17126,7 +18326,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 39
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6144]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6176]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6208]
@@ -17144,7 +18344,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 38
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6400]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6432]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6464]
@@ -17162,7 +18362,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 37
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6656]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6688]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6720]
@@ -17180,7 +18380,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 36
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6912]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6944]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 6976]
@@ -17198,7 +18398,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 35
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7168]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7200]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7232]
@@ -17216,7 +18416,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 34
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7424]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7456]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7488]
@@ -17234,7 +18434,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 33
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7680]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7712]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7744]
@@ -17252,7 +18452,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 32
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7936]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 7968]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8000]
@@ -17270,7 +18470,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 31
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8192]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8224]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8256]
@@ -17288,7 +18488,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 30
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8448]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8480]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8512]
@@ -17306,7 +18506,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 29
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8704]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8736]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8768]
@@ -17324,7 +18524,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 28
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8960]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 8992]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9024]
@@ -17342,7 +18542,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 27
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9216]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9248]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9280]
@@ -17360,7 +18560,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 26
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9472]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9504]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9536]
@@ -17378,7 +18578,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 25
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9728]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9760]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9792]
@@ -17396,7 +18596,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 24
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 9984]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10016]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10048]
@@ -17414,7 +18614,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 23
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10240]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10272]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10304]
@@ -17432,7 +18632,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 22
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10496]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10528]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10560]
@@ -17450,7 +18650,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 21
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10752]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10784]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 10816]
@@ -17468,7 +18668,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 20
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11008]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11040]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11072]
@@ -17486,7 +18686,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 19
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11264]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11296]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11328]
@@ -17504,7 +18704,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 18
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11520]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11552]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11584]
@@ -17522,7 +18722,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 17
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11776]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11808]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 11840]
@@ -17540,7 +18740,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 16
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12032]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12064]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12096]
@@ -17558,7 +18758,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 15
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12288]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12320]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12352]
@@ -17576,7 +18776,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 14
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12544]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12576]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12608]
@@ -17594,7 +18794,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 13
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12800]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12832]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 12864]
@@ -17612,7 +18812,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 12
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13056]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13088]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13120]
@@ -17630,7 +18830,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 11
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13312]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13344]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13376]
@@ -17648,7 +18848,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 10
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13568]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13600]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13632]
@@ -17666,7 +18866,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 9
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13824]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13856]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 13888]
@@ -17684,7 +18884,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 8
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14080]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14112]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14144]
@@ -17702,7 +18902,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 7
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14336]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14368]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14400]
@@ -17720,7 +18920,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 6
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14592]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14624]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14656]
@@ -17738,7 +18938,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 5
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14848]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14880]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 14912]
@@ -17756,7 +18956,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 4
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15104]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15136]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15168]
@@ -17774,7 +18974,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 3
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15360]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15392]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15424]
@@ -17792,7 +18992,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 2
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15616]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15648]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15680]
@@ -17810,7 +19010,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm14, ymm3, 1
     vpcmpgtq     ymm14, ymm6, ymm14
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15872]
-    vpxor        ymm1, ymm1, ymm15
+    vpxor        ymm2, ymm2, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15904]
     vpxor        ymm8, ymm8, ymm15
     vpand        ymm15, ymm14, [rel gf2m_sq204_map + 15936]
@@ -17827,7 +19027,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm7, ymm7, ymm14
     vpcmpgtq     ymm3, ymm6, ymm3
     vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16128]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16160]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm3, [rel gf2m_sq204_map + 16192]
@@ -17845,7 +19045,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 63
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16384]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16416]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16448]
@@ -17863,7 +19063,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 62
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16640]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16672]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16704]
@@ -17881,7 +19081,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 61
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16896]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16928]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 16960]
@@ -17899,7 +19099,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 60
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17152]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17184]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17216]
@@ -17917,7 +19117,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 59
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17408]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17440]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17472]
@@ -17935,7 +19135,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 58
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17664]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17696]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17728]
@@ -17953,7 +19153,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 57
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17920]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17952]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 17984]
@@ -17971,7 +19171,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 56
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18176]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18208]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18240]
@@ -17989,7 +19189,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 55
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18432]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18464]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18496]
@@ -18007,7 +19207,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 54
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18688]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18720]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18752]
@@ -18025,7 +19225,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 53
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18944]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 18976]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19008]
@@ -18043,7 +19243,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 52
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19200]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19232]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19264]
@@ -18061,7 +19261,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 51
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19456]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19488]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19520]
@@ -18079,7 +19279,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 50
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19712]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19744]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19776]
@@ -18097,7 +19297,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 49
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 19968]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20000]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20032]
@@ -18115,7 +19315,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 48
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20224]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20256]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20288]
@@ -18133,7 +19333,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 47
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20480]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20512]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20544]
@@ -18151,7 +19351,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 46
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20736]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20768]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20800]
@@ -18169,7 +19369,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 45
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 20992]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21024]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21056]
@@ -18187,7 +19387,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 44
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21248]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21280]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21312]
@@ -18205,7 +19405,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 43
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21504]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21536]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21568]
@@ -18223,7 +19423,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 42
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21760]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21792]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 21824]
@@ -18241,7 +19441,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 41
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22016]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22048]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22080]
@@ -18259,7 +19459,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 40
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22272]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22304]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22336]
@@ -18277,7 +19477,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 39
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22528]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22560]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22592]
@@ -18295,7 +19495,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 38
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22784]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22816]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 22848]
@@ -18313,7 +19513,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 37
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23040]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23072]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23104]
@@ -18331,7 +19531,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 36
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23296]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23328]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23360]
@@ -18349,7 +19549,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 35
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23552]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23584]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23616]
@@ -18367,7 +19567,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 34
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23808]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23840]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 23872]
@@ -18385,7 +19585,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 33
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24064]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24096]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24128]
@@ -18403,7 +19603,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 32
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24320]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24352]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24384]
@@ -18421,7 +19621,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 31
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24576]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24608]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24640]
@@ -18439,7 +19639,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 30
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24832]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24864]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 24896]
@@ -18457,7 +19657,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 29
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25088]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25120]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25152]
@@ -18475,7 +19675,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 28
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25344]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25376]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25408]
@@ -18493,7 +19693,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 27
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25600]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25632]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25664]
@@ -18511,7 +19711,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 26
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25856]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25888]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 25920]
@@ -18529,7 +19729,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 25
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26112]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26144]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26176]
@@ -18547,7 +19747,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 24
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26368]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26400]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26432]
@@ -18565,7 +19765,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 23
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26624]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26656]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26688]
@@ -18583,7 +19783,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 22
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26880]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26912]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 26944]
@@ -18601,7 +19801,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 21
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27136]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27168]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27200]
@@ -18619,7 +19819,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 20
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27392]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27424]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27456]
@@ -18637,7 +19837,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 19
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27648]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27680]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27712]
@@ -18655,7 +19855,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 18
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27904]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27936]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 27968]
@@ -18673,7 +19873,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 17
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28160]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28192]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28224]
@@ -18691,7 +19891,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 16
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28416]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28448]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28480]
@@ -18709,7 +19909,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 15
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28672]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28704]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28736]
@@ -18727,7 +19927,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 14
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28928]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28960]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 28992]
@@ -18745,7 +19945,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 13
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29184]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29216]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29248]
@@ -18763,7 +19963,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 12
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29440]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29472]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29504]
@@ -18781,7 +19981,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 11
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29696]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29728]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29760]
@@ -18799,7 +19999,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 10
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29952]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 29984]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30016]
@@ -18817,7 +20017,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 9
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30208]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30240]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30272]
@@ -18835,7 +20035,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 8
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30464]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30496]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30528]
@@ -18853,7 +20053,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 7
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30720]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30752]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30784]
@@ -18871,7 +20071,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 6
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 30976]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31008]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31040]
@@ -18889,7 +20089,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 5
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31232]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31264]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31296]
@@ -18907,7 +20107,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 4
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31488]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31520]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31552]
@@ -18925,7 +20125,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 3
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31744]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31776]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 31808]
@@ -18943,7 +20143,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 2
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32000]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32032]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32064]
@@ -18961,7 +20161,7 @@ kg_gf2m409_inv_avx2:
     vpsllq       ymm7, ymm5, 1
     vpcmpgtq     ymm7, ymm6, ymm7
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32256]
-    vpxor        ymm1, ymm1, ymm14
+    vpxor        ymm2, ymm2, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32288]
     vpxor        ymm8, ymm8, ymm14
     vpand        ymm14, ymm7, [rel gf2m_sq204_map + 32320]
@@ -18978,7 +20178,7 @@ kg_gf2m409_inv_avx2:
     vpxor        ymm3, ymm3, ymm7
     vpcmpgtq     ymm5, ymm6, ymm5
     vpand        ymm6, ymm5, [rel gf2m_sq204_map + 32512]
-    vpxor        ymm1, ymm1, ymm6
+    vpxor        ymm2, ymm2, ymm6
     vpand        ymm6, ymm5, [rel gf2m_sq204_map + 32544]
     vpxor        ymm6, ymm8, ymm6
     vpand        ymm7, ymm5, [rel gf2m_sq204_map + 32576]
@@ -18996,11 +20196,11 @@ kg_gf2m409_inv_avx2:
     vpermq       ymm5, ymm6, 147
     vpermq       ymm6, ymm7, 78
     vpermq       ymm7, ymm8, 57
-    vpxor        ymm1, ymm1, ymm5
-    vpxor        ymm1, ymm1, ymm6
-    vpxor        ymm1, ymm1, ymm7
-    vextracti128 xmm5, ymm1, 0
-    vextracti128 xmm1, ymm1, 1
+    vpxor        ymm2, ymm2, ymm5
+    vpxor        ymm2, ymm2, ymm6
+    vpxor        ymm2, ymm2, ymm7
+    vextracti128 xmm5, ymm2, 0
+    vextracti128 xmm2, ymm2, 1
     vpermq       ymm6, ymm10, 147
     vpermq       ymm7, ymm11, 78
     vpermq       ymm3, ymm3, 57
@@ -19010,155 +20210,191 @@ kg_gf2m409_inv_avx2:
     vextracti128 xmm6, ymm3, 0
     vextracti128 xmm3, ymm3, 1
     vpclmulqdq   xmm7, xmm5, xmm4, 0
-    vpclmulqdq   xmm8, xmm5, xmm4, 1
-    vpclmulqdq   xmm9, xmm5, xmm4, 16
-    vpclmulqdq   xmm10, xmm5, xmm4, 17
-    vpxor        xmm8, xmm8, xmm9
-    vpclmulqdq   xmm9, xmm1, xmm2, 0
-    vpclmulqdq   xmm11, xmm1, xmm2, 1
-    vpclmulqdq   xmm12, xmm1, xmm2, 16
-    vpclmulqdq   xmm13, xmm1, xmm2, 17
-    vpxor        xmm11, xmm11, xmm12
-    vpxor        xmm12, xmm5, xmm1
-    vpxor        xmm14, xmm4, xmm2
-    vpclmulqdq   xmm15, xmm12, xmm14, 0
-    vmovdqa      [rsp + 256], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm12, xmm14, 1
+    vpclmulqdq   xmm8, xmm5, xmm4, 17
+    vpshufd      xmm9, xmm5, 78
+    vpxor        xmm9, xmm5, xmm9
+    vpshufd      xmm10, xmm4, 78
+    vpxor        xmm10, xmm4, xmm10
+    vpclmulqdq   xmm9, xmm9, xmm10, 0
+    vpxor        xmm9, xmm9, xmm7
+    vpxor        xmm9, xmm9, xmm8
+    vpclmulqdq   xmm10, xmm2, xmm1, 0
+    vpclmulqdq   xmm11, xmm2, xmm1, 17
+    vpshufd      xmm12, xmm2, 78
+    vpxor        xmm12, xmm2, xmm12
+    vpshufd      xmm13, xmm1, 78
+    vpxor        xmm13, xmm1, xmm13
+    vpclmulqdq   xmm12, xmm12, xmm13, 0
+    vpxor        xmm12, xmm12, xmm10
+    vpxor        xmm12, xmm12, xmm11
+    vpxor        xmm13, xmm5, xmm2
+    vpxor        xmm14, xmm4, xmm1
+    vpclmulqdq   xmm15, xmm13, xmm14, 0
+    vmovdqa      [rsp + 256], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm13, xmm14, 17
     vmovdqa      [rsp + 192], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm12, xmm14, 16
-    vpclmulqdq   xmm12, xmm12, xmm14, 17
-    vpxor        xmm2, xmm2, xmm4
-    vpxor        xmm4, xmm10, xmm9
-    vpxor        xmm9, xmm7, xmm15
-    vpxor        xmm9, xmm9, xmm4
-    vpxor        xmm2, xmm8, xmm2
-    vpxor        xmm2, xmm2, xmm11
-    vpxor        xmm10, xmm12, xmm13
-    vpxor        xmm4, xmm10, xmm4
-    vpclmulqdq   xmm10, xmm6, xmm0, 0
-    vpclmulqdq   xmm12, xmm6, xmm0, 1
-    vpclmulqdq   xmm14, xmm6, xmm0, 16
-    vpclmulqdq   xmm15, xmm6, xmm0, 17
-    vpxor        xmm12, xmm12, xmm14
-    vpclmulqdq   xmm14, xmm3, [rsp], 0
-    vmovdqa      [rsp + 384], xmm2                   ; spill
-    vpxor        xmm2, xmm6, xmm3
-    vmovdqa      [rsp + 352], xmm9                   ; spill
-    vpxor        xmm9, xmm0, [rsp]
-    vmovdqa      [rsp + 64], xmm8                    ; spill
-    vpclmulqdq   xmm8, xmm2, xmm9, 0
+    vpshufd      xmm4, xmm13, 78
+    vpxor        xmm4, xmm13, xmm4
+    vpshufd      xmm13, xmm14, 78
+    vpxor        xmm13, xmm14, xmm13
+    vpclmulqdq   xmm4, xmm4, xmm13, 0
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm4, xmm4, xmm1
+    vpxor        xmm8, xmm8, xmm10
+    vpxor        xmm10, xmm7, xmm15
+    vpxor        xmm10, xmm10, xmm8
+    vpxor        xmm4, xmm9, xmm4
+    vpxor        xmm4, xmm4, xmm12
+    vpxor        xmm1, xmm1, xmm11
+    vpxor        xmm1, xmm1, xmm8
+    vpclmulqdq   xmm8, xmm6, xmm0, 0
+    vpclmulqdq   xmm13, xmm6, xmm0, 17
+    vpshufd      xmm14, xmm6, 78
+    vpxor        xmm14, xmm6, xmm14
+    vpshufd      xmm15, xmm0, 78
+    vpxor        xmm15, xmm0, xmm15
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpxor        xmm14, xmm14, xmm8
+    vpxor        xmm14, xmm14, xmm13
+    vpclmulqdq   xmm15, xmm3, [rsp], 0
+    vmovdqa      [rsp + 384], xmm4                   ; spill
+    vpxor        xmm4, xmm6, xmm3
+    vmovdqa      [rsp + 352], xmm10                  ; spill
+    vpxor        xmm10, xmm0, [rsp]
+    vmovdqa      [rsp + 64], xmm9                    ; spill
+    vpclmulqdq   xmm9, xmm4, xmm10, 0
     vmovdqa      [rsp + 160], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm2, xmm9, 1
-    vmovdqa      [rsp + 224], xmm13                  ; spill
-    vpclmulqdq   xmm13, xmm2, xmm9, 16
-    vpclmulqdq   xmm2, xmm2, xmm9, 17
-    vpxor        xmm7, xmm7, xmm13
-    vpxor        xmm9, xmm15, xmm14
-    vpxor        xmm8, xmm10, xmm8
-    vpxor        xmm8, xmm8, xmm9
-    vpxor        xmm7, xmm12, xmm7
-    vpxor        xmm2, xmm2, xmm9
+    vpclmulqdq   xmm7, xmm4, xmm10, 17
+    vmovdqa      [rsp + 224], xmm11                  ; spill
+    vpshufd      xmm11, xmm4, 78
+    vpxor        xmm4, xmm4, xmm11
+    vpshufd      xmm11, xmm10, 78
+    vpxor        xmm10, xmm10, xmm11
+    vpclmulqdq   xmm4, xmm4, xmm10, 0
+    vpxor        xmm4, xmm4, xmm9
+    vpxor        xmm4, xmm4, xmm7
+    vpxor        xmm10, xmm13, xmm15
+    vpxor        xmm9, xmm8, xmm9
+    vpxor        xmm9, xmm9, xmm10
+    vpxor        xmm4, xmm14, xmm4
+    vpxor        xmm7, xmm7, xmm10
     vpxor        xmm5, xmm5, xmm6
-    vpxor        xmm1, xmm1, xmm3
+    vpxor        xmm2, xmm2, xmm3
     vmovdqa      xmm3, [rsp + 192]                   ; reload
     vpxor        xmm0, xmm3, xmm0
     vmovdqa      xmm3, [rsp + 256]                   ; reload
     vpxor        xmm3, xmm3, [rsp]
     vpclmulqdq   xmm6, xmm5, xmm0, 0
-    vpclmulqdq   xmm9, xmm5, xmm0, 1
-    vpclmulqdq   xmm13, xmm5, xmm0, 16
-    vpclmulqdq   xmm14, xmm5, xmm0, 17
-    vpxor        xmm9, xmm9, xmm13
-    vpclmulqdq   xmm13, xmm1, xmm3, 0
-    vpclmulqdq   xmm15, xmm1, xmm3, 1
-    vmovdqa      [rsp], xmm2                         ; spill
-    vpclmulqdq   xmm2, xmm1, xmm3, 16
-    vmovdqa      [rsp + 256], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm1, xmm3, 17
-    vpxor        xmm2, xmm15, xmm2
-    vpxor        xmm1, xmm5, xmm1
+    vpclmulqdq   xmm10, xmm5, xmm0, 17
+    vpshufd      xmm11, xmm5, 78
+    vpxor        xmm11, xmm5, xmm11
+    vpshufd      xmm13, xmm0, 78
+    vpxor        xmm13, xmm0, xmm13
+    vpclmulqdq   xmm11, xmm11, xmm13, 0
+    vpxor        xmm11, xmm11, xmm6
+    vpxor        xmm11, xmm11, xmm10
+    vpclmulqdq   xmm13, xmm2, xmm3, 0
+    vpclmulqdq   xmm15, xmm2, xmm3, 17
+    vmovdqa      [rsp], xmm7                         ; spill
+    vpshufd      xmm7, xmm2, 78
+    vpxor        xmm7, xmm2, xmm7
+    vmovdqa      [rsp + 256], xmm4                   ; spill
+    vpshufd      xmm4, xmm3, 78
+    vpxor        xmm4, xmm3, xmm4
+    vpclmulqdq   xmm4, xmm7, xmm4, 0
+    vpxor        xmm4, xmm4, xmm13
+    vpxor        xmm4, xmm4, xmm15
+    vpxor        xmm2, xmm5, xmm2
     vpxor        xmm0, xmm0, xmm3
-    vpclmulqdq   xmm3, xmm1, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm0, 1
-    vpclmulqdq   xmm15, xmm1, xmm0, 16
-    vpclmulqdq   xmm0, xmm1, xmm0, 17
-    vpxor        xmm1, xmm5, xmm15
-    vpxor        xmm5, xmm14, xmm13
-    vpxor        xmm3, xmm6, xmm3
-    vpxor        xmm3, xmm3, xmm5
-    vpxor        xmm1, xmm9, xmm1
-    vpxor        xmm1, xmm1, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm0, 0
+    vpclmulqdq   xmm5, xmm2, xmm0, 17
+    vpshufd      xmm7, xmm2, 78
+    vpxor        xmm2, xmm2, xmm7
+    vpshufd      xmm7, xmm0, 78
     vpxor        xmm0, xmm0, xmm7
+    vpclmulqdq   xmm0, xmm2, xmm0, 0
+    vpxor        xmm0, xmm0, xmm3
     vpxor        xmm0, xmm0, xmm5
-    vpxor        xmm4, xmm4, xmm10
-    vpxor        xmm5, xmm11, xmm12
-    vmovdqa      xmm10, [rsp + 224]                  ; reload
-    vpxor        xmm8, xmm10, xmm8
-    vmovdqa      xmm10, [rsp + 160]                  ; reload
-    vpxor        xmm6, xmm10, xmm6
-    vpxor        xmm6, xmm6, xmm4
-    vmovdqa      xmm11, [rsp + 64]                   ; reload
-    vpxor        xmm9, xmm11, xmm9
-    vpxor        xmm9, xmm9, xmm5
-    vmovdqa      xmm12, [rsp + 352]                  ; reload
-    vpxor        xmm3, xmm12, xmm3
-    vpxor        xmm3, xmm3, xmm8
-    vmovdqa      xmm13, [rsp + 384]                  ; reload
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm1, xmm1, [rsp + 256]
-    vpxor        xmm0, xmm0, [rsp]
+    vpxor        xmm2, xmm10, xmm13
+    vpxor        xmm3, xmm6, xmm3
+    vpxor        xmm3, xmm3, xmm2
+    vpxor        xmm0, xmm11, xmm0
     vpxor        xmm0, xmm0, xmm4
-    vpxor        xmm2, xmm2, xmm5
-    vpxor        xmm4, xmm7, xmm8
-    vpslldq      xmm5, xmm11, 8
-    vpxor        xmm5, xmm10, xmm5
-    vpalignr     xmm7, xmm13, xmm11, 8
-    vpxor        xmm7, xmm12, xmm7
-    vpalignr     xmm8, xmm9, xmm13, 8
+    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm2, xmm5, xmm2
+    vpxor        xmm1, xmm1, xmm8
+    vpxor        xmm5, xmm12, xmm14
+    vmovdqa      xmm7, [rsp + 224]                   ; reload
+    vpxor        xmm7, xmm7, xmm9
+    vmovdqa      xmm8, [rsp + 160]                   ; reload
+    vpxor        xmm6, xmm8, xmm6
+    vpxor        xmm6, xmm6, xmm1
+    vmovdqa      xmm9, [rsp + 64]                    ; reload
+    vpxor        xmm10, xmm9, xmm11
+    vpxor        xmm10, xmm10, xmm5
+    vmovdqa      xmm11, [rsp + 352]                  ; reload
+    vpxor        xmm3, xmm11, xmm3
+    vpxor        xmm3, xmm3, xmm7
+    vmovdqa      xmm12, [rsp + 384]                  ; reload
+    vpxor        xmm0, xmm12, xmm0
+    vpxor        xmm0, xmm0, [rsp + 256]
+    vpxor        xmm2, xmm2, [rsp]
+    vpxor        xmm1, xmm2, xmm1
+    vpxor        xmm2, xmm4, xmm5
+    vpxor        xmm4, xmm15, xmm7
+    vpslldq      xmm5, xmm9, 8
+    vpxor        xmm5, xmm8, xmm5
+    vpalignr     xmm7, xmm12, xmm9, 8
+    vpxor        xmm7, xmm11, xmm7
+    vpalignr     xmm8, xmm10, xmm12, 8
     vpxor        xmm6, xmm6, xmm8
-    vpalignr     xmm8, xmm1, xmm9, 8
+    vpalignr     xmm8, xmm0, xmm10, 8
     vpxor        xmm3, xmm3, xmm8
-    vpalignr     xmm1, xmm2, xmm1, 8
-    vpxor        xmm0, xmm0, xmm1
+    vpalignr     xmm0, xmm2, xmm0, 8
+    vpxor        xmm0, xmm1, xmm0
     vmovdqa      xmm1, [rsp + 256]                   ; reload
     vpalignr     xmm2, xmm1, xmm2, 8
     vpxor        xmm2, xmm4, xmm2
     vpsrldq      xmm1, xmm1, 8
     vmovdqa      xmm4, [rsp]                         ; reload
     vpxor        xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm1, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm1, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm4, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm13, xmm1, 8
     vpxor        xmm0, xmm0, xmm13
-    vpclmulqdq   xmm13, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm0, 39
+    vpsrlq       xmm14, xmm0, 25
+    vpsllq       xmm15, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpxor        xmm2, xmm4, xmm2
     vpxor        xmm3, xmm3, xmm8
     vpxor        xmm3, xmm3, xmm9
     vpalignr     xmm1, xmm1, xmm2, 8
     vpxor        xmm1, xmm3, xmm1
     vpsrldq      xmm1, xmm1, 8
-    vpclmulqdq   xmm4, xmm1, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm1, xmm1, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm4, xmm1, 39
+    vpsrlq       xmm8, xmm1, 25
+    vpsllq       xmm9, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
     vpxor        xmm4, xmm5, xmm4
-    vpxor        xmm1, xmm13, xmm1
-    vpxor        xmm5, xmm7, xmm14
-    vpxor        xmm5, xmm5, xmm15
+    vpxor        xmm5, xmm13, xmm8
+    vpxor        xmm5, xmm5, xmm9
+    vpxor        xmm7, xmm7, xmm14
+    vpxor        xmm1, xmm15, xmm1
+    vpxor        xmm1, xmm7, xmm1
     vpxor        xmm0, xmm10, xmm0
     vpxor        xmm6, xmm6, xmm11
     vpxor        xmm6, xmm6, xmm12
-    vpslldq      xmm7, xmm1, 8
+    vpslldq      xmm7, xmm5, 8
     vpxor        xmm4, xmm4, xmm7
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpxor        xmm1, xmm5, xmm1
+    vpalignr     xmm5, xmm0, xmm5, 8
+    vpxor        xmm1, xmm1, xmm5
     vpalignr     xmm0, xmm2, xmm0, 8
     vpxor        xmm0, xmm6, xmm0
     vpsrldq      xmm2, xmm2, 8
@@ -19171,40 +20407,44 @@ kg_gf2m409_inv_avx2:
     vpclmulqdq   xmm6, xmm0, xmm0, 0
     vpclmulqdq   xmm0, xmm0, xmm0, 17
     vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm8, xmm2, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm9, xmm2, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 1
-    vpclmulqdq   xmm10, xmm0, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm11, xmm0, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm12, xmm0, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm0, xmm0, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm0, 39
+    vpsrlq       xmm11, xmm0, 25
+    vpsllq       xmm12, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
     vpsrldq      xmm13, xmm2, 8
     vpxor        xmm6, xmm6, xmm13
-    vpclmulqdq   xmm13, xmm6, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm14, xmm6, [rel gf2m_g_8000000000], 1
-    vpclmulqdq   xmm15, xmm6, [rel gf2m_g_4000000000000000], 0
-    vpclmulqdq   xmm6, xmm6, [rel gf2m_g_4000000000000000], 1
+    vpsllq       xmm13, xmm6, 39
+    vpsrlq       xmm14, xmm6, 25
+    vpsllq       xmm15, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpxor        xmm0, xmm7, xmm0
     vpxor        xmm1, xmm1, xmm8
     vpxor        xmm1, xmm1, xmm9
     vpalignr     xmm2, xmm2, xmm0, 8
     vpxor        xmm2, xmm1, xmm2
     vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm7, xmm2, [rel gf2m_g_8000000000], 0
-    vpclmulqdq   xmm2, xmm2, [rel gf2m_g_4000000000000000], 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
     vpxor        xmm3, xmm3, xmm7
-    vpxor        xmm2, xmm13, xmm2
+    vpxor        xmm7, xmm13, xmm8
+    vpxor        xmm7, xmm7, xmm9
     vpxor        xmm4, xmm4, xmm14
-    vpxor        xmm4, xmm4, xmm15
-    vpxor        xmm6, xmm10, xmm6
+    vpxor        xmm2, xmm15, xmm2
+    vpxor        xmm2, xmm4, xmm2
+    vpxor        xmm4, xmm10, xmm6
     vpxor        xmm5, xmm5, xmm11
     vpxor        xmm5, xmm5, xmm12
-    vpslldq      xmm7, xmm2, 8
-    vpxor        xmm3, xmm3, xmm7
-    vpalignr     xmm2, xmm6, xmm2, 8
-    vpxor        xmm2, xmm4, xmm2
-    vpalignr     xmm4, xmm0, xmm6, 8
+    vpslldq      xmm6, xmm7, 8
+    vpxor        xmm3, xmm3, xmm6
+    vpalignr     xmm6, xmm4, xmm7, 8
+    vpxor        xmm2, xmm2, xmm6
+    vpalignr     xmm4, xmm0, xmm4, 8
     vpxor        xmm4, xmm5, xmm4
     vpsrldq      xmm0, xmm0, 8
     vpxor        xmm0, xmm1, xmm0

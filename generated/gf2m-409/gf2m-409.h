@@ -94,7 +94,7 @@ void kg_gf2m409_freeze_avx2(uint64_t out[7], const uint64_t a[7]);
  *   ensures: out = c mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX (check CPUID before calling)
  *   out: 7 x uint64_t, out, 8-byte aligned
  *   c: 14 x uint64_t, in, 8-byte aligned
  */
@@ -211,7 +211,7 @@ void kg_gf2m409_ladder_step_avx2(uint64_t out[28], const uint64_t st[28], const 
  *   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 409 (fully reduced mod f)
  *   out may be the same buffer as st (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX, AVX2, VPCLMULQDQ (check CPUID before calling)
  *   out: 28 x uint64_t, out, 8-byte aligned
  *   st: 28 x uint64_t, in, 8-byte aligned
  *   x: 7 x uint64_t, in, 8-byte aligned

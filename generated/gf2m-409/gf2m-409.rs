@@ -89,7 +89,7 @@ unsafe extern "C" {
     /// ensures: out = c mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX, PCLMULQDQ (is_x86_feature_detected!: "avx", "pclmulqdq")
+    /// cpu: AVX (is_x86_feature_detected!: "avx")
     /// out: 7 x u64, out, 8-byte aligned
     /// c: 14 x u64, in, 8-byte aligned
     /// ```
@@ -215,7 +215,7 @@ unsafe extern "C" {
     /// ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 409 (fully reduced mod f)
     /// out may be the same buffer as st (all inputs are read before out is written)
     /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ (is_x86_feature_detected!: "avx", "avx2", "pclmulqdq", "vpclmulqdq")
+    /// cpu: AVX, AVX2, VPCLMULQDQ (is_x86_feature_detected!: "avx", "avx2", "vpclmulqdq")
     /// out: 28 x u64, out, 8-byte aligned
     /// st: 28 x u64, in, 8-byte aligned
     /// x: 7 x u64, in, 8-byte aligned
