@@ -56,12 +56,12 @@ align 32
 gf2m_mask_7ffffffff_0_x2:
     dq 0x00000007ffffffff, 0x0000000000000000, 0x00000007ffffffff, 0x0000000000000000
 
-; limb 2 alone
+; limbs of x^192 - 1 in pair 1
 align 32
 gf2m_mask_ffffffffffffffff_0:
     dq 0xffffffffffffffff, 0x0000000000000000
 
-; limb 2 alone
+; limbs of x^192 - 1 in pair 1
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000

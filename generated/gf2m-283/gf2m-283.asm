@@ -56,12 +56,12 @@ align 32
 gf2m_mask_7ffffff_0_x2:
     dq 0x0000000007ffffff, 0x0000000000000000, 0x0000000007ffffff, 0x0000000000000000
 
-; limb 4 alone
+; limbs of x^320 - 1 in pair 2
 align 32
 gf2m_mask_ffffffffffffffff_0:
     dq 0xffffffffffffffff, 0x0000000000000000
 
-; limb 4 alone
+; limbs of x^320 - 1 in pair 2
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000

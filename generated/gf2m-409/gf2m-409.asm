@@ -47,12 +47,12 @@ align 32
 gf2m_mask_1ffffff_0_x2:
     dq 0x0000000001ffffff, 0x0000000000000000, 0x0000000001ffffff, 0x0000000000000000
 
-; limb 6 alone
+; limbs of x^448 - 1 in pair 3
 align 32
 gf2m_mask_ffffffffffffffff_0:
     dq 0xffffffffffffffff, 0x0000000000000000
 
-; limb 6 alone
+; limbs of x^448 - 1 in pair 3
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000

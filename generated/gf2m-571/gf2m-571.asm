@@ -56,12 +56,12 @@ align 32
 gf2m_mask_7ffffffffffffff_0_x2:
     dq 0x07ffffffffffffff, 0x0000000000000000, 0x07ffffffffffffff, 0x0000000000000000
 
-; limb 8 alone
+; limbs of x^576 - 1 in pair 4
 align 32
 gf2m_mask_ffffffffffffffff_0:
     dq 0xffffffffffffffff, 0x0000000000000000
 
-; limb 8 alone
+; limbs of x^576 - 1 in pair 4
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000

@@ -170,7 +170,7 @@ class Kernel:
         """Whether a ymm register is written: a VEX.128 write zeroes the upper
         half, so only then can the upper state be dirty and the epilogue
         need vzeroupper."""
-        return any(isinstance(o, (PhysReg, VReg)) and getattr(o, "kind", "vec") == "vec" and o.bits == 256
+        return any(isinstance(o, PhysReg) and o.kind == "vec" and o.bits == 256
                    for ins in self.body for o in ins.written)
 
 

@@ -253,9 +253,6 @@ def _canonical(got: np.ndarray, table: list[int], m: int) -> np.ndarray:
     return got
 
 
-_LAZY_IN = ("gf2m_mul_lazy", "gf2m_sqr_lazy", "gf2m_freeze")
-
-
 def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
     """Every kernel proven GF(2)-multilinear (its manifest `proof`) run on a
     whole basis — each basis monomial x^i of a linear argument, each pair
@@ -277,7 +274,7 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
         counts = [a["count"] for a in fn["args"]]
         n_out = counts[0]
         name = f"basis proof of {fn['symbol']}"
-        bits = 2 * m - 1 if kind == "gf2m_reduce" else 64 * limbs if kind in _LAZY_IN else m
+        bits = fn["input"]["bits"]  # m, 2m - 1 unreduced, every bit of the limbs lazy
         if len(mono) == 1 and len(mono[0]) == 1:  # linear in one argument (1)
             units = _bits_to_limbs(np.eye(bits, dtype=np.uint64), counts[1])
             if kind in ("gf2m_reduce", "gf2m_freeze"):
@@ -306,7 +303,7 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                 cases += [(product, a, b) for a, b in zip(i.tolist(), j.tolist())]
             got, want = np.concatenate(gots), np.concatenate(wants)
             label = f"{len(cases)} pairs of basis monomials"
-        if kind in ("gf2m_mul_lazy", "gf2m_sqr_lazy"):
+        if fn["output"]["representation"] == "lazy":
             got = _canonical(got, table, m)
         bad = np.argwhere(got != want)
         out.append((f"{name} ({label})", None if not len(bad) else
@@ -354,8 +351,7 @@ def bench_items(bundle: Bundle, workdir: Path) -> list[BenchItem]:
             if a["count"] == 1:  # the ladder step's swap mask
                 ins.append((1 << 64) - 1)
                 continue
-            bits = 2 * p.m - 1 if a["count"] > p.limbs else 64 * p.limbs if fn["kind"] in _LAZY_IN else p.m
-            ins.append(rng.getrandbits(bits) | 1)
+            ins.append(rng.getrandbits(fn["input"]["bits"]) | 1)
         case = _case(fn, "bench", ins, alias=False)
         short = _short(fn, p.prefix)
         comps = (Comparison("openssl", so, f"kg_ossl_{_OPENSSL_TWIN.get(short, short)}"),)

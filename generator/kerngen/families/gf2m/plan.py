@@ -161,4 +161,3 @@ def map_pays(m: int, k: int) -> bool:
     chunks = (m + 255) // 256
     ops = chunks * 64 * (2 + 8 * chunks)
     return 17 * k > ops / 3 + 20
-

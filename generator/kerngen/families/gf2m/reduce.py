@@ -13,8 +13,37 @@ from collections import defaultdict
 
 from ...ir.instr import ArgBase, Builder, GReg, Imm, Mem, VReg
 from .mul import MulConfig
-from .plan import FieldPlan, folds
+from .plan import Chunk, FieldPlan, folds
 from .vec import Pairs, Terms, normalize, pair_at, to_pairs
+
+
+def _top_mask(v: Pairs, plan: FieldPlan) -> Mem:
+    """The limbs of x^m - 1 in the top pair of an element (all of its lower
+    lane with n even; nothing of its upper lane with n odd)."""
+    n = plan.limbs
+    mask = ((1 << 64) - 1, plan.low_mask) if n % 2 == 0 else (plan.low_mask, 0)
+    return v.const(f"gf2m_mask_{mask[0]:x}_{mask[1]:x}", mask,
+                   comment=f"limbs of x^{plan.m} - 1 in pair {(n - 1) // 2}")
+
+
+def _g_chunk(v: Pairs, plan: FieldPlan, ch: Chunk) -> Mem:
+    return v.const(f"gf2m_g_{ch.bits:x}", (ch.bits, 0),
+                   comment=f"terms x^{64 * ch.q}*(...) of f - x^{plan.m}, chunk {ch.q}")
+
+
+def _by_products(ch: Chunk, cfg: MulConfig) -> bool:
+    """Whether chunk `ch` of g is folded by carry-less products, one per
+    word; otherwise it is 1 (a plain xor) or, with `single_shift`, one term
+    (two shifts per pair, `_shift_terms`)."""
+    return ch.bits != 1 and not (cfg.single_shift and ch.single_shift is not None)
+
+
+def _shift_terms(v: Pairs, ch: Chunk, h: VReg) -> list[tuple[int, VReg]]:
+    """h times chunk `ch` of g (not `_by_products`) as (limb offset from h's, term)."""
+    if ch.bits == 1:
+        return [(ch.q, h)]
+    r = ch.single_shift
+    return [(ch.q, v.sll(h, r)), (ch.q + 1, v.srl(h, 64 - r))]
 
 
 def reduce_pairs(v: Pairs, plan: FieldPlan, pairs: list[VReg], bound: int, cfg: MulConfig) -> list[VReg]:
@@ -55,24 +84,17 @@ def reduce_pairs(v: Pairs, plan: FieldPlan, pairs: list[VReg], bound: int, cfg: 
         for k in range(nlo):
             r = p[k]
             if k == nlo - 1 and (s or n % 2):
-                mask = (((1 << 64) - 1, plan.low_mask) if n % 2 == 0 else (plan.low_mask, 0))
-                r = v.and_(r, v.const(f"gf2m_mask_{mask[0]:x}_{mask[1]:x}", mask,
-                                      comment=f"limbs of x^{plan.m} - 1 in pair {k}"))
+                r = v.and_(r, _top_mask(v, plan))
             terms[2 * k].append(r)
         for ch in plan.chunks:
-            r_ = ch.single_shift
-            if ch.bits == 1:
-                for r, j in hi_pairs:
-                    terms[j + ch.q].append(r)
-            elif cfg.single_shift and r_ is not None:
-                for r, j in hi_pairs:
-                    terms[j + ch.q].append(v.sll(r, r_))
-                    terms[j + ch.q + 1].append(v.srl(r, 64 - r_))
-            else:
-                g = v.const(f"gf2m_g_{ch.bits:x}", (ch.bits, 0),
-                            comment=f"terms x^{64 * ch.q}*(...) of f - x^{plan.m}, chunk {ch.q}")
+            if _by_products(ch, cfg):
+                g = _g_chunk(v, plan, ch)
                 for j, (r, lane) in enumerate(words):
                     terms[j + ch.q].append(v.clmul(r, g, lane))
+                continue
+            for r, j in hi_pairs:
+                for d, t in _shift_terms(v, ch, r):
+                    terms[j + d].append(t)
         pairs = to_pairs(v, normalize(v, terms), min(fd.bound_out // 64 + 1, 2 * n))
     while len(pairs) < (n + 1) // 2:
         pairs.append(v.zero())
@@ -208,22 +230,17 @@ def reduce_stream(v: Pairs, plan: FieldPlan, pairs: list[VReg], cfg: MulConfig) 
             h, o, words = v.down64(h), 0, 1
         consumed = max(n, 2 * k)
         for ch in plan.chunks:
-            r_ = ch.single_shift
-            if ch.bits == 1:
-                add(o + ch.q, h, words)
-            elif cfg.single_shift and r_ is not None:
-                add(o + ch.q, v.sll(h, r_), words)
-                add(o + ch.q + 1, v.srl(h, 64 - r_), words)
-            else:
-                g = v.const(f"gf2m_g_{ch.bits:x}", (ch.bits, 0),
-                            comment=f"terms x^{64 * ch.q}*(...) of f - x^{plan.m}, chunk {ch.q}")
+            if _by_products(ch, cfg):
+                g = _g_chunk(v, plan, ch)
                 add(o + ch.q, v.clmul(h, g, 0x00), 2)
                 if words == 2:
                     add(o + ch.q + 1, v.clmul(h, g, 0x01), 2)
+                continue
+            for d, t in _shift_terms(v, ch, h):
+                add(o + d, t, words)
     out = to_pairs(v, {o: r for o in range(-1, n) if (r := term(o)) is not None}, n)
     if n % 2:  # the straddling pair's upper word was folded: clear it
-        out[-1] = v.and_(out[-1], v.const(f"gf2m_mask_{(1 << 64) - 1:x}_0", ((1 << 64) - 1, 0),
-                                          comment=f"limb {n - 1} alone"))
+        out[-1] = v.and_(out[-1], _top_mask(v, plan))
     return out
 
 
@@ -250,10 +267,7 @@ def freeze_pairs(v: Pairs, plan: FieldPlan, pairs: list[VReg]) -> list[VReg]:
             words[limb].append(v.sll(h, r) if r else h)
             if r + bits > 64:
                 words[limb + 1].append(v.srl(h, 64 - r))
-        out[top] = v.and_(out[top], v.const(
-            f"gf2m_mask_{(1 << 64) - 1 if lane else plan.low_mask:x}_{plan.low_mask if lane else 0:x}",
-            ((1 << 64) - 1, plan.low_mask) if lane else (plan.low_mask, 0),
-            comment=f"limbs of x^{plan.m} - 1 in pair {top}"))
+        out[top] = v.and_(out[top], _top_mask(v, plan))
         for k in range((max(words) + 2) // 2):
             w0, w1 = v.tree(words.get(2 * k, [])), v.tree(words.get(2 * k + 1, []))
             if w0 is None and w1 is None:
